@@ -1,0 +1,30 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "base/status.h"
+
+namespace tessera::bson {
+
+// MongoDB's limits.
+constexpr size_t kMaxUserDocumentSize = 16 * 1024 * 1024;  // BSONObjMaxUserSize
+// Commands may be slightly larger than one document (the document plus the command around it).
+constexpr size_t kMaxInternalDocumentSize = kMaxUserDocumentSize + 16 * 1024;
+// Nesting allowed in any BSON Tessera parses (MongoDB's BSONDepth::kDefaultMaxAllowableDepth).
+constexpr int kMaxParseDepth = 200;
+// Nesting allowed in stored documents (MongoDB's BSONDepth::kBSONDepthParameterFloor... user
+// storage limit of 100 levels).
+constexpr int kMaxStoredDepth = 100;
+
+// Checks that `len` bytes at `data` are exactly one well-formed BSON document: every length field
+// in bounds, strings NUL-terminated and valid UTF-8, known type bytes, booleans 0/1, nesting at
+// most `maxDepth` (capped at kMaxParseDepth). Safe on any byte sequence (iterative depth bound
+// before libbson's recursive checks). Returns InvalidBSON (22) or Overflow (15, too deep)
+// otherwise.
+Status validateBson(const uint8_t* data, size_t len, int maxDepth = kMaxParseDepth);
+
+// Nesting depth of a valid document ({} is 1, {a:{}} is 2).
+int documentDepth(const uint8_t* data);
+
+}  // namespace tessera::bson

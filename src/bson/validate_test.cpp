@@ -1,0 +1,93 @@
+#include "bson/validate.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include "bson/bson_builder.h"
+
+namespace tessera::bson {
+namespace {
+
+Status validate(const std::string& bytes, int maxDepth = kMaxParseDepth) {
+    return validateBson(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), maxDepth);
+}
+
+std::string nested(int depth) {
+    // {a:{a:{...{}}}} with `depth` documents in total.
+    BsonObj inner;
+    for (int i = 1; i < depth; ++i) {
+        BsonBuilder b;
+        b.append("a", inner);
+        inner = b.obj();
+    }
+    return std::string(inner.bytes());
+}
+
+TEST(ValidateBson, AcceptsValidDocuments) {
+    BsonObj obj =
+        fromJson(R"({"a": 1, "b": [1, {"c": "d"}], "e": {"$code": "x", "$scope": {"y": 1}}})");
+    EXPECT_TRUE(validate(std::string(obj.bytes())).isOK());
+    EXPECT_TRUE(validate(std::string("\x05\0\0\0\0", 5)).isOK());
+}
+
+TEST(ValidateBson, RejectsBadLengths) {
+    EXPECT_TRUE(validate("").is(ErrorCodes::InvalidBSON));
+    EXPECT_TRUE(validate(std::string("\x06\0\0\0\0", 5)).is(ErrorCodes::InvalidBSON));
+    EXPECT_TRUE(validate(std::string("\xff\xff\xff\xff\0", 5)).is(ErrorCodes::InvalidBSON));
+    // {a: "x"} with the string length claiming 100 bytes.
+    std::string s = std::string(fromJson(R"({"a": "x"})").bytes());
+    s[7] = 100;
+    EXPECT_TRUE(validate(s).is(ErrorCodes::InvalidBSON));
+}
+
+TEST(ValidateBson, RejectsUnknownTypeAndBadBool) {
+    std::string s = std::string(fromJson(R"({"a": true})").bytes());
+    s[4] = 0x42;
+    EXPECT_TRUE(validate(s).is(ErrorCodes::InvalidBSON));
+    s = std::string(fromJson(R"({"a": true})").bytes());
+    s[7] = 2;
+    EXPECT_TRUE(validate(s).is(ErrorCodes::InvalidBSON));
+}
+
+TEST(ValidateBson, DepthLimit) {
+    EXPECT_TRUE(validate(nested(100), 100).isOK());
+    EXPECT_TRUE(validate(nested(101), 100).is(ErrorCodes::Overflow));
+    EXPECT_EQ(documentDepth(reinterpret_cast<const uint8_t*>(nested(7).data())), 7);
+}
+
+TEST(ValidateBson, HostileDeepNestingDoesNotRecurse) {
+    // 1,000,000 well-formed levels of {"": {...}}: rejected as too deep, without native recursion.
+    const int levels = 1000000;
+    std::string s;
+    s.reserve(7 * levels + 5);
+    for (int i = 0; i < levels; ++i) {
+        int32_t len = 5 + 7 * (levels - i);
+        s.append(reinterpret_cast<const char*>(&len), 4);
+        s.push_back(3);
+        s.push_back('\0');
+    }
+    s.append("\x05\0\0\0\0", 5);
+    s.append(levels, '\0');
+    EXPECT_TRUE(validate(s).is(ErrorCodes::Overflow));
+}
+
+TEST(ValidateBson, RandomMutationsNeverCrash) {
+    std::string base = std::string(
+        fromJson(
+            R"({"a": [1, 2.5, {"b": "c"}], "d": {"$binary": {"base64": "AQI=", "subType": "00"}},
+                     "r": {"$regularExpression": {"pattern": "x", "options": ""}}})")
+            .bytes());
+    std::mt19937 rng(1234);
+    for (int i = 0; i < 20000; ++i) {
+        std::string m = base;
+        int edits = 1 + rng() % 4;
+        for (int e = 0; e < edits; ++e) m[rng() % m.size()] = static_cast<char>(rng());
+        if (rng() % 5 == 0) m.resize(rng() % m.size());
+        (void)validate(m);
+    }
+}
+
+}  // namespace
+}  // namespace tessera::bson
