@@ -1,0 +1,102 @@
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/hlc.h"
+#include "base/status.h"
+#include "bson/bson_obj.h"
+#include "storage/catalog_types.h"
+
+namespace tessera::storage {
+
+class ReadSnapshot;
+class CollectionWriter;
+
+struct EngineOptions {
+    std::string dbpath;
+    size_t blockCacheBytes = size_t{256} << 20;
+    // Versions older than now minus this window may be garbage-collected; reads at timestamps
+    // older than the window fail with SnapshotTooOld.
+    uint32_t historyWindowSeconds = 300;
+    // The clock that stamps commits; nullptr means HybridLogicalClock::global() (tests inject
+    // their own to control time).
+    HybridLogicalClock* clock = nullptr;
+};
+
+// The storage engine of one process: one RocksDB instance holding the catalog, every
+// collection's documents (MVCC versions keyed by cluster key and commit timestamp) and indexes.
+// It is the only code that includes RocksDB headers.
+//
+// Thread-safety: every method may be called from any thread. DDL operations are serialized
+// internally; writes to one collection are serialized by CollectionWriter; reads never block.
+class Engine {
+  public:
+    // Opens (creating if needed) the database in options.dbpath. Fails with a clear message if
+    // another process holds the dbpath ("DBPathInUse: Unable to lock the dbpath ...") or the
+    // files are not a Tessera database.
+    static StatusWith<std::unique_ptr<Engine>> open(const EngineOptions& options);
+    virtual ~Engine() = default;  // flushes and closes
+
+    // ---- Catalog (DDL). Namespaces are "db.collection".
+    virtual std::vector<std::string> listDatabases() const = 0;
+    virtual std::vector<CollectionPtr> listCollections(std::string_view db) const = 0;
+    // nullptr if the collection does not exist.
+    virtual CollectionPtr getCollection(std::string_view ns) const = 0;
+    // NamespaceExists (48) if it exists; InvalidNamespace (73) for bad names. Creates _id_.
+    virtual StatusWith<CollectionPtr> createCollection(std::string_view ns,
+                                                       bson::BsonView options) = 0;
+    // NamespaceNotFound (26) if missing. Drops documents, indexes and counts.
+    virtual Status dropCollection(std::string_view ns) = 0;
+    virtual Status dropDatabase(std::string_view db) = 0;
+    // NamespaceNotFound if `from` is missing; NamespaceExists if `to` exists and !dropTarget.
+    virtual Status renameCollection(std::string_view from, std::string_view to,
+                                    bool dropTarget) = 0;
+    // Builds the indexes over existing documents and publishes them atomically. An index whose
+    // name and key pattern both match an existing one is a no-op (not an error). Errors:
+    // IndexOptionsConflict (85) / IndexKeySpecsConflict (86) for clashes, DuplicateKey (11000)
+    // when building a unique index over duplicates, CannotCreateIndex (67) for bad specs.
+    struct CreateIndexesResult {
+        int numIndexesBefore = 0;
+        int numIndexesAfter = 0;
+    };
+    virtual StatusWith<CreateIndexesResult> createIndexes(std::string_view ns,
+                                                          std::vector<IndexSpec> specs) = 0;
+    // IndexNotFound (27); the _id_ index cannot be dropped (InvalidOptions 72).
+    virtual Status dropIndex(std::string_view ns, std::string_view indexName) = 0;
+
+    // ---- Reads. A snapshot sees exactly the committed state at its timestamp (latest when
+    // none is given), consistently across collections and indexes.
+    // A snapshot at a timestamp in the future waits until every commit up to it finished (and
+    // makes later commits get greater timestamps). Once created, a snapshot pins its versions:
+    // garbage collection keeps them until the snapshot is destroyed. Snapshots, cursors and
+    // writers must be destroyed before the engine.
+    virtual std::unique_ptr<ReadSnapshot> snapshot(std::optional<Timestamp> at = {}) = 0;
+    // As snapshot(), but fails with SnapshotTooOld (239) when `at` is older than the history
+    // window (its versions may already be garbage-collected).
+    virtual StatusWith<std::unique_ptr<ReadSnapshot>> openSnapshot(std::optional<Timestamp> at) = 0;
+
+    // ---- Writes. Holds the collection's write lock until the writer is destroyed (do not hold
+    // two writers of one collection, nor run DDL on it, from the thread holding its writer: it
+    // deadlocks). The writer maintains every index of the collection's *current* metadata: use
+    // writer->collection(), which may be newer than `coll`. NamespaceNotFound if the collection
+    // was dropped.
+    virtual StatusWith<std::unique_ptr<CollectionWriter>> writer(const CollectionPtr& coll) = 0;
+
+    virtual CollectionStats stats(const CollectionInfo& coll) const = 0;
+    // Bytes on disk of the whole database (for listDatabases sizeOnDisk / dbStats).
+    virtual int64_t approximateDiskBytes(std::string_view db) const = 0;
+
+    // Timestamp of the latest committed write (for operationTime).
+    virtual Timestamp lastCommitTimestamp() const = 0;
+    // Forces a garbage-collection pass of versions older than the history window (tests).
+    virtual Status collectGarbageForTest() = 0;
+    // Number of stored versions (tombstones included) of the collection's records, or of its
+    // secondary index entries when `indexes` (tests of garbage collection).
+    virtual size_t countVersionsForTest(const CollectionInfo& coll, bool indexes) = 0;
+};
+
+}  // namespace tessera::storage

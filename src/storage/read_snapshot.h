@@ -1,0 +1,69 @@
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "base/hlc.h"
+#include "bson/bson_obj.h"
+#include "storage/catalog_types.h"
+
+namespace tessera::storage {
+
+// A document with its record key (the keystring of its cluster key, `_id` for now).
+struct Record {
+    std::string recordKey;
+    bson::BsonObj doc;
+};
+
+class RecordCursor {
+  public:
+    virtual ~RecordCursor() = default;
+    // Next record, or nullopt at the end.
+    virtual std::optional<Record> next() = 0;
+};
+
+// One index entry: the key (keystring of the indexed values, in key-pattern order and
+// direction) and the record it points to.
+struct IndexEntry {
+    std::string key;
+    std::string recordKey;
+};
+
+class IndexCursor {
+  public:
+    virtual ~IndexCursor() = default;
+    virtual std::optional<IndexEntry> next() = 0;
+};
+
+// Bounds on encoded index keys (keystring::Builder output for the index's key pattern,
+// directions included). Empty `low` means from the start; empty `high` means to the end.
+struct KeyRange {
+    std::string low;
+    bool lowInclusive = true;
+    std::string high;
+    bool highInclusive = true;
+};
+
+// A consistent, read-only view of the whole database at one timestamp. Cursors created from a
+// snapshot stay valid while the snapshot lives (keep the snapshot alive with the cursor, e.g.
+// across getMore). Thread-compatible: use one snapshot from one thread at a time.
+class ReadSnapshot {
+  public:
+    virtual ~ReadSnapshot() = default;
+    virtual Timestamp timestamp() const = 0;
+
+    virtual std::optional<bson::BsonObj> findByRecordKey(const CollectionInfo& coll,
+                                                         std::string_view recordKey) = 0;
+    virtual std::optional<Record> findById(const CollectionInfo& coll,
+                                           const bson::BsonElement& id) = 0;
+    // All documents in record-key order (forward or backward).
+    virtual std::unique_ptr<RecordCursor> scan(const CollectionInfo& coll, bool forward = true) = 0;
+    // Index entries within `range`, in key order (forward or backward). Each record appears
+    // once per distinct key it has (multikey indexes may yield a record several times).
+    virtual std::unique_ptr<IndexCursor> indexScan(const CollectionInfo& coll,
+                                                   const IndexSpec& index, const KeyRange& range,
+                                                   bool forward = true) = 0;
+};
+
+}  // namespace tessera::storage

@@ -1,0 +1,231 @@
+#include "storage/rocks_collection_writer.h"
+
+#include <algorithm>
+
+#include "bson/bson_builder.h"
+#include "keystring/keystring.h"
+#include "storage/catalog_codec.h"
+#include "storage/key_format.h"
+#include "storage/rocks_engine.h"
+#include "storage/rocks_read_snapshot.h"
+
+namespace tessera::storage {
+namespace {
+
+// Ends a commit (making it visible) whatever happens to its write.
+class CommitGuard {
+  public:
+    CommitGuard(VisibilityTracker& tracker) : _tracker(tracker), _ts(tracker.beginCommit()) {}
+    ~CommitGuard() { _tracker.endCommit(_ts); }
+    Timestamp ts() const { return _ts; }
+
+  private:
+    VisibilityTracker& _tracker;
+    Timestamp _ts;
+};
+
+void appendIndexUserKey(std::string& out, uint64_t collId, const IndexSpec& index,
+                        std::string_view key, std::string_view recordKey) {
+    out.clear();
+    keys::appendBigEndian64(out, collId);
+    keys::appendBigEndian32(out, index.id);
+    out.append(key);
+    if (!index.unique) out.append(recordKey);
+}
+
+}  // namespace
+
+RocksCollectionWriter::RocksCollectionWriter(RocksEngine* engine, CollectionPtr coll,
+                                             std::shared_ptr<CollectionState> state,
+                                             std::unique_lock<std::mutex> lock)
+    : _engine(engine),
+      _coll(std::move(coll)),
+      _state(std::move(state)),
+      _lock(std::move(lock)),
+      _records(engine->db(), engine->recordsCf(), nullptr),
+      _indexes(engine->db(), engine->indexesCf(), nullptr) {
+    for (size_t i = 1; i < _coll->indexes.size(); ++i) {
+        _generators.emplace_back(_coll->indexes[i].keyPattern, _coll->indexes[i].sparse);
+    }
+    _deltas.resize(_generators.size());
+}
+
+RocksCollectionWriter::~RocksCollectionWriter() = default;
+
+Status RocksCollectionWriter::duplicateKey(const IndexSpec& index, bson::BsonObj keyValue) {
+    _dupInfo = bson::BsonBuilder()
+                   .appendObject("keyPattern", index.keyPattern)
+                   .appendObject("keyValue", keyValue)
+                   .obj();
+    return Status(ErrorCodes::DuplicateKey,
+                  "E11000 duplicate key error collection: " + _coll->ns() +
+                      " index: " + index.name + " dup key: " + formatKeyForMessage(keyValue));
+}
+
+Status RocksCollectionWriter::computeIndexDeltas(const bson::BsonView* oldDoc,
+                                                 const bson::BsonView* newDoc,
+                                                 std::string_view recordKey) {
+    std::vector<std::string> oldKeys, newKeys;
+    for (size_t i = 0; i < _generators.size(); ++i) {
+        const IndexSpec& index = _coll->indexes[i + 1];
+        IndexDelta& delta = _deltas[i];
+        delta.removed.clear();
+        delta.added.clear();
+        delta.multikey = false;
+        oldKeys.clear();
+        newKeys.clear();
+        if (oldDoc) {
+            // The stored version was indexable when it was written.
+            Status s = _generators[i].getKeys(*oldDoc, &oldKeys, nullptr);
+            invariant(s.isOK());
+        }
+        if (newDoc) TRY_STATUS(_generators[i].getKeys(*newDoc, &newKeys, &delta.multikey));
+        std::set_difference(oldKeys.begin(), oldKeys.end(), newKeys.begin(), newKeys.end(),
+                            std::back_inserter(delta.removed));
+        std::set_difference(newKeys.begin(), newKeys.end(), oldKeys.begin(), oldKeys.end(),
+                            std::back_inserter(delta.added));
+        if (!index.unique) continue;
+        for (const std::string& key : delta.added) {
+            appendIndexUserKey(_keyBuf, _coll->id, index, key, recordKey);
+            std::string_view owner;
+            if (!_indexes.get(_keyBuf, Timestamp::max(), &owner) || owner == recordKey) continue;
+            // Report the values of the conflicting key as the document has them.
+            std::vector<std::string> keys;
+            std::vector<bson::BsonObj> values;
+            Status s = _generators[i].getKeys(*newDoc, &keys, nullptr, &values);
+            invariant(s.isOK());
+            auto it = std::find(keys.begin(), keys.end(), key);
+            invariant(it != keys.end());
+            return duplicateKey(index, values[it - keys.begin()]);
+        }
+    }
+    return Status::OK();
+}
+
+StatusWith<Timestamp> RocksCollectionWriter::commit(std::string_view recordKey,
+                                                    const bson::BsonView* doc, int64_t countDelta,
+                                                    int64_t sizeDelta, const WriteOptions& opts) {
+    std::shared_ptr<CollectionInfo> newInfo;
+    for (size_t i = 0; i < _deltas.size(); ++i) {
+        if (_deltas[i].multikey && !_coll->indexes[i + 1].multikey) {
+            if (!newInfo) newInfo = std::make_shared<CollectionInfo>(*_coll);
+            newInfo->indexes[i + 1].multikey = true;
+        }
+    }
+    int64_t newCount = _state->count.load() + countDelta;
+    int64_t newSize = _state->dataSize.load() + sizeDelta;
+
+    rocksdb::Status s;
+    Timestamp ts;
+    {
+        CommitGuard commit(_engine->visibility());
+        ts = commit.ts();
+        _batch.Clear();
+        _keyBuf.clear();
+        keys::appendBigEndian64(_keyBuf, _coll->id);
+        _keyBuf.append(recordKey);
+        keys::appendTs(_keyBuf, ts);
+        rocksdb::Slice value =
+            doc ? rocksdb::Slice(reinterpret_cast<const char*>(doc->data()), doc->size())
+                : rocksdb::Slice();
+        s = _batch.Put(_engine->recordsCf(), _keyBuf, value);
+        for (size_t i = 0; s.ok() && i < _deltas.size(); ++i) {
+            const IndexSpec& index = _coll->indexes[i + 1];
+            for (const std::string& key : _deltas[i].removed) {
+                appendIndexUserKey(_keyBuf, _coll->id, index, key, recordKey);
+                keys::appendTs(_keyBuf, ts);
+                s = _batch.Put(_engine->indexesCf(), _keyBuf, rocksdb::Slice());
+            }
+            for (const std::string& key : _deltas[i].added) {
+                appendIndexUserKey(_keyBuf, _coll->id, index, key, recordKey);
+                keys::appendTs(_keyBuf, ts);
+                s = _batch.Put(_engine->indexesCf(), _keyBuf,
+                               rocksdb::Slice(recordKey.data(), recordKey.size()));
+            }
+        }
+        if (newInfo) {
+            bson::BsonObj entry = encodeCollectionInfo(*newInfo);
+            s = _batch.Put(
+                _engine->catalogCf(), keys::catalogCollKey(_coll->id),
+                rocksdb::Slice(reinterpret_cast<const char*>(entry.data()), entry.size()));
+        }
+        _engine->putCounts(&_batch, _coll->id, newCount, newSize, ts);
+        if (s.ok()) {
+            rocksdb::WriteOptions wo;
+            wo.sync = opts.sync;
+            s = _engine->db()->Write(wo, &_batch);
+        }
+    }
+    _records.markStale();
+    _indexes.markStale();
+    if (!s.ok()) return Status(ErrorCodes::InternalError, "storage write failed: " + s.ToString());
+    _state->count.store(newCount);
+    _state->dataSize.store(newSize);
+    if (newInfo) {
+        _engine->publish(newInfo);
+        _coll = std::move(newInfo);
+    }
+    return ts;
+}
+
+StatusWith<Timestamp> RocksCollectionWriter::insert(bson::BsonView doc, const WriteOptions& opts) {
+    bson::BsonElement id = doc.firstElement();
+    if (id.eoo() || id.fieldName() != "_id") id = doc.getField("_id");
+    if (id.eoo()) return Status(ErrorCodes::BadValue, "document to insert has no _id");
+    std::string recordKey = keystring::encodeValue(id);
+
+    _keyBuf.clear();
+    keys::appendBigEndian64(_keyBuf, _coll->id);
+    _keyBuf.append(recordKey);
+    std::string_view existing;
+    if (_records.get(_keyBuf, Timestamp::max(), &existing)) {
+        bson::BsonObj keyValue = bson::BsonBuilder().appendElementAs(id, "_id").obj();
+        return duplicateKey(_coll->indexes[0], std::move(keyValue));
+    }
+    TRY_STATUS(computeIndexDeltas(nullptr, &doc, recordKey));
+    return commit(recordKey, &doc, 1, static_cast<int64_t>(doc.size()), opts);
+}
+
+StatusWith<Timestamp> RocksCollectionWriter::update(std::string_view recordKey,
+                                                    bson::BsonView newDoc,
+                                                    const WriteOptions& opts) {
+    bson::BsonElement id = newDoc.getField("_id");
+    if (id.eoo() || keystring::encodeValue(id) != recordKey) {
+        return Status(ErrorCodes::ImmutableField,
+                      "Performing an update on the path '_id' would modify the immutable field "
+                      "'_id'");
+    }
+    _keyBuf.clear();
+    keys::appendBigEndian64(_keyBuf, _coll->id);
+    _keyBuf.append(recordKey);
+    std::string_view existing;
+    if (!_records.get(_keyBuf, Timestamp::max(), &existing)) {
+        return Status(ErrorCodes::NoSuchKey, "document to update no longer exists");
+    }
+    _oldValue.assign(existing);
+    bson::BsonView oldDoc(_oldValue.data());
+    TRY_STATUS(computeIndexDeltas(&oldDoc, &newDoc, recordKey));
+    return commit(recordKey, &newDoc, 0,
+                  static_cast<int64_t>(newDoc.size()) - static_cast<int64_t>(oldDoc.size()), opts);
+}
+
+StatusWith<Timestamp> RocksCollectionWriter::remove(std::string_view recordKey,
+                                                    const WriteOptions& opts) {
+    _keyBuf.clear();
+    keys::appendBigEndian64(_keyBuf, _coll->id);
+    _keyBuf.append(recordKey);
+    std::string_view existing;
+    if (!_records.get(_keyBuf, Timestamp::max(), &existing)) {
+        return Status(ErrorCodes::NoSuchKey, "document to remove no longer exists");
+    }
+    _oldValue.assign(existing);
+    bson::BsonView oldDoc(_oldValue.data());
+    TRY_STATUS(computeIndexDeltas(&oldDoc, nullptr, recordKey));
+    return commit(recordKey, nullptr, -1, -static_cast<int64_t>(oldDoc.size()), opts);
+}
+
+std::unique_ptr<ReadSnapshot> RocksCollectionWriter::latest() {
+    return std::make_unique<RocksReadSnapshot>(_engine, Timestamp::max(), nullptr, nullptr);
+}
+
+}  // namespace tessera::storage

@@ -1,0 +1,68 @@
+#pragma once
+
+#include <rocksdb/write_batch.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "storage/collection_writer.h"
+#include "storage/index_keys.h"
+#include "storage/mvcc_iterator.h"
+
+namespace tessera::storage {
+
+class RocksEngine;
+struct CollectionState;
+
+// CollectionWriter over RocksDB. Every call: check uniqueness against the latest state (stable,
+// since this writer holds the collection's write lock), take a commit timestamp, write one
+// WriteBatch (record version, index entry versions, counts, multikey catalog change), wait for
+// visibility (VisibilityTracker invariant 2).
+class RocksCollectionWriter final : public CollectionWriter {
+  public:
+    RocksCollectionWriter(RocksEngine* engine, CollectionPtr coll,
+                          std::shared_ptr<CollectionState> state,
+                          std::unique_lock<std::mutex> lock);
+    ~RocksCollectionWriter() override;
+
+    const CollectionInfo& collection() const override { return *_coll; }
+    StatusWith<Timestamp> insert(bson::BsonView doc, const WriteOptions& opts) override;
+    StatusWith<Timestamp> update(std::string_view recordKey, bson::BsonView newDoc,
+                                 const WriteOptions& opts) override;
+    StatusWith<Timestamp> remove(std::string_view recordKey, const WriteOptions& opts) override;
+    std::unique_ptr<ReadSnapshot> latest() override;
+    bson::BsonObj duplicateKeyInfo() const override { return _dupInfo; }
+
+  private:
+    // Keys of one secondary index for the old and the new version of a document.
+    struct IndexDelta {
+        std::vector<std::string> removed;
+        std::vector<std::string> added;
+        bool multikey = false;
+    };
+    // Computes the deltas for all secondary indexes (old or new may be null) and checks unique
+    // indexes; DuplicateKey with _dupInfo set on a violation.
+    Status computeIndexDeltas(const bson::BsonView* oldDoc, const bson::BsonView* newDoc,
+                              std::string_view recordKey);
+    Status duplicateKey(const IndexSpec& index, bson::BsonObj keyValue);
+    // Writes the batch: record version (`doc` null: tombstone), index deltas, counts.
+    StatusWith<Timestamp> commit(std::string_view recordKey, const bson::BsonView* doc,
+                                 int64_t countDelta, int64_t sizeDelta, const WriteOptions& opts);
+
+    RocksEngine* _engine;
+    CollectionPtr _coll;
+    std::shared_ptr<CollectionState> _state;
+    std::unique_lock<std::mutex> _lock;
+    std::vector<IndexKeyGenerator> _generators;  // one per _coll->indexes[i], i >= 1
+    std::vector<IndexDelta> _deltas;
+    PointReader _records;
+    PointReader _indexes;
+    rocksdb::WriteBatch _batch;
+    std::string _keyBuf;
+    std::string _oldValue;
+    bson::BsonObj _dupInfo;
+};
+
+}  // namespace tessera::storage

@@ -1,0 +1,99 @@
+#pragma once
+
+#include <rocksdb/db.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "storage/engine.h"
+#include "storage/visibility.h"
+
+namespace tessera::storage {
+
+// Per-collection mutable state that is not part of the immutable CollectionInfo.
+struct CollectionState {
+    // Held by a CollectionWriter for its lifetime and by DDL touching the collection.
+    // Lock order: Engine::_ddlMutex -> writeMutex -> Engine::_catalogMutex.
+    std::mutex writeMutex;
+    // Exact counts; changed only under writeMutex, after the batch that persists them committed.
+    std::atomic<int64_t> count{0};
+    std::atomic<int64_t> dataSize{0};
+};
+
+// The RocksDB implementation of Engine (see README.md).
+class RocksEngine final : public Engine {
+  public:
+    static StatusWith<std::unique_ptr<Engine>> open(const EngineOptions& options);
+    ~RocksEngine() override;
+
+    std::vector<std::string> listDatabases() const override;
+    std::vector<CollectionPtr> listCollections(std::string_view db) const override;
+    CollectionPtr getCollection(std::string_view ns) const override;
+    StatusWith<CollectionPtr> createCollection(std::string_view ns,
+                                               bson::BsonView options) override;
+    Status dropCollection(std::string_view ns) override;
+    Status dropDatabase(std::string_view db) override;
+    Status renameCollection(std::string_view from, std::string_view to, bool dropTarget) override;
+    StatusWith<CreateIndexesResult> createIndexes(std::string_view ns,
+                                                  std::vector<IndexSpec> specs) override;
+    Status dropIndex(std::string_view ns, std::string_view indexName) override;
+
+    std::unique_ptr<ReadSnapshot> snapshot(std::optional<Timestamp> at = {}) override;
+    StatusWith<std::unique_ptr<ReadSnapshot>> openSnapshot(std::optional<Timestamp> at) override;
+    StatusWith<std::unique_ptr<CollectionWriter>> writer(const CollectionPtr& coll) override;
+
+    CollectionStats stats(const CollectionInfo& coll) const override;
+    int64_t approximateDiskBytes(std::string_view db) const override;
+    Timestamp lastCommitTimestamp() const override;
+    Status collectGarbageForTest() override;
+    size_t countVersionsForTest(const CollectionInfo& coll, bool indexes) override;
+
+    // ---- For the snapshot and writer implementations.
+    rocksdb::DB* db() const { return _db.get(); }
+    rocksdb::ColumnFamilyHandle* recordsCf() const { return _records; }
+    rocksdb::ColumnFamilyHandle* indexesCf() const { return _indexes; }
+    rocksdb::ColumnFamilyHandle* catalogCf() const { return _catalog; }
+    VisibilityTracker& visibility() { return _visibility; }
+    // Publishes a new version of a collection's metadata (same id and ns).
+    void publish(CollectionPtr info);
+    // Adds the persisted counts (count, dataSize, last commit ts) of a collection to `batch`.
+    void putCounts(rocksdb::WriteBatch* batch, uint64_t collId, int64_t count, int64_t dataSize,
+                   Timestamp lastTs);
+
+  private:
+    explicit RocksEngine(const EngineOptions& options);
+    Status openDb();
+    Status loadCatalog();
+
+    CollectionPtr byIdLocked(uint64_t id) const;
+    std::shared_ptr<CollectionState> stateFor(uint64_t id) const;
+    Status writeSync(rocksdb::WriteBatch* batch);
+    // Adds the deletion of everything of `coll` to `batch` (caller holds its write lock).
+    void addDropToBatch(rocksdb::WriteBatch* batch, const CollectionInfo& coll);
+    void unpublish(const CollectionInfo& coll);
+    Status dropCollectionLocked(const CollectionPtr& coll);
+    Status buildIndexes(const CollectionInfo& coll, std::vector<IndexSpec>* specs);
+
+    EngineOptions _options;
+    HybridLogicalClock* _clock;
+    VisibilityTracker _visibility;
+
+    std::unique_ptr<rocksdb::DB> _db;
+    rocksdb::ColumnFamilyHandle* _default = nullptr;
+    rocksdb::ColumnFamilyHandle* _catalog = nullptr;
+    rocksdb::ColumnFamilyHandle* _records = nullptr;
+    rocksdb::ColumnFamilyHandle* _indexes = nullptr;
+
+    std::mutex _ddlMutex;              // serializes DDL
+    mutable std::mutex _catalogMutex;  // guards the maps below and _nextCollectionId
+    std::map<std::string, CollectionPtr, std::less<>> _byNs;
+    std::unordered_map<uint64_t, CollectionPtr> _byId;
+    std::unordered_map<uint64_t, std::shared_ptr<CollectionState>> _states;
+    uint64_t _nextCollectionId = 1;
+};
+
+}  // namespace tessera::storage

@@ -1,0 +1,137 @@
+#include "storage/rocks_read_snapshot.h"
+
+#include "keystring/keystring.h"
+#include "storage/key_format.h"
+#include "storage/rocks_engine.h"
+
+namespace tessera::storage {
+namespace {
+
+class RocksRecordCursor final : public RecordCursor {
+  public:
+    RocksRecordCursor(RocksEngine* engine, const rocksdb::Snapshot* snap, Timestamp ts,
+                      uint64_t collId, bool forward)
+        : _it(engine->db(), engine->recordsCf(), snap, ts, keys::collPrefix(collId),
+              keys::collPrefix(collId + 1), forward) {}
+
+    std::optional<Record> next() override {
+        std::string_view userKey, value;
+        if (!_it.next(&userKey, &value)) return std::nullopt;
+        return Record{std::string(userKey.substr(keys::kCollIdSize)),
+                      bson::BsonObj::fromBytes(value)};
+    }
+
+  private:
+    MvccIterator _it;
+};
+
+// Secondary index: user key = prefix(12) | keystring | [recordKey], value = recordKey.
+class RocksIndexCursor final : public IndexCursor {
+  public:
+    RocksIndexCursor(RocksEngine* engine, const rocksdb::Snapshot* snap, Timestamp ts,
+                     std::string lower, std::string upper, bool unique, bool forward)
+        : _it(engine->db(), engine->indexesCf(), snap, ts, std::move(lower), std::move(upper),
+              forward),
+          _unique(unique) {}
+
+    std::optional<IndexEntry> next() override {
+        std::string_view userKey, value;
+        if (!_it.next(&userKey, &value)) return std::nullopt;
+        std::string_view key = userKey.substr(keys::kCollIdSize + keys::kIndexIdSize);
+        if (!_unique) key.remove_suffix(value.size());
+        return IndexEntry{std::string(key), std::string(value)};
+    }
+
+  private:
+    MvccIterator _it;
+    bool _unique;
+};
+
+// The _id_ index is the records keyspace: the key is the record key.
+class IdIndexCursor final : public IndexCursor {
+  public:
+    IdIndexCursor(RocksEngine* engine, const rocksdb::Snapshot* snap, Timestamp ts,
+                  std::string lower, std::string upper, bool forward)
+        : _it(engine->db(), engine->recordsCf(), snap, ts, std::move(lower), std::move(upper),
+              forward) {}
+
+    std::optional<IndexEntry> next() override {
+        std::string_view userKey, value;
+        if (!_it.next(&userKey, &value)) return std::nullopt;
+        std::string rk(userKey.substr(keys::kCollIdSize));
+        return IndexEntry{rk, rk};
+    }
+
+  private:
+    MvccIterator _it;
+};
+
+}  // namespace
+
+void keyRangeToBounds(std::string_view prefix, const KeyRange& range, std::string* lower,
+                      std::string* upper) {
+    lower->assign(prefix);
+    if (!range.low.empty()) {
+        lower->append(range.low);
+        if (!range.lowInclusive) *lower = keys::successor(*lower);
+    }
+    if (range.high.empty()) {
+        *upper = keys::successor(prefix);
+    } else {
+        upper->assign(prefix);
+        upper->append(range.high);
+        if (range.highInclusive) *upper = keys::successor(*upper);
+    }
+}
+
+RocksReadSnapshot::RocksReadSnapshot(RocksEngine* engine, Timestamp ts,
+                                     const rocksdb::Snapshot* rocksSnapshot,
+                                     std::unique_ptr<SnapshotPin> pin)
+    : _engine(engine),
+      _ts(ts),
+      _rocksSnapshot(rocksSnapshot),
+      _pin(std::move(pin)),
+      _records(engine->db(), engine->recordsCf(), rocksSnapshot) {}
+
+RocksReadSnapshot::~RocksReadSnapshot() {
+    _records = PointReader(nullptr, nullptr, nullptr);  // iterator before the snapshot
+    if (_rocksSnapshot) _engine->db()->ReleaseSnapshot(_rocksSnapshot);
+}
+
+std::optional<bson::BsonObj> RocksReadSnapshot::findByRecordKey(const CollectionInfo& coll,
+                                                                std::string_view recordKey) {
+    _keyBuf.clear();
+    keys::appendBigEndian64(_keyBuf, coll.id);
+    _keyBuf.append(recordKey);
+    std::string_view value;
+    if (!_records.get(_keyBuf, _ts, &value)) return std::nullopt;
+    return bson::BsonObj::fromBytes(value);
+}
+
+std::optional<Record> RocksReadSnapshot::findById(const CollectionInfo& coll,
+                                                  const bson::BsonElement& id) {
+    std::string recordKey = keystring::encodeValue(id);
+    auto doc = findByRecordKey(coll, recordKey);
+    if (!doc) return std::nullopt;
+    return Record{std::move(recordKey), std::move(*doc)};
+}
+
+std::unique_ptr<RecordCursor> RocksReadSnapshot::scan(const CollectionInfo& coll, bool forward) {
+    return std::make_unique<RocksRecordCursor>(_engine, _rocksSnapshot, _ts, coll.id, forward);
+}
+
+std::unique_ptr<IndexCursor> RocksReadSnapshot::indexScan(const CollectionInfo& coll,
+                                                          const IndexSpec& index,
+                                                          const KeyRange& range, bool forward) {
+    std::string lower, upper;
+    if (index.isIdIndex()) {
+        keyRangeToBounds(keys::collPrefix(coll.id), range, &lower, &upper);
+        return std::make_unique<IdIndexCursor>(_engine, _rocksSnapshot, _ts, std::move(lower),
+                                               std::move(upper), forward);
+    }
+    keyRangeToBounds(keys::indexPrefix(coll.id, index.id), range, &lower, &upper);
+    return std::make_unique<RocksIndexCursor>(_engine, _rocksSnapshot, _ts, std::move(lower),
+                                              std::move(upper), index.unique, forward);
+}
+
+}  // namespace tessera::storage
