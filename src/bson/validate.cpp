@@ -51,6 +51,7 @@ Status validateAt(const uint8_t* data, size_t start, size_t limit, int depth, in
             continue;
         }
         ++pos;
+        if (pos >= end) return invalid("document is not terminated");
         const void* nul = std::memchr(data + pos, 0, end - 1 - pos);
         if (!nul) return invalid("field name is not terminated");
         pos = static_cast<const uint8_t*>(nul) - data + 1;

@@ -42,6 +42,12 @@ TEST(ValidateBson, RejectsBadLengths) {
     EXPECT_TRUE(validate(s).is(ErrorCodes::InvalidBSON));
 }
 
+TEST(ValidateBson, RejectsUnterminatedDocument) {
+    // Found by bson_validate_fuzz: a last byte that is not the terminator.
+    EXPECT_TRUE(validate(std::string("\x05\0\0\0\x98", 5)).is(ErrorCodes::InvalidBSON));
+    EXPECT_TRUE(validate(std::string("\x06\0\0\0\x10\x98", 6)).is(ErrorCodes::InvalidBSON));
+}
+
 TEST(ValidateBson, RejectsUnknownTypeAndBadBool) {
     std::string s = std::string(fromJson(R"({"a": true})").bytes());
     s[4] = 0x42;

@@ -1,0 +1,199 @@
+#include "net/connection.h"
+
+#include <array>
+#include <exception>
+#include <utility>
+
+#include "base/log.h"
+#include "bson/bson_builder.h"
+#include "net/worker_pool.h"
+#include "wire/op_msg.h"
+#include "wire/op_query.h"
+
+namespace tessera::net {
+namespace {
+
+// Room for the header, flags, section kind and checksum around a reply body.
+constexpr size_t kReplyOverhead = 64;
+
+bson::BsonObj callHandler(RequestHandler& handler, const Request& request, ClientContext& client) {
+    try {
+        return handler.handleRequest(request, client);
+    } catch (const std::exception& e) {
+        return errorReply(Status(ErrorCodes::InternalError,
+                                 std::string("unexpected exception in command: ") + e.what()));
+    } catch (...) {
+        return errorReply(Status(ErrorCodes::InternalError, "unexpected exception in command"));
+    }
+}
+
+// A reply that cannot fit in a message becomes an error (the command layer bounds batches, so
+// this only guards against a bug there turning into a crash).
+bson::BsonObj boundReply(bson::BsonObj reply) {
+    if (reply.size() + kReplyOverhead > static_cast<size_t>(wire::kMaxMessageSizeBytes)) {
+        return errorReply(Status(
+            ErrorCodes::BSONObjectTooLarge,
+            "reply of " + std::to_string(reply.size()) + " bytes exceeds maxMessageSizeBytes"));
+    }
+    return reply;
+}
+
+}  // namespace
+
+bson::BsonObj errorReply(const Status& status) {
+    bson::BsonBuilder b;
+    b.append("ok", 0.0);
+    b.append("errmsg", status.reason());
+    b.append("code", static_cast<int32_t>(status.code()));
+    b.append("codeName", status.codeName());
+    return b.obj();
+}
+
+Connection::Connection(ServerState& server, asio::ip::tcp::socket socket, int64_t id,
+                       std::string remote)
+    : _server(server), _socket(std::move(socket)) {
+    _client.connectionId = id;
+    _client.remote = std::move(remote);
+}
+
+void Connection::requestClose() {
+    auto self = shared_from_this();
+    asio::post(_socket.get_executor(), [self] {
+        self->_closeRequested = true;
+        if (!self->_busy) self->closeSocket();
+    });
+}
+
+void Connection::closeSocket() {
+    asio::error_code ignored;
+    _socket.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+    _socket.close(ignored);
+}
+
+void Connection::logFramingError(const std::string& error) {
+    log::warning("NETWORK", 22989,
+                 "Error receiving request from client. Ending connection from remote",
+                 "{\"error\":\"" + log::jsonEscape(error) + "\",\"remote\":\"" +
+                     log::jsonEscape(_client.remote) +
+                     "\",\"connectionId\":" + std::to_string(_client.connectionId) + "}");
+}
+
+asio::awaitable<void> Connection::serve() {
+    auto self = shared_from_this();  // the coroutine keeps its connection alive
+    while (!_closeRequested) {
+        wire::Message message;
+        if (co_await readMessage(&message) != ReadResult::kOk) break;
+        _busy = true;
+        const bool keep = co_await handleMessage(std::move(message));
+        _busy = false;
+        if (!keep) break;
+    }
+    closeSocket();
+    RequestHandler& handler = _server.handler;
+    ClientContext& client = _client;
+    co_await runOnPool(_server.workers, [&handler, &client] {
+        try {
+            handler.onDisconnect(client);
+        } catch (...) {
+            // onDisconnect must not throw; nothing useful to do on a closing connection.
+        }
+        return true;
+    });
+}
+
+asio::awaitable<Connection::ReadResult> Connection::readMessage(wire::Message* out) {
+    std::array<uint8_t, wire::kHeaderSize> header;
+    asio::error_code ec;
+    co_await asio::async_read(_socket, asio::buffer(header),
+                              asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+        if (ec != asio::error::eof && ec != asio::error::operation_aborted &&
+            ec != asio::error::connection_reset && ec != asio::error::bad_descriptor) {
+            logFramingError(ec.message());
+        }
+        co_return ReadResult::kClosed;
+    }
+    auto parsed = wire::parseHeader(header.data());
+    if (!parsed.isOK()) {
+        logFramingError(parsed.getStatus().toString());
+        co_return ReadResult::kClosed;
+    }
+    const wire::MsgHeader& h = parsed.getValue();
+    if (h.opCode != static_cast<int32_t>(wire::OpCode::kMsg) &&
+        h.opCode != static_cast<int32_t>(wire::OpCode::kQuery)) {
+        logFramingError("Unsupported opCode " + std::to_string(h.opCode));
+        co_return ReadResult::kClosed;
+    }
+    // parseHeader bounded messageLength by kMaxMessageSizeBytes, which bounds this allocation.
+    wire::Message message = wire::Message::allocate(static_cast<size_t>(h.messageLength));
+    std::copy(header.begin(), header.end(), message.mutableData());
+    co_await asio::async_read(
+        _socket,
+        asio::buffer(message.mutableData() + wire::kHeaderSize, message.size() - wire::kHeaderSize),
+        asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+        if (ec != asio::error::operation_aborted && ec != asio::error::bad_descriptor) {
+            logFramingError("incomplete message: " + ec.message());
+        }
+        co_return ReadResult::kClosed;
+    }
+    *out = std::move(message);
+    co_return ReadResult::kOk;
+}
+
+asio::awaitable<bool> Connection::handleMessage(wire::Message message) {
+    if (message.opCode() == wire::OpCode::kMsg) {
+        auto parsed = wire::parseOpMsg(std::move(message));
+        if (!parsed.isOK()) {
+            logFramingError(parsed.getStatus().toString());
+            co_return false;
+        }
+        const wire::OpMsgRequest& request = parsed.getValue();
+        Status check = wire::checkOpMsgCommand(request);
+        bson::BsonObj reply;
+        if (check.isOK()) {
+            reply = co_await runCommand(Request{&request, false, request.exhaustAllowed()});
+        } else {
+            reply = errorReply(check);
+        }
+        if (_client.closeConnection) co_return false;  // e.g. failCommand closeConnection
+        if (request.moreToCome()) co_return true;
+        co_return co_await writeMessage(
+            wire::buildOpMsgReply(request, _server.nextRequestId(), boundReply(std::move(reply))));
+    }
+
+    auto parsed = wire::parseOpQuery(std::move(message));
+    if (!parsed.isOK()) {
+        logFramingError(parsed.getStatus().toString());
+        co_return false;
+    }
+    const wire::OpQueryRequest& query = parsed.getValue();
+    auto converted = wire::opQueryToOpMsgRequest(query);
+    bson::BsonObj reply;
+    if (converted.isOK()) {
+        reply = co_await runCommand(Request{&converted.getValue(), true, false});
+    } else {
+        reply = errorReply(converted.getStatus());
+    }
+    if (_client.closeConnection) co_return false;
+    co_return co_await writeMessage(
+        wire::buildOpReply(_server.nextRequestId(), query.requestId, boundReply(std::move(reply))));
+}
+
+asio::awaitable<bson::BsonObj> Connection::runCommand(const Request& request) {
+    RequestHandler& handler = _server.handler;
+    ClientContext& client = _client;
+    // `request` and `client` outlive the call: this coroutine is suspended until it returns.
+    co_return co_await runOnPool(_server.workers, [&handler, &client, request] {
+        return callHandler(handler, request, client);
+    });
+}
+
+asio::awaitable<bool> Connection::writeMessage(const wire::Message& message) {
+    asio::error_code ec;
+    co_await asio::async_write(_socket, asio::buffer(message.data(), message.size()),
+                               asio::redirect_error(asio::use_awaitable, ec));
+    co_return !ec;
+}
+
+}  // namespace tessera::net
