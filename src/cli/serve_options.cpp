@@ -1,0 +1,86 @@
+#include "cli/serve_options.h"
+
+#include <charconv>
+
+namespace tessera::cli {
+namespace {
+
+StatusWith<long long> parseInteger(const std::string& flag, const std::string& value, long long lo,
+                                   long long hi) {
+    long long v = 0;
+    auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec != std::errc() || ptr != value.data() + value.size() || v < lo || v > hi) {
+        return Status(ErrorCodes::BadValue, "invalid value for " + flag + ": '" + value +
+                                                "' (expected an integer in [" + std::to_string(lo) +
+                                                ", " + std::to_string(hi) + "])");
+    }
+    return v;
+}
+
+}  // namespace
+
+std::string serveUsage() {
+    return "usage: tessera serve --dbpath DIR [--port 27017] [--bind_ip 127.0.0.1]\n"
+           "                     [--cacheSizeMB 256] [--workerThreads N] [--enableTestCommands]\n"
+           "                     [--verbose]\n";
+}
+
+StatusWith<ServeOptions> parseServeOptions(const std::vector<std::string>& args) {
+    ServeOptions opts;
+    for (size_t i = 0; i < args.size(); ++i) {
+        std::string flag = args[i];
+        std::string value;
+        bool hasInlineValue = false;
+        if (auto eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+            value = flag.substr(eq + 1);
+            flag = flag.substr(0, eq);
+            hasInlineValue = true;
+        }
+        auto needValue = [&]() -> Status {
+            if (hasInlineValue) return Status::OK();
+            if (i + 1 >= args.size()) {
+                return Status(ErrorCodes::BadValue, flag + " needs a value");
+            }
+            value = args[++i];
+            return Status::OK();
+        };
+        if (flag == "--port") {
+            TRY_STATUS(needValue());
+            ASSIGN_OR_RETURN(long long port, parseInteger(flag, value, 0, 65535));
+            opts.port = static_cast<int>(port);
+        } else if (flag == "--bind_ip" || flag == "--bindIp") {
+            TRY_STATUS(needValue());
+            opts.bindIp = value;
+        } else if (flag == "--dbpath" || flag == "--dbPath") {
+            TRY_STATUS(needValue());
+            opts.dbpath = value;
+        } else if (flag == "--cacheSizeMB") {
+            TRY_STATUS(needValue());
+            ASSIGN_OR_RETURN(long long mb, parseInteger(flag, value, 16, 1 << 20));
+            opts.cacheSizeMB = static_cast<size_t>(mb);
+        } else if (flag == "--workerThreads") {
+            TRY_STATUS(needValue());
+            ASSIGN_OR_RETURN(long long n, parseInteger(flag, value, 1, 256));
+            opts.workerThreads = static_cast<int>(n);
+        } else if (flag == "--enableTestCommands") {
+            opts.enableTestCommands = true;
+        } else if (flag == "--setParameter") {
+            TRY_STATUS(needValue());
+            if (value == "enableTestCommands=1" || value == "enableTestCommands=true") {
+                opts.enableTestCommands = true;
+            } else {
+                return Status(ErrorCodes::BadValue, "unknown --setParameter " + value);
+            }
+        } else if (flag == "--verbose" || flag == "-v") {
+            opts.verbose = true;
+        } else {
+            return Status(ErrorCodes::BadValue, "unknown option '" + args[i] + "'");
+        }
+    }
+    if (opts.dbpath.empty()) {
+        return Status(ErrorCodes::BadValue, "--dbpath is required");
+    }
+    return opts;
+}
+
+}  // namespace tessera::cli

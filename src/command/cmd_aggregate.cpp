@@ -1,0 +1,111 @@
+#include "command/crud_commands.h"
+#include "command/cursor_manager.h"
+#include "command/exec/explain.h"
+#include "command/exec/find_request.h"
+#include "command/exec/pipeline.h"
+#include "command/exec/query_executor.h"
+#include "command/reply_util.h"
+#include "command/write_ops_util.h"
+#include "storage/engine.h"
+
+namespace tessera::command {
+namespace {
+
+using bson::BsonType;
+
+// aggregate: {aggregate: "c" | 1, pipeline: [...], cursor: {batchSize?}, explain?, allowDiskUse?,
+// hint?, let?, collation?, ...} → {cursor: {firstBatch, id, ns}}.
+class AggregateCommand final : public Command {
+  public:
+    std::string_view name() const override { return "aggregate"; }
+
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder& reply) override {
+        bson::BsonView body = request.body;
+        bson::BsonElement first = request.firstElement();
+        std::string collName;
+        if (first.isNumber() && first.numberLong() == 1) {
+            collName = "$cmd.aggregate";  // collectionless: only stages that need no input
+        } else if (first.type() == BsonType::String) {
+            ASSIGN_OR_RETURN(collName, collectionName(first, "aggregate"));
+        } else {
+            return Status(ErrorCodes::InvalidNamespace,
+                          "Invalid aggregate namespace: " + first.toString(false));
+        }
+        bson::BsonElement pipeline = body["pipeline"];
+        if (pipeline.eoo()) {
+            return Status(40414, "BSON field 'aggregate.pipeline' is missing but a required field");
+        }
+        TRY_STATUS(expectType(pipeline, BsonType::Array, "aggregate"));
+        ASSIGN_OR_RETURN(bool explain, boolArgument(body["explain"], "aggregate"));
+        bson::BsonElement cursor = body["cursor"];
+        if (cursor.eoo() && !explain) {
+            return Status(ErrorCodes::FailedToParse,
+                          "The 'cursor' option is required, except for aggregate with the "
+                          "explain argument");
+        }
+        std::optional<int64_t> batchSize;
+        if (cursor) {
+            TRY_STATUS(expectType(cursor, BsonType::Object, "aggregate"));
+            ASSIGN_OR_RETURN(batchSize, exec::nonNegativeArgument(cursor.objValue(), "batchSize",
+                                                                  "aggregate.cursor"));
+        }
+        TRY_STATUS(checkCollation(body["collation"]));
+        ASSIGN_OR_RETURN(bson::BsonObj hint, exec::parseHint(body["hint"]));
+
+        std::string ns = request.db + "." + collName;
+        storage::Engine& engine = *opCtx.service->engine;
+        auto snapshot = engine.snapshot();
+        storage::CollectionPtr coll = engine.getCollection(ns);
+        exec::PipelineContext pctx{&engine, opCtx.service->host};
+        ASSIGN_OR_RETURN(auto exec, exec::buildPipelineExecutor(pctx, std::move(snapshot), coll, ns,
+                                                                pipeline.objValue(), hint));
+        if (explain) {
+            return exec::appendExplain(opCtx, *exec, exec::ExplainVerbosity::kQueryPlanner,
+                                       bson::BsonView(), body, "", reply);
+        }
+        bson::BsonArrayBuilder batch;
+        bool exhausted = false;
+        TRY_STATUS(
+            fillBatch(opCtx, *exec, batchSize.value_or(kDefaultFirstBatchSize), batch, &exhausted));
+        int64_t cursorId = 0;
+        if (!exhausted) {
+            cursorId =
+                opCtx.service->cursors->registerCursor(ns, std::move(exec), false, opCtx.lsid);
+        }
+        exec::appendCursor(reply, "firstBatch", batch, cursorId, ns);
+        return Status::OK();
+    }
+};
+
+// collStats: {collStats: "c", scale?} → {ns, size, count, avgObjSize, storageSize, nindexes,
+// totalIndexSize, totalSize, indexSizes, scaleFactor}. Deprecated in MongoDB, but mongosh falls
+// back to it.
+class CollStatsCommand final : public Command {
+  public:
+    std::string_view name() const override { return "collStats"; }
+
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder& reply) override {
+        ASSIGN_OR_RETURN(std::string collName, collectionName(request.firstElement(), "collStats"));
+        ASSIGN_OR_RETURN(auto scale, optionalInteger(request.body, "scale", "collStats"));
+        if (scale && *scale < 1) {
+            return Status(ErrorCodes::BadValue, "scale has to be >= 1");
+        }
+        std::string ns = request.db + "." + collName;
+        storage::CollectionPtr coll = opCtx.service->engine->getCollection(ns);
+        if (!coll) {
+            return Status(ErrorCodes::NamespaceNotFound, "Collection [" + ns + "] not found.");
+        }
+        reply.append("ns", ns);
+        exec::appendStorageStats(reply, *opCtx.service->engine, *coll, scale.value_or(1));
+        return Status::OK();
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<Command> makeAggregateCommand() { return std::make_unique<AggregateCommand>(); }
+std::unique_ptr<Command> makeCollStatsCommand() { return std::make_unique<CollStatsCommand>(); }
+
+}  // namespace tessera::command

@@ -1,0 +1,182 @@
+// Collection DDL: create, drop, listCollections, renameCollection.
+
+#include <algorithm>
+#include <array>
+
+#include "command/generic_args.h"
+#include "command/registry.h"
+#include "command/reply_util.h"
+#include "query/matcher.h"
+#include "storage/engine.h"
+
+namespace tessera::command {
+namespace {
+
+// create's options that Tessera stores and honours; anything else MongoDB knows is refused with
+// NotImplemented rather than accepted and silently ignored.
+Status checkCreateOptions(bson::BsonView body) {
+    static constexpr std::array<std::string_view, 6> kHonoured = {
+        "create",    "idIndex",        "storageEngine", "indexOptionDefaults",
+        "collation", "encryptedFields"};
+    static constexpr std::array<std::string_view, 11> kNotYet = {"capped",
+                                                                 "size",
+                                                                 "max",
+                                                                 "validator",
+                                                                 "validationLevel",
+                                                                 "validationAction",
+                                                                 "viewOn",
+                                                                 "pipeline",
+                                                                 "timeseries",
+                                                                 "clusteredIndex",
+                                                                 "expireAfterSeconds"};
+    for (bson::BsonElement e : body) {
+        std::string_view f = e.fieldName();
+        if (isGenericArgument(f)) continue;
+        if (std::find(kHonoured.begin(), kHonoured.end(), f) != kHonoured.end()) {
+            if (f == "collation" && e.isObject()) {
+                bson::BsonElement locale = e.objValue()["locale"];
+                if (locale.type() != bson::BsonType::String || locale.stringValue() != "simple") {
+                    return Status(ErrorCodes::NotImplemented,
+                                  "collations other than {locale: 'simple'} are not supported yet");
+                }
+            }
+            if (f == "encryptedFields") {
+                return Status(ErrorCodes::NotImplemented, "encryptedFields is not supported");
+            }
+            continue;
+        }
+        if (std::find(kNotYet.begin(), kNotYet.end(), f) != kNotYet.end()) {
+            if (f == "capped" && !e.trueValue()) continue;
+            return Status(ErrorCodes::NotImplemented,
+                          "create option '" + std::string(f) + "' is not supported yet");
+        }
+        if (f == "changeStreamPreAndPostImages" || f == "recordIdsReplicated") continue;
+        return Status(40415, "BSON field 'create." + std::string(f) + "' is an unknown field.");
+    }
+    return Status::OK();
+}
+
+class CreateCommand : public Command {
+  public:
+    std::string_view name() const override { return "create"; }
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder&) override {
+        ASSIGN_OR_RETURN(std::string coll, collectionName(request.firstElement(), "create"));
+        TRY_STATUS(checkCreateOptions(request.body));
+        bson::BsonBuilder options;
+        for (bson::BsonElement e : request.body) {
+            std::string_view f = e.fieldName();
+            if (f == "create" || isGenericArgument(f)) continue;
+            options.appendElement(e);
+        }
+        std::string ns = request.db + "." + coll;
+        auto created = opCtx.service->engine->createCollection(ns, options.obj());
+        if (!created.isOK() && created.getStatus().is(ErrorCodes::NamespaceExists)) {
+            return Status(ErrorCodes::NamespaceExists, "Collection " + ns + " already exists.");
+        }
+        return created.getStatus();
+    }
+};
+
+class DropCommand : public Command {
+  public:
+    std::string_view name() const override { return "drop"; }
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder& reply) override {
+        ASSIGN_OR_RETURN(std::string coll, collectionName(request.firstElement(), "drop"));
+        std::string ns = request.db + "." + coll;
+        storage::CollectionPtr info = opCtx.service->engine->getCollection(ns);
+        // Since MongoDB 7.0, dropping a collection that does not exist succeeds.
+        if (!info) return Status::OK();
+        TRY_STATUS(opCtx.service->engine->dropCollection(ns));
+        reply.appendInt32("nIndexesWas", static_cast<int32_t>(info->indexes.size()));
+        reply.append("ns", ns);
+        return Status::OK();
+    }
+};
+
+bson::BsonObj collectionEntry(const storage::CollectionInfo& coll, bool nameOnly) {
+    bson::BsonBuilder b;
+    b.append("name", coll.name);
+    b.append("type", "collection");
+    if (nameOnly) return b.obj();
+    b.appendObject("options", coll.options);
+    b.startObject("info").appendBool("readOnly", false);
+    appendUuid(b, "uuid", coll.uuid);
+    b.end();
+    b.startObject("idIndex")
+        .appendInt32("v", 2)
+        .startObject("key")
+        .appendInt32("_id", 1)
+        .end()
+        .append("name", "_id_")
+        .end();
+    return b.obj();
+}
+
+class ListCollectionsCommand : public Command {
+  public:
+    std::string_view name() const override { return "listCollections"; }
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder& reply) override {
+        ASSIGN_OR_RETURN(bool nameOnly, boolArgument(request.body["nameOnly"], "listCollections"));
+        bson::BsonElement filter = request.body["filter"];
+        std::unique_ptr<query::Matcher> matcher;
+        if (filter.isObject()) {
+            ASSIGN_OR_RETURN(matcher, query::Matcher::parse(filter.objValue()));
+        } else if (!filter.eoo() && !filter.isNull()) {
+            return expectType(filter, bson::BsonType::Object, "listCollections");
+        }
+        std::vector<bson::BsonObj> batch;
+        for (const storage::CollectionPtr& coll :
+             opCtx.service->engine->listCollections(request.db)) {
+            // The filter sees the full entry even when the reply is nameOnly.
+            if (matcher && !matcher->matches(collectionEntry(*coll, false))) continue;
+            batch.push_back(collectionEntry(*coll, nameOnly));
+        }
+        appendSingleBatchCursor(reply, request.db + ".$cmd.listCollections", batch);
+        return Status::OK();
+    }
+};
+
+class RenameCollectionCommand : public Command {
+  public:
+    std::string_view name() const override { return "renameCollection"; }
+    bool adminOnly() const override { return true; }
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder&) override {
+        bson::BsonElement from = request.firstElement();
+        bson::BsonElement to = request.body["to"];
+        if (from.type() != bson::BsonType::String || to.type() != bson::BsonType::String) {
+            return Status(ErrorCodes::TypeMismatch,
+                          "renameCollection needs string 'renameCollection' and 'to' namespaces");
+        }
+        ASSIGN_OR_RETURN(Namespace source, parseNamespace(from.stringValue()));
+        ASSIGN_OR_RETURN(Namespace target, parseNamespace(to.stringValue()));
+        ASSIGN_OR_RETURN(bool dropTarget,
+                         boolArgument(request.body["dropTarget"], "renameCollection"));
+        if (source.ns() == target.ns()) {
+            return Status(ErrorCodes::IllegalOperation, "Can't rename a collection to itself");
+        }
+        storage::Engine& engine = *opCtx.service->engine;
+        if (!engine.getCollection(source.ns())) {
+            return Status(ErrorCodes::NamespaceNotFound,
+                          "Source collection " + source.ns() + " does not exist");
+        }
+        if (!dropTarget && engine.getCollection(target.ns())) {
+            return Status(ErrorCodes::NamespaceExists, "target namespace exists");
+        }
+        return engine.renameCollection(source.ns(), target.ns(), dropTarget);
+    }
+};
+
+}  // namespace
+
+void registerCollectionCommands(CommandRegistry& registry) {
+    registry.add(std::make_unique<CreateCommand>());
+    registry.add(std::make_unique<DropCommand>());
+    registry.add(std::make_unique<ListCollectionsCommand>());
+    registry.add(std::make_unique<RenameCollectionCommand>());
+}
+
+}  // namespace tessera::command

@@ -1,0 +1,140 @@
+#include <algorithm>
+#include <set>
+
+#include "bson/compare.h"
+#include "bson/validate.h"
+#include "command/crud_commands.h"
+#include "command/exec/find_request.h"
+#include "command/exec/query_executor.h"
+#include "command/reply_util.h"
+#include "command/write_ops_util.h"
+#include "query/path.h"
+#include "storage/engine.h"
+
+namespace tessera::command {
+namespace {
+
+using bson::BsonType;
+
+// count: {count: "c", query?, limit?, skip?, hint?} → {n}. An empty query is answered from the
+// collection's exact maintained count (no scan).
+class CountCommand final : public Command {
+  public:
+    std::string_view name() const override { return "count"; }
+
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder& reply) override {
+        bson::BsonView body = request.body;
+        ASSIGN_OR_RETURN(std::string collName, collectionName(request.firstElement(), "count"));
+        ASSIGN_OR_RETURN(bson::BsonView query, optionalObject(body, "query", "count"));
+        ASSIGN_OR_RETURN(auto skip, exec::nonNegativeArgument(body, "skip", "count"));
+        ASSIGN_OR_RETURN(auto limit, exec::nonNegativeArgument(body, "limit", "count", true));
+        ASSIGN_OR_RETURN(bson::BsonObj hint, exec::parseHint(body["hint"]));
+        TRY_STATUS(checkCollation(body["collation"]));
+        if (limit && *limit < 0) *limit = -*limit;
+        if (limit && *limit == 0) limit.reset();
+
+        std::string ns = request.db + "." + collName;
+        storage::Engine& engine = *opCtx.service->engine;
+        auto snapshot = engine.snapshot();
+        storage::CollectionPtr coll = engine.getCollection(ns);
+        int64_t n = 0;
+        if (!coll) {
+            ASSIGN_OR_RETURN(auto m, query::Matcher::parse(query));  // still validate
+            (void)m;
+        } else if (query.isEmpty() && hint.isEmpty()) {
+            n = engine.stats(*coll).count;
+            n = std::max<int64_t>(0, n - skip.value_or(0));
+            if (limit) n = std::min(n, *limit);
+        } else {
+            exec::QuerySpec spec;
+            spec.filter = query.copy();
+            spec.hint = hint;
+            spec.skip = skip.value_or(0);
+            spec.limit = limit;
+            ASSIGN_OR_RETURN(auto exec,
+                             exec::buildQueryExecutor(std::move(snapshot), coll, ns, spec));
+            exec::WorkingMember m;
+            while (true) {
+                ASSIGN_OR_RETURN(bool more, exec->next(opCtx, &m));
+                if (!more) break;
+                ++n;
+            }
+        }
+        reply.appendNumber("n", n);
+        return Status::OK();
+    }
+};
+
+struct ElementLess {
+    bool operator()(const bson::BsonElement& a, const bson::BsonElement& b) const {
+        return bson::compareElementValues(a, b) < 0;
+    }
+};
+
+// distinct: {distinct: "c", key, query?} → {values: [...]}. Array values contribute their
+// elements; values are deduplicated by BSON comparison (1 and 1.0 are one value).
+class DistinctCommand final : public Command {
+  public:
+    std::string_view name() const override { return "distinct"; }
+
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder& reply) override {
+        bson::BsonView body = request.body;
+        ASSIGN_OR_RETURN(std::string collName, collectionName(request.firstElement(), "distinct"));
+        bson::BsonElement key = body["key"];
+        if (key.eoo()) {
+            return Status(40414, "BSON field 'distinct.key' is missing but a required field");
+        }
+        TRY_STATUS(expectType(key, BsonType::String, "distinct"));
+        if (key.stringValue().empty()) {
+            return Status(ErrorCodes::BadValue,
+                          "FieldPath cannot be constructed with empty string");
+        }
+        ASSIGN_OR_RETURN(bson::BsonView query, optionalObject(body, "query", "distinct"));
+        ASSIGN_OR_RETURN(bson::BsonObj hint, exec::parseHint(body["hint"]));
+        TRY_STATUS(checkCollation(body["collation"]));
+
+        std::string ns = request.db + "." + collName;
+        storage::Engine& engine = *opCtx.service->engine;
+        exec::QuerySpec spec;
+        spec.filter = query.copy();
+        spec.hint = hint;
+        ASSIGN_OR_RETURN(auto exec, exec::buildQueryExecutor(engine.snapshot(),
+                                                             engine.getCollection(ns), ns, spec));
+        query::FieldPath path(key.stringValue());
+        std::vector<bson::BsonObj> docs;  // keeps the values' bytes alive
+        std::set<bson::BsonElement, ElementLess> values;
+        size_t bytes = 0;
+        exec::WorkingMember m;
+        while (true) {
+            ASSIGN_OR_RETURN(bool more, exec->next(opCtx, &m));
+            if (!more) break;
+            bool kept = false;
+            query::visitPath(m.doc, path, query::LeafArrayBehavior::kTraverseOmitArray,
+                             [&](const query::PathValue& v) {
+                                 if (v.element.eoo()) return false;
+                                 if (values.insert(v.element).second) {
+                                     kept = true;
+                                     bytes += v.element.size();
+                                 }
+                                 return false;
+                             });
+            if (kept) docs.push_back(m.doc);
+            if (bytes > bson::kMaxUserDocumentSize) {
+                return Status(17217, "distinct too big, 16mb cap");
+            }
+        }
+        bson::BsonArrayBuilder arr;
+        for (const auto& v : values) arr.appendElement(v);
+        reply.appendArray("values", arr.arr());
+        return Status::OK();
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<Command> makeCountCommand() { return std::make_unique<CountCommand>(); }
+std::unique_ptr<Command> makeDistinctCommand() { return std::make_unique<DistinctCommand>(); }
+
+}  // namespace tessera::command

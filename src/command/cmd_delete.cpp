@@ -1,0 +1,84 @@
+#include "command/crud_commands.h"
+#include "command/exec/query_executor.h"
+#include "command/exec/write_executor.h"
+#include "command/reply_util.h"
+#include "command/write_ops_util.h"
+#include "query/matcher.h"
+#include "storage/engine.h"
+
+namespace tessera::command {
+namespace {
+
+using bson::BsonType;
+
+// delete: {delete: "c", deletes: [{q, limit: 0|1, hint?, collation?}] | kind-1 `deletes`,
+// ordered?} → {n, writeErrors?}.
+class DeleteCommand final : public Command {
+  public:
+    std::string_view name() const override { return "delete"; }
+
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder& reply) override {
+        ASSIGN_OR_RETURN(std::string collName, collectionName(request.firstElement(), "delete"));
+        ASSIGN_OR_RETURN(auto raw, writeStatements(request, "deletes"));
+        ASSIGN_OR_RETURN(bool ordered, parseOrdered(request.body, "delete"));
+        ASSIGN_OR_RETURN(storage::WriteOptions wopts, parseWriteConcern(request.body));
+        std::vector<exec::DeleteStatement> stmts;
+        for (bson::BsonView s : raw) {
+            exec::DeleteStatement stmt;
+            bson::BsonElement q = s["q"];
+            bson::BsonElement limit = s["limit"];
+            if (q.eoo()) {
+                return Status(40414,
+                              "BSON field 'delete.deletes.q' is missing but a required field");
+            }
+            if (limit.eoo()) {
+                return Status(40414,
+                              "BSON field 'delete.deletes.limit' is missing but a required field");
+            }
+            TRY_STATUS(expectType(q, BsonType::Object, "delete.deletes"));
+            if (!limit.isNumber() || (limit.numberDouble() != 0 && limit.numberDouble() != 1)) {
+                return Status(ErrorCodes::FailedToParse,
+                              "The limit field in delete objects must be 0 or 1. Got " +
+                                  limit.toString(false));
+            }
+            stmt.query = q.objValue().copy();
+            stmt.multi = limit.numberDouble() == 0;
+            ASSIGN_OR_RETURN(stmt.hint, exec::parseHint(s["hint"]));
+            stmts.push_back(std::move(stmt));
+        }
+        std::string ns = request.db + "." + collName;
+        storage::Engine& engine = *opCtx.service->engine;
+        storage::CollectionPtr coll = engine.getCollection(ns);
+        std::unique_ptr<storage::CollectionWriter> writer;
+        if (coll) {
+            ASSIGN_OR_RETURN(writer, engine.writer(coll));
+        }
+        int64_t n = 0;
+        std::vector<WriteError> errors;
+        for (size_t i = 0; i < stmts.size(); ++i) {
+            Status s = checkCollation(raw[i]["collation"]);
+            int64_t deleted = 0;
+            if (s.isOK() && writer) {
+                s = exec::executeDelete(opCtx, *writer, stmts[i], wopts, &deleted);
+            } else if (s.isOK()) {
+                auto parsed = query::Matcher::parse(stmts[i].query);
+                if (!parsed.isOK()) s = parsed.getStatus();
+            }
+            n += deleted;
+            if (!s.isOK()) {
+                errors.push_back(WriteError{static_cast<int64_t>(i), s, {}});
+                if (s.is(ErrorCodes::MaxTimeMSExpired) || ordered) break;
+            }
+        }
+        reply.appendNumber("n", n);
+        appendWriteErrors(reply, errors);
+        return Status::OK();
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<Command> makeDeleteCommand() { return std::make_unique<DeleteCommand>(); }
+
+}  // namespace tessera::command

@@ -1,0 +1,229 @@
+// Index DDL: createIndexes, listIndexes, dropIndexes.
+
+#include <algorithm>
+#include <array>
+
+#include "command/generic_args.h"
+#include "command/registry.h"
+#include "command/reply_util.h"
+#include "storage/engine.h"
+
+namespace tessera::command {
+namespace {
+
+// MongoDB's default index name: "a_1_b_-1".
+std::string defaultIndexName(bson::BsonView keyPattern) {
+    std::string name;
+    for (bson::BsonElement e : keyPattern) {
+        if (!name.empty()) name += "_";
+        name += e.fieldName();
+        name += "_";
+        name += e.isNumber() ? std::to_string(e.numberLong()) : std::string(e.stringValue());
+    }
+    return name;
+}
+
+Status validateKeyPattern(bson::BsonElement key) {
+    if (!key.isObject()) {
+        return Status(ErrorCodes::TypeMismatch, "The field 'key' must be an object");
+    }
+    if (key.objValue().isEmpty()) {
+        return Status(ErrorCodes::CannotCreateIndex, "Index keys cannot be empty.");
+    }
+    for (bson::BsonElement e : key.objValue()) {
+        if (e.fieldName().empty()) {
+            return Status(ErrorCodes::CannotCreateIndex, "Index keys cannot be an empty field.");
+        }
+        if (e.isNumber()) {
+            if (e.numberDouble() == 0 || e.numberDouble() != e.numberDouble()) {
+                return Status(
+                    ErrorCodes::CannotCreateIndex,
+                    "Values in the index key pattern can't be 0 or NaN: " + key.toString(false));
+            }
+            continue;
+        }
+        if (e.type() == bson::BsonType::String) {
+            return Status(ErrorCodes::CannotCreateIndex,
+                          "Index type '" + std::string(e.stringValue()) +
+                              "' is not supported yet; use 1 (ascending) or -1 (descending)");
+        }
+        return Status(ErrorCodes::CannotCreateIndex,
+                      "Values in v:2 index key pattern cannot be of type " +
+                          std::string(typeName(e.type())) +
+                          ". Only numbers > 0, numbers < 0, and strings are allowed.");
+    }
+    return Status::OK();
+}
+
+// Turns one element of `indexes` into a storage IndexSpec, refusing options Tessera does not
+// honour yet instead of ignoring them.
+StatusWith<storage::IndexSpec> parseIndexSpec(const bson::BsonElement& elt) {
+    if (!elt.isObject()) {
+        return Status(ErrorCodes::TypeMismatch, "The elements of 'indexes' must be objects");
+    }
+    bson::BsonView spec = elt.objValue();
+    TRY_STATUS(validateKeyPattern(spec["key"]));
+    storage::IndexSpec out;
+    out.keyPattern = spec["key"].objValue().copy();
+    bson::BsonElement nameElt = spec["name"];
+    if (nameElt.eoo()) {
+        out.name = defaultIndexName(out.keyPattern);
+    } else if (nameElt.type() != bson::BsonType::String || nameElt.stringValue().empty()) {
+        return Status(ErrorCodes::TypeMismatch, "The index name must be a non-empty string");
+    } else {
+        out.name = std::string(nameElt.stringValue());
+    }
+    static constexpr std::array<std::string_view, 4> kNotYet = {
+        "partialFilterExpression", "expireAfterSeconds", "hidden", "wildcardProjection"};
+    for (bson::BsonElement e : spec) {
+        std::string_view f = e.fieldName();
+        if (f == "key" || f == "name" || f == "v" || f == "background" || f == "ns" ||
+            f == "storageEngine") {
+            continue;
+        }
+        if (f == "unique") {
+            out.unique = e.trueValue();
+        } else if (f == "sparse") {
+            out.sparse = e.trueValue();
+        } else if (f == "collation") {
+            bson::BsonElement locale = e.isObject() ? e.objValue()["locale"] : bson::BsonElement();
+            if (locale.type() != bson::BsonType::String || locale.stringValue() != "simple") {
+                return Status(ErrorCodes::NotImplemented,
+                              "index collations other than 'simple' are not supported yet");
+            }
+        } else if (std::find(kNotYet.begin(), kNotYet.end(), f) != kNotYet.end()) {
+            return Status(ErrorCodes::NotImplemented,
+                          "index option '" + std::string(f) + "' is not supported yet");
+        } else {
+            return Status(
+                ErrorCodes::InvalidIndexSpecificationOption,
+                "The field '" + std::string(f) +
+                    "' is not valid for an index specification. Specification: " + spec.toJson());
+        }
+    }
+    if (out.name == "_id_" && !(out.keyPattern.nFields() == 1 && out.keyPattern.hasField("_id"))) {
+        return Status(ErrorCodes::BadValue, "The index name '_id_' is reserved for the _id index");
+    }
+    bson::BsonBuilder canonical;
+    canonical.appendInt32("v", 2);
+    canonical.appendObject("key", out.keyPattern);
+    canonical.append("name", out.name);
+    if (out.unique) canonical.appendBool("unique", true);
+    if (out.sparse) canonical.appendBool("sparse", true);
+    out.spec = canonical.obj();
+    return out;
+}
+
+class CreateIndexesCommand : public Command {
+  public:
+    std::string_view name() const override { return "createIndexes"; }
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder& reply) override {
+        ASSIGN_OR_RETURN(std::string coll, collectionName(request.firstElement(), "createIndexes"));
+        bson::BsonElement indexes = request.body["indexes"];
+        if (!indexes.isArray()) {
+            return Status(ErrorCodes::TypeMismatch, "The field 'indexes' must be an array");
+        }
+        std::vector<storage::IndexSpec> specs;
+        for (bson::BsonElement e : indexes.objValue()) {
+            ASSIGN_OR_RETURN(storage::IndexSpec spec, parseIndexSpec(e));
+            specs.push_back(std::move(spec));
+        }
+        if (specs.empty()) {
+            return Status(ErrorCodes::BadValue, "Must specify at least one index to create");
+        }
+        std::string ns = request.db + "." + coll;
+        storage::Engine& engine = *opCtx.service->engine;
+        bool created = false;
+        if (!engine.getCollection(ns)) {
+            auto made = engine.createCollection(ns, bson::BsonObj());
+            if (!made.isOK() && !made.getStatus().is(ErrorCodes::NamespaceExists)) {
+                return made.getStatus();
+            }
+            created = made.isOK();
+        }
+        ASSIGN_OR_RETURN(auto result, engine.createIndexes(ns, std::move(specs)));
+        reply.appendInt32("numIndexesBefore", result.numIndexesBefore);
+        reply.appendInt32("numIndexesAfter", result.numIndexesAfter);
+        if (result.numIndexesAfter == result.numIndexesBefore) {
+            reply.append("note", "all indexes already exist");
+        }
+        reply.appendBool("createdCollectionAutomatically", created);
+        return Status::OK();
+    }
+};
+
+class ListIndexesCommand : public Command {
+  public:
+    std::string_view name() const override { return "listIndexes"; }
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder& reply) override {
+        ASSIGN_OR_RETURN(std::string coll, collectionName(request.firstElement(), "listIndexes"));
+        std::string ns = request.db + "." + coll;
+        storage::CollectionPtr info = opCtx.service->engine->getCollection(ns);
+        if (!info) return Status(ErrorCodes::NamespaceNotFound, "ns does not exist: " + ns);
+        std::vector<bson::BsonObj> batch;
+        for (const storage::IndexSpec& index : info->indexes) batch.push_back(index.spec);
+        appendSingleBatchCursor(reply, request.db + ".$cmd.listIndexes." + coll, batch);
+        return Status::OK();
+    }
+};
+
+class DropIndexesCommand : public Command {
+  public:
+    std::string_view name() const override { return "dropIndexes"; }
+    std::vector<std::string_view> aliases() const override { return {"deleteIndexes"}; }
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder& reply) override {
+        ASSIGN_OR_RETURN(std::string coll, collectionName(request.firstElement(), "dropIndexes"));
+        std::string ns = request.db + "." + coll;
+        storage::Engine& engine = *opCtx.service->engine;
+        storage::CollectionPtr info = engine.getCollection(ns);
+        if (!info) return Status(ErrorCodes::NamespaceNotFound, "ns not found " + ns);
+        bson::BsonElement index = request.body["index"];
+        std::vector<std::string> names;
+        if (index.type() == bson::BsonType::String && index.stringValue() == "*") {
+            for (const auto& spec : info->indexes) {
+                if (!spec.isIdIndex()) names.push_back(spec.name);
+            }
+        } else if (index.type() == bson::BsonType::String) {
+            names.emplace_back(index.stringValue());
+        } else if (index.isObject()) {
+            const storage::IndexSpec* spec = info->findIndexByKeyPattern(index.objValue());
+            if (!spec) {
+                return Status(ErrorCodes::IndexNotFound,
+                              "can't find index with key: " + index.objValue().toJson());
+            }
+            names.push_back(spec->name);
+        } else if (index.isArray()) {
+            for (bson::BsonElement e : index.objValue()) {
+                if (e.type() != bson::BsonType::String) {
+                    return Status(ErrorCodes::TypeMismatch, "index names must be strings");
+                }
+                names.emplace_back(e.stringValue());
+            }
+        } else {
+            return Status(ErrorCodes::TypeMismatch,
+                          "The 'index' field must be a string, an object or an array of strings");
+        }
+        for (const std::string& n : names) {
+            if (n == "_id_") return Status(ErrorCodes::InvalidOptions, "cannot drop _id index");
+            if (!info->findIndex(n)) {
+                return Status(ErrorCodes::IndexNotFound, "index not found with name [" + n + "]");
+            }
+        }
+        for (const std::string& n : names) TRY_STATUS(engine.dropIndex(ns, n));
+        reply.appendInt32("nIndexesWas", static_cast<int32_t>(info->indexes.size()));
+        return Status::OK();
+    }
+};
+
+}  // namespace
+
+void registerIndexCommands(CommandRegistry& registry) {
+    registry.add(std::make_unique<CreateIndexesCommand>());
+    registry.add(std::make_unique<ListIndexesCommand>());
+    registry.add(std::make_unique<DropIndexesCommand>());
+}
+
+}  // namespace tessera::command

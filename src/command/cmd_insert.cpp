@@ -1,0 +1,80 @@
+#include <algorithm>
+
+#include "command/crud_commands.h"
+#include "command/reply_util.h"
+#include "command/write_ops_util.h"
+#include "query/update_driver.h"
+#include "storage/engine.h"
+
+namespace tessera::command {
+namespace {
+
+// insert: {insert: "c", documents: [...] | kind-1 `documents`, ordered?, writeConcern?,
+// bypassDocumentValidation?} → {n, writeErrors?}.
+class InsertCommand final : public Command {
+  public:
+    std::string_view name() const override { return "insert"; }
+
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder& reply) override {
+        ASSIGN_OR_RETURN(std::string coll, collectionName(request.firstElement(), "insert"));
+        ASSIGN_OR_RETURN(auto docs, writeStatements(request, "documents"));
+        ASSIGN_OR_RETURN(bool ordered, parseOrdered(request.body, "insert"));
+        ASSIGN_OR_RETURN(storage::WriteOptions wopts, parseWriteConcern(request.body));
+        std::string ns = request.db + "." + coll;
+
+        // Validate (and give every document its _id) before touching storage, so that an
+        // invalid batch does not create the collection.
+        std::vector<bson::BsonObj> prepared(docs.size());
+        std::vector<WriteError> errors;
+        std::vector<bool> valid(docs.size(), false);
+        for (size_t i = 0; i < docs.size(); ++i) {
+            prepared[i] = ensureIdFirst(docs[i]);
+            Status s = query::validateStorableDocument(prepared[i], /*allowTopLevelDollar=*/true);
+            if (!s.isOK()) {
+                errors.push_back(WriteError{static_cast<int64_t>(i), s, {}});
+                if (ordered) break;
+                continue;
+            }
+            valid[i] = true;
+        }
+
+        int64_t n = 0;
+        size_t stopAt =
+            ordered && !errors.empty() ? static_cast<size_t>(errors.front().index) : docs.size();
+        bool anyValid = false;
+        for (size_t i = 0; i < stopAt; ++i) anyValid = anyValid || valid[i];
+        if (anyValid) {
+            ASSIGN_OR_RETURN(storage::CollectionPtr collPtr,
+                             getOrCreateCollection(*opCtx.service->engine, ns));
+            ASSIGN_OR_RETURN(auto writer, opCtx.service->engine->writer(collPtr));
+            std::vector<WriteError> storageErrors;
+            for (size_t i = 0; i < stopAt; ++i) {
+                if (!valid[i]) continue;
+                auto sw = writer->insert(prepared[i], wopts);
+                if (sw.isOK()) {
+                    ++n;
+                    continue;
+                }
+                storageErrors.push_back(makeWriteError(i, sw.getStatus(), writer.get()));
+                if (ordered) {
+                    // An ordered batch stops at its first error, validation or storage.
+                    errors.clear();
+                    break;
+                }
+            }
+            errors.insert(errors.end(), storageErrors.begin(), storageErrors.end());
+            std::sort(errors.begin(), errors.end(),
+                      [](const WriteError& a, const WriteError& b) { return a.index < b.index; });
+        }
+        reply.appendNumber("n", n);
+        appendWriteErrors(reply, errors);
+        return Status::OK();
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<Command> makeInsertCommand() { return std::make_unique<InsertCommand>(); }
+
+}  // namespace tessera::command

@@ -1,0 +1,121 @@
+#include "command/crud_commands.h"
+#include "command/exec/query_executor.h"
+#include "command/exec/write_executor.h"
+#include "command/reply_util.h"
+#include "command/write_ops_util.h"
+#include "query/update_driver.h"
+#include "storage/engine.h"
+
+namespace tessera::command {
+namespace {
+
+using bson::BsonType;
+
+Status missingField(std::string_view path) {
+    return Status(40414, "BSON field '" + std::string(path) + "' is missing but a required field");
+}
+
+// Structural parse of one `updates` entry (errors here fail the whole command, as MongoDB's IDL
+// does); semantic errors of `u` are reported per statement by the executor.
+StatusWith<exec::UpdateStatement> parseUpdateStatement(bson::BsonView s) {
+    exec::UpdateStatement stmt;
+    bson::BsonElement q = s["q"];
+    bson::BsonElement u = s["u"];
+    if (q.eoo()) return missingField("update.updates.q");
+    if (u.eoo()) return missingField("update.updates.u");
+    TRY_STATUS(expectType(q, BsonType::Object, "update.updates"));
+    if (u.type() != BsonType::Object && u.type() != BsonType::Array) {
+        return Status(ErrorCodes::TypeMismatch,
+                      "BSON field 'update.updates.u' is the wrong type '" +
+                          std::string(bson::typeName(u.type())) +
+                          "', expected types '[object, array]'");
+    }
+    stmt.query = q.objValue().copy();
+    stmt.update = u.objValue().copy();
+    ASSIGN_OR_RETURN(stmt.upsert, boolArgument(s["upsert"], "update.updates"));
+    ASSIGN_OR_RETURN(stmt.multi, boolArgument(s["multi"], "update.updates"));
+    bson::BsonElement af = s["arrayFilters"];
+    if (af && !af.isNull()) {
+        TRY_STATUS(expectType(af, BsonType::Array, "update.updates"));
+        stmt.arrayFilters = af.objValue().copy();
+    }
+    ASSIGN_OR_RETURN(stmt.hint, exec::parseHint(s["hint"]));
+    return stmt;
+}
+
+// update: {update: "c", updates: [{q, u, upsert?, multi?, arrayFilters?, hint?, collation?}] |
+// kind-1 `updates`, ordered?} → {n, nModified, upserted?: [{index, _id}], writeErrors?}.
+class UpdateCommand final : public Command {
+  public:
+    std::string_view name() const override { return "update"; }
+
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder& reply) override {
+        ASSIGN_OR_RETURN(std::string collName, collectionName(request.firstElement(), "update"));
+        ASSIGN_OR_RETURN(auto raw, writeStatements(request, "updates"));
+        ASSIGN_OR_RETURN(bool ordered, parseOrdered(request.body, "update"));
+        ASSIGN_OR_RETURN(storage::WriteOptions wopts, parseWriteConcern(request.body));
+        std::vector<exec::UpdateStatement> stmts;
+        bool anyUpsert = false;
+        for (bson::BsonView s : raw) {
+            ASSIGN_OR_RETURN(exec::UpdateStatement stmt, parseUpdateStatement(s));
+            anyUpsert = anyUpsert || stmt.upsert;
+            stmts.push_back(std::move(stmt));
+        }
+        std::string ns = request.db + "." + collName;
+        storage::Engine& engine = *opCtx.service->engine;
+
+        storage::CollectionPtr coll;
+        if (anyUpsert) {
+            ASSIGN_OR_RETURN(coll, getOrCreateCollection(engine, ns));
+        } else {
+            coll = engine.getCollection(ns);
+        }
+        std::unique_ptr<storage::CollectionWriter> writer;
+        if (coll) {
+            ASSIGN_OR_RETURN(writer, engine.writer(coll));
+        }
+
+        int64_t n = 0, nModified = 0;
+        std::vector<WriteError> errors;
+        bson::BsonArrayBuilder upserted;
+        for (size_t i = 0; i < stmts.size(); ++i) {
+            const exec::UpdateStatement& stmt = stmts[i];
+            exec::UpdateOutcome outcome;
+            Status s = checkCollation(raw[i]["collation"]);
+            if (s.isOK() && raw[i]["u"].type() == BsonType::Array) {
+                s = Status(ErrorCodes::BadValue, "pipeline updates are not supported yet");
+            }
+            if (s.isOK() && writer) s = exec::executeUpdate(opCtx, *writer, stmt, wopts, &outcome);
+            if (s.isOK() && !writer) {
+                // Validate the update even though there is nothing to update.
+                auto parsed = query::UpdateDriver::parse(stmt.update, stmt.arrayFilters);
+                if (!parsed.isOK()) s = parsed.getStatus();
+            }
+            n += outcome.nMatched;
+            nModified += outcome.nModified;
+            if (outcome.upsertedId) {
+                ++n;
+                bson::BsonBuilder u;
+                u.appendNumber("index", static_cast<int64_t>(i));
+                u.appendElementAs(outcome.upsertedId->firstElement(), "_id");
+                upserted.append(u.obj());
+            }
+            if (!s.isOK()) {
+                errors.push_back(WriteError{static_cast<int64_t>(i), s, outcome.errorInfo});
+                if (s.is(ErrorCodes::MaxTimeMSExpired) || ordered) break;
+            }
+        }
+        reply.appendNumber("n", n);
+        reply.appendNumber("nModified", nModified);
+        if (upserted.count() > 0) reply.appendArray("upserted", upserted.arr());
+        appendWriteErrors(reply, errors);
+        return Status::OK();
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<Command> makeUpdateCommand() { return std::make_unique<UpdateCommand>(); }
+
+}  // namespace tessera::command

@@ -1,0 +1,107 @@
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "bson/bson_builder.h"
+#include "bson/bson_obj.h"
+
+namespace tessera::storage {
+class Engine;
+}
+
+namespace tessera::command {
+
+class CursorManager;
+class CommandRegistry;
+
+// Process-wide state every command may use. Owned by the process's main; outlives all requests.
+struct ServiceContext {
+    storage::Engine* engine = nullptr;
+    CursorManager* cursors = nullptr;
+    const CommandRegistry* registry = nullptr;
+    bool enableTestCommands = false;
+    std::string host;  // "hostname:port", for serverStatus/hello `me`
+    int port = 0;
+    std::vector<std::string> argv;  // for getCmdLineOpts
+    std::chrono::system_clock::time_point startTime = std::chrono::system_clock::now();
+    // Connection counters, maintained by the network layer.
+    struct Connections {
+        std::function<int64_t()> current;
+        std::function<int64_t()> totalCreated;
+        int64_t available = 0;
+    } connections;
+};
+
+// One kind-1 document sequence of an OP_MSG (e.g. `documents` of an insert).
+struct DocumentSequence {
+    std::string_view identifier;
+    std::vector<bson::BsonView> documents;
+};
+
+// A parsed command: the body document (kind 0) plus document sequences. Views stay valid for the
+// duration of the command's run().
+struct CommandRequest {
+    std::string db;                // from `$db`
+    std::string_view commandName;  // first field of the body
+    bson::BsonView body;
+    std::vector<DocumentSequence> sequences;
+
+    bson::BsonElement firstElement() const { return body.firstElement(); }
+    // The documents of a kind-1 sequence named `identifier`, or nullptr if there is none.
+    const DocumentSequence* sequence(std::string_view identifier) const;
+};
+
+// Per-connection state of the command layer (lives in net::ClientContext::state).
+struct ClientState {
+    int64_t connectionId = 0;
+    std::string remote;
+    std::string appName;
+    bson::BsonObj clientMetadata;  // handshake `client` document
+};
+
+// Per-request state: what a command needs beyond its arguments.
+struct OperationContext {
+    ServiceContext* service = nullptr;
+    ClientState* client = nullptr;
+    // Absolute deadline from maxTimeMS, if any. Long-running commands check it between
+    // documents and fail with MaxTimeMSExpired (50).
+    std::optional<std::chrono::steady_clock::time_point> deadline;
+    // Session id (`lsid.id`, 16 bytes) and txnNumber of a retryable write, when present.
+    std::optional<std::string> lsid;
+    std::optional<int64_t> txnNumber;
+    // Extra fields appended to an error reply (e.g. keyPattern/keyValue of DuplicateKey).
+    bson::BsonObj errorExtraInfo;
+
+    // MaxTimeMSExpired if the deadline has passed.
+    Status checkForInterrupt() const;
+};
+
+// A command: MongoDB's name, arguments and reply shape. Implementations live one (or a small
+// family) per file and are registered explicitly (see registry.h), never through static
+// initializers (the linker would drop them from static libraries).
+class Command {
+  public:
+    virtual ~Command() = default;
+    virtual std::string_view name() const = 0;
+    // Other names the command answers to (e.g. "ismaster" for "isMaster").
+    virtual std::vector<std::string_view> aliases() const { return {}; }
+    // Must be run against the admin database (Unauthorized 13 otherwise, as MongoDB).
+    virtual bool adminOnly() const { return false; }
+    // Only with --enableTestCommands (else it does not exist: CommandNotFound).
+    virtual bool testOnly() const { return false; }
+
+    // Runs the command, appending reply fields (without `ok`) to `reply`. An error status becomes
+    // {ok: 0, errmsg, code, codeName} plus opCtx.errorExtraInfo; fields already appended to
+    // `reply` are then discarded.
+    virtual Status run(OperationContext& opCtx, const CommandRequest& request,
+                       bson::BsonBuilder& reply) = 0;
+};
+
+}  // namespace tessera::command

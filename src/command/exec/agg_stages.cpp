@@ -1,0 +1,313 @@
+#include "command/exec/agg_stages.h"
+
+#include <limits>
+
+#include "bson/compare.h"
+
+namespace tessera::command::exec {
+
+using bson::BsonType;
+
+namespace {
+
+constexpr std::string_view kAccumulators[] = {"$sum",  "$avg",  "$min",      "$max",  "$first",
+                                              "$last", "$push", "$addToSet", "$count"};
+
+bool isKnownAccumulator(std::string_view op) {
+    for (auto a : kAccumulators) {
+        if (a == op) return true;
+    }
+    return false;
+}
+
+struct AggValueLess {
+    bool operator()(const AggValue& a, const AggValue& b) const {
+        return bson::compareElementValues(a.element(), b.element()) < 0;
+    }
+};
+
+void addNumber(GroupStage* /*unused*/, const bson::BsonElement& e, int64_t* longSum,
+               double* doubleSum, bool* anyDouble, bool* anyLong, bool* overflow) {
+    if (e.type() == BsonType::Double || e.type() == BsonType::Decimal128) {
+        *anyDouble = true;
+        *doubleSum += e.numberDouble();
+        return;
+    }
+    if (e.type() == BsonType::Int64) *anyLong = true;
+    int64_t v = e.numberLong();
+    *doubleSum += static_cast<double>(v);
+    if (__builtin_add_overflow(*longSum, v, longSum)) *overflow = true;
+}
+
+}  // namespace
+
+StatusWith<std::unique_ptr<GroupStage>> GroupStage::parse(const bson::BsonElement& spec) {
+    if (spec.type() != BsonType::Object) {
+        return Status(15947, "a group's fields must be specified in an object");
+    }
+    std::unique_ptr<GroupStage> stage(new GroupStage());
+    stage->_spec = spec.objValue().copy();
+    for (auto f : stage->_spec) {
+        std::string_view name = f.fieldName();
+        if (name == "_id") {
+            ASSIGN_OR_RETURN(stage->_id, AggExpression::parse(f));
+            continue;
+        }
+        if (name.starts_with("$")) {
+            return Status(40236,
+                          "The field name '" + std::string(name) + "' cannot be an operator name");
+        }
+        if (name.find('.') != std::string_view::npos) {
+            return Status(40235, "The field name '" + std::string(name) + "' cannot contain '.'");
+        }
+        if (f.type() != BsonType::Object || f.objValue().nFields() != 1) {
+            return Status(40238,
+                          "The field '" + std::string(name) + "' must specify one accumulator");
+        }
+        bson::BsonElement acc = f.objValue().firstElement();
+        if (!isKnownAccumulator(acc.fieldName())) {
+            return Status(15952, "unknown group operator '" + std::string(acc.fieldName()) + "'");
+        }
+        AccumulatorSpec a{std::string(name), std::string(acc.fieldName()), nullptr};
+        if (a.op == "$count") {
+            if (acc.type() != BsonType::Object || !acc.objValue().isEmpty()) {
+                return Status(ErrorCodes::TypeMismatch,
+                              "$count takes no arguments, i.e. $count:{}");
+            }
+        } else {
+            ASSIGN_OR_RETURN(a.arg, AggExpression::parse(acc));
+        }
+        stage->_accs.push_back(std::move(a));
+    }
+    if (!stage->_id) {
+        return Status(15955, "a group specification must include an _id");
+    }
+    return stage;
+}
+
+Status GroupStage::load(ExecContext& ctx) {
+    std::map<AggValue, size_t, AggValueLess> index;
+    size_t bytes = 0;
+    WorkingMember m;
+    while (true) {
+        ASSIGN_OR_RETURN(bool more, _child->next(ctx, &m));
+        if (!more) break;
+        TRY_STATUS(ctx.checkForInterrupt());
+        AggValue key = _id->evaluate(m.doc);
+        if (key.missing()) key = AggValue::null();
+        auto it = index.find(key);
+        if (it == index.end()) {
+            it = index.emplace(key, _groups.size()).first;
+            _groups.push_back(Group{key, std::vector<Acc>(_accs.size())});
+            bytes += key.holder.size() + sizeof(Group);
+        }
+        Group& g = _groups[it->second];
+        for (size_t i = 0; i < _accs.size(); ++i) {
+            const AccumulatorSpec& spec = _accs[i];
+            Acc& acc = g.accs[i];
+            if (spec.op == "$count") {
+                ++acc.count;
+                continue;
+            }
+            AggValue v = spec.arg->evaluate(m.doc);
+            const std::string& op = spec.op;
+            if (op == "$sum" || op == "$avg") {
+                if (!v.missing() && v.element().isNumber()) {
+                    addNumber(nullptr, v.element(), &acc.longSum, &acc.doubleSum, &acc.anyDouble,
+                              &acc.anyLong, &acc.longOverflow);
+                    ++acc.count;
+                }
+            } else if (op == "$min" || op == "$max") {
+                if (v.missing() || v.element().isNull() ||
+                    v.element().type() == BsonType::Undefined) {
+                    continue;
+                }
+                int c = acc.set ? bson::compareElementValues(v.element(), acc.value.element()) : 0;
+                if (!acc.set || (op == "$min" ? c < 0 : c > 0)) {
+                    bytes += v.holder.size();
+                    acc.value = std::move(v);
+                    acc.set = true;
+                }
+            } else if (op == "$first") {
+                if (!acc.set) {
+                    acc.value = v.missing() ? AggValue::null() : std::move(v);
+                    acc.set = true;
+                    bytes += acc.value.holder.size();
+                }
+            } else if (op == "$last") {
+                acc.value = v.missing() ? AggValue::null() : std::move(v);
+                acc.set = true;
+                bytes += acc.value.holder.size();
+            } else if (op == "$push" || op == "$addToSet") {
+                if (v.missing()) continue;
+                if (op == "$addToSet") {
+                    bool dup = false;
+                    for (const auto& existing : acc.list) {
+                        if (bson::compareElementValues(existing.element(), v.element()) == 0) {
+                            dup = true;
+                            break;
+                        }
+                    }
+                    if (dup) continue;
+                }
+                bytes += v.holder.size();
+                acc.list.push_back(std::move(v));
+            }
+        }
+        if (bytes > kMaxBlockingMemoryBytes) {
+            return Status(ErrorCodes::QueryExceededMemoryLimitNoDiskUseAllowed,
+                          "Exceeded memory limit for $group, but didn't allow external sort. "
+                          "Pass allowDiskUse:true to opt in.");
+        }
+    }
+    return Status::OK();
+}
+
+StatusWith<bool> GroupStage::doNext(ExecContext& ctx, WorkingMember* out) {
+    if (!_loaded) {
+        TRY_STATUS(load(ctx));
+        _loaded = true;
+    }
+    if (_pos >= _groups.size()) return false;
+    Group& g = _groups[_pos++];
+    bson::BsonBuilder b;
+    b.appendElementAs(g.key.element(), "_id");
+    for (size_t i = 0; i < _accs.size(); ++i) {
+        const std::string& op = _accs[i].op;
+        const std::string& name = _accs[i].field;
+        Acc& acc = g.accs[i];
+        if (op == "$count") {
+            b.appendNumber(name, acc.count);
+        } else if (op == "$sum") {
+            if (acc.anyDouble || acc.longOverflow) {
+                b.appendDouble(name, acc.doubleSum);
+            } else if (acc.anyLong || acc.longSum > std::numeric_limits<int32_t>::max() ||
+                       acc.longSum < std::numeric_limits<int32_t>::min()) {
+                b.appendInt64(name, acc.longSum);
+            } else {
+                b.appendInt32(name, static_cast<int32_t>(acc.longSum));
+            }
+        } else if (op == "$avg") {
+            if (acc.count == 0) {
+                b.appendNull(name);
+            } else {
+                double sum = acc.anyDouble || acc.longOverflow ? acc.doubleSum
+                                                               : static_cast<double>(acc.longSum);
+                b.appendDouble(name, sum / static_cast<double>(acc.count));
+            }
+        } else if (op == "$push" || op == "$addToSet") {
+            bson::BsonArrayBuilder arr;
+            for (const auto& v : acc.list) arr.appendElement(v.element());
+            b.appendArray(name, arr.arr());
+        } else if (acc.set) {
+            b.appendElementAs(acc.value.element(), name);
+        } else {
+            b.appendNull(name);
+        }
+    }
+    out->recordKey.clear();
+    out->indexKey.clear();
+    out->doc = b.obj();
+    out->hasDoc = true;
+    out->details.reset();
+    return true;
+}
+
+void GroupStage::appendDetails(bson::BsonBuilder& b, bool) const { b.append("groupSpec", _spec); }
+
+StatusWith<bool> CountStage::doNext(ExecContext& ctx, WorkingMember* out) {
+    if (_done) return false;
+    _done = true;
+    int64_t n = 0;
+    WorkingMember m;
+    while (true) {
+        ASSIGN_OR_RETURN(bool more, _child->next(ctx, &m));
+        if (!more) break;
+        ++n;
+    }
+    if (n == 0) return false;
+    bson::BsonBuilder b;
+    b.appendNumber(_field, n);
+    *out = WorkingMember();
+    out->doc = b.obj();
+    out->hasDoc = true;
+    return true;
+}
+
+StatusWith<std::unique_ptr<UnwindStage>> UnwindStage::parse(const bson::BsonElement& spec) {
+    std::unique_ptr<UnwindStage> stage(new UnwindStage());
+    bson::BsonElement path = spec;
+    if (spec.type() == BsonType::Object) {
+        path = spec.objValue()["path"];
+        for (auto f : spec.objValue()) {
+            if (f.fieldName() == "path") continue;
+            if (f.fieldName() == "includeArrayIndex" && f.type() == BsonType::String) {
+                stage->_includeArrayIndex = std::string(f.stringValue());
+            } else if (f.fieldName() == "preserveNullAndEmptyArrays") {
+                stage->_preserveNullAndEmpty = f.trueValue();
+            } else {
+                return Status(28811, "unrecognized option to $unwind stage");
+            }
+        }
+    } else if (spec.type() != BsonType::String) {
+        return Status(15981,
+                      "expected either a string or an object as specification for $unwind "
+                      "stage, got " +
+                          std::string(bson::typeName(spec.type())));
+    }
+    if (path.type() != BsonType::String || !path.stringValue().starts_with("$")) {
+        return Status(28818, "path option to $unwind stage should be prefixed with a '$'");
+    }
+    stage->_path = std::string(path.stringValue().substr(1));
+    if (stage->_path.find('.') != std::string::npos) {
+        return Status(ErrorCodes::NotImplemented, "$unwind of a dotted path is not supported yet");
+    }
+    return stage;
+}
+
+StatusWith<bool> UnwindStage::doNext(ExecContext& ctx, WorkingMember* out) {
+    while (true) {
+        if (_pendingPos < _pending.size()) {
+            *out = WorkingMember();
+            out->doc = std::move(_pending[_pendingPos++]);
+            out->hasDoc = true;
+            return true;
+        }
+        _pending.clear();
+        _pendingPos = 0;
+        ASSIGN_OR_RETURN(bool more, _child->next(ctx, &_current));
+        if (!more) return false;
+        bson::BsonView doc = _current.doc;
+        bson::BsonElement v = doc[_path];
+        // Rebuilds the document with `_path` replaced by `e` (removed when e is missing).
+        auto rebuild = [&](const bson::BsonElement& e, std::optional<int64_t> idx) {
+            bson::BsonBuilder b;
+            for (auto f : doc) {
+                if (f.fieldName() == _path) {
+                    if (!e.eoo()) b.appendElementAs(e, _path);
+                } else {
+                    b.appendElement(f);
+                }
+            }
+            if (!_includeArrayIndex.empty()) {
+                if (idx) {
+                    b.appendInt64(_includeArrayIndex, *idx);
+                } else {
+                    b.appendNull(_includeArrayIndex);
+                }
+            }
+            _pending.push_back(b.obj());
+        };
+        if (v.type() == BsonType::Array) {
+            int64_t i = 0;
+            for (auto e : v.objValue()) rebuild(e, i++);
+            if (i == 0 && _preserveNullAndEmpty) rebuild(bson::BsonElement(), std::nullopt);
+        } else if (v.eoo() || v.isNull()) {
+            if (_preserveNullAndEmpty) _pending.push_back(_current.doc);
+        } else {
+            rebuild(v, std::nullopt);
+        }
+    }
+}
+
+}  // namespace tessera::command::exec

@@ -1,0 +1,48 @@
+#include "command/registry.h"
+
+namespace tessera::command {
+
+const DocumentSequence* CommandRequest::sequence(std::string_view identifier) const {
+    for (const auto& seq : sequences) {
+        if (seq.identifier == identifier) return &seq;
+    }
+    return nullptr;
+}
+
+Status OperationContext::checkForInterrupt() const {
+    if (deadline && std::chrono::steady_clock::now() >= *deadline) {
+        return Status(ErrorCodes::MaxTimeMSExpired, "operation exceeded time limit");
+    }
+    return Status::OK();
+}
+
+void CommandRegistry::add(std::unique_ptr<Command> command) {
+    Command* raw = command.get();
+    _byName.emplace(std::string(raw->name()), raw);
+    for (auto alias : raw->aliases()) _byName.emplace(std::string(alias), raw);
+    _commands.push_back(std::move(command));
+}
+
+Command* CommandRegistry::find(std::string_view name) const {
+    auto it = _byName.find(name);
+    return it == _byName.end() ? nullptr : it->second;
+}
+
+std::vector<const Command*> CommandRegistry::all() const {
+    std::vector<const Command*> out;
+    for (const auto& c : _commands) out.push_back(c.get());
+    return out;
+}
+
+void registerAllCommands(CommandRegistry& registry) {
+    registerHandshakeCommands(registry);
+    registerDiagnosticCommands(registry);
+    registerTestCommands(registry);
+    registerDatabaseCommands(registry);
+    registerCollectionCommands(registry);
+    registerIndexCommands(registry);
+    registerSessionCommands(registry);
+    registerCrudCommands(registry);
+}
+
+}  // namespace tessera::command

@@ -1,0 +1,168 @@
+#include "command/service_entry_point.h"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <thread>
+
+#include "base/log.h"
+#include "command/fail_command.h"
+#include "command/opcounters.h"
+#include "wire/op_msg.h"
+
+namespace tessera::command {
+namespace {
+
+constexpr auto kSlowOperationThreshold = std::chrono::milliseconds(100);
+
+ClientState& clientStateOf(net::ClientContext& client) {
+    if (!client.state) {
+        auto state = std::make_shared<ClientState>();
+        state->connectionId = client.connectionId;
+        state->remote = client.remote;
+        client.state = state;
+    }
+    return *static_cast<ClientState*>(client.state.get());
+}
+
+// Parses maxTimeMS into an absolute deadline (0 or absent: none).
+Status applyMaxTimeMS(bson::BsonView body, OperationContext& opCtx) {
+    bson::BsonElement e = body["maxTimeMS"];
+    if (e.eoo() || e.isNull()) return Status::OK();
+    if (!e.isNumber() || !e.isIntegral() || e.numberLong() < 0 ||
+        e.numberLong() > std::numeric_limits<int32_t>::max()) {
+        return Status(
+            ErrorCodes::BadValue,
+            "maxTimeMS must be a non-negative integer less than 2^31, got " + e.toString(false));
+    }
+    if (e.numberLong() > 0) {
+        opCtx.deadline =
+            std::chrono::steady_clock::now() + std::chrono::milliseconds(e.numberLong());
+    }
+    return Status::OK();
+}
+
+void appendOk(bson::BsonBuilder& reply) { reply.appendDouble("ok", 1.0); }
+
+}  // namespace
+
+bson::BsonObj errorReply(const Status& status, bson::BsonView extra) {
+    bson::BsonBuilder b;
+    b.appendDouble("ok", 0.0);
+    b.append("errmsg", status.reason());
+    b.appendInt32("code", status.code());
+    b.append("codeName", status.codeName());
+    for (bson::BsonElement e : extra) {
+        if (e.fieldName() != "ok" && e.fieldName() != "errmsg" && e.fieldName() != "code" &&
+            e.fieldName() != "codeName") {
+            b.appendElement(e);
+        }
+    }
+    return b.obj();
+}
+
+bson::BsonObj ServiceEntryPoint::handleRequest(const net::Request& request,
+                                               net::ClientContext& client) {
+    // The network layer has already applied wire::checkOpMsgCommand (one body, a string $db).
+    const wire::OpMsgRequest& msg = *request.msg;
+    CommandRequest cmd;
+    cmd.db = std::string(msg.database());
+    cmd.commandName = msg.commandName();
+    cmd.body = msg.body;
+    for (const wire::DocumentSequence& seq : msg.sequences) {
+        cmd.sequences.push_back(DocumentSequence{seq.identifier, seq.documents});
+    }
+    ClientState& state = clientStateOf(client);
+    bool closeConnection = false;
+    bson::BsonObj reply = execute(cmd, state, &closeConnection);
+    if (closeConnection) client.closeConnection = true;
+    client.appName = state.appName;
+    return reply;
+}
+
+void ServiceEntryPoint::onDisconnect(net::ClientContext&) {}
+
+bson::BsonObj ServiceEntryPoint::runCommand(std::string_view db, bson::BsonView body,
+                                            ClientState* client) {
+    CommandRequest cmd;
+    cmd.db = std::string(db);
+    cmd.commandName = body.firstElement().fieldName();
+    cmd.body = body;
+    ClientState local;
+    bool close = false;
+    return execute(cmd, client ? *client : local, &close);
+}
+
+bson::BsonObj ServiceEntryPoint::execute(CommandRequest& request, ClientState& client,
+                                         bool* closeConnection) {
+    auto started = std::chrono::steady_clock::now();
+    Command* command = _service.registry->find(request.commandName);
+    if (!command || (command->testOnly() && !_service.enableTestCommands)) {
+        return errorReply(Status(ErrorCodes::CommandNotFound,
+                                 "no such command: '" + std::string(request.commandName) + "'"));
+    }
+    if (command->adminOnly() && request.db != "admin") {
+        return errorReply(
+            Status(ErrorCodes::Unauthorized,
+                   std::string(command->name()) + " may only be run against the admin database."));
+    }
+    OpCounters::global().command.fetch_add(1, std::memory_order_relaxed);
+
+    OperationContext opCtx;
+    opCtx.service = &_service;
+    opCtx.client = &client;
+    Status status = applyMaxTimeMS(request.body, opCtx);
+    if (!status.isOK()) return errorReply(status);
+    if (request.body.hasField("txnNumber") || request.body.hasField("autocommit") ||
+        request.body.hasField("startTransaction")) {
+        // What a standalone mongod answers; drivers then fall back to plain writes.
+        return errorReply(Status(ErrorCodes::IllegalOperation,
+                                 "Transaction numbers are only allowed on a replica set member "
+                                 "or mongos"));
+    }
+
+    bson::BsonObj writeConcernError;
+    if (_service.enableTestCommands) {
+        if (auto action = evaluateFailCommand(request.commandName, client.appName)) {
+            if (action->blockTimeMS > 0) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(action->blockTimeMS));
+            }
+            if (action->closeConnection) {
+                *closeConnection = true;
+                return bson::BsonObj();
+            }
+            if (action->errorCode) {
+                bson::BsonBuilder extra;
+                if (!action->errorLabels.isEmpty()) {
+                    extra.appendArray("errorLabels", action->errorLabels);
+                }
+                return errorReply(
+                    Status(*action->errorCode, "Failing command via 'failCommand' failpoint"),
+                    extra.obj());
+            }
+            writeConcernError = action->writeConcernError;
+        }
+    }
+
+    bson::BsonBuilder reply;
+    try {
+        status = command->run(opCtx, request, reply);
+    } catch (const std::exception& e) {
+        status = Status(ErrorCodes::InternalError,
+                        std::string("unexpected exception in command: ") + e.what());
+    }
+    auto elapsed = std::chrono::steady_clock::now() - started;
+    if (elapsed >= kSlowOperationThreshold) {
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
+        log::info("COMMAND", 51803, "Slow query",
+                  "{\"ns\":\"" + log::jsonEscape(request.db) + "\",\"command\":\"" +
+                      log::jsonEscape(request.commandName) + "\",\"durationMillis\":" +
+                      std::to_string(ms) + ",\"ok\":" + (status.isOK() ? "1" : "0") + "}");
+    }
+    if (!status.isOK()) return errorReply(status, opCtx.errorExtraInfo);
+    if (!writeConcernError.isEmpty()) reply.appendObject("writeConcernError", writeConcernError);
+    appendOk(reply);
+    return reply.obj();
+}
+
+}  // namespace tessera::command

@@ -1,0 +1,33 @@
+#pragma once
+
+#include "command/command.h"
+#include "command/registry.h"
+#include "net/request_handler.h"
+
+namespace tessera::command {
+
+// The command layer's entry: turns one wire request into a command run and its reply document.
+// It owns the rules every command shares — `$db` and command lookup, admin-only and test-only
+// commands, generic arguments (maxTimeMS, lsid, txnNumber), the failCommand failpoint, error
+// reply shape ({ok: 0, errmsg, code, codeName, ...}) and op counters — so commands only parse their
+// own arguments.
+class ServiceEntryPoint : public net::RequestHandler {
+  public:
+    explicit ServiceEntryPoint(ServiceContext& service) : _service(service) {}
+
+    bson::BsonObj handleRequest(const net::Request& request, net::ClientContext& client) override;
+    void onDisconnect(net::ClientContext& client) override;
+
+    // Runs a command given as a document on `db` (tests, internal callers).
+    bson::BsonObj runCommand(std::string_view db, bson::BsonView body, ClientState* client);
+
+  private:
+    bson::BsonObj execute(CommandRequest& request, ClientState& client, bool* closeConnection);
+
+    ServiceContext& _service;
+};
+
+// {ok: 0, errmsg, code, codeName} plus `extra` fields.
+bson::BsonObj errorReply(const Status& status, bson::BsonView extra = bson::BsonView());
+
+}  // namespace tessera::command

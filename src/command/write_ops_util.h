@@ -1,0 +1,77 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "bson/bson_builder.h"
+#include "bson/bson_obj.h"
+#include "command/command.h"
+#include "command/server_info.h"
+#include "storage/catalog_types.h"
+#include "storage/collection_writer.h"
+
+namespace tessera::storage {
+class Engine;
+}
+
+namespace tessera::command {
+
+// The statements of a write command: the body array `field` (e.g. `documents`) or the kind-1
+// document sequence of that name. Errors: both given (BadValue), not an array (TypeMismatch),
+// no statements or more than kMaxWriteBatchSize (InvalidLength 16, MongoDB's message "Write
+// batch sizes must be between 1 and 100000. Got 0 operations."), a non-document element
+// (TypeMismatch).
+StatusWith<std::vector<bson::BsonView>> writeStatements(const CommandRequest& request,
+                                                        std::string_view field);
+
+// `writeConcern: {w, j, wtimeout}`: j:true asks for a synced WAL. `w` is accepted as any number
+// or string (single node); malformed documents fail with FailedToParse/TypeMismatch.
+StatusWith<storage::WriteOptions> parseWriteConcern(bson::BsonView body);
+
+// `ordered` (default true).
+StatusWith<bool> parseOrdered(bson::BsonView body, std::string_view command);
+
+// The collection `ns`, created with default options when it does not exist (implicit creation
+// by the first write). Errors from createCollection (e.g. InvalidNamespace) are returned.
+StatusWith<storage::CollectionPtr> getOrCreateCollection(storage::Engine& engine,
+                                                         const std::string& ns);
+
+// `doc` with `_id` as its first field: an existing `_id` is moved to the front, a missing one is
+// generated (ObjectId). Returns `doc` itself (copied) when it already starts with `_id`.
+bson::BsonObj ensureIdFirst(bson::BsonView doc);
+
+// One failed statement of a write command.
+struct WriteError {
+    int64_t index = 0;
+    Status status;
+    bson::BsonObj extraInfo;  // fields appended next to `code` (keyPattern/keyValue, errInfo)
+};
+
+// Appends `writeErrors: [{index, code, <extraInfo>, errmsg}]` (nothing when empty).
+void appendWriteErrors(bson::BsonBuilder& reply, const std::vector<WriteError>& errors);
+
+// A WriteError for a failed storage write: DuplicateKey carries keyPattern/keyValue.
+WriteError makeWriteError(int64_t index, const Status& status,
+                          const storage::CollectionWriter* writer);
+
+// `collation`: only the simple collation is supported ({locale: "simple"}); anything else is
+// BadValue (2). Missing/empty is fine.
+Status checkCollation(const bson::BsonElement& collation);
+
+// The documents of `{<field>: [...]}` arrays as views (elements must be objects).
+StatusWith<std::vector<bson::BsonView>> objectArray(const bson::BsonElement& arr,
+                                                    std::string_view command);
+
+// Optional document argument: missing → empty document; not an object → TypeMismatch (14)
+// "BSON field '<command>.<field>' is the wrong type ..." .
+StatusWith<bson::BsonView> optionalObject(bson::BsonView body, std::string_view field,
+                                          std::string_view command);
+
+// An optional integral argument (any numeric type with an integral value).
+StatusWith<std::optional<int64_t>> optionalInteger(bson::BsonView body, std::string_view field,
+                                                   std::string_view command);
+
+}  // namespace tessera::command
