@@ -1,0 +1,145 @@
+#!/usr/bin/env node
+// MongoDB unified-format spec test runner for Tessera.
+//
+//   node tests/spec/run.mjs --uri mongodb://127.0.0.1:PORT/?directConnection=true \
+//        --profile single-8.0 [--timeout MS] [--allow-failures] [--list-failures FILE] \
+//        [--filter REGEX] [--verbose] PATH...
+//
+// PATHs are test files or directories (default: <repo>/../shared/spec-tests/crud). Test files are
+// read where they are; they are never copied into the repository. runOnRequirements are evaluated
+// against the pinned --profile, not against what the server reports.
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PROFILES } from './requirements.mjs';
+import { Runner, collectFiles } from './runner.mjs';
+
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const DEFAULT_PATH = path.join(REPO, '..', 'shared', 'spec-tests', 'crud');
+
+function usage(msg) {
+    if (msg) console.error(`run.mjs: ${msg}`);
+    console.error(
+        'usage: node tests/spec/run.mjs --uri URI [--profile single-8.0|sharded-8.0] [--timeout MS]\n' +
+            '       [--allow-failures] [--list-failures FILE] [--filter REGEX] [--verbose] PATH...'
+    );
+    process.exit(2);
+}
+
+function parseArgs(argv) {
+    const opts = {
+        uri: process.env.TESSERA_URI,
+        profile: 'single-8.0',
+        timeoutMs: 10000,
+        allowFailures: false,
+        listFailures: null,
+        filter: null,
+        verbose: false,
+        paths: [],
+    };
+    for (let i = 0; i < argv.length; i++) {
+        const a = argv[i];
+        const value = () => {
+            if (i + 1 >= argv.length) usage(`${a} needs a value`);
+            return argv[++i];
+        };
+        switch (a) {
+            case '--uri':
+                opts.uri = value();
+                break;
+            case '--profile':
+                opts.profile = value();
+                break;
+            case '--timeout':
+                opts.timeoutMs = Number(value());
+                break;
+            case '--allow-failures':
+                opts.allowFailures = true;
+                break;
+            case '--list-failures':
+                opts.listFailures = value();
+                break;
+            case '--filter':
+                opts.filter = new RegExp(value());
+                break;
+            case '-v':
+            case '--verbose':
+                opts.verbose = true;
+                break;
+            case '-h':
+            case '--help':
+                usage();
+                break;
+            default:
+                if (a.startsWith('--')) usage(`unknown option ${a}`);
+                opts.paths.push(a);
+        }
+    }
+    return opts;
+}
+
+function resolvePath(p) {
+    if (fs.existsSync(p)) return p;
+    const fromRepo = path.resolve(REPO, p);
+    if (fs.existsSync(fromRepo)) return fromRepo;
+    usage(`no such file or directory: ${p}`);
+}
+
+async function main() {
+    const opts = parseArgs(process.argv.slice(2));
+    if (!opts.uri) usage('--uri is required (or set TESSERA_URI)');
+    const profile = PROFILES[opts.profile];
+    if (!profile) usage(`unknown profile ${opts.profile} (known: ${Object.keys(PROFILES).join(', ')})`);
+    if (!(opts.timeoutMs > 0)) usage('--timeout must be a positive number of milliseconds');
+    const paths = (opts.paths.length ? opts.paths : [DEFAULT_PATH]).map(resolvePath);
+    const files = collectFiles(paths);
+
+    const runner = new Runner({
+        uri: opts.uri,
+        profile,
+        timeoutMs: opts.timeoutMs,
+        filter: opts.filter,
+        onResult(r) {
+            const oneLine = (x) => String(x ?? '').replace(/\s*\n\s*/g, ' ');
+            if (r.status === 'fail') console.log(`FAIL ${r.file} :: ${oneLine(r.test)} — ${oneLine(r.reason)}`);
+            else if (opts.verbose) console.log(`${r.status.toUpperCase()} ${r.file} :: ${r.test}${r.reason ? ` — ${r.reason}` : ''}`);
+        },
+    });
+    const results = await runner.runFiles(files);
+    const count = (s) => results.filter((r) => r.status === s).length;
+    const passed = count('pass');
+    const failed = count('fail');
+    const na = count('na');
+    const skipped = count('skip');
+
+    if (opts.listFailures) {
+        const report = {
+            profile: profile.name,
+            uri: opts.uri,
+            passed,
+            failed,
+            notApplicable: na,
+            skipped,
+            failures: results.filter((r) => r.status === 'fail').map(({ file, test, reason }) => ({ file, test, reason })),
+        };
+        fs.writeFileSync(opts.listFailures, `${JSON.stringify(report, null, 2)}\n`);
+    }
+    console.log(
+        `${na} not applicable to profile ${profile.name}${skipped ? `, ${skipped} skipped by skipReason` : ''} ` +
+            `(${files.length} files)`
+    );
+    console.log(`${passed} passed, ${failed} failed`);
+    return failed > 0 && !opts.allowFailures ? 1 : 0;
+}
+
+main().then(
+    (code) => {
+        process.exitCode = code;
+        // Driver timers (e.g. monitors of clients a timed-out test left behind) must not keep us alive.
+        setTimeout(() => process.exit(code), 200).unref();
+    },
+    (err) => {
+        console.error(err?.stack ?? String(err));
+        process.exit(2);
+    }
+);
