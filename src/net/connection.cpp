@@ -38,6 +38,13 @@ bson::BsonObj boundReply(bson::BsonObj reply) {
     return reply;
 }
 
+// Failures of a document inside an intact frame (as opposed to broken framing): invalid BSON,
+// too deep, too large. MongoDB answers these with an error reply.
+bool isContentError(const Status& status) {
+    return status.is(ErrorCodes::InvalidBSON) || status.is(ErrorCodes::Overflow) ||
+           status.is(ErrorCodes::BSONObjectTooLarge);
+}
+
 }  // namespace
 
 bson::BsonObj errorReply(const Status& status) {
@@ -143,10 +150,22 @@ asio::awaitable<Connection::ReadResult> Connection::readMessage(wire::Message* o
 
 asio::awaitable<bool> Connection::handleMessage(wire::Message message) {
     if (message.opCode() == wire::OpCode::kMsg) {
+        const wire::MsgHeader header = message.header();
+        const uint32_t flags = message.size() >= wire::kHeaderSize + 4
+                                   ? wire::readUInt32LE(message.data() + wire::kHeaderSize)
+                                   : 0;
         auto parsed = wire::parseOpMsg(std::move(message));
         if (!parsed.isOK()) {
-            logFramingError(parsed.getStatus().toString());
-            co_return false;
+            const Status& status = parsed.getStatus();
+            if (!isContentError(status)) {
+                logFramingError(status.toString());
+                co_return false;
+            }
+            // The frame is intact (exactly messageLength bytes were consumed), only a document
+            // in it is unusable: answer like MongoDB and keep the connection.
+            if (flags & wire::kMoreToCome) co_return true;
+            co_return co_await writeMessage(wire::buildOpMsg(
+                _server.nextRequestId(), header.requestId, 0, errorReply(status)));
         }
         const wire::OpMsgRequest& request = parsed.getValue();
         Status check = wire::checkOpMsgCommand(request);

@@ -359,9 +359,6 @@ TEST_F(ServerTest, FramingErrorsCloseOnlyTheirConnection) {
                                                             std::string(ping.bytes())));
     cases.emplace_back("unknown section kind", rawMessage(2013, std::string("\0\0\0\0\x07", 5) +
                                                                     std::string(ping.bytes())));
-    std::string badBson = okBody;
-    badBson[5 + 4] = 0x7A;
-    cases.emplace_back("invalid BSON", rawMessage(2013, badBson));
     {
         wire::Message m = wire::buildOpMsg(5, 0, wire::kChecksumPresent, ping);
         std::string bytes(m.bytes());
@@ -379,6 +376,25 @@ TEST_F(ServerTest, FramingErrorsCloseOnlyTheirConnection) {
         EXPECT_TRUE(bystander.pingWorks()) << name;
     }
     EXPECT_TRUE(waitForCurrent(1));
+}
+
+// Invalid BSON inside an intact frame is a command error, as in MongoDB: the reply carries the
+// code and the connection stays usable.
+TEST_F(ServerTest, InvalidDocumentInIntactFrameGetsErrorReply) {
+    bson::BsonObj ping = fromJson(R"({"ping": 1, "$db": "admin"})");
+    std::string badBson("\0\0\0\0\0", 5);  // flags 0, kind 0
+    badBson += ping.bytes();
+    badBson[5 + 4] = 0x7A;  // unknown type byte
+    Client c(port());
+    c.send(rawMessage(2013, badBson));
+    auto reply = c.read();
+    ASSERT_TRUE(reply.has_value());
+    auto parsed = wire::parseOpMsg(std::move(*reply));
+    ASSERT_TRUE(parsed.isOK());
+    EXPECT_EQ(parsed.getValue().body.getField("ok").numberDouble(), 0.0);
+    EXPECT_EQ(parsed.getValue().body.getField("code").numberInt(), 22);
+    EXPECT_TRUE(c.pingWorks());
+    EXPECT_EQ(handler.calls.load(), 1);  // the bad request never reached the handler
 }
 
 TEST_F(ServerTest, TruncatedMessageThenEofCloses) {

@@ -1,0 +1,283 @@
+#!/usr/bin/env bash
+# Usage: scripts/test.sh
+#
+# Runs every test Tessera has and ends with one line `N passed, N failed` (skips are listed in the
+# summary above it); exits non-zero if anything failed. Phases, in order:
+#   1. setup       scripts/setup.sh (Debian packages, npm ci for tests/integration)
+#   2. release     scripts/build.sh release -> build/tessera
+#   3. unit        debug preset (ASan+UBSan), `ctest --output-on-failure -j2` in build-debug/
+#   4. fuzz        fuzz preset, every build-fuzz/tests/fuzz/*_fuzz for a bounded time
+#   5. node        node --test tests/integration/node (Node driver + mongosh) against build/tessera
+#   6. python      pytest tests/integration/python (pymongo, crash, bad input) against build/tessera
+#
+# Environment knobs for local iteration:
+#   TESSERA_SKIP_DEBUG=1        no debug build; unit tests then run from the release build
+#   TESSERA_SKIP_UNIT=1         no unit tests at all
+#   TESSERA_SKIP_FUZZ=1         no fuzz build/run
+#   TESSERA_SKIP_NODE=1         no Node/mongosh suite
+#   TESSERA_SKIP_PYTHON=1       no pytest suite
+#   TESSERA_SKIP_INTEGRATION=1  neither integration suite
+#   TESSERA_FUZZ_SECONDS=20     libFuzzer -max_total_time per fuzzer
+#   TESSERA_PYTHON=...          interpreter with pymongo + pytest (default: Debian's /usr/bin/python3)
+#   TESSERA_TEST_OUT=...        where reports and logs go (default: build-test-output/)
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT" || exit 1
+
+OUT="${TESSERA_TEST_OUT:-$ROOT/build-test-output}"
+rm -rf "$OUT"
+mkdir -p "$OUT"
+
+TOTAL_PASSED=0
+TOTAL_FAILED=0
+TOTAL_SKIPPED=0
+SUMMARY=()
+START_ALL=$SECONDS
+
+banner() { printf '\n========== %s ==========\n' "$*"; }
+
+# record SUITE PASSED FAILED SKIPPED NOTE
+record() {
+    local suite="$1" passed="$2" failed="$3" skipped="$4" note="${5:-}"
+    TOTAL_PASSED=$((TOTAL_PASSED + passed))
+    TOTAL_FAILED=$((TOTAL_FAILED + failed))
+    TOTAL_SKIPPED=$((TOTAL_SKIPPED + skipped))
+    SUMMARY+=("$(printf '%-8s %5d passed %5d failed %5d skipped  %s' \
+        "$suite" "$passed" "$failed" "$skipped" "$note")")
+}
+
+finish() {
+    banner "summary ($((SECONDS - START_ALL)) s)"
+    local line
+    for line in "${SUMMARY[@]}"; do
+        echo "$line"
+    done
+    ((TOTAL_SKIPPED > 0)) && echo "($TOTAL_SKIPPED skipped)"
+    echo
+    echo "$TOTAL_PASSED passed, $TOTAL_FAILED failed"
+    if ((TOTAL_FAILED > 0)); then
+        exit 1
+    fi
+    exit 0
+}
+
+# --- 1. setup ------------------------------------------------------------------------------
+banner "setup"
+if ! scripts/setup.sh; then
+    record setup 0 1 0 "scripts/setup.sh failed"
+    finish
+fi
+
+PYTHON=""
+for cand in ${TESSERA_PYTHON:-} /usr/bin/python3 python3; do
+    if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import pymongo, pytest' 2>/dev/null; then
+        PYTHON="$cand"
+        break
+    fi
+done
+
+# --- 2. release build ------------------------------------------------------------------------
+banner "build release"
+t0=$SECONDS
+RELEASE_OK=0
+if scripts/build.sh release; then
+    RELEASE_OK=1
+    echo "release build ok ($((SECONDS - t0)) s)"
+else
+    record release 0 1 0 "release build failed"
+fi
+
+# run_ctest DIR SUITE
+run_ctest() {
+    local dir="$1" suite="$2" log="$OUT/ctest-$2.log" rc
+    (
+        cd "$dir" &&
+            ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}" \
+                UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
+                ctest --output-on-failure -j2 --timeout 600
+    ) 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    local passed=0 failed=0 skipped=0 total summary
+    summary="$(grep -E '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1)"
+    if [[ -n "$summary" ]]; then
+        failed="$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$summary")"
+        total="$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\2/' <<<"$summary")"
+        # ctest counts skipped tests (GTEST_SKIP) as passed; it lists them as "(Skipped)".
+        skipped="$(grep -cE '^[[:space:]]*[0-9]+ - .*\((Skipped|Disabled)\)$' "$log")"
+        passed=$((total - failed - skipped))
+    fi
+    if ((rc != 0 && failed == 0)); then
+        failed=1
+    fi
+    record "$suite" "$passed" "$failed" "$skipped" "ctest in ${dir#"$ROOT"/}"
+}
+
+# --- 3. unit tests (debug, ASan+UBSan) -----------------------------------------------------------
+if [[ -n "${TESSERA_SKIP_UNIT:-}" ]]; then
+    echo "unit tests skipped (TESSERA_SKIP_UNIT)"
+elif [[ -z "${TESSERA_SKIP_DEBUG:-}" ]]; then
+    banner "build debug (ASan+UBSan)"
+    t0=$SECONDS
+    if scripts/build.sh debug; then
+        echo "debug build ok ($((SECONDS - t0)) s)"
+        banner "unit tests (ctest, debug)"
+        run_ctest "$ROOT/build-debug" ctest
+    else
+        record ctest 0 1 0 "debug build failed"
+    fi
+elif ((RELEASE_OK)); then
+    banner "unit tests (ctest, release; debug skipped)"
+    run_ctest "$ROOT/build" ctest
+fi
+
+# --- 4. fuzzers -------------------------------------------------------------------------------
+if [[ -n "${TESSERA_SKIP_FUZZ:-}" ]]; then
+    echo "fuzzing skipped (TESSERA_SKIP_FUZZ)"
+elif [[ ! -f tests/fuzz/CMakeLists.txt ]]; then
+    echo "fuzzing skipped: no tests/fuzz/CMakeLists.txt yet"
+else
+    banner "build fuzz"
+    FUZZ_DIR="$ROOT/build-fuzz"
+    fuzz_ok=1
+    if [[ ! -f "$FUZZ_DIR/build.ninja" ]]; then
+        cmake --preset fuzz -B "$FUZZ_DIR" || fuzz_ok=0
+    fi
+    targets=()
+    if ((fuzz_ok)); then
+        # Build only the fuzzers, not the whole tree a third time.
+        mapfile -t targets < <(ninja -C "$FUZZ_DIR" -t targets all 2>/dev/null |
+            sed -nE 's/^([A-Za-z0-9_]+_fuzz): phony$/\1/p' | sort -u)
+        if ((${#targets[@]} > 0)); then
+            scripts/build.sh fuzz "${targets[@]}" || fuzz_ok=0
+        fi
+    fi
+    if ((!fuzz_ok)); then
+        record fuzz 0 1 0 "fuzz build failed"
+    else
+        mapfile -t fuzzers < <(find "$FUZZ_DIR/tests/fuzz" -type f -executable -name '*_fuzz' \
+            2>/dev/null | sort)
+        if ((${#fuzzers[@]} == 0)); then
+            echo "no fuzz binaries found in build-fuzz/tests/fuzz; skipping"
+        else
+            banner "fuzz (${TESSERA_FUZZ_SECONDS:-20} s each)"
+            fpass=0
+            ffail=0
+            secs="${TESSERA_FUZZ_SECONDS:-20}"
+            for bin in "${fuzzers[@]}"; do
+                name="$(basename "$bin")"
+                corpus="$FUZZ_DIR/fuzz-corpus/$name"
+                artifacts="$FUZZ_DIR/fuzz-artifacts"
+                mkdir -p "$corpus" "$artifacts"
+                seeds=()
+                [[ -d "tests/fuzz/corpus/$name" ]] && seeds=("$ROOT/tests/fuzz/corpus/$name")
+                log="$OUT/fuzz-$name.log"
+                if timeout --kill-after=10 $((secs + 120)) "$bin" -max_total_time="$secs" \
+                    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+                    -artifact_prefix="$artifacts/$name-" "$corpus" "${seeds[@]}" >"$log" 2>&1; then
+                    fpass=$((fpass + 1))
+                    printf 'fuzz %-32s ok   (%s)\n' "$name" \
+                        "$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2 " runs"}')"
+                else
+                    ffail=$((ffail + 1))
+                    printf 'fuzz %-32s FAILED; last lines of %s:\n' "$name" "$log"
+                    tail -n 60 "$log"
+                fi
+            done
+            record fuzz "$fpass" "$ffail" 0 "libFuzzer, ${secs}s each"
+        fi
+    fi
+fi
+
+# --- 5./6. integration suites -------------------------------------------------------------------
+BIN_GIVEN="${TESSERA_BIN:-}"
+export TESSERA_BIN="${TESSERA_BIN:-$ROOT/build/tessera}"
+RUN_INTEG=1
+if [[ -n "${TESSERA_SKIP_INTEGRATION:-}" ]]; then
+    echo "integration suites skipped (TESSERA_SKIP_INTEGRATION)"
+    RUN_INTEG=0
+elif ((!RELEASE_OK)) && [[ -z "$BIN_GIVEN" ]]; then
+    # Never test a stale binary left over from an earlier build.
+    echo "integration suites not run: the release build failed"
+    RUN_INTEG=0
+elif [[ ! -x "$TESSERA_BIN" ]]; then
+    echo "integration suites cannot run: $TESSERA_BIN does not exist"
+    record integ 0 1 0 "no server binary at $TESSERA_BIN"
+    RUN_INTEG=0
+fi
+
+if ((RUN_INTEG)) && [[ -z "${TESSERA_SKIP_NODE:-}" ]]; then
+    mapfile -t node_files < <(find tests/integration/node -name '*.test.mjs' 2>/dev/null | sort)
+    if ((${#node_files[@]} == 0)); then
+        echo "no Node test files; skipping"
+    else
+        banner "integration: node --test (Node driver, mongosh)"
+        tap="$OUT/node.tap"
+        timeout --kill-after=30 "${TESSERA_NODE_TIMEOUT:-1500}" \
+            node --test --test-timeout=120000 \
+            --test-reporter=spec --test-reporter-destination=stdout \
+            --test-reporter=tap --test-reporter-destination="$tap" \
+            "${node_files[@]}"
+        rc=$?
+        np="$(sed -nE 's/^# pass ([0-9]+)$/\1/p' "$tap" 2>/dev/null | tail -1)"
+        nf="$(sed -nE 's/^# fail ([0-9]+)$/\1/p' "$tap" 2>/dev/null | tail -1)"
+        nc="$(sed -nE 's/^# cancelled ([0-9]+)$/\1/p' "$tap" 2>/dev/null | tail -1)"
+        ns="$(sed -nE 's/^# skipped ([0-9]+)$/\1/p' "$tap" 2>/dev/null | tail -1)"
+        np=${np:-0} nf=$((${nf:-0} + ${nc:-0})) ns=${ns:-0}
+        if ((rc != 0 && nf == 0)); then
+            nf=1
+        fi
+        note="node --test"
+        ((rc == 124)) && note="node --test TIMED OUT"
+        record node "$np" "$nf" "$ns" "$note"
+    fi
+fi
+
+if ((RUN_INTEG)) && [[ -z "${TESSERA_SKIP_PYTHON:-}" ]]; then
+    banner "integration: pytest (pymongo, crash, bad input)"
+    has_tests=0
+    if compgen -G "tests/integration/python/test_*.py" >/dev/null ||
+        compgen -G "tests/integration/python/*_test.py" >/dev/null; then
+        has_tests=1
+    fi
+    if [[ -z "$PYTHON" ]]; then
+        echo "no python3 with pymongo and pytest found"
+        record pytest 0 1 0 "no python3 with pymongo+pytest"
+    else
+        xml="$OUT/pytest.xml"
+        timeout --kill-after=30 "${TESSERA_PYTHON_TIMEOUT:-1500}" \
+            "$PYTHON" -m pytest -q --junitxml="$xml" tests/integration/python
+        rc=$?
+        read -r pp pf ps < <("$PYTHON" - "$xml" <<'PY'
+import sys
+import xml.etree.ElementTree as ET
+try:
+    root = ET.parse(sys.argv[1]).getroot()
+except Exception:
+    print(0, 0, 0)
+    sys.exit(0)
+suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+t = f = s = 0
+for su in suites:
+    t += int(su.get("tests", 0))
+    f += int(su.get("failures", 0)) + int(su.get("errors", 0))
+    s += int(su.get("skipped", 0))
+print(t - f - s, f, s)
+PY
+        )
+        pp=${pp:-0} pf=${pf:-0} ps=${ps:-0}
+        note="pytest ($PYTHON)"
+        if ((rc == 5)); then
+            if ((has_tests)); then
+                pf=$((pf + 1))
+                note="pytest collected no tests"
+            fi
+        elif ((rc != 0 && pf == 0)); then
+            pf=1
+            ((rc == 124)) && note="pytest TIMED OUT"
+        fi
+        record pytest "$pp" "$pf" "$ps" "$note"
+    fi
+fi
+
+finish

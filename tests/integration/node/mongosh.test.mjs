@@ -1,0 +1,109 @@
+// mongosh 2.x against tessera: connect, CRUD helpers, indexes, listDatabases, duplicate keys.
+// Each mongosh start costs 1-2 s, so the checks are batched into few invocations.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import { it } from 'node:test';
+import { BSON } from 'mongodb';
+import { describeWithServer, mongoshBin, uniqueDbName, withServerLog } from './harness.mjs';
+
+/** Runs mongosh --eval SCRIPT against uri; resolves {code, stdout, stderr}. */
+function mongosh(uri, script, timeoutMs = 90000) {
+    return new Promise((resolve, reject) => {
+        const proc = spawn(mongoshBin, [uri, '--quiet', '--norc', '--eval', script], {
+            stdio: ['ignore', 'pipe', 'pipe'],
+            env: { ...process.env, MONGOSH_NO_TELEMETRY: '1', NO_COLOR: '1' },
+        });
+        let stdout = '';
+        let stderr = '';
+        proc.stdout.on('data', (d) => (stdout += d));
+        proc.stderr.on('data', (d) => (stderr += d));
+        const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
+        proc.on('error', reject);
+        proc.on('close', (code, signal) => {
+            clearTimeout(timer);
+            resolve({ code, signal, stdout, stderr });
+        });
+    });
+}
+
+function resultLine(out) {
+    const line = out.stdout.split('\n').find((l) => l.startsWith('RESULT '));
+    assert.ok(line, `no RESULT line; exit ${out.code}\nstdout:\n${out.stdout}\nstderr:\n${out.stderr}`);
+    return BSON.EJSON.parse(line.slice('RESULT '.length));
+}
+
+describeWithServer('mongosh', (ctx) => {
+    const test = (name, fn) => it(name, withServerLog(ctx, fn));
+    const dbName = uniqueDbName('shell');
+
+    test('mongosh is installed', () => {
+        assert.ok(fs.existsSync(mongoshBin), `${mongoshBin} missing: run scripts/setup.sh`);
+    });
+
+    test('connect, insert, find, createIndex, listDatabases, countDocuments', async () => {
+        const script = `
+            const out = {};
+            out.ping = db.adminCommand({ping: 1}).ok;
+            out.dbName = db.getName();
+            out.insertOne = db.c.insertOne({_id: 1, a: 'x'});
+            out.insertMany = db.c.insertMany([{_id: 2, a: 'y'}, {_id: 3, a: 'z', n: 5}]).insertedIds;
+            out.docs = db.c.find().sort({_id: 1}).toArray();
+            out.filtered = db.c.find({n: {$gte: 5}}, {_id: 1}).toArray();
+            out.index = db.c.createIndex({a: 1}, {unique: true});
+            out.indexes = db.c.getIndexes().map(i => i.name).sort();
+            out.dbs = db.adminCommand({listDatabases: 1}).databases.map(d => d.name);
+            out.count = db.c.countDocuments();
+            out.countFiltered = db.c.countDocuments({a: {$gte: 'y'}});
+            out.updated = db.c.updateOne({_id: 1}, {$set: {b: true}}).modifiedCount;
+            out.deleted = db.c.deleteOne({_id: 2}).deletedCount;
+            out.after = db.c.find({}, {_id: 1}).sort({_id: -1}).toArray();
+            out.collections = db.getCollectionNames();
+            print('RESULT ' + EJSON.stringify(out, {relaxed: true}));
+        `;
+        const out = await mongosh(ctx.server.uri(dbName), script);
+        const r = resultLine(out);
+        assert.equal(out.code, 0, `mongosh exit ${out.code}\n${out.stderr}`);
+        assert.equal(r.ping, 1);
+        assert.equal(r.dbName, dbName);
+        assert.equal(r.insertOne.acknowledged, true);
+        assert.equal(r.insertOne.insertedId, 1);
+        assert.deepEqual(r.insertMany, { 0: 2, 1: 3 });
+        assert.deepEqual(r.docs, [
+            { _id: 1, a: 'x' },
+            { _id: 2, a: 'y' },
+            { _id: 3, a: 'z', n: 5 },
+        ]);
+        assert.deepEqual(r.filtered, [{ _id: 3 }]);
+        assert.equal(r.index, 'a_1');
+        assert.deepEqual(r.indexes, ['_id_', 'a_1']);
+        assert.ok(r.dbs.includes(dbName), `${dbName} in ${r.dbs}`);
+        assert.equal(r.count, 3);
+        assert.equal(r.countFiltered, 2);
+        assert.equal(r.updated, 1);
+        assert.equal(r.deleted, 1);
+        assert.deepEqual(r.after, [{ _id: 3 }, { _id: 1 }]);
+        assert.deepEqual(r.collections, ['c']);
+
+        // What mongosh wrote is visible to the driver.
+        const docs = await ctx.client.db(dbName).collection('c').find().sort({ _id: 1 }).toArray();
+        assert.deepEqual(docs, [
+            { _id: 1, a: 'x', b: true },
+            { _id: 3, a: 'z', n: 5 },
+        ]);
+    });
+
+    test('duplicate key prints E11000 and exits non-zero', async () => {
+        await ctx.client.db(dbName).collection('dup').insertOne({ _id: 7 });
+        const out = await mongosh(
+            ctx.server.uri(dbName),
+            `print('BEFORE'); db.dup.insertOne({_id: 7}); print('NOT REACHED');`,
+        );
+        const all = out.stdout + out.stderr;
+        assert.notEqual(out.code, 0, `exit code ${out.code}\n${all}`);
+        assert.match(all, /BEFORE/, 'connected and ran the script');
+        assert.match(all, /E11000 duplicate key error/);
+        assert.match(all, /MongoServerError/);
+        assert.doesNotMatch(all, /NOT REACHED/);
+    });
+});
