@@ -9,6 +9,9 @@
 #   4. fuzz        fuzz preset, every build-fuzz/tests/fuzz/*_fuzz for a bounded time
 #   5. node        node --test tests/integration/node (Node driver + mongosh) against build/tessera
 #   6. python      pytest tests/integration/python (pymongo, crash, bad input) against build/tessera
+#   7. spec        MongoDB's unified CRUD spec tests (../shared/spec-tests/crud) through
+#                  tests/spec/run.mjs against a build/tessera started with --enableTestCommands;
+#                  tests listed in tests/spec/known-failures-single.txt do not fail the run
 #
 # Environment knobs for local iteration:
 #   TESSERA_SKIP_DEBUG=1        no debug build; unit tests then run from the release build
@@ -16,6 +19,8 @@
 #   TESSERA_SKIP_FUZZ=1         no fuzz build/run
 #   TESSERA_SKIP_NODE=1         no Node/mongosh suite
 #   TESSERA_SKIP_PYTHON=1       no pytest suite
+#   TESSERA_SKIP_SPEC=1         no spec-test run
+#   TESSERA_SPEC_TESTS=...      spec-tests folder (default: ../shared/spec-tests next to the repo)
 #   TESSERA_SKIP_INTEGRATION=1  neither integration suite
 #   TESSERA_FUZZ_SECONDS=20     libFuzzer -max_total_time per fuzzer
 #   TESSERA_PYTHON=...          interpreter with pymongo + pytest (default: Debian's /usr/bin/python3)
@@ -277,6 +282,52 @@ PY
             ((rc == 124)) && note="pytest TIMED OUT"
         fi
         record pytest "$pp" "$pf" "$ps" "$note"
+    fi
+fi
+
+# --- 7. MongoDB's unified spec tests ------------------------------------------------------------
+SPEC_DIR="${TESSERA_SPEC_TESTS:-$ROOT/../shared/spec-tests}"
+if ((RUN_INTEG)) && [[ -z "${TESSERA_SKIP_SPEC:-}" ]]; then
+    banner "spec: unified CRUD tests (single-8.0)"
+    if [[ ! -d "$SPEC_DIR/crud" ]]; then
+        echo "no spec tests at $SPEC_DIR/crud"
+        record spec 0 1 0 "spec tests not found at $SPEC_DIR"
+    else
+        spec_db="$(mktemp -d)"
+        spec_port="$("${PYTHON:-python3}" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+        "$TESSERA_BIN" serve --port "$spec_port" --dbpath "$spec_db" --enableTestCommands \
+            >"$OUT/spec-server.log" 2>&1 &
+        spec_pid=$!
+        ready=0
+        for _ in $(seq 1 100); do
+            if (exec 3<>"/dev/tcp/127.0.0.1/$spec_port") 2>/dev/null; then
+                ready=1
+                break
+            fi
+            sleep 0.1
+        done
+        if ((!ready)); then
+            echo "spec server did not start; log:"
+            tail -n 40 "$OUT/spec-server.log"
+            record spec 0 1 0 "server did not start"
+        else
+            timeout --kill-after=30 "${TESSERA_SPEC_TIMEOUT:-1200}" \
+                node tests/spec/run.mjs --uri "mongodb://127.0.0.1:$spec_port/?directConnection=true" \
+                --profile single-8.0 --known-failures tests/spec/known-failures-single.txt \
+                --list-failures "$OUT/spec-failures.json" "$SPEC_DIR/crud" | tee "$OUT/spec.log"
+            rc=${PIPESTATUS[0]}
+            sp="$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p' "$OUT/spec.log" | tail -1)"
+            sf="$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p' "$OUT/spec.log" | tail -1)"
+            sk="$(sed -nE 's/^([0-9]+) known failures.*/\1/p' "$OUT/spec.log" | tail -1)"
+            sp=${sp:-0} sf=${sf:-0} sk=${sk:-0}
+            if ((rc != 0 && sf == 0)); then
+                sf=1
+            fi
+            record spec "$sp" "$sf" "$sk" "crud at single-8.0; known failures counted as skipped"
+        fi
+        kill "$spec_pid" 2>/dev/null
+        wait "$spec_pid" 2>/dev/null
+        rm -rf "$spec_db"
     fi
 fi
 

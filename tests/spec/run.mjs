@@ -3,7 +3,11 @@
 //
 //   node tests/spec/run.mjs --uri mongodb://127.0.0.1:PORT/?directConnection=true \
 //        --profile single-8.0 [--timeout MS] [--allow-failures] [--list-failures FILE] \
-//        [--filter REGEX] [--verbose] PATH...
+//        [--known-failures FILE] [--filter REGEX] [--verbose] PATH...
+//
+// --known-failures FILE lists tests that are known to fail, one `<dir/file> :: <test>` per line
+// (`#` comments allowed). They are reported as KNOWN and not counted as failures, so CI stays red
+// only for regressions; a listed test that passes is reported as FIXED so the list can shrink.
 //
 // PATHs are test files or directories (default: <repo>/../shared/spec-tests/crud). Test files are
 // read where they are; they are never copied into the repository. runOnRequirements are evaluated
@@ -33,6 +37,7 @@ function parseArgs(argv) {
         timeoutMs: 10000,
         allowFailures: false,
         listFailures: null,
+        knownFailures: null,
         filter: null,
         verbose: false,
         paths: [],
@@ -58,6 +63,9 @@ function parseArgs(argv) {
                 break;
             case '--list-failures':
                 opts.listFailures = value();
+                break;
+            case '--known-failures':
+                opts.knownFailures = value();
                 break;
             case '--filter':
                 opts.filter = new RegExp(value());
@@ -85,6 +93,18 @@ function resolvePath(p) {
     usage(`no such file or directory: ${p}`);
 }
 
+// The set of `<dir/file> :: <test>` lines in FILE (empty without a file).
+function loadKnownFailures(file) {
+    if (!file) return new Set();
+    const text = fs.readFileSync(resolvePath(file), 'utf8');
+    return new Set(
+        text
+            .split('\n')
+            .map((l) => l.trim())
+            .filter((l) => l && !l.startsWith('#'))
+    );
+}
+
 async function main() {
     const opts = parseArgs(process.argv.slice(2));
     if (!opts.uri) usage('--uri is required (or set TESSERA_URI)');
@@ -93,6 +113,8 @@ async function main() {
     if (!(opts.timeoutMs > 0)) usage('--timeout must be a positive number of milliseconds');
     const paths = (opts.paths.length ? opts.paths : [DEFAULT_PATH]).map(resolvePath);
     const files = collectFiles(paths);
+    const known = loadKnownFailures(opts.knownFailures);
+    const keyOf = (r) => `${r.file} :: ${String(r.test ?? '').replace(/\s+/g, ' ').trim()}`;
 
     const runner = new Runner({
         uri: opts.uri,
@@ -101,7 +123,14 @@ async function main() {
         filter: opts.filter,
         onResult(r) {
             const oneLine = (x) => String(x ?? '').replace(/\s*\n\s*/g, ' ');
-            if (r.status === 'fail') console.log(`FAIL ${r.file} :: ${oneLine(r.test)} — ${oneLine(r.reason)}`);
+            if (r.status === 'fail' && known.has(keyOf(r))) {
+                r.status = 'known';
+                if (opts.verbose) console.log(`KNOWN ${keyOf(r)} — ${oneLine(r.reason)}`);
+            } else if (r.status === 'fail') {
+                console.log(`FAIL ${r.file} :: ${oneLine(r.test)} — ${oneLine(r.reason)}`);
+            } else if (r.status === 'pass' && known.has(keyOf(r))) {
+                console.log(`FIXED ${keyOf(r)} (passes now: remove it from ${opts.knownFailures})`);
+            }
             else if (opts.verbose) console.log(`${r.status.toUpperCase()} ${r.file} :: ${r.test}${r.reason ? ` — ${r.reason}` : ''}`);
         },
     });
@@ -111,6 +140,7 @@ async function main() {
     const failed = count('fail');
     const na = count('na');
     const skipped = count('skip');
+    const knownFailed = count('known');
 
     if (opts.listFailures) {
         const report = {
@@ -120,7 +150,10 @@ async function main() {
             failed,
             notApplicable: na,
             skipped,
-            failures: results.filter((r) => r.status === 'fail').map(({ file, test, reason }) => ({ file, test, reason })),
+            knownFailures: knownFailed,
+            failures: results
+                .filter((r) => r.status === 'fail' || r.status === 'known')
+                .map(({ file, test, reason, status }) => ({ file, test, reason, known: status === 'known' })),
         };
         fs.writeFileSync(opts.listFailures, `${JSON.stringify(report, null, 2)}\n`);
     }
@@ -128,6 +161,11 @@ async function main() {
         `${na} not applicable to profile ${profile.name}${skipped ? `, ${skipped} skipped by skipReason` : ''} ` +
             `(${files.length} files)`
     );
+    if (known.size) {
+        const applicable = passed + failed + knownFailed;
+        const rate = applicable ? ((100 * passed) / applicable).toFixed(1) : '100.0';
+        console.log(`${knownFailed} known failures (${opts.knownFailures}); pass rate ${rate} % of ${applicable} applicable`);
+    }
     console.log(`${passed} passed, ${failed} failed`);
     return failed > 0 && !opts.allowFailures ? 1 : 0;
 }
