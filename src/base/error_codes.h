@@ -36,6 +36,7 @@ namespace tessera {
     X(CursorNotFound, 43)                            \
     X(NamespaceExists, 48)                           \
     X(MaxTimeMSExpired, 50)                          \
+    X(ShardKeyNotFound, 61)                          \
     X(DollarPrefixedFieldName, 52)                   \
     X(InvalidIdField, 53)                            \
     X(NotSingleValueField, 54)                       \
@@ -74,11 +75,15 @@ namespace tessera {
     X(InvalidPipelineOperator, 168)                  \
     X(OptionNotSupportedOnView, 167)                 \
     X(CannotIndexParallelArrays, 171)                \
+    X(IncompatibleCollationVersion, 190)             \
     X(InvalidViewDefinition, 182)                    \
+    X(ViewDepthLimitExceeded, 149)                   \
+    X(GraphContainsCycle, 93)                        \
     X(IncompleteTransactionHistory, 217)             \
     X(TransactionTooOld, 225)                        \
     X(CannotImplicitlyCreateCollection, 227)         \
     X(NotImplemented, 238)                           \
+    X(ConversionFailure, 241)                        \
     X(IllegalOpMsgFlag, 223)                         \
     X(TooManyDocumentSequences, 233)                 \
     X(ChecksumMismatch, 288)                         \
