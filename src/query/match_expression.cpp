@@ -133,7 +133,7 @@ bool ComparisonMatchExpression::matchesSingleElement(const BsonElement& e,
             return lhsNaN && rhsNaN;
         }
     }
-    const int c = bson::compareElementValues(e, _rhs);
+    const int c = bson::compareElementValues(e, _rhs, _collator);
     switch (mt) {
         case MatchType::kLt:
             return c < 0;
@@ -159,12 +159,12 @@ void InMatchExpression::addEquality(BsonElement e) {
 }
 
 void InMatchExpression::finish() {
-    auto less = [](const BsonElement& a, const BsonElement& b) {
-        return bson::compareElementValues(a, b) < 0;
+    auto less = [this](const BsonElement& a, const BsonElement& b) {
+        return bson::compareElementValues(a, b, _collator) < 0;
     };
     std::sort(_equalities.begin(), _equalities.end(), less);
-    auto eq = [](const BsonElement& a, const BsonElement& b) {
-        return bson::compareElementValues(a, b) == 0;
+    auto eq = [this](const BsonElement& a, const BsonElement& b) {
+        return bson::compareElementValues(a, b, _collator) == 0;
     };
     _equalities.erase(std::unique(_equalities.begin(), _equalities.end(), eq), _equalities.end());
 }
@@ -172,8 +172,8 @@ void InMatchExpression::finish() {
 bool InMatchExpression::matchesSingleElement(const BsonElement& e, MatchDetails* details) const {
     if (_hasNull && (e.eoo() || e.type() == BsonType::Undefined)) return true;
     if (!e.eoo()) {
-        auto less = [](const BsonElement& a, const BsonElement& b) {
-            return bson::compareElementValues(a, b) < 0;
+        auto less = [this](const BsonElement& a, const BsonElement& b) {
+            return bson::compareElementValues(a, b, _collator) < 0;
         };
         if (std::binary_search(_equalities.begin(), _equalities.end(), e, less)) return true;
     }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "bson/bson_obj.h"
+#include "bson/compare.h"
 #include "query/match_details.h"
 #include "query/path.h"
 
@@ -64,6 +65,11 @@ class MatchExpression {
     virtual size_t numChildren() const { return 0; }
     virtual const MatchExpression* child(size_t i) const { return nullptr; }
 
+    // Makes string comparisons of this subtree ($eq/$lt/.../$in equalities, not $regex) use
+    // `collator` (nullptr: binary). Called once after parsing, before any matches(); the
+    // collator must outlive the tree (Matcher keeps it alive).
+    virtual void setCollator(const bson::StringComparator* collator) {}
+
   private:
     MatchType _type;
 };
@@ -75,6 +81,9 @@ class LogicalMatchExpression : public MatchExpression {
     void add(std::unique_ptr<MatchExpression> e) { _children.push_back(std::move(e)); }
     size_t numChildren() const override { return _children.size(); }
     const MatchExpression* child(size_t i) const override { return _children[i].get(); }
+    void setCollator(const bson::StringComparator* collator) override {
+        for (auto& c : _children) c->setCollator(collator);
+    }
     bool matches(bson::BsonView doc, MatchDetails* details) const override;
     bool matchesSingleElement(const bson::BsonElement& e, MatchDetails* details) const override;
     // Moves the children out (used when flattening).
@@ -130,10 +139,13 @@ class ComparisonMatchExpression : public PathMatchExpression {
     ComparisonMatchExpression(MatchType type, std::string_view path, bson::BsonElement rhs)
         : PathMatchExpression(type, path), _rhs(rhs) {}
     const bson::BsonElement& rhs() const { return _rhs; }
+    void setCollator(const bson::StringComparator* collator) override { _collator = collator; }
+    const bson::StringComparator* collator() const { return _collator; }
     bool matchesSingleElement(const bson::BsonElement& e, MatchDetails* details) const override;
 
   private:
     bson::BsonElement _rhs;
+    const bson::StringComparator* _collator = nullptr;
 };
 
 // A compiled PCRE2 regular expression with MongoDB's flags (i, m, s, x; UTF-8).
@@ -177,9 +189,16 @@ class InMatchExpression : public PathMatchExpression {
     const std::vector<std::shared_ptr<const CompiledRegex>>& regexes() const { return _regexes; }
     bool hasNull() const { return _hasNull; }
     void finish();  // sorts the equalities; call once after adding
+    // Re-sorts and de-duplicates the equalities by the collation (setCollator calls finish()).
+    void setCollator(const bson::StringComparator* collator) override {
+        _collator = collator;
+        finish();
+    }
+    const bson::StringComparator* collator() const { return _collator; }
     bool matchesSingleElement(const bson::BsonElement& e, MatchDetails* details) const override;
 
   private:
+    const bson::StringComparator* _collator = nullptr;
     std::vector<bson::BsonElement> _equalities;
     std::vector<std::shared_ptr<const CompiledRegex>> _regexes;
     bool _hasNull = false;
@@ -246,6 +265,9 @@ class ElemMatchObjectMatchExpression : public PathMatchExpression {
           _sub(std::move(sub)) {}
     size_t numChildren() const override { return 1; }
     const MatchExpression* child(size_t) const override { return _sub.get(); }
+    void setCollator(const bson::StringComparator* collator) override {
+        _sub->setCollator(collator);
+    }
     bool matchesSingleElement(const bson::BsonElement& e, MatchDetails* details) const override;
 
   private:
@@ -261,6 +283,9 @@ class ElemMatchValueMatchExpression : public PathMatchExpression {
     void add(std::unique_ptr<MatchExpression> e) { _children.push_back(std::move(e)); }
     size_t numChildren() const override { return _children.size(); }
     const MatchExpression* child(size_t i) const override { return _children[i].get(); }
+    void setCollator(const bson::StringComparator* collator) override {
+        for (auto& c : _children) c->setCollator(collator);
+    }
     bool matchesSingleElement(const bson::BsonElement& e, MatchDetails* details) const override;
 
   private:

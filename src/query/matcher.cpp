@@ -11,9 +11,24 @@ using bson::BsonObj;
 using bson::BsonView;
 
 StatusWith<std::unique_ptr<Matcher>> Matcher::parse(BsonView filter) {
+    return parse(filter, nullptr);
+}
+
+StatusWith<std::unique_ptr<Matcher>> Matcher::parse(
+    BsonView filter, std::shared_ptr<const bson::StringComparator> collator) {
+    return parse(filter, std::move(collator), nullptr);
+}
+
+StatusWith<std::unique_ptr<Matcher>> Matcher::parse(
+    BsonView filter, std::shared_ptr<const bson::StringComparator> collator,
+    std::shared_ptr<const Variables> let) {
     std::unique_ptr<Matcher> m(new Matcher());
     m->_filter = filter.copy();
-    ASSIGN_OR_RETURN(m->_root, parseMatchExpression(m->_filter));
+    ASSIGN_OR_RETURN(m->_root, parseMatchExpression(m->_filter, std::move(let)));
+    if (collator) {
+        m->_collator = std::move(collator);
+        m->_root->setCollator(m->_collator.get());
+    }
     return m;
 }
 

@@ -10,6 +10,8 @@
 
 namespace tessera::query {
 
+class Variables;
+
 // A parsed query filter (the `filter` of find/count/delete, the `q` of update). Semantics follow
 // MongoDB's matcher exactly: implicit array traversal (see path.h), null matching missing,
 // comparisons within one canonical type only, etc. Immutable once parsed; matches() may be called
@@ -17,14 +19,25 @@ namespace tessera::query {
 //
 // Supported: implicit equality, $eq $ne $gt $gte $lt $lte $in $nin $and $or $nor $not $exists
 // $type $all $elemMatch $size $regex/$options (and regex literals) $mod $comment $alwaysTrue
-// $alwaysFalse. Rejected with BadValue (2): $expr ("$expr is not supported yet"), $where, $text,
-// $jsonSchema, geo operators, bit-test operators, unknown operators.
+// $alwaysFalse $expr (aggregation expressions, query/expression.h). Rejected with BadValue (2):
+// $where, $text, $jsonSchema, geo operators, bit-test operators, unknown operators.
 class Matcher {
   public:
     // Parses `filter` (copied; the view need not outlive the call). Errors use MongoDB's codes
     // and messages: "unknown operator: $foo", "unknown top level operator: $foo", "$in needs an
     // array", "$and/$or/$nor must be a nonempty array", ... (mostly BadValue, 2).
     static StatusWith<std::unique_ptr<Matcher>> parse(bson::BsonView filter);
+    // The same with a collation: string comparisons ($eq, $ne, $gt/$gte/$lt/$lte, $in/$nin,
+    // implicit equality, also inside $elemMatch/$not/$or...) use `collator` (kept alive by the
+    // Matcher); $regex stays binary, as in MongoDB. nullptr means binary comparison.
+    static StatusWith<std::unique_ptr<Matcher>> parse(
+        bson::BsonView filter, std::shared_ptr<const bson::StringComparator> collator);
+    // The same with the command's `let` variables, visible to `$expr` as "$$name" (see
+    // Variables::fromLet in query/expression.h). `let` may be null; it is kept alive by the
+    // Matcher.
+    static StatusWith<std::unique_ptr<Matcher>> parse(
+        bson::BsonView filter, std::shared_ptr<const bson::StringComparator> collator,
+        std::shared_ptr<const Variables> let);
 
     // Whether `doc` matches. `details`, when given, receives the elemMatchKey (the array index
     // that matched) for the positional `$` operator of projections and updates.
@@ -44,15 +57,22 @@ class Matcher {
     // parse error if `filter` is invalid.
     static StatusWith<bson::BsonObj> collectEqualities(bson::BsonView filter);
 
+    // The collation the matcher compares strings by (nullptr: binary).
+    const bson::StringComparator* collator() const { return _collator.get(); }
+
   private:
     Matcher() = default;
     bson::BsonObj _filter;
+    std::shared_ptr<const bson::StringComparator> _collator;
     std::unique_ptr<MatchExpression> _root;
 };
 
 // Parses a filter into an expression tree whose values point into `filter`: the caller keeps the
 // bytes alive for the tree's lifetime (Matcher does this for you).
 StatusWith<std::unique_ptr<MatchExpression>> parseMatchExpression(bson::BsonView filter);
+// The same with `let` variables for `$expr` (may be null).
+StatusWith<std::unique_ptr<MatchExpression>> parseMatchExpression(
+    bson::BsonView filter, std::shared_ptr<const Variables> let);
 
 // The BSON type for a $type alias ("double", "string", ..., "decimal", "minKey", "maxKey");
 // false for unknown names. "number" is handled separately by callers.

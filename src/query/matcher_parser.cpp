@@ -3,6 +3,8 @@
 #include <cmath>
 #include <set>
 
+#include "query/expression_match.h"
+#include "query/json_schema.h"
 #include "query/matcher.h"
 
 namespace tessera::query {
@@ -124,6 +126,9 @@ class Parser {
   public:
     enum class Level { kTop, kDocument, kSubDocument };
 
+    // The command's `let` variables for $expr (may be null).
+    std::shared_ptr<const Variables> _let;
+
     StatusWithExpr parseDocument(BsonView obj, Level level) {
         auto root = std::make_unique<LogicalMatchExpression>(MatchType::kAnd);
         for (BsonElement e : obj) {
@@ -179,10 +184,15 @@ class Parser {
             }
             return ExprPtr(std::make_unique<AlwaysBooleanMatchExpression>(name == "$alwaysTrue"));
         }
-        if (name == "$expr") return badValue("$expr is not supported yet");
+        if (name == "$expr") {
+            if (level == Level::kSubDocument) {
+                return badValue("$expr can only be applied to the top-level document");
+            }
+            return makeExprMatchExpression(e, _let);
+        }
         if (name == "$where") return badValue("$where is not supported");
         if (name == "$text") return badValue("$text is not supported");
-        if (name == "$jsonSchema") return badValue("$jsonSchema is not supported");
+        if (name == "$jsonSchema") return makeJsonSchemaMatchExpression(e);
         if (name == "$sampleRate") return badValue("$sampleRate is not supported");
         return badValue("unknown top level operator: " + std::string(name));
     }
@@ -480,6 +490,13 @@ bool typeFromAlias(std::string_view alias, BsonType* out) {
 
 StatusWith<std::unique_ptr<MatchExpression>> parseMatchExpression(BsonView filter) {
     Parser p;
+    return p.parseDocument(filter, Parser::Level::kTop);
+}
+
+StatusWith<std::unique_ptr<MatchExpression>> parseMatchExpression(
+    BsonView filter, std::shared_ptr<const Variables> let) {
+    Parser p;
+    p._let = std::move(let);
     return p.parseDocument(filter, Parser::Level::kTop);
 }
 

@@ -6,6 +6,7 @@
 #include "bson/bson_builder.h"
 #include "bson/compare.h"
 #include "bson/validate.h"
+#include "query/expression_pipeline_update.h"
 #include "query/update_document.h"
 #include "query/update_node.h"
 #include "query/update_operators.h"
@@ -236,11 +237,61 @@ StatusWith<UpdateDriver> UpdateDriver::parse(BsonView update, BsonView arrayFilt
     return driver;
 }
 
+StatusWith<UpdateDriver> UpdateDriver::parse(const BsonElement& u, BsonView arrayFilters,
+                                             std::shared_ptr<const Variables> let) {
+    if (u.isArray()) {
+        if (!arrayFilters.isEmpty()) {
+            return Status(ErrorCodes::FailedToParse,
+                          "arrayFilters may not be specified for pipeline-style updates");
+        }
+        return parsePipeline(u.objValue(), std::move(let));
+    }
+    if (!u.isObject()) {
+        return Status(ErrorCodes::FailedToParse,
+                      "Update argument must be either an object or an array");
+    }
+    return parse(u.objValue(), arrayFilters);
+}
+
+StatusWith<UpdateDriver> UpdateDriver::parsePipeline(BsonView pipeline,
+                                                     std::shared_ptr<const Variables> let) {
+    UpdateDriver driver;
+    ASSIGN_OR_RETURN(driver._arrayFilters, ArrayFilters::parse(BsonView()));
+    driver._kind = Kind::kPipeline;
+    ASSIGN_OR_RETURN(driver._pipeline, UpdatePipeline::parse(pipeline, std::move(let)));
+    return driver;
+}
+
+Status UpdateDriver::applyPipeline(BsonView doc, BsonObj* out) const {
+    BsonObj result;
+    TRY_STATUS(_pipeline->apply(doc, &result));
+    BsonElement originalId = doc.getField("_id");
+    if (!originalId.eoo()) {
+        BsonElement newId = result.getField("_id");
+        if (newId.eoo() || !sameBytes(newId, originalId)) {
+            return Status(ErrorCodes::ImmutableField,
+                          "After applying the update, the (immutable) field '_id' was found to "
+                          "have been altered to " +
+                              mongoElementString(newId));
+        }
+    }
+    if (result.size() > bson::kMaxUserDocumentSize) {
+        return Status(kResultTooLargeCode, "Resulting document after update is larger than " +
+                                               std::to_string(bson::kMaxUserDocumentSize));
+    }
+    // Since MongoDB 5.0 a pipeline may produce top-level `$`-prefixed fields ($setField).
+    TRY_STATUS(validateStorableDocument(result, /*allowTopLevelDollar=*/true));
+    *out = std::move(result);
+    return Status::OK();
+}
+
 Status UpdateDriver::apply(BsonView doc, const ApplyContext& ctx, BsonObj* out,
                            bool* modified) const {
     BsonObj result;
     if (_kind == Kind::kReplacement) {
         TRY_STATUS(applyReplacement(doc, &result));
+    } else if (_kind == Kind::kPipeline) {
+        TRY_STATUS(applyPipeline(doc, &result));
     } else {
         TRY_STATUS(applyOperators(doc, ctx, ctx.isUpsertInsert, &result));
     }
@@ -325,13 +376,15 @@ Status UpdateDriver::applyForUpsert(BsonView seedFromQuery, BsonObj* out,
         } else {
             result = _replacement;
         }
+    } else if (_kind == Kind::kPipeline) {
+        TRY_STATUS(_pipeline->apply(seedFromQuery, &result));
     } else {
         ApplyContext insertCtx = ctx;
         insertCtx.isUpsertInsert = true;
         TRY_STATUS(applyOperators(seedFromQuery, insertCtx, true, &result));
     }
     result = withIdFirst(result);
-    TRY_STATUS(validateStorableDocument(result));
+    TRY_STATUS(validateStorableDocument(result, /*allowTopLevelDollar=*/_kind == Kind::kPipeline));
     *out = std::move(result);
     return Status::OK();
 }

@@ -15,6 +15,8 @@ namespace tessera::query {
 
 class UpdateObjectNode;
 class ArrayFilters;
+class UpdatePipeline;
+class Variables;
 
 // What an update needs to know about the operation it is part of.
 struct ApplyContext {
@@ -39,13 +41,25 @@ struct ApplyContext {
 // tree), so fields that one update creates appear in that order at each level.
 class UpdateDriver {
   public:
-    enum class Kind { kReplacement, kOperators };
+    enum class Kind { kReplacement, kOperators, kPipeline };
 
     // `update` is the `u` document; `arrayFilters` is a BSON array (keys "0", "1", ...) of filter
     // documents, or empty. Errors: FailedToParse (9) for unknown operators / unused array filters,
     // BadValue (2), TypeMismatch (14), ConflictingUpdateOperators (40), EmptyFieldName (56),
     // DollarPrefixedFieldName (52) for `$` fields at the top of a replacement.
     static StatusWith<UpdateDriver> parse(bson::BsonView update, bson::BsonView arrayFilters = {});
+
+    // Parses the `u` field as given: a document (replacement / operators, as above) or an array
+    // (a pipeline-style update: $addFields/$set, $project, $unset, $replaceRoot/$replaceWith
+    // stages evaluated per document with $$ROOT; see query/expression_pipeline_update.h).
+    // `let` (may be null) holds the command's `let` variables for the pipeline's expressions.
+    // Pipelines with arrayFilters fail with FailedToParse (9); a `u` of another type with
+    // FailedToParse too ("Update argument must be either an object or an array").
+    static StatusWith<UpdateDriver> parse(const bson::BsonElement& u, bson::BsonView arrayFilters,
+                                          std::shared_ptr<const Variables> let);
+    // A pipeline-style update (`pipeline` is a BSON array of stages).
+    static StatusWith<UpdateDriver> parsePipeline(bson::BsonView pipeline,
+                                                  std::shared_ptr<const Variables> let = nullptr);
 
     UpdateDriver(UpdateDriver&&) noexcept;
     UpdateDriver& operator=(UpdateDriver&&) noexcept;
@@ -87,6 +101,8 @@ class UpdateDriver {
     bson::BsonObj _replacement;
     std::unique_ptr<UpdateObjectNode> _root;
     std::shared_ptr<const ArrayFilters> _arrayFilters;
+    std::shared_ptr<const UpdatePipeline> _pipeline;  // kPipeline
+    Status applyPipeline(bson::BsonView doc, bson::BsonObj* out) const;
 };
 
 // Storage rules for a document about to be written (insert, replacement or update result):
