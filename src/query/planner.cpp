@@ -270,11 +270,25 @@ StatusWith<QueryPlan> planQuery(BsonView filter, BsonView sort, BsonView hint,
             }
         }
         if (!chosen) return unknownHint();
+        if (!chosen->collationMatches) {
+            // Another collation orders strings differently: scan the whole index.
+            std::optional<std::vector<SortField>> none;
+            if (noSort) none.emplace();
+            return indexPlan(evaluate(*chosen, PredicateMap{}, none));
+        }
         return indexPlan(evaluate(*chosen, preds, sortFields));
     }
 
+    bool idCollationMatches = true;
+    for (const auto& index : indexes) {
+        if (isIdKeyPattern(index.keyPattern) && !index.collationMatches) idCollationMatches = false;
+    }
+    auto isCollatable = [](const BsonElement& e) {
+        return e.type() == BsonType::String || e.type() == BsonType::Symbol;
+    };
     if (filter.nFields() == 1 && filter.firstElement().fieldName() == "_id" &&
-        isIdHackValue(filter.firstElement())) {
+        isIdHackValue(filter.firstElement()) &&
+        (idCollationMatches || !isCollatable(filter.firstElement()))) {
         QueryPlan plan;
         plan.collectionScan = false;
         plan.isIdPointLookup = true;
@@ -294,6 +308,7 @@ StatusWith<QueryPlan> planQuery(BsonView filter, BsonView sort, BsonView hint,
 
     std::optional<Candidate> best;
     for (const auto& index : indexes) {
+        if (!index.collationMatches) continue;
         Candidate c = evaluate(index, preds, sortFields);
         if (!usable(c)) continue;
         if (!best || score(c) > score(*best) ||

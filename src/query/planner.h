@@ -29,6 +29,13 @@ struct IndexDescription {
     bool unique = false;
     bool sparse = false;
     bool multikey = false;
+    // Whether the index's collation is the query's (both simple, or the same collation). The
+    // caller passes a filter whose strings are in the query collation's key space (see
+    // collationKeyFilter in query/collator.h) when that collation is not simple. An index with
+    // another collation is never chosen automatically; when hinted it gets full bounds and does
+    // not provide a sort (its key order is not the query's string order). Nor is IDHACK used for
+    // a string _id when the _id index has another collation.
+    bool collationMatches = true;
 };
 
 // One interval of values, in INDEX order: for a descending key-pattern field `low` holds the larger

@@ -130,7 +130,7 @@ BsonObj SortPattern::sortKey(BsonView doc) const {
         if (kv.values.empty()) kv.values.push_back(kNull);
         const BsonElement* best = &kv.values.front();
         for (const auto& v : kv.values) {
-            int c = bson::compareElementValues(v, *best);
+            int c = bson::compareElementValues(v, *best, _collator.get());
             if (f.ascending ? c < 0 : c > 0) best = &v;
         }
         b.appendElementAs(*best, "");
@@ -142,7 +142,7 @@ int SortPattern::compareKeys(BsonView a, BsonView b) const {
     auto ia = a.begin(), ib = b.begin();
     for (const auto& f : _fields) {
         if (ia == a.end() || ib == b.end()) break;
-        int c = bson::compareElementValues(*ia, *ib);
+        int c = bson::compareElementValues(*ia, *ib, _collator.get());
         if (c != 0) return f.ascending ? c : -c;
         ++ia;
         ++ib;

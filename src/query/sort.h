@@ -1,10 +1,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "base/status.h"
 #include "bson/bson_obj.h"
+#include "bson/compare.h"
 #include "query/path.h"
 
 namespace tessera::query {
@@ -30,6 +32,13 @@ class SortPattern {
     static StatusWith<SortPattern> parse(bson::BsonView spec);
 
     bool empty() const { return _fields.empty(); }
+
+    // Compares strings by `collator` (nullptr: binary), both when choosing an array's smallest /
+    // largest element and when comparing keys.
+    void setCollator(std::shared_ptr<const bson::StringComparator> collator) {
+        _collator = std::move(collator);
+    }
+    const bson::StringComparator* collator() const { return _collator.get(); }
     const std::vector<Field>& fields() const { return _fields; }
 
     // The sort key of `doc`: a document with one (unnamed, "") element per sort field.
@@ -44,6 +53,7 @@ class SortPattern {
 
   private:
     std::vector<Field> _fields;
+    std::shared_ptr<const bson::StringComparator> _collator;
 };
 
 // Keeps the first `limit` documents in sort order without sorting the whole input (a bounded

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 
 #include "bson/bson_builder.h"
 #include "keystring/keystring.h"
@@ -84,6 +85,7 @@ void resolve(Slot& slot) {
 struct Emitter {
     const std::vector<std::pair<std::string, bool>>& fields;  // name, descending
     bool sparse;
+    const CollationKeyFn& collationKey;
     std::vector<std::pair<std::string, bson::BsonObj>>* out;
     bool wantValues;
     bool multikey = false;
@@ -93,7 +95,15 @@ struct Emitter {
             std::all_of(slots.begin(), slots.end(), [](const Slot& s) { return s.missing; }))
             return;
         keystring::Builder b;
-        for (size_t i = 0; i < slots.size(); ++i) b.append(slots[i].value, fields[i].second);
+        for (size_t i = 0; i < slots.size(); ++i) {
+            const BsonElement& v = slots[i].value;
+            if (collationKey && (v.type() == BsonType::String || v.type() == BsonType::Symbol ||
+                                 v.type() == BsonType::Object || v.type() == BsonType::Array)) {
+                b.append(applyCollationKey(v, collationKey).firstElement(), fields[i].second);
+            } else {
+                b.append(v, fields[i].second);
+            }
+        }
         bson::BsonObj values;
         if (wantValues) {
             bson::BsonBuilder vb;
@@ -162,10 +172,86 @@ struct Emitter {
 
 }  // namespace
 
-IndexKeyGenerator::IndexKeyGenerator(bson::BsonView keyPattern, bool sparse) : _sparse(sparse) {
+IndexKeyGenerator::IndexKeyGenerator(bson::BsonView keyPattern, bool sparse,
+                                     CollationKeyFn collationKey)
+    : _sparse(sparse), _collationKey(std::move(collationKey)) {
     for (BsonElement e : keyPattern) {
         _fields.push_back({std::string(e.fieldName()), e.isNumber() && e.numberDouble() < 0});
     }
+}
+
+IndexKeyGenerator::IndexKeyGenerator(const IndexSpec& spec)
+    : IndexKeyGenerator(spec.keyPattern, spec.sparse) {
+    auto fn = collationKeyFnFor(spec.spec);
+    if (fn.isOK()) {
+        _collationKey = std::move(fn.getValue());
+    } else {
+        _status = fn.getStatus();
+    }
+}
+
+namespace {
+std::mutex& factoryMutex() {
+    static std::mutex m;
+    return m;
+}
+CollationKeyFactory& factoryInstance() {
+    static CollationKeyFactory f;
+    return f;
+}
+
+void appendTransformed(bson::BsonBuilder& b, std::string_view name, const BsonElement& v,
+                       const CollationKeyFn& keyFn) {
+    switch (v.type()) {
+        case BsonType::String:
+        case BsonType::Symbol:
+            b.appendString(name, keyFn(v.stringValue()));
+            break;
+        case BsonType::Object:
+        case BsonType::Array:
+            if (v.type() == BsonType::Object) {
+                b.startObject(name);
+            } else {
+                b.startArray(name);
+            }
+            for (BsonElement e : v.objValue()) appendTransformed(b, e.fieldName(), e, keyFn);
+            b.end();
+            break;
+        default:
+            b.appendElementAs(v, name);
+    }
+}
+}  // namespace
+
+void setCollationKeyFactory(CollationKeyFactory factory) {
+    std::lock_guard<std::mutex> lock(factoryMutex());
+    factoryInstance() = std::move(factory);
+}
+
+StatusWith<CollationKeyFn> collationKeyFnFor(bson::BsonView indexSpec) {
+    BsonElement c = indexSpec["collation"];
+    if (!c.isObject()) return CollationKeyFn();
+    BsonElement locale = c.objValue()["locale"];
+    if (locale.type() == BsonType::String && locale.stringValue() == "simple") {
+        return CollationKeyFn();
+    }
+    CollationKeyFactory factory;
+    {
+        std::lock_guard<std::mutex> lock(factoryMutex());
+        factory = factoryInstance();
+    }
+    if (!factory) {
+        return Status(
+            ErrorCodes::InternalError,
+            "no collation support installed for index collation " + c.objValue().toJson());
+    }
+    return factory(c.objValue());
+}
+
+bson::BsonObj applyCollationKey(const BsonElement& value, const CollationKeyFn& keyFn) {
+    bson::BsonBuilder b;
+    appendTransformed(b, "", value, keyFn);
+    return b.obj();
 }
 
 Status IndexKeyGenerator::getKeys(bson::BsonView doc, std::vector<std::string>* keys,
@@ -173,8 +259,9 @@ Status IndexKeyGenerator::getKeys(bson::BsonView doc, std::vector<std::string>* 
     std::vector<std::pair<std::string, bool>> fields;
     fields.reserve(_fields.size());
     for (const auto& f : _fields) fields.emplace_back(f.name, f.descending);
+    TRY_STATUS(_status);
     std::vector<std::pair<std::string, bson::BsonObj>> out;
-    Emitter emitter{fields, _sparse, &out, values != nullptr};
+    Emitter emitter{fields, _sparse, _collationKey, &out, values != nullptr};
     std::vector<Slot> slots(_fields.size());
     for (size_t i = 0; i < _fields.size(); ++i) {
         slots[i].obj = doc;

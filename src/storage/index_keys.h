@@ -1,13 +1,30 @@
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/status.h"
 #include "bson/bson_obj.h"
+#include "storage/catalog_types.h"
 
 namespace tessera::storage {
+
+// Collation support. The keys of an index with a collation (IndexSpec::spec has a `collation`
+// document that is not {locale: "simple"}) hold, in place of every string and symbol (also
+// those nested in documents and arrays), the string collationKey(s): a byte string whose binary
+// order is the collation's order (ICU's sort key), as MongoDB does. Storage does not link ICU:
+// the command layer installs the factory that makes key functions from collation documents
+// (query::Collator) before any index is used.
+using CollationKeyFn = std::function<std::string(std::string_view)>;
+using CollationKeyFactory = std::function<StatusWith<CollationKeyFn>(bson::BsonView collation)>;
+void setCollationKeyFactory(CollationKeyFactory factory);
+// The key function for an index spec ({..., collation?}); an empty function for no collation or
+// the simple one. Fails when no factory is installed or the factory rejects the document.
+StatusWith<CollationKeyFn> collationKeyFnFor(bson::BsonView indexSpec);
+// {"": value} with strings replaced by keyFn(string), recursively.
+bson::BsonObj applyCollationKey(const bson::BsonElement& value, const CollationKeyFn& keyFn);
 
 // Computes the index keys of documents for one key pattern ({a: 1, "b.c": -1}) with MongoDB's
 // semantics (btree_key_generator):
@@ -24,7 +41,9 @@ namespace tessera::storage {
 class IndexKeyGenerator {
   public:
     // `keyPattern` must be valid (see validateKeyPattern).
-    IndexKeyGenerator(bson::BsonView keyPattern, bool sparse);
+    IndexKeyGenerator(bson::BsonView keyPattern, bool sparse, CollationKeyFn collationKey = {});
+    // For an index of the catalog: key pattern, sparse, and collation (from spec.spec).
+    explicit IndexKeyGenerator(const IndexSpec& spec);
 
     // Replaces *keys with the keys of `doc`; sets *multikey if an array was expanded. With
     // `values`, also fills one {field: value, ...} object per key (same order as *keys), for
@@ -41,6 +60,8 @@ class IndexKeyGenerator {
     };
     std::vector<Field> _fields;
     bool _sparse;
+    CollationKeyFn _collationKey;   // empty: binary strings
+    Status _status = Status::OK();  // a collation that could not be set up fails getKeys
 };
 
 // CannotCreateIndex (67) unless every value is a non-zero number (1/-1 style); special index

@@ -45,7 +45,7 @@ RocksCollectionWriter::RocksCollectionWriter(RocksEngine* engine, CollectionPtr 
       _records(engine->db(), engine->recordsCf(), nullptr),
       _indexes(engine->db(), engine->indexesCf(), nullptr) {
     for (size_t i = 1; i < _coll->indexes.size(); ++i) {
-        _generators.emplace_back(_coll->indexes[i].keyPattern, _coll->indexes[i].sparse);
+        _generators.emplace_back(_coll->indexes[i]);
     }
     _deltas.resize(_generators.size());
 }

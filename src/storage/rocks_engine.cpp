@@ -452,8 +452,15 @@ StatusWith<Engine::CreateIndexesResult> RocksEngine::createIndexes(std::string_v
                           "The index name '_id_' is reserved for the _id index, which must have "
                           "key pattern {_id: 1}");
         }
+        auto collationOf = [](const IndexSpec& s) {
+            bson::BsonElement c = s.spec["collation"];
+            return c.isObject() ? c.objValue() : bson::BsonView();
+        };
+        auto sameCollation = [&](const IndexSpec& a) {
+            return bson::compareObjects(collationOf(a), collationOf(spec)) == 0;
+        };
         auto sameOptions = [&](const IndexSpec& a) {
-            return a.unique == spec.unique && a.sparse == spec.sparse;
+            return a.unique == spec.unique && a.sparse == spec.sparse && sameCollation(a);
         };
         bool skip = false;
         auto check = [&](const IndexSpec& existing) -> Status {
@@ -476,7 +483,7 @@ StatusWith<Engine::CreateIndexesResult> RocksEngine::createIndexes(std::string_v
                               "index: " +
                                   makeIndexSpecDoc(spec).toJson() +
                                   ", existing index: " + existing.spec.toJson());
-            } else if (sameKey) {
+            } else if (sameKey && sameCollation(existing)) {
                 return Status(ErrorCodes::IndexOptionsConflict,
                               "Index already exists with a different name: " + existing.name);
             }
@@ -521,7 +528,7 @@ Status RocksEngine::buildIndexes(const CollectionInfo& coll, std::vector<IndexSp
     _visibility.endCommit(buildTs);
 
     std::vector<IndexKeyGenerator> generators;
-    for (const IndexSpec& spec : *specs) generators.emplace_back(spec.keyPattern, spec.sparse);
+    for (const IndexSpec& spec : *specs) generators.emplace_back(spec);
     std::vector<std::unordered_map<std::string, std::string>> pendingUnique(specs->size());
 
     MvccIterator it(_db.get(), _records, nullptr, Timestamp::max(), keys::collPrefix(coll.id),
@@ -604,6 +611,23 @@ Status RocksEngine::dropIndex(std::string_view ns, std::string_view indexName) {
     rocksdb::WriteBatch batch;
     std::string prefix = keys::indexPrefix(coll->id, index->id);
     batch.DeleteRange(_indexes, prefix, keys::successor(prefix)).PermitUncheckedError();
+    bson::BsonObj entry = encodeCollectionInfo(*info);
+    TRY_STATUS(fromRocks(batch.Put(_catalog, keys::catalogCollKey(info->id), slice(entry)), "put"));
+    TRY_STATUS(writeSync(&batch));
+    publish(info);
+    return Status::OK();
+}
+
+Status RocksEngine::setCollectionOptions(std::string_view ns, bson::BsonView options) {
+    std::lock_guard ddl(_ddlMutex);
+    CollectionPtr coll = getCollection(ns);
+    if (!coll) return Status(ErrorCodes::NamespaceNotFound, "ns not found " + std::string(ns));
+    auto state = stateFor(coll->id);
+    std::lock_guard writeLock(state->writeMutex);
+    coll = getCollection(ns);  // current under the lock
+    auto info = std::make_shared<CollectionInfo>(*coll);
+    info->options = options.copy();
+    rocksdb::WriteBatch batch;
     bson::BsonObj entry = encodeCollectionInfo(*info);
     TRY_STATUS(fromRocks(batch.Put(_catalog, keys::catalogCollKey(info->id), slice(entry)), "put"));
     TRY_STATUS(writeSync(&batch));

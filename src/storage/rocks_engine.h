@@ -41,6 +41,7 @@ class RocksEngine final : public Engine {
     StatusWith<CreateIndexesResult> createIndexes(std::string_view ns,
                                                   std::vector<IndexSpec> specs) override;
     Status dropIndex(std::string_view ns, std::string_view indexName) override;
+    Status setCollectionOptions(std::string_view ns, bson::BsonView options) override;
 
     std::unique_ptr<ReadSnapshot> snapshot(std::optional<Timestamp> at = {}) override;
     StatusWith<std::unique_ptr<ReadSnapshot>> openSnapshot(std::optional<Timestamp> at) override;
