@@ -111,6 +111,26 @@ TEST_F(CatalogTest, DropDatabaseDropsOnlyItsCollections) {
     EXPECT_EQ(engine->listDatabases(), std::vector<std::string>{"b"});
 }
 
+TEST_F(CatalogTest, SetCollectionOptionsPersists) {
+    auto coll = create("db.v");
+    insert("db.v", R"({"_id": 1})");
+    ASSERT_TRUE(engine->setCollectionOptions("db.v", J(R"({"validator": {"x": 1}})")).isOK());
+    auto updated = engine->getCollection("db.v");
+    ASSERT_TRUE(updated);
+    EXPECT_EQ(updated->id, coll->id);
+    EXPECT_EQ(updated->options.toJson(), J(R"({"validator": {"x": 1}})").toJson());
+    {
+        auto writer = engine->writer(updated);
+        ASSERT_TRUE(writer.isOK());
+        EXPECT_EQ(writer.getValue()->collection().options.toJson(), updated->options.toJson());
+    }
+    EXPECT_EQ(engine->setCollectionOptions("db.missing", J("{}")).code(), 26);
+    reopen();
+    EXPECT_EQ(engine->getCollection("db.v")->options.toJson(),
+              J(R"({"validator": {"x": 1}})").toJson());
+    EXPECT_EQ(scanAll("db.v").size(), 1u);
+}
+
 TEST_F(CatalogTest, RenameCollection) {
     auto coll = create("db.a");
     insert("db.a", R"({"_id": 1, "x": 1})");

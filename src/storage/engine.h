@@ -67,6 +67,10 @@ class Engine {
                                                           std::vector<IndexSpec> specs) = 0;
     // IndexNotFound (27); the _id_ index cannot be dropped (InvalidOptions 72).
     virtual Status dropIndex(std::string_view ns, std::string_view indexName) = 0;
+    // Replaces the collection's options (as createCollection stored them) with `options`, e.g.
+    // for collMod's validator. Persisted in the catalog; writers opened afterwards (and
+    // writer->collection()) see the new options. NamespaceNotFound (26) if missing.
+    virtual Status setCollectionOptions(std::string_view ns, bson::BsonView options) = 0;
 
     // ---- Reads. A snapshot sees exactly the committed state at its timestamp (latest when
     // none is given), consistently across collections and indexes.
