@@ -1,9 +1,12 @@
+#include "command/collation_util.h"
 #include "command/crud_commands.h"
 #include "command/cursor_manager.h"
 #include "command/exec/explain.h"
 #include "command/exec/find_request.h"
+#include "command/exec/local_sessions.h"
 #include "command/exec/pipeline.h"
 #include "command/exec/query_executor.h"
+#include "command/exec/stage_subpipeline.h"
 #include "command/reply_util.h"
 #include "command/write_ops_util.h"
 #include "storage/engine.h"
@@ -50,19 +53,63 @@ class AggregateCommand final : public Command {
             ASSIGN_OR_RETURN(batchSize, exec::nonNegativeArgument(cursor.objValue(), "batchSize",
                                                                   "aggregate.cursor"));
         }
-        TRY_STATUS(checkCollation(body["collation"]));
         ASSIGN_OR_RETURN(bson::BsonObj hint, exec::parseHint(body["hint"]));
+        ASSIGN_OR_RETURN(bool allowDiskUse, boolArgument(body["allowDiskUse"], "aggregate"));
 
         std::string ns = request.db + "." + collName;
+        if (opCtx.lsid) {
+            exec::recordLocalSession(*opCtx.lsid);
+        } else if (bson::BsonElement lsid = body["lsid"]; lsid.isObject()) {
+            bson::BsonElement id = lsid.objValue()["id"];
+            if (id.type() == BsonType::BinData) {
+                exec::recordLocalSession(std::string(id.binaryValue().data));
+            }
+        }
         storage::Engine& engine = *opCtx.service->engine;
         auto snapshot = engine.snapshot();
-        storage::CollectionPtr coll = engine.getCollection(ns);
-        exec::PipelineContext pctx{&engine, opCtx.service->host};
+        // Reads through a view run the view's pipeline first, on the backing collection.
+        ASSIGN_OR_RETURN(exec::ResolvedNamespace resolved, exec::resolveNamespace(engine, ns));
+        storage::CollectionPtr coll = resolved.coll;
+        bson::BsonObj stages = pipeline.objValue().copy();
+        if (resolved.isView) {
+            std::vector<bson::BsonObj> all = resolved.pipeline;
+            for (auto s : stages) {
+                if (s.type() != BsonType::Object) {
+                    return Status(40323,
+                                  "A pipeline stage specification object must contain exactly "
+                                  "one field.");
+                }
+                all.push_back(s.objValue().copy());
+            }
+            stages = exec::pipelineArray(all);
+        }
+        // The command's `let` variables are bound by substituting their values.
+        if (bson::BsonElement let = body["let"]; !let.eoo()) {
+            ASSIGN_OR_RETURN(auto letExprs, exec::parseLet(let));
+            ASSIGN_OR_RETURN(auto vars, exec::evaluateLet(letExprs, bson::BsonObj()));
+            stages = exec::substituteVariables(stages, true, vars);
+        }
+        exec::PipelineContext pctx;
+        pctx.engine = &engine;
+        pctx.host = opCtx.service->host;
+        pctx.allowDiskUse = allowDiskUse;
+        ASSIGN_OR_RETURN(pctx.collator, resolveCollation(body["collation"], coll.get()));
         ASSIGN_OR_RETURN(auto exec, exec::buildPipelineExecutor(pctx, std::move(snapshot), coll, ns,
-                                                                pipeline.objValue(), hint));
+                                                                stages, hint));
         if (explain) {
-            return exec::appendExplain(opCtx, *exec, exec::ExplainVerbosity::kQueryPlanner,
-                                       bson::BsonView(), body, "", reply);
+            TRY_STATUS(exec::appendExplain(opCtx, *exec, exec::ExplainVerbosity::kQueryPlanner,
+                                           bson::BsonView(), body, "", reply));
+            // MongoDB's aggregate explain lists the pipeline's stages after the cursor source.
+            reply.startArray("stages");
+            reply.startObject("0")
+                .startObject("$cursor")
+                .append("planSummary", exec->planSummary())
+                .end()
+                .end();
+            size_t k = 1;
+            for (auto s : stages) reply.append(std::to_string(k++), s.objValue());
+            reply.end();
+            return Status::OK();
         }
         bson::BsonArrayBuilder batch;
         bool exhausted = false;

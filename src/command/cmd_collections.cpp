@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <array>
 
+#include "command/document_validation.h"
+#include "command/exec/pipeline.h"
 #include "command/generic_args.h"
 #include "command/registry.h"
 #include "command/reply_util.h"
+#include "query/collator.h"
 #include "query/matcher.h"
 #include "storage/engine.h"
 
@@ -18,28 +21,20 @@ Status checkCreateOptions(bson::BsonView body) {
     static constexpr std::array<std::string_view, 6> kHonoured = {
         "create",    "idIndex",        "storageEngine", "indexOptionDefaults",
         "collation", "encryptedFields"};
-    static constexpr std::array<std::string_view, 11> kNotYet = {"capped",
-                                                                 "size",
-                                                                 "max",
-                                                                 "validator",
-                                                                 "validationLevel",
-                                                                 "validationAction",
-                                                                 "viewOn",
-                                                                 "pipeline",
-                                                                 "timeseries",
-                                                                 "clusteredIndex",
-                                                                 "expireAfterSeconds"};
+    static constexpr std::array<std::string_view, 8> kNotYet = {"capped",
+                                                                "size",
+                                                                "max",
+                                                                "viewOn",
+                                                                "pipeline",
+                                                                "timeseries",
+                                                                "clusteredIndex",
+                                                                "expireAfterSeconds"};
     for (bson::BsonElement e : body) {
         std::string_view f = e.fieldName();
         if (isGenericArgument(f)) continue;
+        if (f == "validator" || f == "validationLevel" || f == "validationAction") continue;
         if (std::find(kHonoured.begin(), kHonoured.end(), f) != kHonoured.end()) {
-            if (f == "collation" && e.isObject()) {
-                bson::BsonElement locale = e.objValue()["locale"];
-                if (locale.type() != bson::BsonType::String || locale.stringValue() != "simple") {
-                    return Status(ErrorCodes::NotImplemented,
-                                  "collations other than {locale: 'simple'} are not supported yet");
-                }
-            }
+            if (f == "collation") TRY_STATUS(query::Collator::fromArgument(e).getStatus());
             if (f == "encryptedFields") {
                 return Status(ErrorCodes::NotImplemented, "encryptedFields is not supported");
             }
@@ -56,17 +51,89 @@ Status checkCreateOptions(bson::BsonView body) {
     return Status::OK();
 }
 
+// create {create: "v", viewOn: "c", pipeline: [...], collation?}: a view is a catalog entry
+// with options {viewOn, pipeline} (it has no documents of its own).
+Status createView(OperationContext& opCtx, const CommandRequest& request, const std::string& name) {
+    bson::BsonElement viewOn = request.body["viewOn"];
+    bson::BsonElement pipeline = request.body["pipeline"];
+    if (viewOn.eoo()) {
+        return Status(ErrorCodes::BadValue, "'pipeline' requires 'viewOn' to also be specified");
+    }
+    TRY_STATUS(expectType(viewOn, bson::BsonType::String, "create"));
+    if (viewOn.stringValue().empty()) {
+        return Status(ErrorCodes::BadValue, "'viewOn' cannot be empty");
+    }
+    if (!pipeline.eoo()) TRY_STATUS(expectType(pipeline, bson::BsonType::Array, "create"));
+    bson::BsonBuilder options;
+    options.append("viewOn", viewOn.stringValue());
+    if (pipeline.eoo()) {
+        options.startArray("pipeline").end();
+    } else {
+        options.appendArray("pipeline", pipeline.objValue());
+    }
+    for (bson::BsonElement e : request.body) {
+        std::string_view f = e.fieldName();
+        if (f == "create" || f == "viewOn" || f == "pipeline" || isGenericArgument(f)) continue;
+        if (f == "collation") {
+            ASSIGN_OR_RETURN(query::CollatorPtr collator, query::Collator::fromArgument(e));
+            if (collator) options.appendObject("collation", collator->specObj());
+            continue;
+        }
+        return Status(ErrorCodes::InvalidOptions,
+                      "Invalid option " + std::string(f) +
+                          ": only 'viewOn', 'pipeline' and 'collation' are allowed when "
+                          "creating a view");
+    }
+    std::string ns = request.db + "." + name;
+    storage::Engine& engine = *opCtx.service->engine;
+    if (engine.getCollection(ns)) {
+        return Status(ErrorCodes::NamespaceExists, "Collection " + ns + " already exists.");
+    }
+    exec::PipelineContext pctx;
+    pctx.engine = &engine;
+    pctx.host = opCtx.service->host;
+    if (!pipeline.eoo()) {
+        TRY_STATUS(exec::validatePipeline(pctx, ns, pipeline.objValue(), /*forView=*/true));
+    }
+    // The chain of views below must stay within the depth limit (20).
+    std::string backing = request.db + "." + std::string(viewOn.stringValue());
+    if (backing == ns) {
+        return Status(ErrorCodes::GraphContainsCycle,
+                      "View cycle detected: [" + ns + " => " + ns + "]");
+    }
+    ASSIGN_OR_RETURN(exec::ResolvedNamespace resolved, exec::resolveNamespace(engine, backing));
+    (void)resolved;
+    auto created = engine.createCollection(ns, options.obj());
+    if (!created.isOK() && created.getStatus().is(ErrorCodes::NamespaceExists)) {
+        return Status(ErrorCodes::NamespaceExists, "Collection " + ns + " already exists.");
+    }
+    return created.getStatus();
+}
+
 class CreateCommand : public Command {
   public:
     std::string_view name() const override { return "create"; }
     Status run(OperationContext& opCtx, const CommandRequest& request,
                bson::BsonBuilder&) override {
         ASSIGN_OR_RETURN(std::string coll, collectionName(request.firstElement(), "create"));
+        if (request.body.hasField("viewOn") || request.body.hasField("pipeline")) {
+            return createView(opCtx, request, coll);
+        }
         TRY_STATUS(checkCreateOptions(request.body));
+        TRY_STATUS(checkValidationOptions(request.db, request.body["validator"],
+                                          request.body["validationLevel"],
+                                          request.body["validationAction"]));
         bson::BsonBuilder options;
         for (bson::BsonElement e : request.body) {
             std::string_view f = e.fieldName();
             if (f == "create" || isGenericArgument(f)) continue;
+            if (f == "collation") {
+                // Stored with every option resolved (as listCollections shows it); the simple
+                // collation is the absence of a default.
+                ASSIGN_OR_RETURN(query::CollatorPtr collator, query::Collator::fromArgument(e));
+                if (collator) options.appendObject("collation", collator->specObj());
+                continue;
+            }
             options.appendElement(e);
         }
         std::string ns = request.db + "." + coll;
@@ -89,6 +156,7 @@ class DropCommand : public Command {
         // Since MongoDB 7.0, dropping a collection that does not exist succeeds.
         if (!info) return Status::OK();
         TRY_STATUS(opCtx.service->engine->dropCollection(ns));
+        if (exec::isView(*info)) return Status::OK();  // a view has no indexes
         reply.appendInt32("nIndexesWas", static_cast<int32_t>(info->indexes.size()));
         reply.append("ns", ns);
         return Status::OK();
@@ -98,6 +166,13 @@ class DropCommand : public Command {
 bson::BsonObj collectionEntry(const storage::CollectionInfo& coll, bool nameOnly) {
     bson::BsonBuilder b;
     b.append("name", coll.name);
+    if (exec::isView(coll)) {
+        b.append("type", "view");
+        if (nameOnly) return b.obj();
+        b.appendObject("options", coll.options);
+        b.startObject("info").appendBool("readOnly", true).end();
+        return b.obj();
+    }
     b.append("type", "collection");
     if (nameOnly) return b.obj();
     b.appendObject("options", coll.options);

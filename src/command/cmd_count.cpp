@@ -3,10 +3,12 @@
 
 #include "bson/compare.h"
 #include "bson/validate.h"
+#include "command/collation_util.h"
 #include "command/crud_commands.h"
 #include "command/exec/find_request.h"
 #include "command/exec/query_executor.h"
 #include "command/reply_util.h"
+#include "command/view_reads.h"
 #include "command/write_ops_util.h"
 #include "query/path.h"
 #include "storage/engine.h"
@@ -30,7 +32,7 @@ class CountCommand final : public Command {
         ASSIGN_OR_RETURN(auto skip, exec::nonNegativeArgument(body, "skip", "count"));
         ASSIGN_OR_RETURN(auto limit, exec::nonNegativeArgument(body, "limit", "count", true));
         ASSIGN_OR_RETURN(bson::BsonObj hint, exec::parseHint(body["hint"]));
-        TRY_STATUS(checkCollation(body["collation"]));
+        TRY_STATUS(query::Collator::fromArgument(body["collation"]).getStatus());
         if (limit && *limit < 0) *limit = -*limit;
         if (limit && *limit == 0) limit.reset();
 
@@ -39,6 +41,19 @@ class CountCommand final : public Command {
         auto snapshot = engine.snapshot();
         storage::CollectionPtr coll = engine.getCollection(ns);
         int64_t n = 0;
+        if (isViewCollection(coll)) {
+            ASSIGN_OR_RETURN(auto collator, resolveCollation(body["collation"], nullptr));
+            ASSIGN_OR_RETURN(auto viewExec, viewQueryExecutor(opCtx, ns, query, skip.value_or(0),
+                                                              limit, collator));
+            exec::WorkingMember vm;
+            while (true) {
+                ASSIGN_OR_RETURN(bool more, viewExec->next(opCtx, &vm));
+                if (!more) break;
+                ++n;
+            }
+            reply.appendNumber("n", n);
+            return Status::OK();
+        }
         if (!coll) {
             ASSIGN_OR_RETURN(auto m, query::Matcher::parse(query));  // still validate
             (void)m;
@@ -50,6 +65,7 @@ class CountCommand final : public Command {
             exec::QuerySpec spec;
             spec.filter = query.copy();
             spec.hint = hint;
+            ASSIGN_OR_RETURN(spec.collator, resolveCollation(body["collation"], coll.get()));
             spec.skip = skip.value_or(0);
             spec.limit = limit;
             ASSIGN_OR_RETURN(auto exec,
@@ -67,8 +83,9 @@ class CountCommand final : public Command {
 };
 
 struct ElementLess {
+    const bson::StringComparator* collator = nullptr;
     bool operator()(const bson::BsonElement& a, const bson::BsonElement& b) const {
-        return bson::compareElementValues(a, b) < 0;
+        return bson::compareElementValues(a, b, collator) < 0;
     }
 };
 
@@ -93,18 +110,25 @@ class DistinctCommand final : public Command {
         }
         ASSIGN_OR_RETURN(bson::BsonView query, optionalObject(body, "query", "distinct"));
         ASSIGN_OR_RETURN(bson::BsonObj hint, exec::parseHint(body["hint"]));
-        TRY_STATUS(checkCollation(body["collation"]));
 
         std::string ns = request.db + "." + collName;
         storage::Engine& engine = *opCtx.service->engine;
+        storage::CollectionPtr coll = engine.getCollection(ns);
         exec::QuerySpec spec;
         spec.filter = query.copy();
         spec.hint = hint;
-        ASSIGN_OR_RETURN(auto exec, exec::buildQueryExecutor(engine.snapshot(),
-                                                             engine.getCollection(ns), ns, spec));
+        ASSIGN_OR_RETURN(spec.collator, resolveCollation(body["collation"], coll.get()));
+        std::unique_ptr<exec::PlanExecutor> exec;
+        if (isViewCollection(coll)) {
+            ASSIGN_OR_RETURN(exec,
+                             viewQueryExecutor(opCtx, ns, query, 0, std::nullopt, spec.collator));
+        } else {
+            ASSIGN_OR_RETURN(exec, exec::buildQueryExecutor(engine.snapshot(), coll, ns, spec));
+        }
         query::FieldPath path(key.stringValue());
         std::vector<bson::BsonObj> docs;  // keeps the values' bytes alive
-        std::set<bson::BsonElement, ElementLess> values;
+        // Values equal under the collation are one value (the first one met is returned).
+        std::set<bson::BsonElement, ElementLess> values(ElementLess{spec.collator.get()});
         size_t bytes = 0;
         exec::WorkingMember m;
         while (true) {

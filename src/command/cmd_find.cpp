@@ -1,7 +1,9 @@
+#include "command/collation_util.h"
 #include "command/crud_commands.h"
 #include "command/cursor_manager.h"
 #include "command/exec/find_request.h"
 #include "command/exec/query_executor.h"
+#include "command/view_reads.h"
 #include "storage/engine.h"
 
 namespace tessera::command {
@@ -20,6 +22,9 @@ class FindCommand final : public Command {
         auto snapshot = engine.snapshot();
         storage::CollectionPtr coll = engine.getCollection(ns);
         bool missing = coll == nullptr;
+        ASSIGN_OR_RETURN(req.query.collator,
+                         resolveCollation(req.collationArg.firstElement(), coll.get()));
+        if (isViewCollection(coll)) return runFindOnView(opCtx, req, ns, reply);
         ASSIGN_OR_RETURN(auto exec,
                          exec::buildQueryExecutor(std::move(snapshot), coll, ns, req.query));
 

@@ -1,6 +1,8 @@
 #include "command/exec/agg_stages.h"
 
+#include <algorithm>
 #include <limits>
+#include <random>
 
 #include "bson/compare.h"
 
@@ -41,16 +43,11 @@ void addNumber(GroupStage* /*unused*/, const bson::BsonElement& e, int64_t* long
 
 }  // namespace
 
-StatusWith<std::unique_ptr<GroupStage>> GroupStage::parse(const bson::BsonElement& spec) {
-    if (spec.type() != BsonType::Object) {
-        return Status(15947, "a group's fields must be specified in an object");
-    }
-    std::unique_ptr<GroupStage> stage(new GroupStage());
-    stage->_spec = spec.objValue().copy();
-    for (auto f : stage->_spec) {
+Status GroupStage::parseAccumulators(GroupStage* stage, bson::BsonView spec, bool allowId) {
+    for (auto f : spec) {
         std::string_view name = f.fieldName();
-        if (name == "_id") {
-            ASSIGN_OR_RETURN(stage->_id, AggExpression::parse(f));
+        if (name == "_id" && allowId) {
+            ASSIGN_OR_RETURN(stage->_id, StageExpression::parse(f));
             continue;
         }
         if (name.starts_with("$")) {
@@ -75,13 +72,33 @@ StatusWith<std::unique_ptr<GroupStage>> GroupStage::parse(const bson::BsonElemen
                               "$count takes no arguments, i.e. $count:{}");
             }
         } else {
-            ASSIGN_OR_RETURN(a.arg, AggExpression::parse(acc));
+            ASSIGN_OR_RETURN(a.arg, StageExpression::parse(acc));
         }
         stage->_accs.push_back(std::move(a));
     }
+    return Status::OK();
+}
+
+StatusWith<std::unique_ptr<GroupStage>> GroupStage::parse(const bson::BsonElement& spec) {
+    if (spec.type() != BsonType::Object) {
+        return Status(15947, "a group's fields must be specified in an object");
+    }
+    std::unique_ptr<GroupStage> stage(new GroupStage());
+    stage->_spec = spec.objValue().copy();
+    TRY_STATUS(parseAccumulators(stage.get(), stage->_spec, true));
     if (!stage->_id) {
         return Status(15955, "a group specification must include an _id");
     }
+    return stage;
+}
+
+StatusWith<std::unique_ptr<GroupStage>> GroupStage::make(StageExpressionPtr id, bson::BsonView accs,
+                                                         bson::BsonObj specForExplain,
+                                                         std::string name) {
+    std::unique_ptr<GroupStage> stage(new GroupStage(std::move(name)));
+    stage->_spec = std::move(specForExplain);
+    stage->_id = std::move(id);
+    TRY_STATUS(parseAccumulators(stage.get(), accs, false));
     return stage;
 }
 
@@ -93,7 +110,7 @@ Status GroupStage::load(ExecContext& ctx) {
         ASSIGN_OR_RETURN(bool more, _child->next(ctx, &m));
         if (!more) break;
         TRY_STATUS(ctx.checkForInterrupt());
-        AggValue key = _id->evaluate(m.doc);
+        ASSIGN_OR_RETURN(AggValue key, _id->evaluate(m.doc));
         if (key.missing()) key = AggValue::null();
         auto it = index.find(key);
         if (it == index.end()) {
@@ -109,7 +126,7 @@ Status GroupStage::load(ExecContext& ctx) {
                 ++acc.count;
                 continue;
             }
-            AggValue v = spec.arg->evaluate(m.doc);
+            ASSIGN_OR_RETURN(AggValue v, spec.arg->evaluate(m.doc));
             const std::string& op = spec.op;
             if (op == "$sum" || op == "$avg") {
                 if (!v.missing() && v.element().isNumber()) {
@@ -259,8 +276,14 @@ StatusWith<std::unique_ptr<UnwindStage>> UnwindStage::parse(const bson::BsonElem
         return Status(28818, "path option to $unwind stage should be prefixed with a '$'");
     }
     stage->_path = std::string(path.stringValue().substr(1));
-    if (stage->_path.find('.') != std::string::npos) {
-        return Status(ErrorCodes::NotImplemented, "$unwind of a dotted path is not supported yet");
+    if (stage->_path.empty()) {
+        return Status(28818, "path option to $unwind stage should be prefixed with a '$'");
+    }
+    if (!stage->_includeArrayIndex.empty() && stage->_includeArrayIndex[0] == '$') {
+        return Status(28822,
+                      "includeArrayIndex option to $unwind stage should not be prefixed with a "
+                      "'$': " +
+                          stage->_includeArrayIndex);
     }
     return stage;
 }
@@ -277,37 +300,157 @@ StatusWith<bool> UnwindStage::doNext(ExecContext& ctx, WorkingMember* out) {
         _pendingPos = 0;
         ASSIGN_OR_RETURN(bool more, _child->next(ctx, &_current));
         if (!more) return false;
-        bson::BsonView doc = _current.doc;
-        bson::BsonElement v = doc[_path];
-        // Rebuilds the document with `_path` replaced by `e` (removed when e is missing).
+        bson::BsonObj doc = _current.doc;
+        bson::BsonElement v = getNestedField(doc, _path);
+        // The document with `_path` replaced by `e` (removed when e is missing).
         auto rebuild = [&](const bson::BsonElement& e, std::optional<int64_t> idx) {
-            bson::BsonBuilder b;
-            for (auto f : doc) {
-                if (f.fieldName() == _path) {
-                    if (!e.eoo()) b.appendElementAs(e, _path);
-                } else {
-                    b.appendElement(f);
-                }
-            }
+            bson::BsonObj d = v.eoo() ? doc : setNestedField(doc, _path, e);
             if (!_includeArrayIndex.empty()) {
+                bson::BsonBuilder ib;
                 if (idx) {
-                    b.appendInt64(_includeArrayIndex, *idx);
+                    ib.appendInt64("", *idx);
                 } else {
-                    b.appendNull(_includeArrayIndex);
+                    ib.appendNull("");
                 }
+                bson::BsonObj holder = ib.obj();
+                d = setNestedField(d, _includeArrayIndex, holder.firstElement());
             }
-            _pending.push_back(b.obj());
+            _pending.push_back(std::move(d));
         };
         if (v.type() == BsonType::Array) {
             int64_t i = 0;
             for (auto e : v.objValue()) rebuild(e, i++);
+            // An empty array is kept (without the field) when preserving.
             if (i == 0 && _preserveNullAndEmpty) rebuild(bson::BsonElement(), std::nullopt);
         } else if (v.eoo() || v.isNull()) {
-            if (_preserveNullAndEmpty) _pending.push_back(_current.doc);
+            if (_preserveNullAndEmpty) rebuild(v, std::nullopt);
         } else {
             rebuild(v, std::nullopt);
         }
     }
+}
+
+StatusWith<bool> AggProjectionStage::doNext(ExecContext& ctx, WorkingMember* out) {
+    ASSIGN_OR_RETURN(bool more, _child->next(ctx, out));
+    if (!more) return false;
+    ASSIGN_OR_RETURN(bson::BsonObj doc, _proj->apply(out->doc));
+    out->doc = std::move(doc);
+    out->indexKey.clear();
+    return true;
+}
+
+void AggProjectionStage::appendDetails(bson::BsonBuilder& b, bool) const {
+    b.append(_stageName, _spec);
+}
+
+StatusWith<bool> ReplaceRootStage::doNext(ExecContext& ctx, WorkingMember* out) {
+    ASSIGN_OR_RETURN(bool more, _child->next(ctx, out));
+    if (!more) return false;
+    ASSIGN_OR_RETURN(AggValue v, _expr->evaluate(out->doc));
+    if (v.missing() || v.element().type() != BsonType::Object) {
+        return Status(40228,
+                      "'newRoot' expression must evaluate to an object, but resulting value "
+                      "was: " +
+                          (v.missing() ? std::string("MISSING") : v.element().toString(false)) +
+                          ". Type of resulting value: '" +
+                          (v.missing() ? std::string("missing")
+                                       : std::string(bson::typeName(v.element().type()))) +
+                          "'. Input document: " + out->doc.toJson());
+    }
+    out->doc = v.element().objValue().copy();
+    out->recordKey.clear();
+    out->indexKey.clear();
+    return true;
+}
+
+void ReplaceRootStage::appendDetails(bson::BsonBuilder& b, bool) const {
+    b.append("newRoot", _spec);
+}
+
+StatusWith<bool> SampleStage::doNext(ExecContext& ctx, WorkingMember* out) {
+    if (!_loaded) {
+        thread_local std::mt19937_64 rng{std::random_device{}()};
+        WorkingMember m;
+        int64_t seen = 0;
+        size_t bytes = 0;
+        while (true) {
+            ASSIGN_OR_RETURN(bool more, _child->next(ctx, &m));
+            if (!more) break;
+            TRY_STATUS(ctx.checkForInterrupt());
+            ++seen;
+            if (static_cast<int64_t>(_docs.size()) < _size) {
+                bytes += m.doc.size();
+                _docs.push_back(m.doc);
+            } else {
+                std::uniform_int_distribution<int64_t> pick(0, seen - 1);
+                int64_t j = pick(rng);
+                if (j < _size) _docs[j] = m.doc;
+            }
+            if (bytes > kMaxBlockingMemoryBytes) {
+                return Status(ErrorCodes::QueryExceededMemoryLimitNoDiskUseAllowed,
+                              "Exceeded memory limit for $sample, but didn't allow external "
+                              "sort. Pass allowDiskUse:true to opt in.");
+            }
+        }
+        std::shuffle(_docs.begin(), _docs.end(), rng);
+        _loaded = true;
+    }
+    if (_pos >= _docs.size()) return false;
+    *out = WorkingMember();
+    out->doc = std::move(_docs[_pos++]);
+    out->hasDoc = true;
+    return true;
+}
+
+void SampleStage::appendDetails(bson::BsonBuilder& b, bool) const { b.appendInt64("size", _size); }
+
+namespace {
+
+class BucketKeyExpression final : public StageExpression {
+  public:
+    BucketKeyExpression(StageExpressionPtr groupBy, std::vector<bson::BsonObj> boundaries,
+                        std::optional<bson::BsonObj> def)
+        : _groupBy(std::move(groupBy)), _bounds(std::move(boundaries)), _default(std::move(def)) {}
+
+    StatusWith<AggValue> evaluate(bson::BsonView root) const override {
+        ASSIGN_OR_RETURN(AggValue v, _groupBy->evaluate(root));
+        bson::BsonElement e = v.missing() ? AggValue::null().element() : v.element();
+        AggValue nullHolder;
+        if (v.missing()) nullHolder = AggValue::null();
+        bson::BsonElement val = v.missing() ? nullHolder.element() : e;
+        for (size_t i = 0; i + 1 < _bounds.size(); ++i) {
+            if (bson::compareElementValues(val, _bounds[i].firstElement()) >= 0 &&
+                bson::compareElementValues(val, _bounds[i + 1].firstElement()) < 0) {
+                return AggValue{_bounds[i]};
+            }
+        }
+        if (_default) return AggValue{*_default};
+        return Status(40066,
+                      "$switch could not find a matching branch for an input, and no default "
+                      "was specified.");
+    }
+
+  private:
+    StageExpressionPtr _groupBy;
+    std::vector<bson::BsonObj> _bounds;  // each {"": boundary}
+    std::optional<bson::BsonObj> _default;
+};
+
+}  // namespace
+
+StatusWith<StageExpressionPtr> makeBucketKey(StageExpressionPtr groupBy,
+                                             std::vector<bson::BsonObj> boundaries,
+                                             std::optional<bson::BsonObj> defaultValue) {
+    return {std::make_shared<BucketKeyExpression>(std::move(groupBy), std::move(boundaries),
+                                                  std::move(defaultValue))};
+}
+
+StatusWith<bool> BufferSourceStage::doNext(ExecContext&, WorkingMember* out) {
+    if (_pos >= _docs->size()) return false;
+    *out = WorkingMember();
+    out->doc = (*_docs)[_pos++];
+    out->hasDoc = true;
+    return true;
 }
 
 }  // namespace tessera::command::exec

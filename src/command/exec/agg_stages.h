@@ -2,11 +2,14 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "command/exec/agg_expression.h"
+#include "command/exec/agg_projection.h"
 #include "command/exec/plan_stage.h"
+#include "command/exec/stage_expression.h"
 
 namespace tessera::command::exec {
 
@@ -14,7 +17,7 @@ namespace tessera::command::exec {
 struct AccumulatorSpec {
     std::string field;
     std::string op;  // "$sum", ...
-    std::shared_ptr<const AggExpression> arg;
+    StageExpressionPtr arg;
 };
 
 // $group: groups by the `_id` expression and computes the accumulators per group. Groups come
@@ -26,13 +29,19 @@ class GroupStage final : public PlanStage {
     // (unknown accumulator), 40238 (more than one accumulator in a field), 40236 ($-prefixed
     // field names), 16414 (dotted field names).
     static StatusWith<std::unique_ptr<GroupStage>> parse(const bson::BsonElement& spec);
+    // A group over a key computed by `id` (for $bucket / $sortByCount), with `accs` parsed from
+    // an `output`-style document ({field: {$acc: expr}}).
+    static StatusWith<std::unique_ptr<GroupStage>> make(StageExpressionPtr id, bson::BsonView accs,
+                                                        bson::BsonObj specForExplain,
+                                                        std::string name = "GROUP");
 
   protected:
     StatusWith<bool> doNext(ExecContext& ctx, WorkingMember* out) override;
     void appendDetails(bson::BsonBuilder& b, bool withStats) const override;
 
   private:
-    GroupStage() : PlanStage("GROUP") {}
+    explicit GroupStage(std::string name = "GROUP") : PlanStage(std::move(name)) {}
+    static Status parseAccumulators(GroupStage* stage, bson::BsonView spec, bool allowId);
     Status load(ExecContext& ctx);
 
     // Per group, per accumulator state.
@@ -53,7 +62,7 @@ class GroupStage final : public PlanStage {
     };
 
     bson::BsonObj _spec;
-    std::shared_ptr<const AggExpression> _id;
+    StageExpressionPtr _id;
     std::vector<AccumulatorSpec> _accs;
     bool _loaded = false;
     std::vector<Group> _groups;
@@ -83,12 +92,86 @@ class UnwindStage final : public PlanStage {
 
   private:
     UnwindStage() : PlanStage("UNWIND") {}
-    std::string _path;  // top-level or dotted field, without "$"
+    std::string _path;  // field path (dotted paths go through documents only), without "$"
     std::string _includeArrayIndex;
     bool _preserveNullAndEmpty = false;
     WorkingMember _current;
     std::vector<bson::BsonObj> _pending;
     size_t _pendingPos = 0;
+};
+
+// $project / $addFields / $set / $unset: reshapes each document (see agg_projection.h).
+// Splittable: runs on shards.
+class AggProjectionStage final : public PlanStage {
+  public:
+    AggProjectionStage(std::unique_ptr<AggProjection> proj, std::string stageName,
+                       bson::BsonObj specForExplain)
+        : PlanStage(proj->kind() == AggProjection::Kind::kAddFields ? "ADD_FIELDS" : "PROJECTION"),
+          _proj(std::move(proj)),
+          _stageName(std::move(stageName)),
+          _spec(std::move(specForExplain)) {}
+
+  protected:
+    StatusWith<bool> doNext(ExecContext& ctx, WorkingMember* out) override;
+    void appendDetails(bson::BsonBuilder& b, bool withStats) const override;
+
+  private:
+    std::unique_ptr<AggProjection> _proj;
+    std::string _stageName;
+    bson::BsonObj _spec;
+};
+
+// $replaceRoot {newRoot: expr} / $replaceWith expr: the document becomes the value of the
+// expression, which must be a document (40228 otherwise).
+class ReplaceRootStage final : public PlanStage {
+  public:
+    ReplaceRootStage(StageExpressionPtr expr, bson::BsonObj specForExplain)
+        : PlanStage("REPLACE_ROOT"), _expr(std::move(expr)), _spec(std::move(specForExplain)) {}
+
+  protected:
+    StatusWith<bool> doNext(ExecContext& ctx, WorkingMember* out) override;
+    void appendDetails(bson::BsonBuilder& b, bool withStats) const override;
+
+  private:
+    StageExpressionPtr _expr;
+    bson::BsonObj _spec;
+};
+
+// $sample {size}: `size` documents chosen uniformly at random (all of them, in random order,
+// when the input has fewer). Buffers the input (reservoir sampling keeps at most `size`).
+class SampleStage final : public PlanStage {
+  public:
+    explicit SampleStage(int64_t size) : PlanStage("SAMPLE"), _size(size) {}
+
+  protected:
+    StatusWith<bool> doNext(ExecContext& ctx, WorkingMember* out) override;
+    void appendDetails(bson::BsonBuilder& b, bool withStats) const override;
+
+  private:
+    int64_t _size;
+    bool _loaded = false;
+    std::vector<bson::BsonObj> _docs;
+    size_t _pos = 0;
+};
+
+// $bucket's group key: the index of the boundary range holding groupBy's value (the range's
+// lower boundary), or `default` when outside (40066 without a default).
+StatusWith<StageExpressionPtr> makeBucketKey(StageExpressionPtr groupBy,
+                                             std::vector<bson::BsonObj> boundaries,
+                                             std::optional<bson::BsonObj> defaultValue);
+
+// The source of a sub-pipeline that runs over documents given at run time ($facet).
+class BufferSourceStage final : public PlanStage {
+  public:
+    explicit BufferSourceStage(std::shared_ptr<const std::vector<bson::BsonObj>> docs)
+        : PlanStage("QUEUED_DATA"), _docs(std::move(docs)) {}
+
+  protected:
+    StatusWith<bool> doNext(ExecContext& ctx, WorkingMember* out) override;
+
+  private:
+    std::shared_ptr<const std::vector<bson::BsonObj>> _docs;
+    size_t _pos = 0;
 };
 
 }  // namespace tessera::command::exec

@@ -75,6 +75,7 @@ StatusWith<FindRequest> parseFindRequest(const CommandRequest& request, bson::Bs
     req.query.sort = sort.copy();
     req.query.projection = projection.copy();
     ASSIGN_OR_RETURN(req.query.hint, parseHint(body["hint"]));
+    ASSIGN_OR_RETURN(req.query.let, parseLet(body, "find"));
 
     ASSIGN_OR_RETURN(auto skip, nonNegativeArgument(body, "skip", "find"));
     req.query.skip = skip.value_or(0);
@@ -87,7 +88,12 @@ StatusWith<FindRequest> parseFindRequest(const CommandRequest& request, bson::Bs
     }
     if (limit && *limit > 0) req.query.limit = *limit;
     ASSIGN_OR_RETURN(req.noCursorTimeout, boolArgument(body["noCursorTimeout"], "find"));
-    TRY_STATUS(checkCollation(body["collation"]));
+    if (bson::BsonElement c = body["collation"]) {
+        ASSIGN_OR_RETURN(req.query.collator, query::Collator::fromArgument(c));
+        bson::BsonBuilder cb;
+        cb.appendElementAs(c, "collation");
+        req.collationArg = cb.obj();
+    }
 
     for (std::string_view f : {"tailable", "awaitData", "returnKey", "showRecordId"}) {
         ASSIGN_OR_RETURN(bool on, boolArgument(body[f], "find"));

@@ -16,13 +16,16 @@ struct FindRequest {
     std::optional<int64_t> batchSize;
     bool singleBatch = false;
     bool noCursorTimeout = false;
+    // {collation: <the argument>} when given (validated), else empty: the command resolves it
+    // against the collection's default (resolveCollation) into query.collator.
+    bson::BsonObj collationArg;
 };
 
 // Parses and validates a find command body. Errors as MongoDB's: TypeMismatch (14) for
 // wrongly-typed fields, 51024 for negative skip/limit/batchSize ("BSON field 'skip' value must be
-// >= 0, actual value '-1'"), 40415 for unknown fields, BadValue (2) for non-simple collations,
-// NotImplemented (238) for tailable/returnKey/showRecordId/min/max.
-// A negative limit means a single batch of |limit| documents (legacy OP_QUERY semantics).
+// >= 0, actual value '-1'"), 40415 for unknown fields, the collation's parse errors (see
+// query::Collator), NotImplemented (238) for tailable/returnKey/showRecordId/min/max. A negative
+// limit means a single batch of |limit| documents (legacy OP_QUERY semantics).
 StatusWith<FindRequest> parseFindRequest(const CommandRequest& request, bson::BsonView body);
 
 // Appends `cursor: {<batchField>: batch, id, ns}` (MongoDB's field order: firstBatch/nextBatch,

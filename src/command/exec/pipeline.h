@@ -2,10 +2,12 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "bson/bson_builder.h"
 #include "command/exec/plan_executor.h"
+#include "query/collator.h"
 #include "storage/catalog_types.h"
 
 namespace tessera::storage {
@@ -15,26 +17,75 @@ class Engine;
 namespace tessera::command::exec {
 
 struct PipelineContext {
+    PipelineContext() = default;
+    PipelineContext(storage::Engine* e, std::string h) : engine(e), host(std::move(h)) {}
+
     storage::Engine* engine = nullptr;
-    std::string host;  // "hostname:port" for $collStats
+    std::string host;  // "hostname:port" for $collStats / $indexStats
+    bool allowDiskUse = false;
+    // The aggregate's collation (nullptr: simple): $match comparisons, $sort, index choice.
+    query::CollatorPtr collator;
 };
 
-// Builds an aggregation pipeline over collection `coll` (null when missing: no input):
+// Builds an aggregation pipeline over collection `coll` (null when missing: no input). `ns` is
+// the namespace the pipeline runs on ("db.coll", or "db.$cmd.aggregate" for {aggregate: 1}).
 //  - leading $match stages and a following $sort become the query of the access path (so
 //    indexes serve them), $sort + $limit is a top-k sort;
-//  - then, as composable stages over the document stream: $match, $sort, $skip, $limit,
-//    $project (find projection semantics), $group, $count, $unwind (top-level paths);
-//  - $collStats (first stage only) produces the collection's statistics document.
+//  - every other stage is a PlanStage over the document stream, so a router can cut the
+//    pipeline into a shard part and a merge part. Splittable (stream) stages: $match, $project,
+//    $addFields/$set, $unset, $unwind, $replaceRoot/$replaceWith, $redact; $sort/$limit/$skip
+//    split as sort-merge + limit; $group/$bucket/$sortByCount/$count split into partial and
+//    final accumulation; $lookup, $facet, $unionWith, $sample, $out, $merge run on the merging
+//    node.
+//  - Stages: $match $project $addFields $set $unset $group $sort $limit $skip $count $unwind
+//    $replaceRoot $replaceWith $sortByCount $facet $bucket $lookup $unionWith $sample $out
+//    $merge $collStats $indexStats $documents $listLocalSessions.
 // Errors: 40323 (a stage is not a one-field object), 40324 "Unrecognized pipeline stage name:
-// '$foo'", 40602 ($collStats not first), NotImplemented for known stages not supported yet
-// ($lookup, $out, ...), and each stage's parse errors.
+// '$foo'", 40602 (a first-stage-only stage elsewhere), 40601 ($out/$merge not last), 40600
+// (not allowed in $facet), 51047 (not allowed in $lookup), 31441 (not allowed in $unionWith),
+// 73 ({aggregate: 1} with a stage that needs a collection), NotImplemented for known stages not
+// supported yet ($graphLookup, ...), and each stage's parse errors.
 StatusWith<std::unique_ptr<PlanExecutor>> buildPipelineExecutor(
     const PipelineContext& pctx, std::unique_ptr<storage::ReadSnapshot> snapshot,
     storage::CollectionPtr coll, std::string ns, bson::BsonView pipeline, bson::BsonObj hint = {});
+
+// The stages alone (the caller wraps them in a PlanExecutor, possibly adding stages on top).
+StatusWith<std::unique_ptr<PlanStage>> buildPipelineStages(const PipelineContext& pctx,
+                                                           storage::CollectionPtr coll,
+                                                           std::string ns, bson::BsonView pipeline,
+                                                           bson::BsonObj hint = {});
+
+// Checks a pipeline (parses every stage) without running it: for view definitions.
+// `forView` rejects $out/$merge (OptionNotSupportedOnView 167).
+Status validatePipeline(const PipelineContext& pctx, const std::string& ns, bson::BsonView pipeline,
+                        bool forView);
 
 // storageStats as $collStats and collStats report them: size, count, avgObjSize, storageSize,
 // freeStorageSize, capped, nindexes, totalIndexSize, totalSize, indexSizes, scaleFactor.
 void appendStorageStats(bson::BsonBuilder& b, storage::Engine& engine,
                         const storage::CollectionInfo& coll, int64_t scale = 1);
+
+// ---- Views. A view is a catalog entry whose options are {viewOn: "<coll>", pipeline: [...]}.
+
+bool isView(const storage::CollectionInfo& coll);
+
+// A namespace resolved through views (recursively): the backing collection (null when it does
+// not exist) and the concatenated pipelines of the views, innermost first.
+struct ResolvedNamespace {
+    std::string ns;                       // the backing collection's namespace
+    storage::CollectionPtr coll;          // null when missing
+    bool isView = false;                  // the namespace asked for is a view
+    std::vector<bson::BsonObj> pipeline;  // stages to apply to the backing collection
+};
+// ViewDepthLimitExceeded (149) past 20 levels (also how cycles end).
+StatusWith<ResolvedNamespace> resolveNamespace(const storage::Engine& engine,
+                                               const std::string& ns);
+
+// `pipeline` (stage documents) as a BSON array.
+bson::BsonObj pipelineArray(const std::vector<bson::BsonObj>& stages);
+
+// The error of a write to a view: CommandNotSupportedOnView (166) "Namespace db.v is a view, not
+// a collection".
+Status viewWriteError(const std::string& ns);
 
 }  // namespace tessera::command::exec

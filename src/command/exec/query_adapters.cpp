@@ -5,8 +5,10 @@
 
 namespace tessera::command::exec {
 
-StatusWith<SortKeyFunctions> makeSortFunctions(bson::BsonView sortSpec) {
+StatusWith<SortKeyFunctions> makeSortFunctions(
+    bson::BsonView sortSpec, std::shared_ptr<const bson::StringComparator> collator) {
     ASSIGN_OR_RETURN(query::SortPattern pattern, query::SortPattern::parse(sortSpec));
+    pattern.setCollator(std::move(collator));
     auto shared = std::make_shared<const query::SortPattern>(std::move(pattern));
     SortKeyFunctions fns;
     fns.keyOf = [shared](bson::BsonView doc) -> StatusWith<bson::BsonObj> {

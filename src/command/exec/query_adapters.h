@@ -1,5 +1,8 @@
 #pragma once
 
+#include <memory>
+
+#include "bson/compare.h"
 #include "command/exec/transform_stages.h"
 
 namespace tessera::command::exec {
@@ -9,7 +12,9 @@ namespace tessera::command::exec {
 
 // A find/$sort sort specification ({a: 1, b: -1}). BadValue (2) for bad directions / empty
 // field names.
-StatusWith<SortKeyFunctions> makeSortFunctions(bson::BsonView sortSpec);
+// `collator` (optional) orders strings by a collation.
+StatusWith<SortKeyFunctions> makeSortFunctions(
+    bson::BsonView sortSpec, std::shared_ptr<const bson::StringComparator> collator = nullptr);
 
 // A find projection ({a: 1}, {a: 0}, {"a.$": 1}, {a: {$elemMatch: ...}}, {a: {$slice: n}}).
 StatusWith<ProjectionStage::Fn> makeProjection(bson::BsonView spec);

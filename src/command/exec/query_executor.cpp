@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "bson/bson_builder.h"
+#include "command/collation_util.h"
 #include "command/exec/query_adapters.h"
 #include "command/exec/query_stages.h"
 #include "command/exec/scan_stages.h"
@@ -96,9 +97,17 @@ StatusWith<std::unique_ptr<PlanStage>> buildAccessPath(
     for (const storage::IndexSpec& ix : coll->indexes) {
         indexes.push_back(
             query::IndexDescription{ix.name, ix.keyPattern, ix.unique, ix.sparse, ix.multikey});
+        // The _id index is the record keyspace: always binary.
+        query::CollatorPtr ixCollator = ix.isIdIndex() ? nullptr : indexCollator(ix);
+        indexes.back().collationMatches =
+            query::Collator::equivalent(ixCollator.get(), spec.collator.get());
     }
+    // With a collation, bounds are computed over collation keys (the strings of a collated
+    // index's keys).
+    bson::BsonObj planFilter =
+        spec.collator ? query::collationKeyFilter(spec.filter, *spec.collator) : spec.filter;
     ASSIGN_OR_RETURN(query::QueryPlan plan,
-                     query::planQuery(spec.filter, spec.sort, spec.hint, indexes));
+                     query::planQuery(planFilter, spec.sort, spec.hint, indexes));
     *sortProvided = plan.providesSort || spec.sort.isEmpty();
 
     std::unique_ptr<PlanStage> scan;
@@ -106,7 +115,7 @@ StatusWith<std::unique_ptr<PlanStage>> buildAccessPath(
         scan = std::make_unique<IdHackStage>(plan.bounds.fields[0][0].low);
         *sortProvided = true;  // at most one document
         // The lookup is exact for {_id: v}: no filter needed (MongoDB's IDHACK has none).
-        if (idHackValue(spec.filter)) return scan;
+        if (idHackValue(spec.filter) && !spec.collator) return scan;
     } else if (plan.collectionScan) {
         scan = std::make_unique<CollScanStage>(plan.forward);
     } else {
@@ -139,7 +148,8 @@ StatusWith<std::unique_ptr<PlanStage>> buildAccessPath(
 StatusWith<std::unique_ptr<PlanExecutor>> buildQueryExecutor(
     std::unique_ptr<storage::ReadSnapshot> snapshot, storage::CollectionPtr coll, std::string ns,
     const QuerySpec& spec) {
-    ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> matcher, query::Matcher::parse(spec.filter));
+    ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> matcher,
+                     query::Matcher::parse(spec.filter, spec.collator, spec.let));
     return buildQueryExecutor(std::move(snapshot), std::move(coll), std::move(ns), spec,
                               std::shared_ptr<const query::Matcher>(std::move(matcher)));
 }
@@ -150,7 +160,7 @@ StatusWith<std::unique_ptr<PlanExecutor>> buildQueryExecutor(
     // Parse everything before building so that errors do not depend on the data.
     std::optional<SortKeyFunctions> sortFns;
     if (!spec.sort.isEmpty()) {
-        ASSIGN_OR_RETURN(sortFns, makeSortFunctions(spec.sort));
+        ASSIGN_OR_RETURN(sortFns, makeSortFunctions(spec.sort, spec.collator));
     }
     std::optional<ProjectionStage::Fn> projection;
     if (!spec.projection.isEmpty()) {

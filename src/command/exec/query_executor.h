@@ -7,9 +7,14 @@
 #include "base/status.h"
 #include "bson/bson_obj.h"
 #include "command/exec/plan_executor.h"
+#include "query/collator.h"
 #include "query/matcher.h"
 #include "storage/catalog_types.h"
 #include "storage/read_snapshot.h"
+
+namespace tessera::query {
+class Variables;
+}
 
 namespace tessera::command::exec {
 
@@ -22,6 +27,12 @@ struct QuerySpec {
     bson::BsonObj hint;        // {} / {$natural: 1} / {a: 1} / {$hint: "name"} (see parseHint)
     int64_t skip = 0;
     std::optional<int64_t> limit;  // > 0 when set
+    // The operation's collation (see resolveCollation in command/collation_util.h); nullptr is
+    // the simple (binary) collation. Applies to the filter's comparisons, the sort, and which
+    // indexes may bound strings (only those with the same collation).
+    query::CollatorPtr collator;
+    // The command's `let` variables, visible to $expr as $$name (null: none).
+    std::shared_ptr<const query::Variables> let;
 };
 
 // `hint` argument: a key pattern object or an index name (string, stored as {$hint: name}).

@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "command/collation_util.h"
+#include "command/document_validation.h"
 #include "command/exec/query_executor.h"
 #include "query/matcher.h"
 #include "query/update_driver.h"
@@ -61,32 +63,43 @@ std::vector<std::pair<std::string, bson::BsonElement>> equalityPairs(bson::BsonV
 
 }  // namespace
 
-StatusWith<bson::BsonObj> buildUpsertDocument(bson::BsonView query, bson::BsonView update,
-                                              bson::BsonView arrayFilters) {
-    ASSIGN_OR_RETURN(query::UpdateDriver driver, query::UpdateDriver::parse(update, arrayFilters));
-    ASSIGN_OR_RETURN(bson::BsonObj eqs, query::Matcher::collectEqualities(query));
+StatusWith<query::UpdateDriver> parseUpdate(const UpdateStatement& stmt) {
+    if (stmt.updateIsPipeline) {
+        if (!stmt.arrayFilters.isEmpty()) {
+            return Status(ErrorCodes::FailedToParse,
+                          "arrayFilters may not be specified for pipeline-style updates");
+        }
+        return query::UpdateDriver::parsePipeline(stmt.update, stmt.let);
+    }
+    return query::UpdateDriver::parse(stmt.update, stmt.arrayFilters);
+}
+
+StatusWith<bson::BsonObj> buildUpsertDocument(const UpdateStatement& stmt) {
+    ASSIGN_OR_RETURN(query::UpdateDriver driver, parseUpdate(stmt));
+    ASSIGN_OR_RETURN(bson::BsonObj eqs, query::Matcher::collectEqualities(stmt.query));
     bson::BsonObj seed = query::UpdateDriver::seedFromEqualities(equalityPairs(eqs));
     bson::BsonObj out;
     query::ApplyContext ctx;
     ctx.isUpsertInsert = true;
-    TRY_STATUS(driver.applyForUpsert(seed, &out, ctx));
-    TRY_STATUS(query::validateStorableDocument(out));
+    TRY_STATUS(driver.applyForUpsert(seed, &out, ctx));  // validates the result for storage
     return out;
 }
 
 Status executeUpdate(const OperationContext& opCtx, storage::CollectionWriter& writer,
                      const UpdateStatement& stmt, const storage::WriteOptions& wopts,
                      UpdateOutcome* outcome) {
-    ASSIGN_OR_RETURN(query::UpdateDriver driver,
-                     query::UpdateDriver::parse(stmt.update, stmt.arrayFilters));
+    ASSIGN_OR_RETURN(query::UpdateDriver driver, parseUpdate(stmt));
     if (driver.isReplacement() && stmt.multi) {
         return Status(ErrorCodes::FailedToParse,
                       "multi update is not supported for replacement-style update");
     }
-    ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> parsed, query::Matcher::parse(stmt.query));
+    QuerySpec spec;
+    ASSIGN_OR_RETURN(spec.collator,
+                     resolveCollation(stmt.collationArg.firstElement(), &writer.collection()));
+    ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> parsed,
+                     query::Matcher::parse(stmt.query, spec.collator, stmt.let));
     std::shared_ptr<const query::Matcher> matcher(std::move(parsed));
 
-    QuerySpec spec;
     spec.filter = stmt.query;
     spec.hint = stmt.hint;
     spec.sort = stmt.sort;
@@ -108,6 +121,14 @@ Status executeUpdate(const OperationContext& opCtx, storage::CollectionWriter& w
         TRY_STATUS(driver.apply(*doc, ctx, &updated, &modified));
         ++outcome->nMatched;
         if (stmt.wantPreImage) outcome->preImage = *doc;
+        if (modified && stmt.validator) {
+            bson::BsonView before = *doc;
+            Status valid = stmt.validator->validate(updated, &before, &outcome->errorInfo);
+            if (!valid.isOK()) {
+                --outcome->nMatched;
+                return valid;
+            }
+        }
         if (modified) {
             auto sw = writer.update(t.recordKey, updated, wopts);
             if (!sw.isOK()) {
@@ -129,8 +150,10 @@ Status executeUpdate(const OperationContext& opCtx, storage::CollectionWriter& w
     bson::BsonObj newDoc;
     query::ApplyContext ctx;
     ctx.isUpsertInsert = true;
-    TRY_STATUS(driver.applyForUpsert(seed, &newDoc, ctx));
-    TRY_STATUS(query::validateStorableDocument(newDoc));
+    TRY_STATUS(driver.applyForUpsert(seed, &newDoc, ctx));  // validates the result for storage
+    if (stmt.validator) {
+        TRY_STATUS(stmt.validator->validate(newDoc, nullptr, &outcome->errorInfo));
+    }
     auto sw = writer.insert(newDoc, wopts);
     if (!sw.isOK()) {
         if (sw.getStatus().is(ErrorCodes::DuplicateKey)) {
@@ -149,8 +172,12 @@ Status executeDelete(const OperationContext& opCtx, storage::CollectionWriter& w
                      const DeleteStatement& stmt, const storage::WriteOptions& wopts,
                      int64_t* nDeleted, std::optional<bson::BsonObj>* preImage) {
     *nDeleted = 0;
-    ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> parsed, query::Matcher::parse(stmt.query));
+    ASSIGN_OR_RETURN(query::CollatorPtr collator,
+                     resolveCollation(stmt.collationArg.firstElement(), &writer.collection()));
+    ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> parsed,
+                     query::Matcher::parse(stmt.query, collator, stmt.let));
     QuerySpec spec;
+    spec.collator = collator;
     spec.filter = stmt.query;
     spec.hint = stmt.hint;
     spec.sort = stmt.sort;

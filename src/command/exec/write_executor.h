@@ -1,26 +1,46 @@
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "base/status.h"
 #include "bson/bson_obj.h"
 #include "command/command.h"
+#include "query/update_driver.h"
 #include "storage/collection_writer.h"
+
+namespace tessera::command {
+class DocumentValidator;
+}
+namespace tessera::query {
+class Variables;
+}
 
 namespace tessera::command::exec {
 
 // One update statement (an `updates` entry of the update command, or findAndModify's).
 struct UpdateStatement {
     bson::BsonObj query;
-    bson::BsonObj update;        // `u`: replacement or operator document
+    // `u`: a replacement or operator document, or (updateIsPipeline) the array of stages of a
+    // pipeline-style update.
+    bson::BsonObj update;
+    bool updateIsPipeline = false;
+    // The command's `let` variables ($$name in $expr and pipeline expressions); may be null.
+    std::shared_ptr<const query::Variables> let;
     bson::BsonObj arrayFilters;  // BSON array, or empty
     bson::BsonObj hint;          // see parseHint
-    bson::BsonObj sort;          // findAndModify only
+    bson::BsonObj sort;          // the first matching document in this order (multi: false)
+    // Checks every document the statement writes (nullptr: no validation). A failure stops the
+    // statement with DocumentValidationFailure, outcome->errorInfo = {errInfo: {...}}.
+    const DocumentValidator* validator = nullptr;
     bool upsert = false;
     bool multi = false;
     bool wantPreImage = false;   // findAndModify: keep the document before the update
     bool wantPostImage = false;  // findAndModify: keep the document after the update
+    // {collation: <argument>} when the statement has one, else empty (the collection's default
+    // collation applies).
+    bson::BsonObj collationArg;
 };
 
 struct UpdateOutcome {
@@ -54,6 +74,8 @@ struct DeleteStatement {
     bson::BsonObj sort;  // findAndModify only
     bool multi = false;  // limit: 0
     bool wantPreImage = false;
+    bson::BsonObj collationArg;                   // as UpdateStatement::collationArg
+    std::shared_ptr<const query::Variables> let;  // as UpdateStatement::let
 };
 
 // Deletes the matching documents (record keys collected first). *nDeleted counts what was
@@ -62,8 +84,10 @@ Status executeDelete(const OperationContext& opCtx, storage::CollectionWriter& w
                      const DeleteStatement& stmt, const storage::WriteOptions& wopts,
                      int64_t* nDeleted, std::optional<bson::BsonObj>* preImage = nullptr);
 
-// The upsert document for `query` + `update` (without writing it).
-StatusWith<bson::BsonObj> buildUpsertDocument(bson::BsonView query, bson::BsonView update,
-                                              bson::BsonView arrayFilters);
+// Parses the statement's update (document or pipeline, with its `let` variables).
+StatusWith<query::UpdateDriver> parseUpdate(const UpdateStatement& stmt);
+
+// The upsert document for the statement (its query's equalities + its update), not written.
+StatusWith<bson::BsonObj> buildUpsertDocument(const UpdateStatement& stmt);
 
 }  // namespace tessera::command::exec

@@ -1,0 +1,298 @@
+// $lookup, $unionWith, $facet and the variable binding of sub-pipelines.
+
+#include <cctype>
+
+#include "bson/bson_builder.h"
+#include "bson/compare.h"
+#include "bson/validate.h"
+#include "command/exec/stage_subpipeline.h"
+
+namespace tessera::command::exec {
+
+using bson::BsonType;
+
+namespace {
+
+void substituteValue(bson::BsonBuilder& b, std::string_view name, const bson::BsonElement& e,
+                     const std::map<std::string, bson::BsonObj>& vars);
+
+void substituteInto(bson::BsonBuilder& b, bson::BsonView obj, bool isArray,
+                    const std::map<std::string, bson::BsonObj>& vars) {
+    for (auto e : obj) substituteValue(b, e.fieldName(), e, vars);
+    (void)isArray;
+}
+
+void substituteValue(bson::BsonBuilder& b, std::string_view name, const bson::BsonElement& e,
+                     const std::map<std::string, bson::BsonObj>& vars) {
+    if (e.type() == BsonType::String && e.stringValue().starts_with("$$")) {
+        std::string_view ref = e.stringValue().substr(2);
+        size_t dot = ref.find('.');
+        std::string var(ref.substr(0, dot));
+        auto it = vars.find(var);
+        if (it == vars.end()) {
+            b.appendElement(e);
+            return;
+        }
+        bson::BsonElement v = it->second.firstElement();
+        if (dot != std::string_view::npos) {
+            // The path inside the variable's value (aggregation field path semantics).
+            bson::BsonBuilder wrap;
+            wrap.appendElementAs(v, "v");
+            bson::BsonObj doc = wrap.obj();
+            bson::BsonBuilder pathB;
+            pathB.append("", "$v." + std::string(ref.substr(dot + 1)));
+            bson::BsonObj pathHolder = pathB.obj();
+            auto expr = StageExpression::parse(pathHolder.firstElement());
+            AggValue value;
+            if (expr.isOK()) {
+                auto r = expr.getValue()->evaluate(doc);
+                if (r.isOK()) value = r.getValue();
+            }
+            if (value.missing()) {
+                b.append(name, "$$REMOVE");
+            } else {
+                b.startObject(name).appendElementAs(value.element(), "$literal").end();
+            }
+            return;
+        }
+        b.startObject(name).appendElementAs(v, "$literal").end();
+        return;
+    }
+    if (e.type() == BsonType::Object) {
+        bson::BsonView obj = e.objValue();
+        if (obj.nFields() == 1 && obj.firstElement().fieldName() == "$literal") {
+            b.appendElement(e);
+            return;
+        }
+        b.startObject(name);
+        substituteInto(b, obj, false, vars);
+        b.end();
+        return;
+    }
+    if (e.type() == BsonType::Array) {
+        b.startArray(name);
+        substituteInto(b, e.objValue(), true, vars);
+        b.end();
+        return;
+    }
+    b.appendElement(e);
+}
+
+bson::BsonObj nullHolder() {
+    bson::BsonBuilder b;
+    b.appendNull("");
+    return b.obj();
+}
+
+void appendValuesForLookup(const bson::BsonElement& v, std::vector<bson::BsonObj>& out) {
+    auto push = [&out](const bson::BsonElement& e) {
+        bson::BsonBuilder b;
+        b.appendElementAs(e, "");
+        out.push_back(b.obj());
+    };
+    if (v.eoo() || v.type() == BsonType::Undefined) {
+        out.push_back(nullHolder());
+    } else if (v.type() == BsonType::Array) {
+        for (auto e : v.objValue()) push(e);
+    } else {
+        push(v);
+    }
+}
+
+// The local values of `path` (aggregation semantics: arrays along the path are traversed).
+StatusWith<std::vector<bson::BsonObj>> localValues(bson::BsonView doc, const std::string& path) {
+    bson::BsonBuilder pb;
+    pb.append("", "$" + path);
+    bson::BsonObj holder = pb.obj();
+    ASSIGN_OR_RETURN(auto expr, StageExpression::parse(holder.firstElement()));
+    ASSIGN_OR_RETURN(AggValue v, expr->evaluate(doc));
+    std::vector<bson::BsonObj> out;
+    appendValuesForLookup(v.missing() ? bson::BsonElement() : v.element(), out);
+    return out;
+}
+
+}  // namespace
+
+bson::BsonObj substituteVariables(bson::BsonView value, bool isArray,
+                                  const std::map<std::string, bson::BsonObj>& vars) {
+    bson::BsonBuilder b;
+    substituteInto(b, value, isArray, vars);
+    return b.obj();
+}
+
+StatusWith<std::map<std::string, bson::BsonObj>> evaluateLet(
+    const std::vector<std::pair<std::string, StageExpressionPtr>>& let, bson::BsonView doc) {
+    std::map<std::string, bson::BsonObj> vars;
+    for (const auto& [name, expr] : let) {
+        ASSIGN_OR_RETURN(AggValue v, expr->evaluate(doc));
+        if (v.missing()) {
+            vars[name] = AggValue::null().holder;  // MongoDB binds missing as null in $lookup
+        } else {
+            vars[name] = v.holder;
+        }
+    }
+    return vars;
+}
+
+StatusWith<std::vector<std::pair<std::string, StageExpressionPtr>>> parseLet(
+    const bson::BsonElement& let) {
+    std::vector<std::pair<std::string, StageExpressionPtr>> out;
+    if (let.eoo()) return out;
+    if (let.type() != BsonType::Object) {
+        return Status(ErrorCodes::FailedToParse, "let must be an object");
+    }
+    for (auto f : let.objValue()) {
+        std::string_view name = f.fieldName();
+        if (name.empty()) return Status(16866, "empty variable names are not allowed");
+        unsigned char c0 = static_cast<unsigned char>(name[0]);
+        if (!((c0 >= 'a' && c0 <= 'z') || c0 >= 0x80)) {
+            return Status(16867, "'" + std::string(name) +
+                                     "' starts with an invalid character for a user variable "
+                                     "name");
+        }
+        for (unsigned char c : name) {
+            if (!(std::isalnum(c) || c == '_' || c >= 0x80)) {
+                return Status(16868, "'" + std::string(name) +
+                                         "' contains an invalid character for a variable name: '" +
+                                         std::string(1, static_cast<char>(c)) + "'");
+            }
+        }
+        ASSIGN_OR_RETURN(auto expr, StageExpression::parse(f));
+        out.emplace_back(std::string(name), std::move(expr));
+    }
+    return out;
+}
+
+StatusWith<bool> LookupStage::doNext(ExecContext& ctx, WorkingMember* out) {
+    ASSIGN_OR_RETURN(bool more, _child->next(ctx, out));
+    if (!more) return false;
+    bson::BsonArrayBuilder pipeline;
+    if (!_spec.localField.empty()) {
+        ASSIGN_OR_RETURN(auto values, localValues(out->doc, _spec.localField));
+        bool anyRegex = false;
+        for (const auto& v : values)
+            anyRegex = anyRegex || v.firstElement().type() == BsonType::Regex;
+        bson::BsonBuilder match;
+        match.startObject("$match");
+        if (!anyRegex) {
+            match.startObject(_spec.foreignField).startArray("$in");
+            size_t i = 0;
+            for (const auto& v : values)
+                match.appendElementAs(v.firstElement(), std::to_string(i++));
+            match.end().end();
+        } else {
+            match.startArray("$or");
+            size_t i = 0;
+            for (const auto& v : values) {
+                match.startObject(std::to_string(i++))
+                    .startObject(_spec.foreignField)
+                    .appendElementAs(v.firstElement(), "$eq")
+                    .end()
+                    .end();
+            }
+            match.end();
+        }
+        match.end();
+        pipeline.append(match.obj());
+    }
+    if (!_spec.pipeline.isEmpty()) {
+        bson::BsonObj stages = _spec.pipeline;
+        if (!_spec.let.empty()) {
+            ASSIGN_OR_RETURN(auto vars, evaluateLet(_spec.let, out->doc));
+            stages = substituteVariables(_spec.pipeline, true, vars);
+        }
+        for (auto s : stages) pipeline.appendElement(s);
+    }
+    bson::BsonObj pipelineObj = pipeline.arr();
+    ASSIGN_OR_RETURN(std::unique_ptr<PlanStage> root, _factory(pipelineObj));
+    ExecContext sub;
+    sub.opCtx = ctx.opCtx;
+    sub.snapshot = ctx.snapshot;
+    sub.collection = _foreign;
+    bson::BsonArrayBuilder results;
+    WorkingMember m;
+    while (true) {
+        ASSIGN_OR_RETURN(bool got, root->next(sub, &m));
+        if (!got) break;
+        TRY_STATUS(ctx.checkForInterrupt());
+        results.append(m.doc);
+        if (results.len() > bson::kMaxUserDocumentSize) {
+            return Status(ErrorCodes::BSONObjectTooLarge,
+                          "Total size of documents in " + _spec.fromNs +
+                              " matching pipeline's $lookup stage exceeds 16793600 bytes");
+        }
+    }
+    _stats.docsExamined += root->stats().docsExamined;
+    bson::BsonBuilder holder;
+    holder.appendArray("", results.arr());
+    bson::BsonObj h = holder.obj();
+    out->doc = _setter->applySet(out->doc, h.firstElement());
+    out->indexKey.clear();
+    return true;
+}
+
+void LookupStage::appendDetails(bson::BsonBuilder& b, bool) const {
+    b.append("$lookup", _spec.specForExplain);
+}
+
+StatusWith<bool> UnionWithStage::doNext(ExecContext& ctx, WorkingMember* out) {
+    if (!_childDone) {
+        ASSIGN_OR_RETURN(bool more, _child->next(ctx, out));
+        if (more) return true;
+        _childDone = true;
+    }
+    ExecContext sub;
+    sub.opCtx = ctx.opCtx;
+    sub.snapshot = ctx.snapshot;
+    sub.collection = _otherColl;
+    ASSIGN_OR_RETURN(bool more, _other->next(sub, out));
+    TRY_STATUS(ctx.checkForInterrupt());
+    return more;
+}
+
+void UnionWithStage::appendDetails(bson::BsonBuilder& b, bool) const {
+    b.append("$unionWith", _spec);
+}
+
+StatusWith<bool> FacetStage::doNext(ExecContext& ctx, WorkingMember* out) {
+    if (_done) return false;
+    _done = true;
+    WorkingMember m;
+    size_t bytes = 0;
+    while (true) {
+        ASSIGN_OR_RETURN(bool more, _child->next(ctx, &m));
+        if (!more) break;
+        TRY_STATUS(ctx.checkForInterrupt());
+        bytes += m.doc.size();
+        if (bytes > kMaxBlockingMemoryBytes) {
+            return Status(ErrorCodes::QueryExceededMemoryLimitNoDiskUseAllowed,
+                          "Exceeded memory limit for $facet, but didn't allow external sort. "
+                          "Pass allowDiskUse:true to opt in.");
+        }
+        _input->push_back(m.doc);
+    }
+    bson::BsonBuilder b;
+    for (auto& facet : _facets) {
+        bson::BsonArrayBuilder arr;
+        while (true) {
+            ASSIGN_OR_RETURN(bool more, facet.root->next(ctx, &m));
+            if (!more) break;
+            arr.append(m.doc);
+            if (arr.len() + b.len() > bson::kMaxUserDocumentSize) {
+                return Status(ErrorCodes::BSONObjectTooLarge,
+                              "document constructed by $facet is " +
+                                  std::to_string(arr.len() + b.len()) +
+                                  " bytes, which exceeds the limit of 16777216 bytes");
+            }
+        }
+        b.appendArray(facet.name, arr.arr());
+    }
+    *out = WorkingMember();
+    out->doc = b.obj();
+    out->hasDoc = true;
+    return true;
+}
+
+void FacetStage::appendDetails(bson::BsonBuilder& b, bool) const { b.append("$facet", _spec); }
+
+}  // namespace tessera::command::exec
