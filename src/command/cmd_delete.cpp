@@ -1,3 +1,4 @@
+#include "command/collation_util.h"
 #include "command/crud_commands.h"
 #include "command/exec/query_executor.h"
 #include "command/exec/write_executor.h"
@@ -23,6 +24,7 @@ class DeleteCommand final : public Command {
         ASSIGN_OR_RETURN(auto raw, writeStatements(request, "deletes"));
         ASSIGN_OR_RETURN(bool ordered, parseOrdered(request.body, "delete"));
         ASSIGN_OR_RETURN(storage::WriteOptions wopts, parseWriteConcern(request.body));
+        ASSIGN_OR_RETURN(auto let, parseLet(request.body, "delete"));
         std::vector<exec::DeleteStatement> stmts;
         for (bson::BsonView s : raw) {
             exec::DeleteStatement stmt;
@@ -45,6 +47,8 @@ class DeleteCommand final : public Command {
             stmt.query = q.objValue().copy();
             stmt.multi = limit.numberDouble() == 0;
             ASSIGN_OR_RETURN(stmt.hint, exec::parseHint(s["hint"]));
+            stmt.collationArg = collationArgument(s);
+            stmt.let = let;
             stmts.push_back(std::move(stmt));
         }
         std::string ns = request.db + "." + collName;
@@ -57,12 +61,12 @@ class DeleteCommand final : public Command {
         int64_t n = 0;
         std::vector<WriteError> errors;
         for (size_t i = 0; i < stmts.size(); ++i) {
-            Status s = checkCollation(raw[i]["collation"]);
+            Status s = query::Collator::fromArgument(raw[i]["collation"]).getStatus();
             int64_t deleted = 0;
             if (s.isOK() && writer) {
                 s = exec::executeDelete(opCtx, *writer, stmts[i], wopts, &deleted);
             } else if (s.isOK()) {
-                auto parsed = query::Matcher::parse(stmts[i].query);
+                auto parsed = query::Matcher::parse(stmts[i].query, nullptr, stmts[i].let);
                 if (!parsed.isOK()) s = parsed.getStatus();
             }
             n += deleted;

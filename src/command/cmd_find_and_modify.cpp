@@ -1,4 +1,6 @@
+#include "command/collation_util.h"
 #include "command/crud_commands.h"
+#include "command/document_validation.h"
 #include "command/exec/query_adapters.h"
 #include "command/exec/query_executor.h"
 #include "command/exec/write_executor.h"
@@ -14,7 +16,7 @@ namespace {
 using bson::BsonType;
 
 // findAndModify / findandmodify: {findAndModify: "c", query?, sort?, remove?, update?, new?,
-// fields?, upsert?, arrayFilters?, hint?, collation?} →
+// fields?, upsert?, arrayFilters?, hint?, collation?, bypassDocumentValidation?} →
 // {lastErrorObject: {n, updatedExisting?, upserted?}, value}.
 class FindAndModifyCommand final : public Command {
   public:
@@ -32,9 +34,12 @@ class FindAndModifyCommand final : public Command {
         ASSIGN_OR_RETURN(bool remove, boolArgument(body["remove"], "findAndModify"));
         ASSIGN_OR_RETURN(bool returnNew, boolArgument(body["new"], "findAndModify"));
         ASSIGN_OR_RETURN(bool upsert, boolArgument(body["upsert"], "findAndModify"));
+        ASSIGN_OR_RETURN(bool bypass,
+                         boolArgument(body["bypassDocumentValidation"], "findAndModify"));
         ASSIGN_OR_RETURN(storage::WriteOptions wopts, parseWriteConcern(body));
         ASSIGN_OR_RETURN(bson::BsonObj hint, exec::parseHint(body["hint"]));
-        TRY_STATUS(checkCollation(body["collation"]));
+        TRY_STATUS(query::Collator::fromArgument(body["collation"]).getStatus());
+        ASSIGN_OR_RETURN(auto let, parseLet(body, "findAndModify"));
         bson::BsonElement update = body["update"];
         if (update.isNull()) update = bson::BsonElement();
         if (remove && update) {
@@ -54,10 +59,7 @@ class FindAndModifyCommand final : public Command {
             return Status(ErrorCodes::FailedToParse,
                           "Cannot specify both upsert=true and remove=true ");
         }
-        if (update && update.type() == BsonType::Array) {
-            return Status(ErrorCodes::BadValue, "pipeline updates are not supported yet");
-        }
-        if (update && update.type() != BsonType::Object) {
+        if (update && update.type() != BsonType::Object && update.type() != BsonType::Array) {
             return Status(ErrorCodes::FailedToParse,
                           "Update argument must be either an object or an array");
         }
@@ -71,11 +73,21 @@ class FindAndModifyCommand final : public Command {
             ASSIGN_OR_RETURN(projection, exec::makeProjection(fields));
         }
         // Validate the query and update before looking at the data.
-        ASSIGN_OR_RETURN(auto matcher, query::Matcher::parse(query));
+        ASSIGN_OR_RETURN(auto matcher, query::Matcher::parse(query, nullptr, let));
+        exec::UpdateStatement stmt;
         if (update) {
-            ASSIGN_OR_RETURN(auto driver,
-                             query::UpdateDriver::parse(update.objValue(), arrayFilters));
-            (void)driver;
+            stmt.query = query.copy();
+            stmt.update = update.objValue().copy();
+            stmt.updateIsPipeline = update.type() == BsonType::Array;
+            stmt.arrayFilters = arrayFilters;
+            stmt.hint = hint;
+            stmt.sort = sort.copy();
+            stmt.upsert = upsert;
+            stmt.wantPreImage = !returnNew;
+            stmt.wantPostImage = returnNew;
+            stmt.collationArg = collationArgument(body);
+            stmt.let = let;
+            TRY_STATUS(exec::parseUpdate(stmt).getStatus());
         }
 
         std::string ns = request.db + "." + collName;
@@ -93,23 +105,18 @@ class FindAndModifyCommand final : public Command {
             int64_t n = 0;
             if (coll) {
                 ASSIGN_OR_RETURN(auto writer, engine.writer(coll));
-                exec::DeleteStatement stmt{query.copy(), hint, sort.copy(), false, true};
-                TRY_STATUS(exec::executeDelete(opCtx, *writer, stmt, wopts, &n, &value));
+                exec::DeleteStatement del{
+                    query.copy(), hint, sort.copy(), false, true, collationArgument(body), let};
+                TRY_STATUS(exec::executeDelete(opCtx, *writer, del, wopts, &n, &value));
             }
             reply.appendNumber("n", n);
         } else {
             exec::UpdateOutcome outcome;
             if (coll) {
                 ASSIGN_OR_RETURN(auto writer, engine.writer(coll));
-                exec::UpdateStatement stmt;
-                stmt.query = query.copy();
-                stmt.update = update.objValue().copy();
-                stmt.arrayFilters = arrayFilters;
-                stmt.hint = hint;
-                stmt.sort = sort.copy();
-                stmt.upsert = upsert;
-                stmt.wantPreImage = !returnNew;
-                stmt.wantPostImage = returnNew;
+                ASSIGN_OR_RETURN(auto validator,
+                                 DocumentValidator::forWrites(writer->collection(), bypass));
+                stmt.validator = validator.get();
                 Status s = exec::executeUpdate(opCtx, *writer, stmt, wopts, &outcome);
                 if (!s.isOK()) {
                     opCtx.errorExtraInfo = outcome.errorInfo;

@@ -6,6 +6,7 @@
 #include "command/generic_args.h"
 #include "command/registry.h"
 #include "command/reply_util.h"
+#include "query/collator.h"
 #include "storage/engine.h"
 
 namespace tessera::command {
@@ -57,7 +58,10 @@ Status validateKeyPattern(bson::BsonElement key) {
 
 // Turns one element of `indexes` into a storage IndexSpec, refusing options Tessera does not
 // honour yet instead of ignoring them.
-StatusWith<storage::IndexSpec> parseIndexSpec(const bson::BsonElement& elt) {
+// `defaultCollation`: the collection's default collation (resolved spec), empty for simple; an
+// index without a `collation` option gets it, as in MongoDB.
+StatusWith<storage::IndexSpec> parseIndexSpec(const bson::BsonElement& elt,
+                                              bson::BsonView defaultCollation = {}) {
     if (!elt.isObject()) {
         return Status(ErrorCodes::TypeMismatch, "The elements of 'indexes' must be objects");
     }
@@ -73,6 +77,8 @@ StatusWith<storage::IndexSpec> parseIndexSpec(const bson::BsonElement& elt) {
     } else {
         out.name = std::string(nameElt.stringValue());
     }
+    query::CollatorPtr collator;
+    bool collationGiven = false;
     static constexpr std::array<std::string_view, 4> kNotYet = {
         "partialFilterExpression", "expireAfterSeconds", "hidden", "wildcardProjection"};
     for (bson::BsonElement e : spec) {
@@ -86,11 +92,7 @@ StatusWith<storage::IndexSpec> parseIndexSpec(const bson::BsonElement& elt) {
         } else if (f == "sparse") {
             out.sparse = e.trueValue();
         } else if (f == "collation") {
-            bson::BsonElement locale = e.isObject() ? e.objValue()["locale"] : bson::BsonElement();
-            if (locale.type() != bson::BsonType::String || locale.stringValue() != "simple") {
-                return Status(ErrorCodes::NotImplemented,
-                              "index collations other than 'simple' are not supported yet");
-            }
+            ASSIGN_OR_RETURN(collator, query::Collator::fromArgument(e, &collationGiven));
         } else if (std::find(kNotYet.begin(), kNotYet.end(), f) != kNotYet.end()) {
             return Status(ErrorCodes::NotImplemented,
                           "index option '" + std::string(f) + "' is not supported yet");
@@ -110,6 +112,11 @@ StatusWith<storage::IndexSpec> parseIndexSpec(const bson::BsonElement& elt) {
     canonical.append("name", out.name);
     if (out.unique) canonical.appendBool("unique", true);
     if (out.sparse) canonical.appendBool("sparse", true);
+    if (!collationGiven && !defaultCollation.isEmpty()) {
+        ASSIGN_OR_RETURN(collator, query::Collator::parse(defaultCollation));
+    }
+    // listIndexes shows the collation with every option resolved; simple is shown as nothing.
+    if (collator) canonical.appendObject("collation", collator->specObj());
     out.spec = canonical.obj();
     return out;
 }
@@ -124,9 +131,15 @@ class CreateIndexesCommand : public Command {
         if (!indexes.isArray()) {
             return Status(ErrorCodes::TypeMismatch, "The field 'indexes' must be an array");
         }
+        std::string collNs = request.db + "." + coll;
+        storage::CollectionPtr existing = opCtx.service->engine->getCollection(collNs);
+        bson::BsonView defaultCollation;
+        if (existing && existing->options["collation"].isObject()) {
+            defaultCollation = existing->options["collation"].objValue();
+        }
         std::vector<storage::IndexSpec> specs;
         for (bson::BsonElement e : indexes.objValue()) {
-            ASSIGN_OR_RETURN(storage::IndexSpec spec, parseIndexSpec(e));
+            ASSIGN_OR_RETURN(storage::IndexSpec spec, parseIndexSpec(e, defaultCollation));
             specs.push_back(std::move(spec));
         }
         if (specs.empty()) {

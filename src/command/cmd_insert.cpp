@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "command/crud_commands.h"
+#include "command/document_validation.h"
 #include "command/reply_util.h"
 #include "command/write_ops_util.h"
 #include "query/update_driver.h"
@@ -21,6 +22,8 @@ class InsertCommand final : public Command {
         ASSIGN_OR_RETURN(auto docs, writeStatements(request, "documents"));
         ASSIGN_OR_RETURN(bool ordered, parseOrdered(request.body, "insert"));
         ASSIGN_OR_RETURN(storage::WriteOptions wopts, parseWriteConcern(request.body));
+        ASSIGN_OR_RETURN(bool bypass,
+                         boolArgument(request.body["bypassDocumentValidation"], "insert"));
         std::string ns = request.db + "." + coll;
 
         // Validate (and give every document its _id) before touching storage, so that an
@@ -48,9 +51,23 @@ class InsertCommand final : public Command {
             ASSIGN_OR_RETURN(storage::CollectionPtr collPtr,
                              getOrCreateCollection(*opCtx.service->engine, ns));
             ASSIGN_OR_RETURN(auto writer, opCtx.service->engine->writer(collPtr));
+            ASSIGN_OR_RETURN(auto validator,
+                             DocumentValidator::forWrites(writer->collection(), bypass));
             std::vector<WriteError> storageErrors;
             for (size_t i = 0; i < stopAt; ++i) {
                 if (!valid[i]) continue;
+                if (validator) {
+                    bson::BsonObj errInfo;
+                    Status v = validator->validate(prepared[i], nullptr, &errInfo);
+                    if (!v.isOK()) {
+                        storageErrors.push_back(WriteError{static_cast<int64_t>(i), v, errInfo});
+                        if (ordered) {
+                            errors.clear();
+                            break;
+                        }
+                        continue;
+                    }
+                }
                 auto sw = writer->insert(prepared[i], wopts);
                 if (sw.isOK()) {
                     ++n;

@@ -1,4 +1,6 @@
+#include "command/collation_util.h"
 #include "command/crud_commands.h"
+#include "command/document_validation.h"
 #include "command/exec/query_executor.h"
 #include "command/exec/write_executor.h"
 #include "command/reply_util.h"
@@ -32,6 +34,7 @@ StatusWith<exec::UpdateStatement> parseUpdateStatement(bson::BsonView s) {
     }
     stmt.query = q.objValue().copy();
     stmt.update = u.objValue().copy();
+    stmt.updateIsPipeline = u.type() == BsonType::Array;
     ASSIGN_OR_RETURN(stmt.upsert, boolArgument(s["upsert"], "update.updates"));
     ASSIGN_OR_RETURN(stmt.multi, boolArgument(s["multi"], "update.updates"));
     bson::BsonElement af = s["arrayFilters"];
@@ -40,11 +43,20 @@ StatusWith<exec::UpdateStatement> parseUpdateStatement(bson::BsonView s) {
         stmt.arrayFilters = af.objValue().copy();
     }
     ASSIGN_OR_RETURN(stmt.hint, exec::parseHint(s["hint"]));
+    // MongoDB 8.0: `sort` picks the document a single-document update changes.
+    if (bson::BsonElement sort = s["sort"]; sort && !sort.isNull()) {
+        TRY_STATUS(expectType(sort, BsonType::Object, "update.updates"));
+        if (stmt.multi) {
+            return Status(ErrorCodes::InvalidOptions, "Cannot specify sort with multi=true");
+        }
+        stmt.sort = sort.objValue().copy();
+    }
     return stmt;
 }
 
-// update: {update: "c", updates: [{q, u, upsert?, multi?, arrayFilters?, hint?, collation?}] |
-// kind-1 `updates`, ordered?} → {n, nModified, upserted?: [{index, _id}], writeErrors?}.
+// update: {update: "c", updates: [{q, u, upsert?, multi?, arrayFilters?, hint?, collation?,
+// sort?}] | kind-1 `updates`, ordered?, bypassDocumentValidation?} →
+// {n, nModified, upserted?: [{index, _id}], writeErrors?}.
 class UpdateCommand final : public Command {
   public:
     std::string_view name() const override { return "update"; }
@@ -55,10 +67,15 @@ class UpdateCommand final : public Command {
         ASSIGN_OR_RETURN(auto raw, writeStatements(request, "updates"));
         ASSIGN_OR_RETURN(bool ordered, parseOrdered(request.body, "update"));
         ASSIGN_OR_RETURN(storage::WriteOptions wopts, parseWriteConcern(request.body));
+        ASSIGN_OR_RETURN(bool bypass,
+                         boolArgument(request.body["bypassDocumentValidation"], "update"));
+        ASSIGN_OR_RETURN(auto let, parseLet(request.body, "update"));
         std::vector<exec::UpdateStatement> stmts;
         bool anyUpsert = false;
         for (bson::BsonView s : raw) {
             ASSIGN_OR_RETURN(exec::UpdateStatement stmt, parseUpdateStatement(s));
+            stmt.collationArg = collationArgument(s);
+            stmt.let = let;
             anyUpsert = anyUpsert || stmt.upsert;
             stmts.push_back(std::move(stmt));
         }
@@ -72,8 +89,11 @@ class UpdateCommand final : public Command {
             coll = engine.getCollection(ns);
         }
         std::unique_ptr<storage::CollectionWriter> writer;
+        std::shared_ptr<const DocumentValidator> validator;
         if (coll) {
             ASSIGN_OR_RETURN(writer, engine.writer(coll));
+            ASSIGN_OR_RETURN(validator, DocumentValidator::forWrites(writer->collection(), bypass));
+            for (exec::UpdateStatement& stmt : stmts) stmt.validator = validator.get();
         }
 
         int64_t n = 0, nModified = 0;
@@ -82,14 +102,11 @@ class UpdateCommand final : public Command {
         for (size_t i = 0; i < stmts.size(); ++i) {
             const exec::UpdateStatement& stmt = stmts[i];
             exec::UpdateOutcome outcome;
-            Status s = checkCollation(raw[i]["collation"]);
-            if (s.isOK() && raw[i]["u"].type() == BsonType::Array) {
-                s = Status(ErrorCodes::BadValue, "pipeline updates are not supported yet");
-            }
+            Status s = query::Collator::fromArgument(raw[i]["collation"]).getStatus();
             if (s.isOK() && writer) s = exec::executeUpdate(opCtx, *writer, stmt, wopts, &outcome);
             if (s.isOK() && !writer) {
                 // Validate the update even though there is nothing to update.
-                auto parsed = query::UpdateDriver::parse(stmt.update, stmt.arrayFilters);
+                auto parsed = exec::parseUpdate(stmt);
                 if (!parsed.isOK()) s = parsed.getStatus();
             }
             n += outcome.nMatched;

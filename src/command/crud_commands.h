@@ -19,5 +19,7 @@ std::unique_ptr<Command> makeDistinctCommand();
 std::unique_ptr<Command> makeExplainCommand();
 std::unique_ptr<Command> makeAggregateCommand();
 std::unique_ptr<Command> makeCollStatsCommand();
+std::unique_ptr<Command> makeBulkWriteCommand();
+std::unique_ptr<Command> makeCollModCommand();
 
 }  // namespace tessera::command

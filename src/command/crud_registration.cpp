@@ -1,9 +1,11 @@
+#include "command/collation_util.h"
 #include "command/crud_commands.h"
 #include "command/registry.h"
 
 namespace tessera::command {
 
 void registerCrudCommands(CommandRegistry& registry) {
+    installCollationSupport();
     registry.add(makeFindCommand());
     registry.add(makeGetMoreCommand());
     registry.add(makeKillCursorsCommand());
@@ -16,6 +18,8 @@ void registerCrudCommands(CommandRegistry& registry) {
     registry.add(makeExplainCommand());
     registry.add(makeAggregateCommand());
     registry.add(makeCollStatsCommand());
+    registry.add(makeBulkWriteCommand());
+    registry.add(makeCollModCommand());
 }
 
 }  // namespace tessera::command

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "command/reply_util.h"
+#include "query/expression.h"
 #include "storage/engine.h"
 
 namespace tessera::command {
@@ -86,6 +87,16 @@ StatusWith<storage::WriteOptions> parseWriteConcern(bson::BsonView body) {
     return opts;
 }
 
+StatusWith<std::shared_ptr<const query::Variables>> parseLet(bson::BsonView body,
+                                                             std::string_view command) {
+    bson::BsonElement let = body["let"];
+    if (let.eoo() || let.isNull()) return std::shared_ptr<const query::Variables>();
+    TRY_STATUS(expectType(let, bson::BsonType::Object, command));
+    ASSIGN_OR_RETURN(std::unique_ptr<query::Variables> vars,
+                     query::Variables::fromLet(let.objValue(), nullptr));
+    return std::shared_ptr<const query::Variables>(std::move(vars));
+}
+
 StatusWith<bool> parseOrdered(bson::BsonView body, std::string_view command) {
     bson::BsonElement e = body["ordered"];
     if (e.eoo()) return true;
@@ -95,7 +106,14 @@ StatusWith<bool> parseOrdered(bson::BsonView body, std::string_view command) {
 StatusWith<storage::CollectionPtr> getOrCreateCollection(storage::Engine& engine,
                                                          const std::string& ns) {
     for (int attempt = 0; attempt < 3; ++attempt) {
-        if (auto coll = engine.getCollection(ns)) return coll;
+        if (auto coll = engine.getCollection(ns)) {
+            // Views have no documents of their own (CommandNotSupportedOnView 166).
+            if (!coll->options["viewOn"].eoo()) {
+                return Status(ErrorCodes::CommandNotSupportedOnView,
+                              "Namespace " + ns + " is a view, not a collection");
+            }
+            return coll;
+        }
         auto created = engine.createCollection(ns, bson::BsonView());
         if (created.isOK()) return created.getValue();
         // Lost a race with another creator: read it again.

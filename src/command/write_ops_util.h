@@ -1,5 +1,6 @@
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +16,10 @@
 
 namespace tessera::storage {
 class Engine;
+}
+
+namespace tessera::query {
+class Variables;
 }
 
 namespace tessera::command {
@@ -33,6 +38,11 @@ StatusWith<storage::WriteOptions> parseWriteConcern(bson::BsonView body);
 
 // `ordered` (default true).
 StatusWith<bool> parseOrdered(bson::BsonView body, std::string_view command);
+
+// The command's `let` document evaluated into variables (constants computed once, $$NOW fixed),
+// or null when the command has none. TypeMismatch (14) when `let` is not a document.
+StatusWith<std::shared_ptr<const query::Variables>> parseLet(bson::BsonView body,
+                                                             std::string_view command);
 
 // The collection `ns`, created with default options when it does not exist (implicit creation
 // by the first write). Errors from createCollection (e.g. InvalidNamespace) are returned.
