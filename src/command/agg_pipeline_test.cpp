@@ -153,6 +153,33 @@ TEST_F(AggFixture, GroupSortByCountBucket) {
               40197);
 }
 
+TEST_F(AggFixture, GroupMergeObjectsAndStdDev) {
+    insert("c", R"([{"_id": 1, "k": "x", "v": 1, "o": {"a": 1, "b": 1}},
+                    {"_id": 2, "k": "x", "v": 3, "o": {"b": 2, "c": 3}},
+                    {"_id": 3, "k": "y", "v": 1, "o": null}, {"_id": 4, "k": "y", "v": 3},
+                    {"_id": 5, "k": "y", "v": 5, "o": {"d": 4}},
+                    {"_id": 6, "k": "z", "v": "str", "o": {}}, {"_id": 7, "k": "w", "v": 7}])");
+    // Later fields win in $mergeObjects (null / missing inputs are skipped); $stdDev* ignore
+    // non-numbers, $stdDevSamp of one value is null, of no numbers both are null.
+    EXPECT_EQ(agg("c", R"([{"$sort": {"_id": 1}},
+                           {"$group": {"_id": "$k", "m": {"$mergeObjects": "$o"},
+                                       "pop": {"$stdDevPop": "$v"},
+                                       "samp": {"$stdDevSamp": "$v"}}},
+                           {"$sort": {"_id": 1}}])"),
+              jsv({R"({"_id": "w", "m": {}, "pop": 0.0, "samp": null})",
+                   R"({"_id": "x", "m": {"a": 1, "b": 2, "c": 3}, "pop": 1.0,
+                       "samp": 1.4142135623730951})",
+                   R"({"_id": "y", "m": {"d": 4}, "pop": 1.632993161855452, "samp": 2.0})",
+                   R"({"_id": "z", "m": {}, "pop": null, "samp": null})"}));
+    // The same accumulators in $bucket's output.
+    EXPECT_EQ(agg("c", R"([{"$match": {"k": "y"}},
+                           {"$bucket": {"groupBy": "$v", "boundaries": [0, 10],
+                                        "output": {"samp": {"$stdDevSamp": "$v"}}}}])"),
+              jsv({R"({"_id": 0, "samp": 2.0})"}));
+    EXPECT_EQ(aggError("c", R"([{"$group": {"_id": null, "m": {"$mergeObjects": "$v"}}}])"), 40400);
+    EXPECT_EQ(aggError("c", R"([{"$group": {"_id": null, "m": {"$median": "$v"}}}])"), 15952);
+}
+
 TEST_F(AggFixture, ReplaceRootAndCount) {
     insert("c", R"([{"_id": 1, "sub": {"a": 1}}, {"_id": 2, "sub": {"a": 2}}])");
     EXPECT_EQ(agg("c", R"([{"$replaceRoot": {"newRoot": "$sub"}}])"),

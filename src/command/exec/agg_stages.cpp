@@ -1,7 +1,6 @@
 #include "command/exec/agg_stages.h"
 
 #include <algorithm>
-#include <limits>
 #include <random>
 
 #include "bson/compare.h"
@@ -12,34 +11,11 @@ using bson::BsonType;
 
 namespace {
 
-constexpr std::string_view kAccumulators[] = {"$sum",  "$avg",  "$min",      "$max",  "$first",
-                                              "$last", "$push", "$addToSet", "$count"};
-
-bool isKnownAccumulator(std::string_view op) {
-    for (auto a : kAccumulators) {
-        if (a == op) return true;
-    }
-    return false;
-}
-
 struct AggValueLess {
     bool operator()(const AggValue& a, const AggValue& b) const {
         return bson::compareElementValues(a.element(), b.element()) < 0;
     }
 };
-
-void addNumber(GroupStage* /*unused*/, const bson::BsonElement& e, int64_t* longSum,
-               double* doubleSum, bool* anyDouble, bool* anyLong, bool* overflow) {
-    if (e.type() == BsonType::Double || e.type() == BsonType::Decimal128) {
-        *anyDouble = true;
-        *doubleSum += e.numberDouble();
-        return;
-    }
-    if (e.type() == BsonType::Int64) *anyLong = true;
-    int64_t v = e.numberLong();
-    *doubleSum += static_cast<double>(v);
-    if (__builtin_add_overflow(*longSum, v, longSum)) *overflow = true;
-}
 
 }  // namespace
 
@@ -62,7 +38,7 @@ Status GroupStage::parseAccumulators(GroupStage* stage, bson::BsonView spec, boo
                           "The field '" + std::string(name) + "' must specify one accumulator");
         }
         bson::BsonElement acc = f.objValue().firstElement();
-        if (!isKnownAccumulator(acc.fieldName())) {
+        if (!query::Accumulator::isAccumulator(acc.fieldName())) {
             return Status(15952, "unknown group operator '" + std::string(acc.fieldName()) + "'");
         }
         AccumulatorSpec a{std::string(name), std::string(acc.fieldName()), nullptr};
@@ -113,63 +89,36 @@ Status GroupStage::load(ExecContext& ctx) {
         ASSIGN_OR_RETURN(AggValue key, _id->evaluate(m.doc));
         if (key.missing()) key = AggValue::null();
         auto it = index.find(key);
+        bool newGroup = false;
         if (it == index.end()) {
             it = index.emplace(key, _groups.size()).first;
-            _groups.push_back(Group{key, std::vector<Acc>(_accs.size())});
+            Group fresh{key, {}};
+            fresh.accs.reserve(_accs.size());
+            for (const AccumulatorSpec& spec : _accs) {
+                ASSIGN_OR_RETURN(auto acc, query::Accumulator::make(spec.op));
+                bytes += acc->memoryUsage();
+                fresh.accs.push_back(std::move(acc));
+            }
             bytes += key.holder.size() + sizeof(Group);
+            _groups.push_back(std::move(fresh));
+            newGroup = true;
         }
         Group& g = _groups[it->second];
         for (size_t i = 0; i < _accs.size(); ++i) {
             const AccumulatorSpec& spec = _accs[i];
-            Acc& acc = g.accs[i];
-            if (spec.op == "$count") {
-                ++acc.count;
-                continue;
+            query::Accumulator& acc = *g.accs[i];
+            query::Value v;  // missing: $count ignores its input
+            if (spec.arg) {
+                ASSIGN_OR_RETURN(AggValue av, spec.arg->evaluate(m.doc));
+                v = av.toValue();
             }
-            ASSIGN_OR_RETURN(AggValue v, spec.arg->evaluate(m.doc));
-            const std::string& op = spec.op;
-            if (op == "$sum" || op == "$avg") {
-                if (!v.missing() && v.element().isNumber()) {
-                    addNumber(nullptr, v.element(), &acc.longSum, &acc.doubleSum, &acc.anyDouble,
-                              &acc.anyLong, &acc.longOverflow);
-                    ++acc.count;
-                }
-            } else if (op == "$min" || op == "$max") {
-                if (v.missing() || v.element().isNull() ||
-                    v.element().type() == BsonType::Undefined) {
-                    continue;
-                }
-                int c = acc.set ? bson::compareElementValues(v.element(), acc.value.element()) : 0;
-                if (!acc.set || (op == "$min" ? c < 0 : c > 0)) {
-                    bytes += v.holder.size();
-                    acc.value = std::move(v);
-                    acc.set = true;
-                }
-            } else if (op == "$first") {
-                if (!acc.set) {
-                    acc.value = v.missing() ? AggValue::null() : std::move(v);
-                    acc.set = true;
-                    bytes += acc.value.holder.size();
-                }
-            } else if (op == "$last") {
-                acc.value = v.missing() ? AggValue::null() : std::move(v);
-                acc.set = true;
-                bytes += acc.value.holder.size();
-            } else if (op == "$push" || op == "$addToSet") {
-                if (v.missing()) continue;
-                if (op == "$addToSet") {
-                    bool dup = false;
-                    for (const auto& existing : acc.list) {
-                        if (bson::compareElementValues(existing.element(), v.element()) == 0) {
-                            dup = true;
-                            break;
-                        }
-                    }
-                    if (dup) continue;
-                }
-                bytes += v.holder.size();
-                acc.list.push_back(std::move(v));
-            }
+            size_t before = acc.memoryUsage();
+            TRY_STATUS(acc.process(v));
+            size_t after = acc.memoryUsage();
+            if (after > before) bytes += after - before;
+            // Accumulators holding a single value ($first, $min, ...) report a fixed size:
+            // count the value they keep once per group.
+            if (newGroup && after == before) bytes += v.holder().size();
         }
         if (bytes > kMaxBlockingMemoryBytes) {
             return Status(ErrorCodes::QueryExceededMemoryLimitNoDiskUseAllowed,
@@ -190,37 +139,9 @@ StatusWith<bool> GroupStage::doNext(ExecContext& ctx, WorkingMember* out) {
     bson::BsonBuilder b;
     b.appendElementAs(g.key.element(), "_id");
     for (size_t i = 0; i < _accs.size(); ++i) {
-        const std::string& op = _accs[i].op;
-        const std::string& name = _accs[i].field;
-        Acc& acc = g.accs[i];
-        if (op == "$count") {
-            b.appendNumber(name, acc.count);
-        } else if (op == "$sum") {
-            if (acc.anyDouble || acc.longOverflow) {
-                b.appendDouble(name, acc.doubleSum);
-            } else if (acc.anyLong || acc.longSum > std::numeric_limits<int32_t>::max() ||
-                       acc.longSum < std::numeric_limits<int32_t>::min()) {
-                b.appendInt64(name, acc.longSum);
-            } else {
-                b.appendInt32(name, static_cast<int32_t>(acc.longSum));
-            }
-        } else if (op == "$avg") {
-            if (acc.count == 0) {
-                b.appendNull(name);
-            } else {
-                double sum = acc.anyDouble || acc.longOverflow ? acc.doubleSum
-                                                               : static_cast<double>(acc.longSum);
-                b.appendDouble(name, sum / static_cast<double>(acc.count));
-            }
-        } else if (op == "$push" || op == "$addToSet") {
-            bson::BsonArrayBuilder arr;
-            for (const auto& v : acc.list) arr.appendElement(v.element());
-            b.appendArray(name, arr.arr());
-        } else if (acc.set) {
-            b.appendElementAs(acc.value.element(), name);
-        } else {
-            b.appendNull(name);
-        }
+        query::Value v = g.accs[i]->finish();
+        if (v.missing()) v = query::Value::null();
+        v.appendTo(b, _accs[i].field);
     }
     out->recordKey.clear();
     out->indexKey.clear();

@@ -13,11 +13,12 @@
 
 namespace tessera::command::exec {
 
-// One accumulator of a $group: {$sum|$avg|$min|$max|$first|$last|$push|$addToSet|$count: expr}.
+// One accumulator of a $group: {<op>: expr} with op one of query::Accumulator's
+// ($sum $avg $min $max $first $last $push $addToSet $count $mergeObjects $stdDevPop $stdDevSamp).
 struct AccumulatorSpec {
     std::string field;
-    std::string op;  // "$sum", ...
-    StageExpressionPtr arg;
+    std::string op;          // "$sum", ...
+    StageExpressionPtr arg;  // null for $count
 };
 
 // $group: groups by the `_id` expression and computes the accumulators per group. Groups come
@@ -25,9 +26,9 @@ struct AccumulatorSpec {
 // QueryExceededMemoryLimitNoDiskUseAllowed (292).
 class GroupStage final : public PlanStage {
   public:
-    // Parses the $group specification. Errors: 15947 (not an object), 15955 (no _id), 40234
+    // Parses the $group specification. Errors: 15947 (not an object), 15955 (no _id), 15952
     // (unknown accumulator), 40238 (more than one accumulator in a field), 40236 ($-prefixed
-    // field names), 16414 (dotted field names).
+    // field names), 40235 (dotted field names).
     static StatusWith<std::unique_ptr<GroupStage>> parse(const bson::BsonElement& spec);
     // A group over a key computed by `id` (for $bucket / $sortByCount), with `accs` parsed from
     // an `output`-style document ({field: {$acc: expr}}).
@@ -44,21 +45,9 @@ class GroupStage final : public PlanStage {
     static Status parseAccumulators(GroupStage* stage, bson::BsonView spec, bool allowId);
     Status load(ExecContext& ctx);
 
-    // Per group, per accumulator state.
-    struct Acc {
-        int64_t longSum = 0;  // $sum / $avg / $count
-        double doubleSum = 0;
-        bool anyDouble = false;
-        bool anyLong = false;
-        bool longOverflow = false;
-        int64_t count = 0;
-        AggValue value;  // $min / $max / $first / $last
-        bool set = false;
-        std::vector<AggValue> list;  // $push / $addToSet
-    };
     struct Group {
         AggValue key;
-        std::vector<Acc> accs;
+        std::vector<std::unique_ptr<query::Accumulator>> accs;  // one per _accs entry
     };
 
     bson::BsonObj _spec;
