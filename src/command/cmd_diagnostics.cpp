@@ -9,18 +9,13 @@
 #include <thread>
 
 #include "base/log.h"
+#include "base/wall_clock.h"
 #include "command/opcounters.h"
 #include "command/registry.h"
 #include "command/server_info.h"
 
 namespace tessera::command {
 namespace {
-
-int64_t nowMillis() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
 
 // Reads "VmRSS"/"VmSize" (kB) from /proc/self/status; 0 when unavailable.
 int64_t procStatusKb(std::string_view key) {
@@ -56,7 +51,7 @@ class ServerStatusCommand : public Command {
         reply.appendDouble("uptime", uptimeMillis / 1000.0);
         reply.appendInt64("uptimeMillis", uptimeMillis);
         reply.appendInt64("uptimeEstimate", uptimeMillis / 1000);
-        reply.appendDate("localTime", nowMillis());
+        reply.appendDate("localTime", wallClockMillis());
         reply.startObject("connections")
             .appendInt32("current", static_cast<int32_t>(
                                         svc.connections.current ? svc.connections.current() : 0))
@@ -150,7 +145,7 @@ class HostInfoCommand : public Command {
         uname(&uts);
         long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
         reply.startObject("system")
-            .appendDate("currentTime", nowMillis())
+            .appendDate("currentTime", wallClockMillis())
             .append("hostname", hostName())
             .appendInt32("cpuAddrSize", 64)
             .appendInt64("memSizeMB", static_cast<int64_t>(pages) * pageSize / (1024 * 1024))

@@ -2,20 +2,14 @@
 // Field order and presence follow MongoDB (../shared/reference/mongodb-surface.md §1): drivers
 // classify the server and size their batches from these replies.
 
-#include <chrono>
 
+#include "base/wall_clock.h"
 #include "command/opcounters.h"
 #include "command/registry.h"
 #include "command/server_info.h"
 
 namespace tessera::command {
 namespace {
-
-int64_t nowMillis() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
 
 // Records the handshake's client metadata ({client: {application: {name}}}) on the connection.
 void recordClientMetadata(OperationContext& opCtx, bson::BsonView body) {
@@ -52,7 +46,7 @@ class HelloCommand : public Command {
         reply.appendInt32("maxBsonObjectSize", kMaxBsonObjectSize);
         reply.appendInt32("maxMessageSizeBytes", kMaxMessageSizeBytes);
         reply.appendInt32("maxWriteBatchSize", kMaxWriteBatchSize);
-        reply.appendDate("localTime", nowMillis());
+        reply.appendDate("localTime", wallClockMillis());
         reply.appendInt32("logicalSessionTimeoutMinutes", kLogicalSessionTimeoutMinutes);
         reply.appendInt64("connectionId", opCtx.client ? opCtx.client->connectionId : 0);
         reply.appendInt32("minWireVersion", kMinWireVersion);

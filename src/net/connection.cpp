@@ -164,8 +164,8 @@ asio::awaitable<bool> Connection::handleMessage(wire::Message message) {
             // The frame is intact (exactly messageLength bytes were consumed), only a document
             // in it is unusable: answer like MongoDB and keep the connection.
             if (flags & wire::kMoreToCome) co_return true;
-            co_return co_await writeMessage(wire::buildOpMsg(
-                _server.nextRequestId(), header.requestId, 0, errorReply(status)));
+            co_return co_await writeMessage(
+                wire::buildOpMsg(_server.nextRequestId(), header.requestId, 0, errorReply(status)));
         }
         const wire::OpMsgRequest& request = parsed.getValue();
         Status check = wire::checkOpMsgCommand(request);

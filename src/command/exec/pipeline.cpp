@@ -4,6 +4,7 @@
 
 #include "bson/compare.h"
 #include "command/exec/agg_stages.h"
+#include "command/exec/coll_stats.h"
 #include "command/exec/local_sessions.h"
 #include "command/exec/query_adapters.h"
 #include "command/exec/query_executor.h"
@@ -72,62 +73,6 @@ StatusWith<int64_t> positiveIntegerArg(const bson::BsonElement& e, int code,
                                       : "the limit must be positive");
     }
     return v;
-}
-
-StatusWith<bson::BsonObj> collStatsDocument(const PipelineContext& pctx,
-                                            const storage::CollectionPtr& coll,
-                                            const std::string& ns, const bson::BsonElement& spec) {
-    if (spec.type() != BsonType::Object) {
-        return Status(5447000,
-                      "$collStats must take a nested object but found: " + spec.toString());
-    }
-    bson::BsonBuilder b;
-    b.append("ns", ns);
-    b.append("host", pctx.host);
-    b.appendDate("localTime", std::chrono::duration_cast<std::chrono::milliseconds>(
-                                  std::chrono::system_clock::now().time_since_epoch())
-                                  .count());
-    for (auto f : spec.objValue()) {
-        std::string_view name = f.fieldName();
-        if (name == "storageStats") {
-            if (!coll) {
-                return Status(ErrorCodes::NamespaceNotFound,
-                              "Unable to retrieve storageStats in $collStats stage :: caused by "
-                              ":: Collection [" +
-                                  ns + "] not found.");
-            }
-            int64_t scale = 1;
-            if (f.type() == BsonType::Object) {
-                bson::BsonElement s = f.objValue()["scale"];
-                if (s && (!s.isNumber() || s.numberLong() < 1)) {
-                    return Status(ErrorCodes::BadValue, "scale has to be > 0");
-                }
-                if (s) scale = s.numberLong();
-            }
-            b.startObject("storageStats");
-            appendStorageStats(b, *pctx.engine, *coll, scale);
-            b.end();
-        } else if (name == "count") {
-            b.appendNumber("count", coll ? pctx.engine->stats(*coll).count : 0);
-        } else if (name == "latencyStats") {
-            b.startObject("latencyStats");
-            for (auto kind : {"reads", "writes", "commands", "transactions"}) {
-                b.startObject(kind).appendInt64("latency", 0).appendInt64("ops", 0).end();
-            }
-            b.end();
-        } else if (name == "queryExecStats") {
-            b.startObject("queryExecStats")
-                .startObject("collectionScans")
-                .appendInt64("total", 0)
-                .appendInt64("nonTailable", 0)
-                .end()
-                .end();
-        } else {
-            return Status(40415,
-                          "BSON field '$collStats." + std::string(name) + "' is an unknown field.");
-        }
-    }
-    return b.obj();
 }
 
 enum class BuildContext { kTop, kFacet, kLookup, kUnionWith, kView, kMergePipeline };
@@ -994,26 +939,6 @@ class Builder {
 
 }  // namespace
 
-void appendStorageStats(bson::BsonBuilder& b, storage::Engine& engine,
-                        const storage::CollectionInfo& coll, int64_t scale) {
-    storage::CollectionStats stats = engine.stats(coll);
-    int64_t totalIndexSize = 0;
-    for (const auto& [name, size] : stats.indexSizes) totalIndexSize += size;
-    b.appendNumber("size", stats.dataSize / scale);
-    b.appendNumber("count", stats.count);
-    b.appendNumber("avgObjSize", stats.count > 0 ? stats.dataSize / stats.count : 0);
-    b.appendNumber("storageSize", stats.storageSize / scale);
-    b.appendNumber("freeStorageSize", 0);
-    b.append("capped", coll.options["capped"].trueValue());
-    b.appendNumber("nindexes", static_cast<int64_t>(coll.indexes.size()));
-    b.appendNumber("totalIndexSize", totalIndexSize / scale);
-    b.appendNumber("totalSize", (stats.storageSize + totalIndexSize) / scale);
-    b.startObject("indexSizes");
-    for (const auto& [name, size] : stats.indexSizes) b.appendNumber(name, size / scale);
-    b.end();
-    b.appendNumber("scaleFactor", scale);
-}
-
 StatusWith<std::unique_ptr<PlanExecutor>> buildPipelineExecutor(
     const PipelineContext& pctx, std::unique_ptr<storage::ReadSnapshot> snapshot,
     storage::CollectionPtr coll, std::string ns, bson::BsonView pipeline, bson::BsonObj hint) {
@@ -1035,47 +960,6 @@ Status validatePipeline(const PipelineContext& pctx, const std::string& ns, bson
                         bool forView) {
     Builder builder(pctx, nullptr, ns, forView ? BuildContext::kView : BuildContext::kTop);
     return builder.build(pipeline, bson::BsonObj()).getStatus();
-}
-
-bool isView(const storage::CollectionInfo& coll) { return !coll.options["viewOn"].eoo(); }
-
-StatusWith<ResolvedNamespace> resolveNamespace(const storage::Engine& engine,
-                                               const std::string& ns) {
-    ResolvedNamespace r;
-    r.ns = ns;
-    r.coll = engine.getCollection(ns);
-    std::vector<std::vector<bson::BsonObj>> layers;  // outermost view first
-    int depth = 0;
-    while (r.coll && isView(*r.coll)) {
-        if (++depth > 20) {
-            return Status(ErrorCodes::ViewDepthLimitExceeded,
-                          "View depth too deep or view cycle detected. Maximum depth is 20");
-        }
-        r.isView = true;
-        std::vector<bson::BsonObj> stages;
-        bson::BsonElement p = r.coll->options["pipeline"];
-        if (p.type() == BsonType::Array) {
-            for (auto s : p.objValue()) stages.push_back(s.objValue().copy());
-        }
-        layers.push_back(std::move(stages));
-        r.ns = r.coll->db + "." + std::string(r.coll->options["viewOn"].stringValue());
-        r.coll = engine.getCollection(r.ns);
-    }
-    for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
-        r.pipeline.insert(r.pipeline.end(), it->begin(), it->end());
-    }
-    return r;
-}
-
-bson::BsonObj pipelineArray(const std::vector<bson::BsonObj>& stages) {
-    bson::BsonArrayBuilder arr;
-    for (const auto& s : stages) arr.append(s);
-    return arr.arr();
-}
-
-Status viewWriteError(const std::string& ns) {
-    return Status(ErrorCodes::CommandNotSupportedOnView,
-                  "Namespace " + ns + " is a view, not a collection");
 }
 
 }  // namespace tessera::command::exec

@@ -1,0 +1,86 @@
+// $collStats and the storage statistics shared with the collStats command.
+
+#include "command/exec/coll_stats.h"
+
+#include "base/wall_clock.h"
+#include "storage/engine.h"
+
+namespace tessera::command::exec {
+
+using bson::BsonType;
+
+StatusWith<bson::BsonObj> collStatsDocument(const PipelineContext& pctx,
+                                            const storage::CollectionPtr& coll,
+                                            const std::string& ns, const bson::BsonElement& spec) {
+    if (spec.type() != BsonType::Object) {
+        return Status(5447000,
+                      "$collStats must take a nested object but found: " + spec.toString());
+    }
+    bson::BsonBuilder b;
+    b.append("ns", ns);
+    b.append("host", pctx.host);
+    b.appendDate("localTime", wallClockMillis());
+    for (auto f : spec.objValue()) {
+        std::string_view name = f.fieldName();
+        if (name == "storageStats") {
+            if (!coll) {
+                return Status(ErrorCodes::NamespaceNotFound,
+                              "Unable to retrieve storageStats in $collStats stage :: caused by "
+                              ":: Collection [" +
+                                  ns + "] not found.");
+            }
+            int64_t scale = 1;
+            if (f.type() == BsonType::Object) {
+                bson::BsonElement s = f.objValue()["scale"];
+                if (s && (!s.isNumber() || s.numberLong() < 1)) {
+                    return Status(ErrorCodes::BadValue, "scale has to be > 0");
+                }
+                if (s) scale = s.numberLong();
+            }
+            b.startObject("storageStats");
+            appendStorageStats(b, *pctx.engine, *coll, scale);
+            b.end();
+        } else if (name == "count") {
+            b.appendNumber("count", coll ? pctx.engine->stats(*coll).count : 0);
+        } else if (name == "latencyStats") {
+            b.startObject("latencyStats");
+            for (auto kind : {"reads", "writes", "commands", "transactions"}) {
+                b.startObject(kind).appendInt64("latency", 0).appendInt64("ops", 0).end();
+            }
+            b.end();
+        } else if (name == "queryExecStats") {
+            b.startObject("queryExecStats")
+                .startObject("collectionScans")
+                .appendInt64("total", 0)
+                .appendInt64("nonTailable", 0)
+                .end()
+                .end();
+        } else {
+            return Status(40415,
+                          "BSON field '$collStats." + std::string(name) + "' is an unknown field.");
+        }
+    }
+    return b.obj();
+}
+
+void appendStorageStats(bson::BsonBuilder& b, storage::Engine& engine,
+                        const storage::CollectionInfo& coll, int64_t scale) {
+    storage::CollectionStats stats = engine.stats(coll);
+    int64_t totalIndexSize = 0;
+    for (const auto& [name, size] : stats.indexSizes) totalIndexSize += size;
+    b.appendNumber("size", stats.dataSize / scale);
+    b.appendNumber("count", stats.count);
+    b.appendNumber("avgObjSize", stats.count > 0 ? stats.dataSize / stats.count : 0);
+    b.appendNumber("storageSize", stats.storageSize / scale);
+    b.appendNumber("freeStorageSize", 0);
+    b.append("capped", coll.options["capped"].trueValue());
+    b.appendNumber("nindexes", static_cast<int64_t>(coll.indexes.size()));
+    b.appendNumber("totalIndexSize", totalIndexSize / scale);
+    b.appendNumber("totalSize", (stats.storageSize + totalIndexSize) / scale);
+    b.startObject("indexSizes");
+    for (const auto& [name, size] : stats.indexSizes) b.appendNumber(name, size / scale);
+    b.end();
+    b.appendNumber("scaleFactor", scale);
+}
+
+}  // namespace tessera::command::exec
