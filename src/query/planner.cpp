@@ -293,7 +293,8 @@ StatusWith<QueryPlan> planQuery(BsonView filter, BsonView sort, BsonView hint,
         plan.collectionScan = false;
         plan.isIdPointLookup = true;
         plan.indexName = "_id_";
-        plan.keyPattern = bson::fromJson(R"({"_id": 1})");
+        static const bson::BsonObj kIdKeyPattern = bson::fromJson(R"({"_id": 1})");
+        plan.keyPattern = kIdKeyPattern;  // a point read by _id is the hottest path: parse once
         for (const auto& index : indexes) {
             if (isIdKeyPattern(index.keyPattern)) {
                 plan.indexName = index.name;

@@ -638,14 +638,16 @@ class Builder {
             }
             outputSpec = output.objValue().copy();
         } else {
-            outputSpec = bson::fromJson(R"({"count": {"$sum": 1}})");
+            static const bson::BsonObj kCountOutput = bson::fromJson(R"({"count": {"$sum": 1}})");
+            outputSpec = kCountOutput;
         }
         ASSIGN_OR_RETURN(auto groupExpr, StageExpression::parse(groupBy));
         ASSIGN_OR_RETURN(auto key, makeBucketKey(groupExpr, bounds, defaultValue));
         ASSIGN_OR_RETURN(auto group,
                          GroupStage::make(key, outputSpec, st.objValue().copy(), "BUCKET"));
         std::unique_ptr<PlanStage> root = std::move(group);
-        bson::BsonObj sortPattern = bson::fromJson(R"({"_id": 1})");
+        static const bson::BsonObj kIdAscending = bson::fromJson(R"({"_id": 1})");
+        bson::BsonObj sortPattern = kIdAscending;
         ASSIGN_OR_RETURN(auto fns, makeSortFunctions(sortPattern));
         auto sort = std::make_unique<SortStage>(std::move(fns), sortPattern, 0);
         sort->setChild(std::move(root));
