@@ -400,6 +400,16 @@ TEST_F(AggFixture, Views) {
     // Writes to a view fail.
     EXPECT_EQ(run(R"({"insert": "v", "documents": [{"a": 1}]})").status.code(),
               static_cast<int>(ErrorCodes::CommandNotSupportedOnView));
+    for (const char* write :
+         {R"({"update": "v", "updates": [{"q": {}, "u": {"$set": {"x": 1}}}]})",
+          R"({"delete": "v", "deletes": [{"q": {}, "limit": 0}]})",
+          R"({"findAndModify": "v", "query": {}, "update": {"$set": {"x": 1}}})",
+          R"({"findAndModify": "v", "query": {}, "remove": true})"}) {
+        EXPECT_EQ(run(write).status.code(), static_cast<int>(ErrorCodes::CommandNotSupportedOnView))
+            << write;
+    }
+    // The view's backing collection is untouched.
+    EXPECT_EQ(engine->stats(*engine->getCollection("test.c")).count, 3);
     // Drop of a view.
     ok(R"({"drop": "vv"})");
     EXPECT_EQ(engine->getCollection("test.vv"), nullptr);

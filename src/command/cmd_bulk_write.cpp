@@ -342,7 +342,7 @@ class BulkWriteCommand final : public Command {
         if (op.update.upsert) {
             ASSIGN_OR_RETURN(coll, getOrCreateCollection(engine, ns));
         } else {
-            coll = engine.getCollection(ns);
+            ASSIGN_OR_RETURN(coll, getWritableCollection(engine, ns));
         }
         if (!coll) {
             // Nothing to update, but the statement must still be valid.
@@ -367,7 +367,7 @@ class BulkWriteCommand final : public Command {
     static Status remove(OperationContext& opCtx, const BulkOp& op, const std::string& ns,
                          const storage::WriteOptions& wopts, OpResult* r) {
         storage::Engine& engine = *opCtx.service->engine;
-        storage::CollectionPtr coll = engine.getCollection(ns);
+        ASSIGN_OR_RETURN(storage::CollectionPtr coll, getWritableCollection(engine, ns));
         if (!coll) return query::Matcher::parse(op.del.query, nullptr, op.del.let).getStatus();
         ASSIGN_OR_RETURN(auto writer, engine.writer(coll));
         return exec::executeDelete(opCtx, *writer, op.del, wopts, &r->n);

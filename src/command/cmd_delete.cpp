@@ -53,7 +53,7 @@ class DeleteCommand final : public Command {
         }
         std::string ns = request.db + "." + collName;
         storage::Engine& engine = *opCtx.service->engine;
-        storage::CollectionPtr coll = engine.getCollection(ns);
+        ASSIGN_OR_RETURN(storage::CollectionPtr coll, getWritableCollection(engine, ns));
         std::unique_ptr<storage::CollectionWriter> writer;
         if (coll) {
             ASSIGN_OR_RETURN(writer, engine.writer(coll));

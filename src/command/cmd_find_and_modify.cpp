@@ -96,7 +96,7 @@ class FindAndModifyCommand final : public Command {
         if (upsert) {
             ASSIGN_OR_RETURN(coll, getOrCreateCollection(engine, ns));
         } else {
-            coll = engine.getCollection(ns);
+            ASSIGN_OR_RETURN(coll, getWritableCollection(engine, ns));
         }
 
         std::optional<bson::BsonObj> value;

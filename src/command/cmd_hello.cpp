@@ -2,7 +2,6 @@
 // Field order and presence follow MongoDB (../shared/reference/mongodb-surface.md §1): drivers
 // classify the server and size their batches from these replies.
 
-
 #include "base/wall_clock.h"
 #include "command/opcounters.h"
 #include "command/registry.h"

@@ -6,6 +6,7 @@
 #include "command/generic_args.h"
 #include "command/registry.h"
 #include "command/reply_util.h"
+#include "command/write_ops_util.h"
 #include "query/collator.h"
 #include "storage/engine.h"
 
@@ -148,7 +149,8 @@ class CreateIndexesCommand : public Command {
         std::string ns = request.db + "." + coll;
         storage::Engine& engine = *opCtx.service->engine;
         bool created = false;
-        if (!engine.getCollection(ns)) {
+        ASSIGN_OR_RETURN(storage::CollectionPtr target, getWritableCollection(engine, ns));
+        if (!target) {
             auto made = engine.createCollection(ns, bson::BsonObj());
             if (!made.isOK() && !made.getStatus().is(ErrorCodes::NamespaceExists)) {
                 return made.getStatus();
@@ -191,7 +193,7 @@ class DropIndexesCommand : public Command {
         ASSIGN_OR_RETURN(std::string coll, collectionName(request.firstElement(), "dropIndexes"));
         std::string ns = request.db + "." + coll;
         storage::Engine& engine = *opCtx.service->engine;
-        storage::CollectionPtr info = engine.getCollection(ns);
+        ASSIGN_OR_RETURN(storage::CollectionPtr info, getWritableCollection(engine, ns));
         if (!info) return Status(ErrorCodes::NamespaceNotFound, "ns not found " + ns);
         bson::BsonElement index = request.body["index"];
         std::vector<std::string> names;

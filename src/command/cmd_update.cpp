@@ -86,7 +86,7 @@ class UpdateCommand final : public Command {
         if (anyUpsert) {
             ASSIGN_OR_RETURN(coll, getOrCreateCollection(engine, ns));
         } else {
-            coll = engine.getCollection(ns);
+            ASSIGN_OR_RETURN(coll, getWritableCollection(engine, ns));
         }
         std::unique_ptr<storage::CollectionWriter> writer;
         std::shared_ptr<const DocumentValidator> validator;

@@ -103,17 +103,21 @@ StatusWith<bool> parseOrdered(bson::BsonView body, std::string_view command) {
     return boolArgument(e, command);
 }
 
+StatusWith<storage::CollectionPtr> getWritableCollection(const storage::Engine& engine,
+                                                         const std::string& ns) {
+    storage::CollectionPtr coll = engine.getCollection(ns);
+    if (coll && !coll->options["viewOn"].eoo()) {
+        return Status(ErrorCodes::CommandNotSupportedOnView,
+                      "Namespace " + ns + " is a view, not a collection");
+    }
+    return coll;
+}
+
 StatusWith<storage::CollectionPtr> getOrCreateCollection(storage::Engine& engine,
                                                          const std::string& ns) {
     for (int attempt = 0; attempt < 3; ++attempt) {
-        if (auto coll = engine.getCollection(ns)) {
-            // Views have no documents of their own (CommandNotSupportedOnView 166).
-            if (!coll->options["viewOn"].eoo()) {
-                return Status(ErrorCodes::CommandNotSupportedOnView,
-                              "Namespace " + ns + " is a view, not a collection");
-            }
-            return coll;
-        }
+        ASSIGN_OR_RETURN(storage::CollectionPtr existing, getWritableCollection(engine, ns));
+        if (existing) return existing;
         auto created = engine.createCollection(ns, bson::BsonView());
         if (created.isOK()) return created.getValue();
         // Lost a race with another creator: read it again.

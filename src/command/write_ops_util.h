@@ -49,6 +49,11 @@ StatusWith<std::shared_ptr<const query::Variables>> parseLet(bson::BsonView body
 StatusWith<storage::CollectionPtr> getOrCreateCollection(storage::Engine& engine,
                                                          const std::string& ns);
 
+// The collection `ns` for a write that does not create it: null when it does not exist,
+// CommandNotSupportedOnView (166) when `ns` is a view (views have no documents or indexes).
+StatusWith<storage::CollectionPtr> getWritableCollection(const storage::Engine& engine,
+                                                         const std::string& ns);
+
 // `doc` with `_id` as its first field: an existing `_id` is moved to the front, a missing one is
 // generated (ObjectId). Returns `doc` itself (copied) when it already starts with `_id`.
 bson::BsonObj ensureIdFirst(bson::BsonView doc);
