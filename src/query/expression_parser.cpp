@@ -1,6 +1,7 @@
 // Expression::parse, the operator registry, and the structural nodes (field paths, variables,
 // object and array expressions, positional/named operator nodes).
 #include "query/expression_internal.h"
+#include "query/path.h"
 
 namespace tessera::query {
 
@@ -118,19 +119,6 @@ Status validateVariableName(std::string_view name) {
 }  // namespace expr
 
 namespace {
-
-std::vector<std::string> splitPath(std::string_view path) {
-    std::vector<std::string> parts;
-    size_t start = 0;
-    while (true) {
-        size_t dot = path.find('.', start);
-        parts.emplace_back(
-            path.substr(start, dot == std::string_view::npos ? path.npos : dot - start));
-        if (dot == std::string_view::npos) break;
-        start = dot + 1;
-    }
-    return parts;
-}
 
 Status validateFieldPathParts(const std::vector<std::string>& parts, size_t from) {
     for (size_t i = from; i < parts.size(); ++i) {
@@ -350,7 +338,7 @@ StatusWith<std::unique_ptr<Expression>> Expression::parse(BsonElement value,
         case BsonType::String: {
             std::string_view s = value.stringValue();
             if (s.size() >= 2 && s[0] == '$' && s[1] == '$') {
-                auto parts = splitPath(s.substr(2));
+                auto parts = splitDottedPath(s.substr(2));
                 std::string name = parts[0];
                 if (name.empty()) return Status(16869, "empty variable names are not allowed");
                 parts.erase(parts.begin());
@@ -373,7 +361,7 @@ StatusWith<std::unique_ptr<Expression>> Expression::parse(BsonElement value,
                 if (s.size() == 1) {
                     return Status(16872, "'$' by itself is not a valid FieldPath");
                 }
-                auto parts = splitPath(s.substr(1));
+                auto parts = splitDottedPath(s.substr(1));
                 TRY_STATUS(validateFieldPathParts(parts, 0));
                 return ExprPtr(std::make_unique<FieldPathExpression>(std::string(s.substr(1)),
                                                                      std::move(parts)));

@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "query/expression_internal.h"
+#include "query/match_expression.h"
 
 namespace tessera::query::expr {
 
@@ -321,31 +322,12 @@ StatusWith<Value> regexFn(RegexMode mode, const NamedValues& a) {
     if (pattern.find('\0') != std::string::npos) {
         return Status(51109, op + ": regular expression cannot contain an embedded null byte");
     }
-    uint32_t options = PCRE2_UTF;
-    for (char c : flags) {
-        switch (c) {
-            case 'i':
-                options |= PCRE2_CASELESS;
-                break;
-            case 'm':
-                options |= PCRE2_MULTILINE;
-                break;
-            case 's':
-                options |= PCRE2_DOTALL;
-                break;
-            case 'x':
-                options |= PCRE2_EXTENDED;
-                break;
-            case 'u':
-                break;
-            default:
-                return Status(51108, op + " invalid flag in regex options: " + std::string(1, c));
-        }
-    }
+    auto options = CompiledRegex::compileOptions(flags);
+    if (!options.isOK()) return Status(51108, op + " " + options.getStatus().reason());
     int err = 0;
     PCRE2_SIZE errOff = 0;
     pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                     options, &err, &errOff, nullptr);
+                                     options.getValue(), &err, &errOff, nullptr);
     if (!code) {
         PCRE2_UCHAR buf[256];
         pcre2_get_error_message(err, buf, sizeof buf);

@@ -153,6 +153,9 @@ class CompiledRegex {
   public:
     static StatusWith<std::shared_ptr<const CompiledRegex>> compile(std::string_view pattern,
                                                                     std::string_view flags);
+    // PCRE2 compile options for MongoDB's regex flags (i m s x; u accepted, UTF-8 always on);
+    // 51108 for any other flag. Shared with the $regex* aggregation expressions.
+    static StatusWith<uint32_t> compileOptions(std::string_view flags);
     ~CompiledRegex();
     bool matches(std::string_view subject) const;
     const std::string& pattern() const { return _pattern; }

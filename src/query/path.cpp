@@ -6,17 +6,21 @@ using bson::BsonElement;
 using bson::BsonType;
 using bson::BsonView;
 
-FieldPath::FieldPath(std::string_view dotted) : _dotted(dotted) {
+std::vector<std::string> splitDottedPath(std::string_view dotted) {
+    std::vector<std::string> parts;
     size_t start = 0;
     while (true) {
         size_t dot = dotted.find('.', start);
-        std::string_view part = dotted.substr(
-            start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
-        _parts.emplace_back(part);
-        _numeric.push_back(isAllDigits(part));
+        parts.emplace_back(dotted.substr(
+            start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
         if (dot == std::string_view::npos) break;
         start = dot + 1;
     }
+    return parts;
+}
+
+FieldPath::FieldPath(std::string_view dotted) : _dotted(dotted), _parts(splitDottedPath(dotted)) {
+    for (const std::string& part : _parts) _numeric.push_back(isAllDigits(part));
 }
 
 bool isAllDigits(std::string_view s) {

@@ -11,6 +11,10 @@ namespace tessera::query {
 
 // A dotted field path ("a.b.0.c") split into its components. Components that are all digits
 // ("0", "12") may also index arrays (MongoDB's "array offset" components).
+// "a.b.0" -> {"a", "b", "0"}; empty parts are kept ("a..b" -> {"a", "", "b"}) so that callers can
+// reject them with their own error.
+std::vector<std::string> splitDottedPath(std::string_view dotted);
+
 class FieldPath {
   public:
     FieldPath() = default;

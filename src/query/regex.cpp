@@ -9,12 +9,7 @@ namespace tessera::query {
 using bson::BsonElement;
 using bson::BsonType;
 
-StatusWith<std::shared_ptr<const CompiledRegex>> CompiledRegex::compile(std::string_view pattern,
-                                                                        std::string_view flags) {
-    if (pattern.find('\0') != std::string_view::npos) {
-        return Status(ErrorCodes::BadValue,
-                      "Regular expression cannot contain an embedded null byte");
-    }
+StatusWith<uint32_t> CompiledRegex::compileOptions(std::string_view flags) {
     uint32_t options = PCRE2_UTF;
     for (char c : flags) {
         switch (c) {
@@ -36,6 +31,16 @@ StatusWith<std::shared_ptr<const CompiledRegex>> CompiledRegex::compile(std::str
                 return Status(51108, std::string("invalid flag in regex options: ") + c);
         }
     }
+    return options;
+}
+
+StatusWith<std::shared_ptr<const CompiledRegex>> CompiledRegex::compile(std::string_view pattern,
+                                                                        std::string_view flags) {
+    if (pattern.find('\0') != std::string_view::npos) {
+        return Status(ErrorCodes::BadValue,
+                      "Regular expression cannot contain an embedded null byte");
+    }
+    ASSIGN_OR_RETURN(uint32_t options, compileOptions(flags));
     int errorCode = 0;
     PCRE2_SIZE errorOffset = 0;
     pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),

@@ -7,6 +7,7 @@
 #include "bson/compare.h"
 #include "bson/validate.h"
 #include "query/expression_pipeline_update.h"
+#include "query/path.h"
 #include "query/update_document.h"
 #include "query/update_node.h"
 #include "query/update_operators.h"
@@ -24,18 +25,6 @@ namespace {
 
 // MongoDB's limit on the result of an update (uassert 17419).
 constexpr int kResultTooLargeCode = 17419;
-
-std::vector<std::string> splitPath(std::string_view path) {
-    std::vector<std::string> parts;
-    size_t start = 0;
-    while (true) {
-        size_t dot = path.find('.', start);
-        parts.emplace_back(path.substr(start, dot == std::string_view::npos ? dot : dot - start));
-        if (dot == std::string_view::npos) break;
-        start = dot + 1;
-    }
-    return parts;
-}
 
 // fieldchecker::isUpdatable plus the positional rules of UpdateObjectNode::parseAndMerge.
 // Records array filter identifiers in `used`.
@@ -115,8 +104,8 @@ Status parseRename(UpdateObjectNode* root, const BsonElement& e, const ArrayFilt
             ErrorCodes::BadValue,
             "The source and target field for $rename must differ: " + mongoElementString(e));
     }
-    std::vector<std::string> fromParts = splitPath(from);
-    std::vector<std::string> toParts = splitPath(to);
+    std::vector<std::string> fromParts = splitDottedPath(from);
+    std::vector<std::string> toParts = splitDottedPath(to);
     bool positional = false;
     TRY_STATUS(checkUpdatePath(from, fromParts, filters, used, &positional));
     TRY_STATUS(checkUpdatePath(to, toParts, filters, used, &positional));
@@ -219,7 +208,7 @@ StatusWith<UpdateDriver> UpdateDriver::parse(BsonView update, BsonView arrayFilt
                 continue;
             }
             std::string path(field.fieldName());
-            std::vector<std::string> parts = splitPath(path);
+            std::vector<std::string> parts = splitDottedPath(path);
             bool positional = false;
             TRY_STATUS(checkUpdatePath(path, parts, *driver._arrayFilters, &used, &positional));
             driver._positional = driver._positional || positional;
@@ -393,7 +382,7 @@ BsonObj UpdateDriver::seedFromEqualities(
     const std::vector<std::pair<std::string, BsonElement>>& eqs) {
     MutableDocument mdoc(BsonObj{});
     for (const auto& [path, value] : eqs) {
-        std::vector<std::string> parts = splitPath(path);
+        std::vector<std::string> parts = splitDottedPath(path);
         MutableNode* node = &mdoc.root();
         bool ok = true;
         for (size_t i = 0; i + 1 < parts.size() && ok; ++i) {

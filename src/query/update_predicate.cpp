@@ -4,6 +4,7 @@
 
 #include "bson/bson_builder.h"
 #include "bson/compare.h"
+#include "query/path.h"
 
 #if __has_include("query/matcher.h") && !defined(TESSERA_UPDATE_FALLBACK_MATCHER)
 #define TESSERA_UPDATE_HAS_MATCHER 1
@@ -27,18 +28,6 @@ bool isDigits(std::string_view s) {
     for (char c : s)
         if (c < '0' || c > '9') return false;
     return true;
-}
-
-std::vector<std::string> splitPath(std::string_view path) {
-    std::vector<std::string> parts;
-    size_t start = 0;
-    while (true) {
-        size_t dot = path.find('.', start);
-        parts.emplace_back(path.substr(start, dot == std::string_view::npos ? dot : dot - start));
-        if (dot == std::string_view::npos) break;
-        start = dot + 1;
-    }
-    return parts;
 }
 
 // Values reached by `parts[i..]` from `doc` with implicit array traversal. A leaf array yields
@@ -224,7 +213,7 @@ class AllOfCond : public ValueCond {
 class FieldExpr : public Expr {
   public:
     FieldExpr(std::string path, std::unique_ptr<ValueCond> cond)
-        : _parts(splitPath(path)), _cond(std::move(cond)) {}
+        : _parts(splitDottedPath(path)), _cond(std::move(cond)) {}
     bool matches(BsonView doc) const override {
         std::vector<BsonElement> values;
         collect(doc, _parts, 0, &values);
