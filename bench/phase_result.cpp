@@ -2,42 +2,14 @@
 
 #include <cstdio>
 
+#include "base/log.h"
+
 namespace tessera::bench {
 namespace {
 
 double micros(uint64_t nanos) { return static_cast<double>(nanos) / 1000.0; }
 
 }  // namespace
-
-std::string jsonEscape(const std::string& s) {
-    std::string out;
-    out.reserve(s.size());
-    for (char c : s) {
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            default:
-                if (static_cast<unsigned char>(c) < 0x20) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-                    out += buf;
-                } else {
-                    out += c;
-                }
-        }
-    }
-    return out;
-}
 
 std::string formatText(const PhaseResult& r) {
     char buf[512];
@@ -62,7 +34,7 @@ std::string formatJson(const PhaseResult& r) {
                   "{\"tool\":\"%s\",\"phase\":\"%s\",\"threads\":%llu,\"ops\":%llu,"
                   "\"errors\":%llu,\"seconds\":%.3f,\"ops_per_sec\":%.1f,\"p50_us\":%.1f,"
                   "\"p99_us\":%.1f,\"max_us\":%.1f,\"mean_us\":%.1f,\"bytes_per_op\":%llu",
-                  jsonEscape(r.tool).c_str(), jsonEscape(r.phase).c_str(),
+                  log::jsonEscape(r.tool).c_str(), log::jsonEscape(r.phase).c_str(),
                   static_cast<unsigned long long>(r.threads),
                   static_cast<unsigned long long>(r.ops), static_cast<unsigned long long>(r.errors),
                   r.seconds, r.opsPerSec(), micros(r.latency.percentile(0.50)),
@@ -70,7 +42,7 @@ std::string formatJson(const PhaseResult& r) {
                   r.latency.mean() / 1000.0, static_cast<unsigned long long>(r.bytesPerOp));
     std::string out = buf;
     if (!r.firstError.empty()) {
-        out += ",\"first_error\":\"" + jsonEscape(r.firstError) + "\"";
+        out += ",\"first_error\":\"" + log::jsonEscape(r.firstError) + "\"";
     }
     out += "}";
     return out;

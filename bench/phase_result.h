@@ -27,7 +27,5 @@ struct PhaseResult {
 std::string formatText(const PhaseResult& r);
 // One line of JSON, no trailing newline. Latencies in microseconds.
 std::string formatJson(const PhaseResult& r);
-// JSON string escaping for the few free-text fields.
-std::string jsonEscape(const std::string& s);
 
 }  // namespace tessera::bench
