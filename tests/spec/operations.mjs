@@ -87,6 +87,30 @@ export function bulkWriteResultDoc(r) {
     });
 }
 
+/**
+ * Converts one Node `ClientUpdateResult` to the bulk-write spec's UpdateResult model
+ * ({ matchedCount, modifiedCount, upsertedId? }), as the unified format's "Converting Returned
+ * Model Objects to Documents" requires. The spec lets a driver add a `didUpsert` flag only to tell
+ * a BSON-null upsertedId from an unset one; that information is kept here by setting `upsertedId`
+ * exactly when `didUpsert` is true (null included), and the flag itself, which is no field of the
+ * spec's model, is not copied.
+ */
+export function clientUpdateResultDoc(u) {
+    if (!u || typeof u !== 'object' || u._bsontype) return u;
+    const { didUpsert, ...rest } = u;
+    const doc = dropUndefined(rest);
+    if (didUpsert === true) doc.upsertedId = u.upsertedId ?? null;
+    else if (didUpsert === false) delete doc.upsertedId;
+    return doc;
+}
+
+function clientUpdateResultsDoc(m) {
+    if (!(m instanceof Map)) return m;
+    const out = {};
+    for (const [k, v] of m.entries()) out[String(k)] = clientUpdateResultDoc(v);
+    return out;
+}
+
 export function clientBulkWriteResultDoc(r) {
     if (!r) return r;
     return dropUndefined({
@@ -97,7 +121,7 @@ export function clientBulkWriteResultDoc(r) {
         modifiedCount: r.modifiedCount,
         deletedCount: r.deletedCount,
         insertResults: r.insertResults === undefined ? undefined : mapToDoc(r.insertResults),
-        updateResults: r.updateResults === undefined ? undefined : mapToDoc(r.updateResults),
+        updateResults: r.updateResults === undefined ? undefined : clientUpdateResultsDoc(r.updateResults),
         deleteResults: r.deleteResults === undefined ? undefined : mapToDoc(r.deleteResults),
     });
 }

@@ -240,6 +240,8 @@ describe('loading test files and client URIs', () => {
     test('driver deviations are labelled, other failures are not', () => {
         assert.match(annotateDriverDeviation('crud/bypassDocumentValidation.json', 'x bypassDocumentValidation: missing field'), /^\[driver\]/);
         assert.doesNotMatch(annotateDriverDeviation('crud/find.json', 'bypassDocumentValidation: missing field'), /\[driver\]/);
+        assert.match(annotateDriverDeviation('crud/client-bulkWrite-partialResults.json', 'error.result.insertedCount: expected no field, got 0'), /^\[driver\]/);
+        assert.doesNotMatch(annotateDriverDeviation('crud/client-bulkWrite-partialResults.json', 'error.result.insertedCount: expected 1, got 0'), /\[driver\]/);
     });
     test('read preferences are converted', () => {
         assert.equal(toReadPreference({ mode: 'secondaryPreferred' }).mode, 'secondaryPreferred');
@@ -383,6 +385,25 @@ describe('operations: errors and bulk results', () => {
         assert.deepEqual(doc.insertResults, { 0: { insertedId: 8 } });
         assert.deepEqual(doc.updateResults, { 1: { matchedCount: 1, modifiedCount: 1 } });
         ok({ updateResults: { 1: { matchedCount: 1, modifiedCount: 1, upsertedId: { $$exists: false } } } }, doc);
+        // Node's ClientUpdateResult carries the spec-permitted didUpsert flag; the document form
+        // is the spec's UpdateResult model, upsertedId present exactly when an upsert happened.
+        const u = clientBulkWriteResultDoc({
+            acknowledged: true, insertedCount: 0, upsertedCount: 2, matchedCount: 1, modifiedCount: 1, deletedCount: 0,
+            updateResults: new Map([
+                [0, { matchedCount: 1, modifiedCount: 1, didUpsert: false }],
+                [1, { matchedCount: 0, modifiedCount: 0, didUpsert: true, upsertedId: 5 }],
+                [2, { matchedCount: 0, modifiedCount: 0, didUpsert: true, upsertedId: null }],
+            ]),
+        });
+        assert.deepEqual(u.updateResults, {
+            0: { matchedCount: 1, modifiedCount: 1 },
+            1: { matchedCount: 0, modifiedCount: 0, upsertedId: 5 },
+            2: { matchedCount: 0, modifiedCount: 0, upsertedId: null },
+        });
+        const r0 = { matchedCount: 1, modifiedCount: 1, upsertedId: { $$exists: false } };
+        const r1 = { matchedCount: 0, modifiedCount: 0, upsertedId: 5 };
+        ok({ updateResults: { 0: r0, 1: r1, 2: { matchedCount: 0, modifiedCount: 0, upsertedId: null } } }, u);
+        assert.throws(() => ok({ updateResults: { 0: r0, 1: r1, 2: { matchedCount: 0, modifiedCount: 0 } } }, u));
         const b = bulkWriteResultDoc({ insertedCount: 1, matchedCount: 0, modifiedCount: 0, deletedCount: 0, upsertedCount: 0, upsertedIds: {}, insertedIds: { 0: 1 } });
         ok({ insertedCount: 1, upsertedIds: {}, insertedIds: { $$unsetOrMatches: { 0: 1 } } }, b);
     });

@@ -19,37 +19,40 @@ struct AggValueLess {
 
 }  // namespace
 
+StatusWith<AccumulatorSpec> parseAccumulatorField(const bson::BsonElement& f) {
+    std::string_view name = f.fieldName();
+    if (name.starts_with("$")) {
+        return Status(40236,
+                      "The field name '" + std::string(name) + "' cannot be an operator name");
+    }
+    if (name.find('.') != std::string_view::npos) {
+        return Status(40235, "The field name '" + std::string(name) + "' cannot contain '.'");
+    }
+    if (f.type() != BsonType::Object || f.objValue().nFields() != 1) {
+        return Status(40238, "The field '" + std::string(name) + "' must specify one accumulator");
+    }
+    bson::BsonElement acc = f.objValue().firstElement();
+    if (!query::Accumulator::isAccumulator(acc.fieldName())) {
+        return Status(15952, "unknown group operator '" + std::string(acc.fieldName()) + "'");
+    }
+    AccumulatorSpec a{std::string(name), std::string(acc.fieldName()), nullptr};
+    if (a.op == "$count") {
+        if (acc.type() != BsonType::Object || !acc.objValue().isEmpty()) {
+            return Status(ErrorCodes::TypeMismatch, "$count takes no arguments, i.e. $count:{}");
+        }
+    } else {
+        ASSIGN_OR_RETURN(a.arg, StageExpression::parse(acc));
+    }
+    return a;
+}
+
 Status GroupStage::parseAccumulators(GroupStage* stage, bson::BsonView spec, bool allowId) {
     for (auto f : spec) {
-        std::string_view name = f.fieldName();
-        if (name == "_id" && allowId) {
+        if (f.fieldName() == "_id" && allowId) {
             ASSIGN_OR_RETURN(stage->_id, StageExpression::parse(f));
             continue;
         }
-        if (name.starts_with("$")) {
-            return Status(40236,
-                          "The field name '" + std::string(name) + "' cannot be an operator name");
-        }
-        if (name.find('.') != std::string_view::npos) {
-            return Status(40235, "The field name '" + std::string(name) + "' cannot contain '.'");
-        }
-        if (f.type() != BsonType::Object || f.objValue().nFields() != 1) {
-            return Status(40238,
-                          "The field '" + std::string(name) + "' must specify one accumulator");
-        }
-        bson::BsonElement acc = f.objValue().firstElement();
-        if (!query::Accumulator::isAccumulator(acc.fieldName())) {
-            return Status(15952, "unknown group operator '" + std::string(acc.fieldName()) + "'");
-        }
-        AccumulatorSpec a{std::string(name), std::string(acc.fieldName()), nullptr};
-        if (a.op == "$count") {
-            if (acc.type() != BsonType::Object || !acc.objValue().isEmpty()) {
-                return Status(ErrorCodes::TypeMismatch,
-                              "$count takes no arguments, i.e. $count:{}");
-            }
-        } else {
-            ASSIGN_OR_RETURN(a.arg, StageExpression::parse(acc));
-        }
+        ASSIGN_OR_RETURN(AccumulatorSpec a, parseAccumulatorField(f));
         stage->_accs.push_back(std::move(a));
     }
     return Status::OK();

@@ -21,6 +21,11 @@ struct AccumulatorSpec {
     StageExpressionPtr arg;  // null for $count
 };
 
+// Parses one accumulator field {<name>: {<$op>: expr}} of $group / $bucket / $bucketAuto.
+// Errors: 40236 ($-prefixed name), 40235 (dotted name), 40238 (not exactly one accumulator),
+// 15952 (unknown accumulator), TypeMismatch ($count with arguments), expression errors.
+StatusWith<AccumulatorSpec> parseAccumulatorField(const bson::BsonElement& f);
+
 // $group: groups by the `_id` expression and computes the accumulators per group. Groups come
 // out in order of first appearance. Buffered state above kMaxBlockingMemoryBytes fails with
 // QueryExceededMemoryLimitNoDiskUseAllowed (292).

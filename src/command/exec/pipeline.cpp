@@ -10,6 +10,7 @@
 #include "command/exec/query_executor.h"
 #include "command/exec/query_stages.h"
 #include "command/exec/scan_stages.h"
+#include "command/exec/stage_extra.h"
 #include "command/exec/stage_subpipeline.h"
 #include "command/exec/transform_stages.h"
 #include "query/matcher.h"
@@ -22,16 +23,14 @@ using bson::BsonType;
 namespace {
 
 constexpr std::string_view kSupported[] = {
-    "$match",  "$sort",      "$skip",        "$limit",       "$project",
-    "$group",  "$count",     "$unwind",      "$collStats",   "$addFields",
-    "$set",    "$unset",     "$lookup",      "$out",         "$merge",
-    "$facet",  "$bucket",    "$sortByCount", "$replaceRoot", "$replaceWith",
-    "$sample", "$unionWith", "$indexStats",  "$documents",   "$listLocalSessions"};
-constexpr std::string_view kNotYet[] = {"$bucketAuto",
-                                        "$graphLookup",
-                                        "$densify",
+    "$match",      "$sort",      "$skip",        "$limit",       "$project",
+    "$group",      "$count",     "$unwind",      "$collStats",   "$addFields",
+    "$set",        "$unset",     "$lookup",      "$out",         "$merge",
+    "$facet",      "$bucket",    "$sortByCount", "$replaceRoot", "$replaceWith",
+    "$sample",     "$unionWith", "$indexStats",  "$documents",   "$listLocalSessions",
+    "$bucketAuto", "$redact",    "$graphLookup"};
+constexpr std::string_view kNotYet[] = {"$densify",
                                         "$fill",
-                                        "$redact",
                                         "$geoNear",
                                         "$currentOp",
                                         "$listSessions",
@@ -874,6 +873,18 @@ class Builder {
             // `b` is SORT over GROUP: attach our input below the GROUP.
             sort->child()->setChild(std::move(root));
             root = std::move(b);
+        } else if (name == "$bucketAuto") {
+            ASSIGN_OR_RETURN(auto stage, BucketAutoStage::parse(st));
+            push(root, std::move(stage));
+        } else if (name == "$redact") {
+            ASSIGN_OR_RETURN(auto stage, RedactStage::parse(st));
+            push(root, std::move(stage));
+        } else if (name == "$graphLookup") {
+            ASSIGN_OR_RETURN(auto spec, GraphLookupStage::parseSpec(st, _db));
+            ASSIGN_OR_RETURN(auto resolved, resolveNamespace(*_pctx.engine, spec.fromNs));
+            SubPipelineFactory factory = subFactory(resolved, BuildContext::kLookup);
+            push(root, std::make_unique<GraphLookupStage>(std::move(spec), resolved.coll,
+                                                          std::move(factory)));
         } else if (name == "$count") {
             if (st.type() != BsonType::String) {
                 return Status(40156, "the count field must be a non-empty string");

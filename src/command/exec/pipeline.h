@@ -38,13 +38,15 @@ struct PipelineContext {
 //    final accumulation; $lookup, $facet, $unionWith, $sample, $out, $merge run on the merging
 //    node.
 //  - Stages: $match $project $addFields $set $unset $group $sort $limit $skip $count $unwind
-//    $replaceRoot $replaceWith $sortByCount $facet $bucket $lookup $unionWith $sample $out
-//    $merge $collStats $indexStats $documents $listLocalSessions.
+//    $replaceRoot $replaceWith $sortByCount $facet $bucket $bucketAuto $redact $lookup
+//    $graphLookup $unionWith $sample $out $merge $collStats $indexStats $documents
+//    $listLocalSessions. $bucketAuto is blocking and $graphLookup runs on the merging node
+//    (like $lookup).
 // Errors: 40323 (a stage is not a one-field object), 40324 "Unrecognized pipeline stage name:
 // '$foo'", 40602 (a first-stage-only stage elsewhere), 40601 ($out/$merge not last), 40600
 // (not allowed in $facet), 51047 (not allowed in $lookup), 31441 (not allowed in $unionWith),
 // 73 ({aggregate: 1} with a stage that needs a collection), NotImplemented for known stages not
-// supported yet ($graphLookup, ...), and each stage's parse errors.
+// supported yet ($setWindowFields, $densify, ...), and each stage's parse errors.
 StatusWith<std::unique_ptr<PlanExecutor>> buildPipelineExecutor(
     const PipelineContext& pctx, std::unique_ptr<storage::ReadSnapshot> snapshot,
     storage::CollectionPtr coll, std::string ns, bson::BsonView pipeline, bson::BsonObj hint = {});
