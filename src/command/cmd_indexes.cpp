@@ -9,6 +9,7 @@
 #include "command/write_ops_util.h"
 #include "query/collator.h"
 #include "storage/engine.h"
+#include "storage/index_keys.h"
 
 namespace tessera::command {
 namespace {
@@ -45,16 +46,27 @@ Status validateKeyPattern(bson::BsonElement key) {
             continue;
         }
         if (e.type() == bson::BsonType::String) {
+            std::string_view type = e.stringValue();
+            if (type == "hashed") continue;
+            static constexpr std::array<std::string_view, 5> kKnown = {"text", "2d", "2dsphere",
+                                                                       "2dsphere_bucket", "$**"};
+            if (std::find(kKnown.begin(), kKnown.end(), type) == kKnown.end() &&
+                e.fieldName().find("$**") == std::string_view::npos) {
+                return Status(ErrorCodes::CannotCreateIndex,
+                              "Unknown index plugin '" + std::string(type) + "'");
+            }
             return Status(ErrorCodes::CannotCreateIndex,
-                          "Index type '" + std::string(e.stringValue()) +
-                              "' is not supported yet; use 1 (ascending) or -1 (descending)");
+                          "Index type '" + std::string(type) +
+                              "' is not supported yet; use 1 (ascending), -1 (descending) or "
+                              "\"hashed\"");
         }
         return Status(ErrorCodes::CannotCreateIndex,
                       "Values in v:2 index key pattern cannot be of type " +
                           std::string(typeName(e.type())) +
                           ". Only numbers > 0, numbers < 0, and strings are allowed.");
     }
-    return Status::OK();
+    // At most one hashed field (31303).
+    return storage::validateKeyPattern(key.objValue());
 }
 
 // Turns one element of `indexes` into a storage IndexSpec, refusing options Tessera does not
@@ -104,6 +116,8 @@ StatusWith<storage::IndexSpec> parseIndexSpec(const bson::BsonElement& elt,
                     "' is not valid for an index specification. Specification: " + spec.toJson());
         }
     }
+    // Hashed indexes cannot be unique (16764).
+    TRY_STATUS(storage::validateHashedIndexOptions(out.keyPattern, out.unique));
     if (out.name == "_id_" && !(out.keyPattern.nFields() == 1 && out.keyPattern.hasField("_id"))) {
         return Status(ErrorCodes::BadValue, "The index name '_id_' is reserved for the _id index");
     }

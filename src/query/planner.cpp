@@ -23,15 +23,24 @@ using PredicateMap = std::map<std::string, std::vector<Predicate>>;
 struct KeyField {
     std::string path;
     bool descending = false;
+    // "hashed": the key holds NumberLong(hashElement(value)) (storage/index_keys.h). Equality
+    // and $in become points on the hashes (hashedBounds); anything else gets full bounds; the
+    // field never provides a sort.
+    bool hashed = false;
 };
 
-// False when the key pattern has a non-numeric value (hashed, text, 2dsphere...): such an index
-// does not order documents by value, so bounds cannot be derived for it.
+bool isHashedValue(const BsonElement& e) {
+    return e.type() == BsonType::String && e.stringValue() == "hashed";
+}
+
+// False when the key pattern has a non-numeric value other than "hashed" (text, 2dsphere...):
+// such an index does not order documents by value, so bounds cannot be derived for it.
 bool parseKeyPattern(BsonView keyPattern, std::vector<KeyField>* out) {
     bool regular = true;
     for (const BsonElement& e : keyPattern) {
-        out->push_back({std::string(e.fieldName()), e.isNumber() && e.numberDouble() < 0});
-        if (!e.isNumber()) regular = false;
+        bool hashed = isHashedValue(e);
+        out->push_back({std::string(e.fieldName()), e.isNumber() && e.numberDouble() < 0, hashed});
+        if (!e.isNumber() && !hashed) regular = false;
     }
     return regular && !out->empty();
 }
@@ -100,8 +109,12 @@ void computeSort(Candidate& c, const std::vector<KeyField>& fields,
     // A multikey index holds a document under several keys: its order is not the sort order of
     // the documents on the multikey field.
     if (c.index->multikey || !c.regular) return;
+    // A single point on a hashed field does not fix the field's value (nor its order): only
+    // regular fields count as fixed.
     std::vector<bool> fixed(fields.size());
-    for (size_t i = 0; i < fields.size(); ++i) fixed[i] = isSinglePoint(c.bounds.fields[i]);
+    for (size_t i = 0; i < fields.size(); ++i) {
+        fixed[i] = !fields[i].hashed && isSinglePoint(c.bounds.fields[i]);
+    }
     auto isFixed = [&](const std::string& path) {
         for (size_t i = 0; i < fields.size(); ++i) {
             if (fields[i].path == path && fixed[i]) return true;
@@ -115,6 +128,7 @@ void computeSort(Candidate& c, const std::vector<KeyField>& fields,
     size_t j = 0;
     int orientation = 0;  // +1 same direction as the index, -1 reversed
     for (size_t i = 0; i < fields.size() && j < rest.size(); ++i) {
+        if (fields[i].hashed) return;  // hash order is not value order
         if (fields[i].path == rest[j].path) {
             int o = rest[j].direction * (fields[i].descending ? -1 : 1);
             if (orientation != 0 && o != orientation) return;
@@ -153,6 +167,7 @@ Candidate evaluate(const IndexDescription& index, const PredicateMap& preds,
         const std::vector<Predicate>& fieldPreds = it == preds.end() ? kNone : it->second;
         for (const Predicate& p : fieldPreds) c.provesPresence |= p.excludesMissing;
         if (c.regular && !sharesArrayPrefix) bounds = fieldBounds(fieldPreds, index.multikey);
+        if (f.hashed) bounds = hashedBounds(bounds);
         c.bounds.fields.push_back(f.descending ? reverse(bounds) : bounds);
     }
     if (!c.regular) return c;

@@ -21,7 +21,8 @@ namespace tessera::query {
 //  3. A sparse index holds a document only if at least one indexed field exists.
 //  4. Index keys are keystring::Builder encodings of the values in key-pattern order, each
 //     component descending when its key-pattern value is negative; the entry may be followed by
-//     any suffix (record key).
+//     any suffix (record key). A "hashed" component is NumberLong(bson::hashElement(value)),
+//     missing hashed as null.
 
 struct IndexDescription {
     std::string name;
@@ -78,7 +79,12 @@ struct QueryPlan {
 // Without a hint: {_id: scalar} -> IDHACK; otherwise the index with the most leading fields bound
 // to points, then a bounded range on the next field, then one providing the sort; COLLSCAN when no
 // index has a bound leading field nor provides the sort. Sparse indexes are used only when a
-// predicate proves that the document has an indexed field; hashed/text indexes only when hinted.
+// predicate proves that the document has an indexed field; text/geo indexes only when hinted.
+// A "hashed" field ({a: "hashed"}, {x: 1, a: "hashed"}) gets bounds on NumberLong hashes: the
+// hash of each value of an equality/$in (planner_detail::hashedBounds), full bounds for anything
+// else; it never provides a sort (nor do the fields after it), so such an index is chosen
+// automatically only when a leading field is bound. The FETCH + filter always re-check the
+// document (hashes collide; a hashed index never covers).
 StatusWith<QueryPlan> planQuery(bson::BsonView filter, bson::BsonView sort, bson::BsonView hint,
                                 const std::vector<IndexDescription>& indexes);
 

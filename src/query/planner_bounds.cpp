@@ -6,6 +6,7 @@
 
 #include "bson/bson_builder.h"
 #include "bson/compare.h"
+#include "bson/element_hash.h"
 
 namespace tessera::query::planner_detail {
 namespace {
@@ -417,6 +418,60 @@ IntervalList reverse(const IntervalList& list) {
 std::map<std::string, std::vector<Predicate>> analyzeFilter(BsonView filter) {
     std::map<std::string, std::vector<Predicate>> out;
     analyzeInto(filter, out, 0);
+    return out;
+}
+
+namespace {
+
+BsonObj int64Obj(int64_t v) {
+    return build([v](BsonBuilder& b) { b.appendInt64("", v); });
+}
+
+bool isNullishType(BsonType t) { return t == BsonType::Null || t == BsonType::Undefined; }
+
+// The hashes of every value that compares equal to `v` (see hashedBounds).
+void addPointHashes(const BsonElement& v, std::vector<int64_t>* out) {
+    out->push_back(bson::hashElement(v));
+    if (v.type() != BsonType::Double && v.type() != BsonType::Decimal128) return;
+    long double x = v.type() == BsonType::Double ? static_cast<long double>(v.doubleValue())
+                                                 : v.decimalValue().toLongDouble();
+    if (std::isnan(x)) return;  // every NaN squashes to 0, as v itself did
+    constexpr long double kTwo63 = 9223372036854775808.0L;
+    for (long double r : {std::trunc(x), std::nearbyint(x)}) {
+        if (r >= kTwo63) {
+            // Clamped to INT64_MAX, or INT64_MIN for the double 2^63 (MongoDB's overflow).
+            out->push_back(bson::hashElement(int64Obj(INT64_MAX).firstElement()));
+            out->push_back(bson::hashElement(int64Obj(INT64_MIN).firstElement()));
+        } else if (r < -kTwo63) {
+            out->push_back(bson::hashElement(int64Obj(INT64_MIN).firstElement()));
+        } else {
+            out->push_back(bson::hashElement(int64Obj(static_cast<int64_t>(r)).firstElement()));
+        }
+    }
+}
+
+}  // namespace
+
+IntervalList hashedBounds(const IntervalList& values) {
+    std::vector<int64_t> hashes;
+    for (const Interval& i : values) {
+        if (isPoint(i)) {
+            addPointHashes(i.low.firstElement(), &hashes);
+        } else if (isNullishType(i.low.firstElement().type()) &&
+                   isNullishType(i.high.firstElement().type())) {
+            // [undefined, null]: nothing else lies between them in the canonical order.
+            static const BsonObj kNull = build([](BsonBuilder& b) { b.appendNull(""); });
+            static const BsonObj kUndefined = build([](BsonBuilder& b) { b.appendUndefined(""); });
+            hashes.push_back(bson::hashElement(kNull.firstElement()));
+            hashes.push_back(bson::hashElement(kUndefined.firstElement()));
+        } else {
+            return {fullInterval()};
+        }
+    }
+    std::sort(hashes.begin(), hashes.end());
+    hashes.erase(std::unique(hashes.begin(), hashes.end()), hashes.end());
+    IntervalList out;
+    for (int64_t h : hashes) out.push_back(pointInterval(int64Obj(h).firstElement()));
     return out;
 }
 

@@ -32,6 +32,14 @@ IntervalList intersect(const IntervalList& a, const IntervalList& b);
 // Index order for a descending field: reversed list, each interval's ends swapped.
 IntervalList reverse(const IntervalList& list);
 
+// Value bounds of a hashed index field (ascending) -> bounds on the hashed values: the points of
+// NumberLong(hashElement(v)) for every value v the bounds allow, sorted and deduplicated, when the
+// bounds are a set of points (also the null/undefined interval equality to null yields); the
+// full interval otherwise (a hash does not preserve order, so a range gives no bounds). A
+// non-integral number also yields the hashes of the integers other numeric types equal to it
+// squash to (doubles truncate, decimals round half to even). Empty stays empty.
+IntervalList hashedBounds(const IntervalList& values);
+
 // What one predicate of the filter says about one path.
 struct Predicate {
     IntervalList bounds;           // ascending, normalized; a superset of the matching keys

@@ -329,11 +329,11 @@ TEST(Planner, HintWins) {
 }
 
 TEST(Planner, SpecialIndexesOnlyWhenHinted) {
-    std::vector<IndexDescription> idx = {index("h", R"({"a": "hashed"})")};
+    std::vector<IndexDescription> idx = {index("t", R"({"a": "text"})")};
     EXPECT_TRUE(plan(R"({"a": 1})", idx).collectionScan);
-    QueryPlan p = plan(R"({"a": 1})", idx, "{}", R"({"a": "hashed"})");
-    EXPECT_EQ(p.indexName, "h");
-    EXPECT_EQ(p.summary, R"(IXSCAN { a: "hashed" })");
+    QueryPlan p = plan(R"({"a": 1})", idx, "{}", R"({"a": "text"})");
+    EXPECT_EQ(p.indexName, "t");
+    EXPECT_EQ(p.summary, R"(IXSCAN { a: "text" })");
     EXPECT_EQ(fieldBounds(p, 0), "[MinKey, MaxKey]");
 }
 

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "bson/bson_builder.h"
+#include "bson/element_hash.h"
 #include "keystring/keystring.h"
 
 namespace tessera::storage {
@@ -176,7 +177,10 @@ IndexKeyGenerator::IndexKeyGenerator(bson::BsonView keyPattern, bool sparse,
                                      CollationKeyFn collationKey)
     : _sparse(sparse), _collationKey(std::move(collationKey)) {
     for (BsonElement e : keyPattern) {
-        _fields.push_back({std::string(e.fieldName()), e.isNumber() && e.numberDouble() < 0});
+        bool hashed = e.type() == BsonType::String && e.stringValue() == "hashed";
+        _fields.push_back(
+            {std::string(e.fieldName()), e.isNumber() && e.numberDouble() < 0, hashed});
+        _hashed = _hashed || hashed;
     }
 }
 
@@ -254,8 +258,76 @@ bson::BsonObj applyCollationKey(const BsonElement& value, const CollationKeyFn& 
     return b.obj();
 }
 
+namespace {
+
+// MongoDB's dotted_path_support::extractElementAtPathOrArrayAlongPath: the element at `path`,
+// or the first array met along it (then *arrayPathLen is the length of the path prefix that
+// names that array), or EOO when the path leads nowhere.
+BsonElement extractAtPathOrArray(BsonView doc, std::string_view path, size_t* arrayPathLen) {
+    BsonView obj = doc;
+    size_t start = 0;
+    while (true) {
+        size_t dot = path.find('.', start);
+        size_t end = dot == std::string_view::npos ? path.size() : dot;
+        BsonElement e = obj.getField(path.substr(start, end - start));
+        if (e.eoo() || e.isArray() || dot == std::string_view::npos) {
+            if (e.isArray()) *arrayPathLen = end;
+            return e;
+        }
+        if (!e.isObject()) return BsonElement();
+        obj = e.objValue();
+        start = dot + 1;
+    }
+}
+
+}  // namespace
+
+Status IndexKeyGenerator::getHashedKeys(bson::BsonView doc, std::vector<std::string>* keys,
+                                        std::vector<bson::BsonObj>* values) const {
+    keystring::Builder b;
+    bson::BsonBuilder vb;
+    bool anyPresent = false;
+    for (const Field& f : _fields) {
+        size_t arrayPathLen = 0;
+        BsonElement v = extractAtPathOrArray(doc, f.name, &arrayPathLen);
+        if (v.isArray()) {
+            return Status(16766,
+                          "Error: hashed indexes do not currently support array values. Found "
+                          "array at path: " +
+                              f.name.substr(0, arrayPathLen));
+        }
+        anyPresent = anyPresent || !v.eoo();
+        if (v.eoo()) v = nullElement();
+        bson::BsonObj collated;
+        if (_collationKey && (v.type() == BsonType::String || v.type() == BsonType::Symbol ||
+                              v.type() == BsonType::Object)) {
+            collated = applyCollationKey(v, _collationKey);
+            v = collated.firstElement();
+        }
+        if (f.hashed) {
+            bson::BsonObj h = bson::BsonBuilder().appendInt64("", bson::hashElement(v)).obj();
+            b.append(h.firstElement(), f.descending);
+            if (values) vb.appendElementAs(h.firstElement(), f.name);
+        } else {
+            b.append(v, f.descending);
+            if (values) vb.appendElementAs(v, f.name);
+        }
+    }
+    keys->clear();
+    if (values) values->clear();
+    if (_sparse && !anyPresent) return Status::OK();
+    keys->push_back(b.release());
+    if (values) values->push_back(vb.obj());
+    return Status::OK();
+}
+
 Status IndexKeyGenerator::getKeys(bson::BsonView doc, std::vector<std::string>* keys,
                                   bool* multikey, std::vector<bson::BsonObj>* values) const {
+    if (_hashed) {
+        TRY_STATUS(_status);
+        if (multikey) *multikey = false;
+        return getHashedKeys(doc, keys, values);
+    }
     std::vector<std::pair<std::string, bool>> fields;
     fields.reserve(_fields.size());
     for (const auto& f : _fields) fields.emplace_back(f.name, f.descending);
@@ -286,9 +358,14 @@ Status IndexKeyGenerator::getKeys(bson::BsonView doc, std::vector<std::string>* 
 Status validateKeyPattern(bson::BsonView keyPattern) {
     if (keyPattern.isEmpty())
         return Status(ErrorCodes::CannotCreateIndex, "Index keys cannot be an empty field.");
+    int hashedFields = 0;
     for (BsonElement e : keyPattern) {
         if (e.fieldName().empty())
             return Status(ErrorCodes::CannotCreateIndex, "Index key cannot be an empty field.");
+        if (e.type() == BsonType::String && e.stringValue() == "hashed") {
+            ++hashedFields;
+            continue;
+        }
         if (e.type() == BsonType::String) {
             return Status(ErrorCodes::CannotCreateIndex,
                           "Index type '" + std::string(e.stringValue()) +
@@ -306,6 +383,26 @@ Status validateKeyPattern(bson::BsonView keyPattern) {
                 ErrorCodes::CannotCreateIndex,
                 "Values in the index key pattern can't be 0 or NaN: " + keyPattern.toJson());
         }
+    }
+    if (hashedFields > 1) {
+        return Status(31303, "A maximum of one index field is allowed to be hashed but found " +
+                                 std::to_string(hashedFields) + " for 'key' " +
+                                 formatKeyForMessage(keyPattern));
+    }
+    return Status::OK();
+}
+
+bool isHashedKeyPattern(bson::BsonView keyPattern) {
+    for (BsonElement e : keyPattern) {
+        if (e.type() == BsonType::String && e.stringValue() == "hashed") return true;
+    }
+    return false;
+}
+
+Status validateHashedIndexOptions(bson::BsonView keyPattern, bool unique) {
+    if (unique && isHashedKeyPattern(keyPattern)) {
+        return Status(16764,
+                      "Currently hashed indexes cannot guarantee uniqueness. Use a regular index.");
     }
     return Status::OK();
 }

@@ -38,6 +38,14 @@ bson::BsonObj applyCollationKey(const bson::BsonElement& value, const CollationK
 //    not different arrays: CannotIndexParallelArrays (171) "cannot index parallel arrays [b] [a]";
 //  - a sparse index produces no key for a document that has none of the indexed fields.
 // Keys are keystring encodings (component directions from the pattern), deduplicated, sorted.
+//
+// Hashed indexes (one field of the pattern is "hashed": {a: "hashed"}, {a: 1, b: "hashed"}) follow
+// MongoDB's ExpressionKeysPrivate::getHashKeys instead: exactly one key per document, whose hashed
+// component is NumberLong(bson::hashElement(value)) (a missing field hashes as null; with a
+// collation, strings are replaced by their collation keys before hashing) and whose other
+// components are the values themselves. An array as the value of ANY field of the pattern, or
+// anywhere along its path, fails with 16766 "Error: hashed indexes do not currently support array
+// values. Found array at path: a" — hashed indexes are never multikey.
 class IndexKeyGenerator {
   public:
     // `keyPattern` must be valid (see validateKeyPattern).
@@ -52,21 +60,35 @@ class IndexKeyGenerator {
                    std::vector<bson::BsonObj>* values = nullptr) const;
 
     size_t numFields() const { return _fields.size(); }
+    bool isHashed() const { return _hashed; }
 
   private:
+    Status getHashedKeys(bson::BsonView doc, std::vector<std::string>* keys,
+                         std::vector<bson::BsonObj>* values) const;
+
     struct Field {
         std::string name;  // the dotted path as written in the pattern
         bool descending;
+        bool hashed = false;
     };
     std::vector<Field> _fields;
+    bool _hashed = false;  // some field is "hashed"
     bool _sparse;
     CollationKeyFn _collationKey;   // empty: binary strings
     Status _status = Status::OK();  // a collation that could not be set up fails getKeys
 };
 
-// CannotCreateIndex (67) unless every value is a non-zero number (1/-1 style); special index
-// types ("hashed", "text", "2dsphere", ...) are not supported yet.
+// CannotCreateIndex (67) unless every value is a non-zero number (1/-1 style) or "hashed";
+// at most one field may be hashed (31303, as MongoDB). Other special index types ("text",
+// "2dsphere", ...) are not supported yet (67).
 Status validateKeyPattern(bson::BsonView keyPattern);
+
+// True when some value of the (valid) key pattern is "hashed".
+bool isHashedKeyPattern(bson::BsonView keyPattern);
+
+// The option checks of a hashed index spec: not unique (16764, "Currently hashed indexes cannot
+// guarantee uniqueness. Use a regular index."). OK for any other key pattern.
+Status validateHashedIndexOptions(bson::BsonView keyPattern, bool unique);
 
 // The default index name MongoDB derives from a key pattern: {a: 1, "b.c": -1} -> "a_1_b.c_-1".
 std::string defaultIndexName(bson::BsonView keyPattern);

@@ -131,7 +131,8 @@ TEST(IndexKeys, KeyPatternValidationAndNames) {
     EXPECT_EQ(validateKeyPattern(J(R"({})")).code(), 67);
     EXPECT_EQ(validateKeyPattern(J(R"({"a": 0})")).code(), 67);
     EXPECT_EQ(validateKeyPattern(J(R"({"a": true})")).code(), 67);
-    EXPECT_EQ(validateKeyPattern(J(R"({"a": "hashed"})")).code(), 67);
+    EXPECT_TRUE(validateKeyPattern(J(R"({"a": "hashed"})")).isOK());
+    EXPECT_EQ(validateKeyPattern(J(R"({"a": "2dsphere"})")).code(), 67);
     EXPECT_EQ(defaultIndexName(J(R"({"a": 1, "b.c": -1})")), "a_1_b.c_-1");
 }
 

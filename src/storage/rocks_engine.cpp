@@ -443,9 +443,12 @@ StatusWith<Engine::CreateIndexesResult> RocksEngine::createIndexes(std::string_v
     std::vector<IndexSpec> toBuild;
     for (IndexSpec& spec : specs) {
         TRY_STATUS(validateKeyPattern(spec.keyPattern));
+        TRY_STATUS(validateHashedIndexOptions(spec.keyPattern, spec.unique));
         if (spec.name.empty()) spec.name = defaultIndexName(spec.keyPattern);
-        bool isId =
-            spec.keyPattern.nFields() == 1 && spec.keyPattern.firstElement().fieldName() == "_id";
+        // {_id: "hashed"} is an ordinary (non-unique) hashed index, not the _id index.
+        bool isId = spec.keyPattern.nFields() == 1 &&
+                    spec.keyPattern.firstElement().fieldName() == "_id" &&
+                    spec.keyPattern.firstElement().isNumber();
         if (isId) spec.unique = true;
         if (spec.name == "_id_" && !isId) {
             return Status(ErrorCodes::BadValue,

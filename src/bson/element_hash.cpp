@@ -1,4 +1,4 @@
-#include "placement/hasher.h"
+#include "bson/element_hash.h"
 
 #include <openssl/evp.h>
 
@@ -11,11 +11,8 @@
 #include "bson/bson_obj.h"
 #include "bson/compare.h"
 
-namespace tessera::placement {
+namespace tessera::bson {
 namespace {
-
-using bson::BsonElement;
-using bson::BsonType;
 
 class Md5 {
   public:
@@ -67,7 +64,7 @@ bool mayEncapsulate(BsonType t) {
 }
 
 void recursiveHash(Md5& h, const BsonElement& e, bool includeFieldName) {
-    h.addInt32(bson::canonicalTypeOrder(e.type()));
+    h.addInt32(canonicalTypeOrder(e.type()));
     if (includeFieldName) {
         std::string_view name = e.fieldName();
         h.add(name.data(), name.size() + 1);  // with the NUL
@@ -80,19 +77,19 @@ void recursiveHash(Md5& h, const BsonElement& e, bool includeFieldName) {
         }
         return;
     }
-    bson::BsonView sub;
+    BsonView sub;
     if (e.type() == BsonType::CodeWScope) {
         // value: int32 total, int32 code length (with NUL), code bytes, scope document.
         const uint8_t* v = e.value();
         uint32_t codeLen = readU32(v + 4);
         h.add(v + 8, codeLen);
-        sub = bson::BsonView(v + 8 + codeLen);
+        sub = BsonView(v + 8 + codeLen);
     } else {
         sub = e.objValue();
     }
     for (const BsonElement& child : sub) recursiveHash(h, child, true);
     // The terminating EOO element: canonical type 0, empty name, no value.
-    h.addInt32(bson::canonicalTypeOrder(BsonType::EOO));
+    h.addInt32(canonicalTypeOrder(BsonType::EOO));
 }
 
 }  // namespace
@@ -115,7 +112,7 @@ int64_t squashNumberForHash(const BsonElement& e) {
             return static_cast<int64_t>(d);
         }
         case BsonType::Decimal128: {
-            bson::Decimal128 d = e.decimalValue();
+            Decimal128 d = e.decimalValue();
             if (d.isNaN()) return 0;
             long double v = d.toLongDouble();
             if (v > static_cast<long double>(kMax)) return kMax;
@@ -137,4 +134,4 @@ int64_t hashElement(const BsonElement& e, int32_t seed) {
     return h.finish64();
 }
 
-}  // namespace tessera::placement
+}  // namespace tessera::bson
