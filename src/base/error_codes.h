@@ -92,6 +92,11 @@ namespace tessera {
     X(CursorInUse, 143)                              \
     X(CursorKilled, 237)                             \
     X(QueryExceededMemoryLimitNoDiskUseAllowed, 292) \
+    X(ShardNotFound, 70)                             \
+    X(NamespaceNotSharded, 118)                      \
+    X(ShardingStateNotInitialized, 193)              \
+    X(AlreadyInitialized, 23)                        \
+    X(DatabaseDifferCase, 13297)                     \
     X(Interrupted, 11601)
 
 enum class ErrorCodes : int {

@@ -16,6 +16,27 @@ namespace {
 
 using bson::BsonType;
 
+// $out and $merge write, and a linearizable read cannot be combined with a write (MongoDB's
+// document_source_out/merge check): InvalidOptions, before anything runs.
+Status checkWritingStageReadConcern(bson::BsonView body, bson::BsonView pipeline) {
+    bson::BsonElement rc = body["readConcern"];
+    if (!rc.isObject()) return Status::OK();
+    bson::BsonElement level = rc.objValue()["level"];
+    if (level.type() != BsonType::String || level.stringValue() != "linearizable") {
+        return Status::OK();
+    }
+    for (bson::BsonElement stage : pipeline) {
+        if (!stage.isObject() || stage.objValue().isEmpty()) continue;
+        std::string_view name = stage.objValue().firstElement().fieldName();
+        if (name == "$out" || name == "$merge") {
+            return Status(
+                ErrorCodes::InvalidOptions,
+                std::string(name) + " cannot be used with a 'linearizable' read concern level");
+        }
+    }
+    return Status::OK();
+}
+
 // aggregate: {aggregate: "c" | 1, pipeline: [...], cursor: {batchSize?}, explain?, allowDiskUse?,
 // hint?, let?, collation?, ...} → {cursor: {firstBatch, id, ns}}.
 class AggregateCommand final : public Command {
@@ -40,6 +61,7 @@ class AggregateCommand final : public Command {
             return Status(40414, "BSON field 'aggregate.pipeline' is missing but a required field");
         }
         TRY_STATUS(expectType(pipeline, BsonType::Array, "aggregate"));
+        TRY_STATUS(checkWritingStageReadConcern(body, pipeline.objValue()));
         ASSIGN_OR_RETURN(bool explain, boolArgument(body["explain"], "aggregate"));
         bson::BsonElement cursor = body["cursor"];
         if (cursor.eoo() && !explain) {
@@ -93,6 +115,7 @@ class AggregateCommand final : public Command {
         pctx.engine = &engine;
         pctx.host = opCtx.service->host;
         pctx.allowDiskUse = allowDiskUse;
+        pctx.ownership = opCtx.ownershipFilter(ns);
         ASSIGN_OR_RETURN(pctx.collator, resolveCollation(body["collation"], coll.get()));
         ASSIGN_OR_RETURN(auto exec, exec::buildPipelineExecutor(pctx, std::move(snapshot), coll, ns,
                                                                 stages, hint));
@@ -145,7 +168,9 @@ class CollStatsCommand final : public Command {
             return Status(ErrorCodes::NamespaceNotFound, "Collection [" + ns + "] not found.");
         }
         reply.append("ns", ns);
-        exec::appendStorageStats(reply, *opCtx.service->engine, *coll, scale.value_or(1));
+        auto ownership = opCtx.ownershipFilter(ns);
+        exec::appendStorageStats(reply, *opCtx.service->engine, *coll, scale.value_or(1),
+                                 ownership.get());
         return Status::OK();
     }
 };

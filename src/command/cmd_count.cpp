@@ -57,7 +57,9 @@ class CountCommand final : public Command {
         if (!coll) {
             ASSIGN_OR_RETURN(auto m, query::Matcher::parse(query));  // still validate
             (void)m;
-        } else if (query.isEmpty() && hint.isEmpty()) {
+        } else if (query.isEmpty() && hint.isEmpty() && !opCtx.ownershipFilter(ns)) {
+            // The maintained count is exact only when every stored document is owned (on a
+            // shard with orphans the scan below filters them out).
             n = engine.stats(*coll).count;
             n = std::max<int64_t>(0, n - skip.value_or(0));
             if (limit) n = std::min(n, *limit);

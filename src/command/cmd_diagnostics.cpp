@@ -46,7 +46,7 @@ class ServerStatusCommand : public Command {
             std::chrono::duration_cast<std::chrono::milliseconds>(uptime).count();
         reply.append("host", svc.host);
         reply.append("version", kCompatibleMongoVersion);
-        reply.append("process", "tessera");
+        reply.append("process", svc.role == ClusterRole::kRouter ? "mongos" : "tessera");
         reply.appendInt64("pid", getpid());
         reply.appendDouble("uptime", uptimeMillis / 1000.0);
         reply.appendInt64("uptimeMillis", uptimeMillis);

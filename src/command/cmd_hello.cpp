@@ -41,6 +41,10 @@ class HelloCommand : public Command {
         } else {
             reply.appendBool("ismaster", true);
         }
+        // A router answers as mongos: `msg: "isdbgrid"` is how drivers and mongosh classify it.
+        if (opCtx.service && opCtx.service->role == ClusterRole::kRouter) {
+            reply.append("msg", "isdbgrid");
+        }
         if (body["helloOk"].trueValue()) reply.appendBool("helloOk", true);
         reply.appendInt32("maxBsonObjectSize", kMaxBsonObjectSize);
         reply.appendInt32("maxMessageSizeBytes", kMaxMessageSizeBytes);

@@ -20,6 +20,50 @@ namespace tessera::command {
 
 class CursorManager;
 class CommandRegistry;
+class CommandHooks;
+struct OperationContext;
+struct CommandRequest;
+class Command;
+
+// Which process this is. The command layer serves all of them; roles differ in their registry
+// (src/router registers router commands, src/shard and src/config add internal commands) and in
+// the hooks below.
+enum class ClusterRole { kStandalone, kShard, kConfig, kRouter };
+
+// The documents of one sharded collection a shard owns at the operation's placement version.
+// Read paths skip documents for which owns() is false (orphans: a range being received, or one
+// donated and not yet deleted), so that no read — counts included — ever sees them
+// (ARCHITECTURE.md invariant 3).
+class OwnershipFilter {
+  public:
+    virtual ~OwnershipFilter() = default;
+    virtual bool owns(bson::BsonView doc) const = 0;
+};
+
+// Role-specific steps around every command, installed by the process's main (the shard's
+// placement version checks, src/shard). Called on the worker thread running the command.
+class CommandHooks {
+  public:
+    virtual ~CommandHooks() = default;
+    // Runs after command lookup, generic arguments and failCommand, before command.run(). An
+    // error becomes the reply (with opCtx.errorExtraInfo, e.g. StaleConfig's vReceived/vWanted).
+    virtual Status beforeCommand(OperationContext& opCtx, const CommandRequest& request,
+                                 const Command& command) = 0;
+    // The filter for reads of `ns`, or nullptr when every stored document is owned (unsharded
+    // collections, no orphans).
+    virtual std::shared_ptr<const OwnershipFilter> ownershipFilter(OperationContext& opCtx,
+                                                                   std::string_view ns) = 0;
+    // Runs after beforeCommand succeeded: a reply to send instead of running the command (the
+    // stored reply of a retried retryable write, without executing it again), or nullopt.
+    virtual std::optional<bson::BsonObj> replayedReply(OperationContext&, const CommandRequest&,
+                                                       const Command&) {
+        return std::nullopt;
+    }
+    // Runs after command.run() when replayedReply returned nullopt (whatever the outcome):
+    // `reply` is the full reply that will be sent ({ok: 1, ...} or the error reply).
+    virtual void afterCommand(OperationContext&, const CommandRequest&, const Command&,
+                              const Status&, const bson::BsonObj&) {}
+};
 
 // Process-wide state every command may use. Owned by the process's main; outlives all requests.
 struct ServiceContext {
@@ -31,6 +75,11 @@ struct ServiceContext {
     int port = 0;
     std::vector<std::string> argv;  // for getCmdLineOpts
     std::chrono::system_clock::time_point startTime = std::chrono::system_clock::now();
+    ClusterRole role = ClusterRole::kStandalone;
+    CommandHooks* hooks = nullptr;  // null: no role-specific checks
+    // The role's own state (router::Router, shard::ShardingState, config::ConfigServer), owned by
+    // main; role commands cast it back. Null on a standalone.
+    void* roleState = nullptr;
     // Connection counters, maintained by the network layer.
     struct Connections {
         std::function<int64_t()> current;
@@ -81,6 +130,10 @@ struct OperationContext {
 
     // MaxTimeMSExpired if the deadline has passed.
     Status checkForInterrupt() const;
+    // The ownership filter of `ns` from the role's hooks (nullptr: read everything).
+    std::shared_ptr<const OwnershipFilter> ownershipFilter(std::string_view ns) {
+        return service && service->hooks ? service->hooks->ownershipFilter(*this, ns) : nullptr;
+    }
 };
 
 // A command: MongoDB's name, arguments and reply shape. Implementations live one (or a small

@@ -58,7 +58,7 @@ class PinnedCursor {
 // Invariants:
 //  1. Cursor ids are non-zero, positive and unique among open cursors (0 means "no cursor").
 //  2. A cursor is used by at most one operation at a time (pinned); a second one gets
-//     CursorInUse (292).
+//     CursorInUse (143).
 //  3. A cursor not used for `idleTimeout` is deleted by reapIdleCursors() unless it was opened
 //     with noCursorTimeout or is pinned.
 //
@@ -78,7 +78,7 @@ class CursorManager {
 
     // Pins cursor `id` for a getMore on namespace `ns`. Errors: CursorNotFound (43) "cursor id
     // 123 not found", Unauthorized (13) when `ns` is not the cursor's namespace, CursorInUse
-    // (292) when another operation holds it.
+    // (143) when another operation holds it.
     StatusWith<PinnedCursor> pin(int64_t id, std::string_view ns);
 
     enum class KillResult { kKilled, kNotFound };

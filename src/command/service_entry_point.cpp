@@ -44,6 +44,38 @@ Status applyMaxTimeMS(bson::BsonView body, OperationContext& opCtx) {
 
 void appendOk(bson::BsonBuilder& reply) { reply.appendDouble("ok", 1.0); }
 
+// Fills opCtx.lsid (the 16 bytes of `lsid.id`) and opCtx.txnNumber from the generic arguments.
+Status applySessionArgs(bson::BsonView body, OperationContext& opCtx) {
+    if (bson::BsonElement lsid = body["lsid"]; lsid.isObject()) {
+        bson::BsonElement id = lsid.objValue()["id"];
+        if (id.type() == bson::BsonType::BinData) opCtx.lsid = std::string(id.binaryValue().data);
+    }
+    bson::BsonElement txn = body["txnNumber"];
+    if (txn.eoo()) return Status::OK();
+    if (!txn.isNumber() || !txn.isIntegral() || txn.numberLong() < 0) {
+        return Status(ErrorCodes::TypeMismatch,
+                      "txnNumber must be a non-negative integer, got " + txn.toString(false));
+    }
+    if (!opCtx.lsid) {
+        return Status(ErrorCodes::InvalidOptions,
+                      "Transaction number requires a session ID to also be specified");
+    }
+    opCtx.txnNumber = txn.numberLong();
+    return Status::OK();
+}
+
+void logSlow(std::chrono::steady_clock::time_point started, const CommandRequest& request,
+             const Status& status) {
+    auto elapsed = std::chrono::steady_clock::now() - started;
+    if (elapsed >= kSlowOperationThreshold) {
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
+        log::info("COMMAND", 51803, "Slow query",
+                  "{\"ns\":\"" + log::jsonEscape(request.db) + "\",\"command\":\"" +
+                      log::jsonEscape(request.commandName) + "\",\"durationMillis\":" +
+                      std::to_string(ms) + ",\"ok\":" + (status.isOK() ? "1" : "0") + "}");
+    }
+}
+
 }  // namespace
 
 bson::BsonObj errorReply(const Status& status, bson::BsonView extra) {
@@ -113,12 +145,20 @@ bson::BsonObj ServiceEntryPoint::execute(CommandRequest& request, ClientState& c
     opCtx.client = &client;
     Status status = applyMaxTimeMS(request.body, opCtx);
     if (!status.isOK()) return errorReply(status);
-    if (request.body.hasField("txnNumber") || request.body.hasField("autocommit") ||
-        request.body.hasField("startTransaction")) {
+    bool acceptsSessions =
+        _service.role == ClusterRole::kShard || _service.role == ClusterRole::kRouter;
+    if (!acceptsSessions &&
+        (request.body.hasField("txnNumber") || request.body.hasField("autocommit") ||
+         request.body.hasField("startTransaction"))) {
         // What a standalone mongod answers; drivers then fall back to plain writes.
         return errorReply(Status(ErrorCodes::IllegalOperation,
                                  "Transaction numbers are only allowed on a replica set member "
                                  "or mongos"));
+    }
+
+    if (acceptsSessions) {
+        status = applySessionArgs(request.body, opCtx);
+        if (!status.isOK()) return errorReply(status);
     }
 
     bson::BsonObj writeConcernError;
@@ -146,19 +186,37 @@ bson::BsonObj ServiceEntryPoint::execute(CommandRequest& request, ClientState& c
 
     bson::BsonBuilder reply;
     try {
+        if (_service.hooks) {
+            status = _service.hooks->beforeCommand(opCtx, request, *command);
+            if (!status.isOK()) return errorReply(status, opCtx.errorExtraInfo);
+            if (std::optional<bson::BsonObj> replayed =
+                    _service.hooks->replayedReply(opCtx, request, *command)) {
+                return std::move(*replayed);
+            }
+        }
         status = command->run(opCtx, request, reply);
     } catch (const std::exception& e) {
         status = Status(ErrorCodes::InternalError,
                         std::string("unexpected exception in command: ") + e.what());
     }
-    auto elapsed = std::chrono::steady_clock::now() - started;
-    if (elapsed >= kSlowOperationThreshold) {
-        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
-        log::info("COMMAND", 51803, "Slow query",
-                  "{\"ns\":\"" + log::jsonEscape(request.db) + "\",\"command\":\"" +
-                      log::jsonEscape(request.commandName) + "\",\"durationMillis\":" +
-                      std::to_string(ms) + ",\"ok\":" + (status.isOK() ? "1" : "0") + "}");
+    if (_service.hooks) {
+        // The hooks see the reply exactly as it is sent (a retryable write stores it).
+        bson::BsonObj full;
+        if (!status.isOK()) {
+            full = errorReply(status, opCtx.errorExtraInfo);
+        } else {
+            if (!writeConcernError.isEmpty()) {
+                reply.appendObject("writeConcernError", writeConcernError);
+                writeConcernError = bson::BsonObj();
+            }
+            appendOk(reply);
+            full = reply.obj();
+        }
+        _service.hooks->afterCommand(opCtx, request, *command, status, full);
+        logSlow(started, request, status);
+        return full;
     }
+    logSlow(started, request, status);
     if (!status.isOK()) return errorReply(status, opCtx.errorExtraInfo);
     if (!writeConcernError.isEmpty()) reply.appendObject("writeConcernError", writeConcernError);
     appendOk(reply);

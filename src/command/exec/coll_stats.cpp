@@ -9,6 +9,29 @@ namespace tessera::command::exec {
 
 using bson::BsonType;
 
+namespace {
+
+struct OwnedTotals {
+    int64_t count = 0;
+    int64_t bytes = 0;
+};
+
+// The owned documents of `coll` and their BSON bytes, by a scan at the latest snapshot.
+OwnedTotals ownedTotals(storage::Engine& engine, const storage::CollectionInfo& coll,
+                        const OwnershipFilter& ownership) {
+    OwnedTotals totals;
+    auto snapshot = engine.snapshot();
+    auto cursor = snapshot->scan(coll);
+    while (auto rec = cursor->next()) {
+        if (!ownership.owns(rec->doc)) continue;
+        ++totals.count;
+        totals.bytes += static_cast<int64_t>(rec->doc.size());
+    }
+    return totals;
+}
+
+}  // namespace
+
 StatusWith<bson::BsonObj> collStatsDocument(const PipelineContext& pctx,
                                             const storage::CollectionPtr& coll,
                                             const std::string& ns, const bson::BsonElement& spec) {
@@ -38,10 +61,16 @@ StatusWith<bson::BsonObj> collStatsDocument(const PipelineContext& pctx,
                 if (s) scale = s.numberLong();
             }
             b.startObject("storageStats");
-            appendStorageStats(b, *pctx.engine, *coll, scale);
+            appendStorageStats(b, *pctx.engine, *coll, scale, pctx.ownership.get());
             b.end();
         } else if (name == "count") {
-            b.appendNumber("count", coll ? pctx.engine->stats(*coll).count : 0);
+            int64_t count = 0;
+            if (coll && pctx.ownership) {
+                count = ownedTotals(*pctx.engine, *coll, *pctx.ownership).count;
+            } else if (coll) {
+                count = pctx.engine->stats(*coll).count;
+            }
+            b.appendNumber("count", count);
         } else if (name == "latencyStats") {
             b.startObject("latencyStats");
             for (auto kind : {"reads", "writes", "commands", "transactions"}) {
@@ -64,8 +93,16 @@ StatusWith<bson::BsonObj> collStatsDocument(const PipelineContext& pctx,
 }
 
 void appendStorageStats(bson::BsonBuilder& b, storage::Engine& engine,
-                        const storage::CollectionInfo& coll, int64_t scale) {
+                        const storage::CollectionInfo& coll, int64_t scale,
+                        const OwnershipFilter* ownership) {
     storage::CollectionStats stats = engine.stats(coll);
+    int64_t orphans = 0;
+    if (ownership) {
+        OwnedTotals owned = ownedTotals(engine, coll, *ownership);
+        orphans = stats.count > owned.count ? stats.count - owned.count : 0;
+        stats.count = owned.count;
+        stats.dataSize = owned.bytes;
+    }
     int64_t totalIndexSize = 0;
     for (const auto& [name, size] : stats.indexSizes) totalIndexSize += size;
     b.appendNumber("size", stats.dataSize / scale);
@@ -81,6 +118,7 @@ void appendStorageStats(bson::BsonBuilder& b, storage::Engine& engine,
     for (const auto& [name, size] : stats.indexSizes) b.appendNumber(name, size / scale);
     b.end();
     b.appendNumber("scaleFactor", scale);
+    if (ownership) b.appendNumber("numOrphanDocs", orphans);
 }
 
 }  // namespace tessera::command::exec

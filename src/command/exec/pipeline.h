@@ -6,6 +6,7 @@
 
 #include "base/status.h"
 #include "bson/bson_builder.h"
+#include "command/command.h"
 #include "command/exec/plan_executor.h"
 #include "query/collator.h"
 #include "storage/catalog_types.h"
@@ -25,6 +26,9 @@ struct PipelineContext {
     bool allowDiskUse = false;
     // The aggregate's collation (nullptr: simple): $match comparisons, $sort, index choice.
     query::CollatorPtr collator;
+    // On a shard, which stored documents of the collection it owns (null: all): $collStats
+    // counts only those and reports the rest as numOrphanDocs.
+    std::shared_ptr<const OwnershipFilter> ownership;
 };
 
 // Builds an aggregation pipeline over collection `coll` (null when missing: no input). `ns` is
@@ -63,9 +67,13 @@ Status validatePipeline(const PipelineContext& pctx, const std::string& ns, bson
                         bool forView);
 
 // storageStats as $collStats and collStats report them: size, count, avgObjSize, storageSize,
-// freeStorageSize, capped, nindexes, totalIndexSize, totalSize, indexSizes, scaleFactor.
+// freeStorageSize, capped, nindexes, totalIndexSize, totalSize, indexSizes, scaleFactor. With an
+// ownership filter (a shard's sharded collection) `count` and `size` are those of the owned
+// documents, counted by a scan, and `numOrphanDocs` says how many stored ones are not owned:
+// orphans never inflate a shard's counts (ARCHITECTURE.md invariant 3).
 void appendStorageStats(bson::BsonBuilder& b, storage::Engine& engine,
-                        const storage::CollectionInfo& coll, int64_t scale = 1);
+                        const storage::CollectionInfo& coll, int64_t scale = 1,
+                        const OwnershipFilter* ownership = nullptr);
 
 // ---- Views. A view is a catalog entry whose options are {viewOn: "<coll>", pipeline: [...]}.
 

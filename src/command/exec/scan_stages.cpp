@@ -10,6 +10,25 @@ Status ExecContext::checkForInterrupt() {
     return opCtx->checkForInterrupt();
 }
 
+void OwnershipCheck::resolve(ExecContext& ctx) {
+    if (_resolved) return;
+    _resolved = true;
+    if (ctx.opCtx && ctx.collection) {
+        // The hooks take a mutable context; the filter lookup does not change the operation.
+        _filter = const_cast<OperationContext*>(ctx.opCtx)->ownershipFilter(ctx.collection->ns());
+    }
+}
+
+bool OwnershipCheck::active(ExecContext& ctx) {
+    resolve(ctx);
+    return _filter != nullptr;
+}
+
+bool OwnershipCheck::owns(ExecContext& ctx, bson::BsonView doc) {
+    resolve(ctx);
+    return !_filter || _filter->owns(doc);
+}
+
 StatusWith<bool> PlanStage::next(ExecContext& ctx, WorkingMember* out) {
     auto sw = doNext(ctx, out);
     if (sw.isOK() && sw.getValue()) ++_stats.nReturned;
@@ -39,6 +58,11 @@ StatusWith<bool> CollScanStage::doNext(ExecContext& ctx, WorkingMember* out) {
     if (!_cursor) _cursor = ctx.snapshot->scan(*ctx.collection, _forward);
     TRY_STATUS(ctx.checkForInterrupt());
     auto rec = _cursor->next();
+    while (rec && !_ownership.owns(ctx, rec->doc)) {  // orphans are skipped
+        ++_stats.docsExamined;
+        TRY_STATUS(ctx.checkForInterrupt());
+        rec = _cursor->next();
+    }
     if (!rec) {
         _done = true;
         _cursor.reset();
@@ -64,6 +88,7 @@ StatusWith<bool> IdHackStage::doNext(ExecContext& ctx, WorkingMember* out) {
     auto rec = ctx.snapshot->findById(*ctx.collection, _id.firstElement());
     if (!rec) return false;
     ++_stats.docsExamined;
+    if (!_ownership.owns(ctx, rec->doc)) return false;
     out->recordKey = std::move(rec->recordKey);
     out->indexKey.clear();
     out->doc = std::move(rec->doc);
@@ -93,6 +118,18 @@ StatusWith<bool> IndexScanStage::doNext(ExecContext& ctx, WorkingMember* out) {
                 ++_dupsDropped;
                 continue;
             }
+        }
+        if (_ownership.active(ctx)) {
+            // Ownership is decided on the document: fetch it here (FETCH then passes it on;
+            // covered plans get it too, so they cannot return orphans either).
+            auto doc = ctx.snapshot->findByRecordKey(*ctx.collection, entry->recordKey);
+            if (!doc || !_ownership.owns(ctx, *doc)) continue;
+            out->recordKey = std::move(entry->recordKey);
+            out->indexKey = std::move(entry->key);
+            out->doc = std::move(*doc);
+            out->hasDoc = true;
+            out->details.reset();
+            return true;
         }
         out->recordKey = std::move(entry->recordKey);
         out->indexKey = std::move(entry->key);

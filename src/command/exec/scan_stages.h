@@ -5,10 +5,28 @@
 #include <string>
 #include <vector>
 
+#include "command/command.h"
 #include "command/exec/plan_stage.h"
 #include "storage/read_snapshot.h"
 
 namespace tessera::command::exec {
+
+// The ownership filter of the scanned collection (OperationContext::ownershipFilter), resolved
+// once per stage on first use: on a shard, the scan stages below skip documents the shard does
+// not own (orphans), so that every read built on them — finds, counts, updates and deletes —
+// ignores orphans. Null (no filtering) everywhere else.
+class OwnershipCheck {
+  public:
+    // Whether the document may be returned.
+    bool owns(ExecContext& ctx, bson::BsonView doc);
+    // Whether a filter applies (then index scans must fetch to decide).
+    bool active(ExecContext& ctx);
+
+  private:
+    void resolve(ExecContext& ctx);
+    bool _resolved = false;
+    std::shared_ptr<const OwnershipFilter> _filter;
+};
 
 // COLLSCAN: every document of the collection in record-key order.
 class CollScanStage final : public PlanStage {
@@ -23,6 +41,7 @@ class CollScanStage final : public PlanStage {
     bool _forward;
     std::unique_ptr<storage::RecordCursor> _cursor;
     bool _done = false;
+    OwnershipCheck _ownership;
 };
 
 // IDHACK: point lookup of one `_id` value on the _id index.
@@ -37,6 +56,7 @@ class IdHackStage final : public PlanStage {
   private:
     bson::BsonObj _id;
     bool _done = false;
+    OwnershipCheck _ownership;
 };
 
 // IXSCAN: entries of one index within a list of disjoint key ranges, visited in order. Records
@@ -67,6 +87,7 @@ class IndexScanStage final : public PlanStage {
     std::unique_ptr<storage::IndexCursor> _cursor;
     std::set<std::string> _seen;
     int64_t _dupsDropped = 0;
+    OwnershipCheck _ownership;
 };
 
 // FETCH: loads the document of an index entry (skipping entries whose record vanished).

@@ -1,0 +1,290 @@
+#include "net/remote_client.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "bson/bson_builder.h"
+#include "wire/message.h"
+#include "wire/op_msg.h"
+
+namespace tessera::net {
+namespace {
+
+std::atomic<int32_t> gNextRequestId{1};
+
+Status unreachable(std::string_view host, std::string_view what) {
+    return Status(ErrorCodes::HostUnreachable,
+                  "cannot reach " + std::string(host) + ": " + std::string(what));
+}
+
+}  // namespace
+
+// A blocking TCP connection to one host. Owned by one thread at a time (the pool hands it out).
+class RemoteClient::Connection {
+  public:
+    Connection(std::string host, int fd) : _host(std::move(host)), _fd(fd) {}
+    ~Connection() { ::close(_fd); }
+
+    const std::string& host() const { return _host; }
+
+    Status send(const wire::Message& msg, std::chrono::milliseconds timeout) {
+        setTimeout(SO_SNDTIMEO, timeout);
+        const uint8_t* p = msg.data();
+        size_t left = msg.size();
+        while (left > 0) {
+            ssize_t n = ::send(_fd, p, left, MSG_NOSIGNAL);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return ioError("send");
+            p += n;
+            left -= static_cast<size_t>(n);
+        }
+        return Status::OK();
+    }
+
+    StatusWith<bson::BsonObj> receive(int32_t requestId, std::chrono::milliseconds timeout) {
+        setTimeout(SO_RCVTIMEO, timeout);
+        uint8_t header[wire::kHeaderSize];
+        TRY_STATUS(readFully(header, sizeof header));
+        ASSIGN_OR_RETURN(wire::MsgHeader h, wire::parseHeader(header));
+        if (h.opCode != static_cast<int32_t>(wire::OpCode::kMsg) || h.responseTo != requestId) {
+            return Status(
+                ErrorCodes::ProtocolError,
+                "unexpected reply from " + _host + " (opCode " + std::to_string(h.opCode) + ")");
+        }
+        wire::Message msg = wire::Message::allocate(static_cast<size_t>(h.messageLength));
+        std::memcpy(msg.mutableData(), header, sizeof header);
+        TRY_STATUS(readFully(msg.mutableData() + sizeof header, msg.size() - sizeof header));
+        ASSIGN_OR_RETURN(wire::OpMsgRequest reply, wire::parseOpMsg(std::move(msg)));
+        if (reply.bodySections != 1) {
+            return Status(ErrorCodes::ProtocolError, "reply from " + _host + " has no body");
+        }
+        return reply.body.copy();
+    }
+
+  private:
+    void setTimeout(int option, std::chrono::milliseconds timeout) {
+        timeval tv{};
+        tv.tv_sec = timeout.count() / 1000;
+        tv.tv_usec = (timeout.count() % 1000) * 1000;
+        ::setsockopt(_fd, SOL_SOCKET, option, &tv, sizeof tv);
+    }
+
+    Status readFully(uint8_t* p, size_t n) {
+        while (n > 0) {
+            ssize_t got = ::recv(_fd, p, n, 0);
+            if (got < 0 && errno == EINTR) continue;
+            if (got == 0) return unreachable(_host, "connection closed by the remote");
+            if (got < 0) return ioError("recv");
+            p += got;
+            n -= static_cast<size_t>(got);
+        }
+        return Status::OK();
+    }
+
+    Status ioError(const char* op) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            return Status(ErrorCodes::NetworkTimeout,
+                          std::string(op) + " to " + _host + " timed out");
+        }
+        return unreachable(_host, std::string(op) + ": " + std::strerror(errno));
+    }
+
+    std::string _host;
+    int _fd;
+};
+
+namespace {
+
+// Connects with a bound on the time (non-blocking connect + poll), then switches the socket back
+// to blocking mode with TCP_NODELAY (requests are small and latency-bound).
+StatusWith<int> connectTo(std::string_view hostAndPort, std::chrono::milliseconds timeout) {
+    ASSIGN_OR_RETURN(auto hp, parseHostAndPort(hostAndPort));
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    std::string port = std::to_string(hp.second);
+    int rc = ::getaddrinfo(hp.first.c_str(), port.c_str(), &hints, &res);
+    if (rc != 0) return unreachable(hostAndPort, gai_strerror(rc));
+    Status last = unreachable(hostAndPort, "no address");
+    for (addrinfo* ai = res; ai; ai = ai->ai_next) {
+        int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0) continue;
+        int flags = ::fcntl(fd, F_GETFL, 0);
+        ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+        int c = ::connect(fd, ai->ai_addr, ai->ai_addrlen);
+        if (c != 0 && errno == EINPROGRESS) {
+            pollfd pfd{fd, POLLOUT, 0};
+            int p = ::poll(&pfd, 1, static_cast<int>(timeout.count()));
+            int err = 0;
+            socklen_t len = sizeof err;
+            if (p == 1 && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0) {
+                c = 0;
+            } else {
+                errno = p == 0 ? ETIMEDOUT : (err ? err : errno);
+            }
+        }
+        if (c == 0) {
+            ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+            int one = 1;
+            ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            ::freeaddrinfo(res);
+            return fd;
+        }
+        last = unreachable(hostAndPort, std::strerror(errno));
+        ::close(fd);
+    }
+    ::freeaddrinfo(res);
+    return last;
+}
+
+wire::Message buildRequest(std::string_view db, bson::BsonView cmd, int32_t requestId) {
+    bson::BsonBuilder b;
+    for (const auto& e : cmd) {
+        if (e.fieldName() != "$db") b.appendElement(e);
+    }
+    b.append("$db", db);
+    bson::BsonObj body = b.obj();
+    return wire::buildOpMsg(requestId, 0, 0, body);
+}
+
+}  // namespace
+
+RemoteClient::RemoteClient(RemoteClientOptions options) : _options(options) {}
+RemoteClient::~RemoteClient() = default;
+
+StatusWith<std::unique_ptr<RemoteClient::Connection>> RemoteClient::acquire(std::string_view host) {
+    {
+        std::lock_guard lock(_mutex);
+        auto it = _idle.find(host);
+        if (it != _idle.end() && !it->second.empty()) {
+            auto conn = std::move(it->second.back());
+            it->second.pop_back();
+            return conn;
+        }
+    }
+    ASSIGN_OR_RETURN(int fd, connectTo(host, _options.connectTimeout));
+    return std::make_unique<Connection>(std::string(host), fd);
+}
+
+void RemoteClient::release(std::unique_ptr<Connection> conn) {
+    std::lock_guard lock(_mutex);
+    auto& idle = _idle[conn->host()];
+    if (idle.size() < _options.maxIdlePerHost) idle.push_back(std::move(conn));
+}
+
+void RemoteClient::dropConnections(std::string_view host) {
+    std::vector<std::unique_ptr<Connection>> dropped;
+    std::lock_guard lock(_mutex);
+    auto it = _idle.find(host);
+    if (it != _idle.end()) dropped.swap(it->second);
+}
+
+StatusWith<bson::BsonObj> RemoteClient::runCommand(std::string_view host, std::string_view db,
+                                                   bson::BsonView cmd,
+                                                   std::chrono::milliseconds timeout) {
+    if (timeout.count() <= 0) timeout = _options.requestTimeout;
+    int32_t requestId = gNextRequestId.fetch_add(1);
+    wire::Message msg = buildRequest(db, cmd, requestId);
+    // A pooled connection may have been closed by the remote since it was last used (restart):
+    // a failed send on a reused connection is retried once on a fresh one. Nothing was executed
+    // then, because the request never left this process completely.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        ASSIGN_OR_RETURN(auto conn, acquire(host));
+        Status sent = conn->send(msg, timeout);
+        if (!sent.isOK()) {
+            if (attempt == 0) continue;
+            return sent;
+        }
+        auto reply = conn->receive(requestId, timeout);
+        if (!reply.isOK()) return reply.getStatus();
+        release(std::move(conn));
+        return reply;
+    }
+    return unreachable(host, "send failed");
+}
+
+std::vector<StatusWith<bson::BsonObj>> RemoteClient::runCommands(
+    const std::vector<RemoteCommand>& cmds) {
+    if (cmds.size() == 1) return {runCommand(cmds[0].host, cmds[0].db, cmds[0].cmd)};
+    struct InFlight {
+        std::unique_ptr<Connection> conn;
+        int32_t requestId = 0;
+        Status status;
+    };
+    std::vector<InFlight> inflight(cmds.size());
+    for (size_t i = 0; i < cmds.size(); ++i) {
+        auto conn = acquire(cmds[i].host);
+        if (!conn.isOK()) {
+            inflight[i].status = conn.getStatus();
+            continue;
+        }
+        inflight[i].conn = std::move(conn.getValue());
+        inflight[i].requestId = gNextRequestId.fetch_add(1);
+        inflight[i].status = inflight[i].conn->send(
+            buildRequest(cmds[i].db, cmds[i].cmd, inflight[i].requestId), _options.requestTimeout);
+    }
+    std::vector<StatusWith<bson::BsonObj>> results;
+    results.reserve(cmds.size());
+    for (auto& f : inflight) {
+        if (!f.status.isOK()) {
+            results.emplace_back(f.status);
+            continue;
+        }
+        auto reply = f.conn->receive(f.requestId, _options.requestTimeout);
+        if (reply.isOK()) release(std::move(f.conn));
+        results.push_back(std::move(reply));
+    }
+    return results;
+}
+
+Status replyStatus(bson::BsonView reply) {
+    bson::BsonElement ok = reply["ok"];
+    bool isOk = false;
+    if (ok.type() == bson::BsonType::Double)
+        isOk = ok.doubleValue() != 0;
+    else if (ok.type() == bson::BsonType::Int32)
+        isOk = ok.int32Value() != 0;
+    else if (ok.type() == bson::BsonType::Int64)
+        isOk = ok.int64Value() != 0;
+    else if (ok.type() == bson::BsonType::Bool)
+        isOk = ok.boolValue();
+    if (isOk) return Status::OK();
+    bson::BsonElement code = reply["code"];
+    bson::BsonElement msg = reply["errmsg"];
+    int c = code.eoo() ? static_cast<int>(ErrorCodes::UnknownError) : code.numberInt();
+    std::string m = msg.type() == bson::BsonType::String ? std::string(msg.stringValue())
+                                                         : std::string("command failed");
+    return Status(c, std::move(m));
+}
+
+StatusWith<std::pair<std::string, int>> parseHostAndPort(std::string_view hostAndPort) {
+    size_t colon = hostAndPort.rfind(':');
+    if (colon == std::string_view::npos || colon == 0 || colon + 1 >= hostAndPort.size()) {
+        return Status(ErrorCodes::FailedToParse,
+                      "expected host:port, got '" + std::string(hostAndPort) + "'");
+    }
+    int port = 0;
+    for (char c : hostAndPort.substr(colon + 1)) {
+        if (c < '0' || c > '9' || port > 65535) {
+            return Status(ErrorCodes::FailedToParse,
+                          "bad port in '" + std::string(hostAndPort) + "'");
+        }
+        port = port * 10 + (c - '0');
+    }
+    if (port <= 0 || port > 65535) {
+        return Status(ErrorCodes::FailedToParse, "bad port in '" + std::string(hostAndPort) + "'");
+    }
+    return std::make_pair(std::string(hostAndPort.substr(0, colon)), port);
+}
+
+}  // namespace tessera::net

@@ -1,0 +1,78 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "bson/bson_obj.h"
+
+namespace tessera::net {
+
+// One command for RemoteClient::runCommands.
+struct RemoteCommand {
+    std::string host;   // "host:port"
+    std::string db;     // becomes the command's `$db`
+    bson::BsonObj cmd;  // the command body without `$db`
+};
+
+struct RemoteClientOptions {
+    std::chrono::milliseconds connectTimeout{5000};
+    // Bound on one request/reply exchange. Internal commands that may run long (a migration's
+    // clone) pass their own larger bound through runCommand's `timeout`.
+    std::chrono::milliseconds requestTimeout{120000};
+    // Idle connections kept per host; more are closed when returned.
+    size_t maxIdlePerHost = 64;
+};
+
+// The client side of the wire protocol, used by the cluster roles to talk to each other (router →
+// shards and config, config → shards, shard → shard and config). Pooled, blocking connections:
+// the caller's thread sends one OP_MSG and waits for its reply. Thread-safe.
+//
+// Result contract: a Status error means the exchange failed (HostUnreachable 6 when the host
+// cannot be reached or the connection broke, NetworkTimeout 89 on a timeout, ProtocolError 17 on
+// a malformed reply) and the connection is discarded; otherwise the reply body is returned as the
+// remote sent it, `ok: 0` included (use `replyStatus` to turn that into a Status).
+class RemoteClient {
+  public:
+    explicit RemoteClient(RemoteClientOptions options = {});
+    ~RemoteClient();
+    RemoteClient(const RemoteClient&) = delete;
+    RemoteClient& operator=(const RemoteClient&) = delete;
+
+    // Runs `cmd` on `db` at `host`. `timeout` overrides options.requestTimeout when non-zero.
+    StatusWith<bson::BsonObj> runCommand(std::string_view host, std::string_view db,
+                                         bson::BsonView cmd,
+                                         std::chrono::milliseconds timeout = {});
+
+    // Runs several commands concurrently (each on its own connection: all requests are sent
+    // before the first reply is read). Results are in the order of `cmds`.
+    std::vector<StatusWith<bson::BsonObj>> runCommands(const std::vector<RemoteCommand>& cmds);
+
+    // Closes the idle connections to `host` (after a remote restarted).
+    void dropConnections(std::string_view host);
+
+    class Connection;
+
+  private:
+    StatusWith<std::unique_ptr<Connection>> acquire(std::string_view host);
+    void release(std::unique_ptr<Connection> conn);
+
+    RemoteClientOptions _options;
+    std::mutex _mutex;
+    std::map<std::string, std::vector<std::unique_ptr<Connection>>, std::less<>> _idle;
+};
+
+// The Status of a reply document: OK for `ok: 1`, else the reply's code (UnknownError when it
+// has none) and errmsg. A reply with `writeErrors` or `writeConcernError` is still OK here.
+Status replyStatus(bson::BsonView reply);
+
+// Splits "host:port" (IPv4 name or address). BadValue (FailedToParse 9) on a malformed string.
+StatusWith<std::pair<std::string, int>> parseHostAndPort(std::string_view hostAndPort);
+
+}  // namespace tessera::net
