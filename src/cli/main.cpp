@@ -1,5 +1,5 @@
-// `tessera`: one binary, several roles. `serve` runs a single node; the cluster roles (config,
-// shard, router, up) come with the sharding work.
+// `tessera`: one binary, several roles: a single node (`serve`), the cluster's processes
+// (`config`, `shard`, `router`) and `up`, which runs a whole local cluster as child processes.
 
 #include <cstdio>
 #include <string>
@@ -14,7 +14,11 @@ void printUsage() {
     std::fprintf(stderr,
                  "usage: tessera <command> [options]\n\n"
                  "commands:\n"
+                 "  up        run a local sharded cluster: config server, shards, routers\n"
                  "  serve     run a single-node Tessera server (MongoDB wire protocol)\n"
+                 "  config    run the config server of a cluster\n"
+                 "  shard     run a shard of a cluster\n"
+                 "  router    run a router (mongos) of a cluster\n"
                  "  version   print the version\n\n"
                  "Run 'tessera serve --help' for the options of a command.\n");
 }
@@ -36,8 +40,9 @@ int main(int argc, char** argv) {
                     tessera::command::kMinWireVersion, tessera::command::kMaxWireVersion);
         return 0;
     }
-    if (role == "serve") {
-        return tessera::cli::runServe(rest, std::vector<std::string>(argv, argv + argc));
+    if (role == "serve" || role == "config" || role == "shard" || role == "router" ||
+        role == "up") {
+        return tessera::cli::runServe(rest, std::vector<std::string>(argv, argv + argc), role);
     }
     std::fprintf(stderr, "tessera: unknown command '%s'\n\n", role.c_str());
     printUsage();

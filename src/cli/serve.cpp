@@ -14,11 +14,17 @@
 #include "command/cursor_manager.h"
 #include "command/registry.h"
 #include "command/service_entry_point.h"
+#include "config/config_server.h"
 #include "net/server.h"
+#include "router/router.h"
+#include "shard/sharding_state.h"
 #include "storage/engine.h"
 
 namespace tessera::cli {
 namespace {
+
+constexpr int kRouterWorkerThreads = 64;
+constexpr int kShardWorkerThreads = 32;
 
 std::string hostName() {
     char buf[256] = {};
@@ -58,68 +64,126 @@ class CursorReaper {
 
 }  // namespace
 
-int runServe(const std::vector<std::string>& args, const std::vector<std::string>& argv) {
+int runServe(const std::vector<std::string>& args, const std::vector<std::string>& argv,
+             const std::string& role) {
     if (std::find(args.begin(), args.end(), "--help") != args.end()) {
-        std::fputs(serveUsage().c_str(), stdout);
+        std::fputs(serveUsage(role).c_str(), stdout);
         return 0;
     }
-    auto parsed = parseServeOptions(args);
+    auto parsed = parseServeOptions(args, role);
     if (!parsed.isOK()) {
-        std::fprintf(stderr, "tessera serve: %s\n\n%s", parsed.getStatus().reason().c_str(),
-                     serveUsage().c_str());
+        std::fprintf(stderr, "tessera %s: %s\n\n%s", role.c_str(),
+                     parsed.getStatus().reason().c_str(), serveUsage(role).c_str());
         return 2;
     }
     const ServeOptions& opts = parsed.getValue();
+    if (role == "up") return runUp(opts, argv);
     log::setVerbose(opts.verbose);
 
-    storage::EngineOptions engineOptions;
-    engineOptions.dbpath = opts.dbpath;
-    engineOptions.blockCacheBytes = opts.cacheSizeMB << 20;
-    auto engine = storage::Engine::open(engineOptions);
-    if (!engine.isOK()) {
-        std::fprintf(stderr, "tessera serve: cannot open --dbpath %s: %s\n", opts.dbpath.c_str(),
-                     engine.getStatus().toString().c_str());
-        return 1;
+    // Every role but the router stores data.
+    std::unique_ptr<storage::Engine> engine;
+    if (role != "router") {
+        storage::EngineOptions engineOptions;
+        engineOptions.dbpath = opts.dbpath;
+        engineOptions.blockCacheBytes = opts.cacheSizeMB << 20;
+        auto opened = storage::Engine::open(engineOptions);
+        if (!opened.isOK()) {
+            std::fprintf(stderr, "tessera %s: cannot open --dbpath %s: %s\n", role.c_str(),
+                         opts.dbpath.c_str(), opened.getStatus().toString().c_str());
+            return 1;
+        }
+        engine = std::move(opened.getValue());
     }
 
     command::CommandRegistry registry;
-    command::registerAllCommands(registry);
+    if (role == "router") {
+        router::registerRouterCommands(registry);
+    } else {
+        command::registerAllCommands(registry);
+        if (role == "config") config::registerConfigServerCommands(registry);
+        if (role == "shard") shard::registerShardServerCommands(registry);
+    }
     command::CursorManager cursors;
     command::ServiceContext service;
-    service.engine = engine.getValue().get();
+    service.engine = engine.get();
     service.cursors = &cursors;
     service.registry = &registry;
     service.enableTestCommands = opts.enableTestCommands;
     service.host = hostName() + ":" + std::to_string(opts.port);
     service.port = opts.port;
     service.argv = argv;
+    service.role = role == "router"   ? command::ClusterRole::kRouter
+                   : role == "shard"  ? command::ClusterRole::kShard
+                   : role == "config" ? command::ClusterRole::kConfig
+                                      : command::ClusterRole::kStandalone;
     command::ServiceEntryPoint entryPoint(service);
 
     net::ServerOptions serverOptions;
     serverOptions.bindIp = opts.bindIp;
     serverOptions.port = opts.port;
-    if (opts.workerThreads > 0) serverOptions.workerThreads = opts.workerThreads;
+    if (opts.workerThreads > 0) {
+        serverOptions.workerThreads = opts.workerThreads;
+    } else if (role == "router") {
+        // A router's commands mostly wait on shards: its pool bounds the requests in flight,
+        // not CPU use.
+        serverOptions.workerThreads = kRouterWorkerThreads;
+    } else if (role == "shard") {
+        // Shards also wait: on critical sections and on other shards during migrations.
+        serverOptions.workerThreads = kShardWorkerThreads;
+    }
     net::Server server(serverOptions, entryPoint);
     Status started = server.start();
     if (!started.isOK()) {
-        std::fprintf(stderr, "tessera serve: cannot listen: %s\n", started.toString().c_str());
+        std::fprintf(stderr, "tessera %s: cannot listen: %s\n", role.c_str(),
+                     started.toString().c_str());
         return 1;
     }
     service.port = server.port();
+    service.host = hostName() + ":" + std::to_string(server.port());
     service.connections.current = [&server] { return server.connectionStats().current; };
     service.connections.totalCreated = [&server] { return server.connectionStats().totalCreated; };
     service.connections.available = serverOptions.maxConnections;
     if (opts.enableTestCommands) {
         log::startupWarning("Test commands are enabled (configureFailPoint); never in production");
     }
+
+    // The role's state. Installed before the first request is served (the server accepts
+    // connections only in run()), started after the listener is up so that a role that calls
+    // other processes at startup can be reached back.
+    std::unique_ptr<config::ConfigServer> configServer;
+    std::unique_ptr<shard::ShardingState> shardingState;
+    std::unique_ptr<router::Router> router;
+    Status roleStarted = Status::OK();
+    if (role == "config") {
+        configServer = std::make_unique<config::ConfigServer>(service);
+        service.roleState = configServer.get();
+        roleStarted = configServer->startup();
+    } else if (role == "shard") {
+        shardingState = std::make_unique<shard::ShardingState>(service, opts.configdb);
+        service.roleState = shardingState.get();
+        service.hooks = shardingState.get();
+        roleStarted = shardingState->startup();
+    } else if (role == "router") {
+        router = std::make_unique<router::Router>(opts.configdb, service.host);
+        service.roleState = router.get();
+        router->startBackgroundTasks();
+    }
+    if (!roleStarted.isOK()) {
+        std::fprintf(stderr, "tessera %s: cannot start: %s\n", role.c_str(),
+                     roleStarted.toString().c_str());
+        return 1;
+    }
     log::info("NETWORK", 23016, "Waiting for connections",
-              "{\"port\":" + std::to_string(server.port()) + ",\"ssl\":\"off\",\"dbpath\":\"" +
-                  log::jsonEscape(opts.dbpath) + "\"}");
+              "{\"port\":" + std::to_string(server.port()) + ",\"ssl\":\"off\",\"role\":\"" + role +
+                  "\",\"dbpath\":\"" + log::jsonEscape(opts.dbpath) + "\"}");
     server.handleSignals();
     {
         CursorReaper reaper(cursors);
         server.run();  // until SIGTERM/SIGINT
     }
+    if (router) router->stopBackgroundTasks();
+    if (shardingState) shardingState->shutdown();
+    if (configServer) configServer->shutdown();
     log::info("CONTROL", 20565, "Now exiting");
     return 0;
 }

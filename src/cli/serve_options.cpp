@@ -19,14 +19,28 @@ StatusWith<long long> parseInteger(const std::string& flag, const std::string& v
 
 }  // namespace
 
-std::string serveUsage() {
-    return "usage: tessera serve --dbpath DIR [--port 27017] [--bind_ip 127.0.0.1]\n"
-           "                     [--cacheSizeMB 256] [--workerThreads N] [--enableTestCommands]\n"
-           "                     [--verbose]\n";
+std::string serveUsage(const std::string& role) {
+    const std::string common =
+        "  [--port 27017] [--bind_ip 127.0.0.1] [--cacheSizeMB 256] [--workerThreads N]\n"
+        "  [--enableTestCommands] [--verbose]\n";
+    if (role == "router") {
+        return "usage: tessera router --configdb HOST:PORT\n" + common;
+    }
+    if (role == "shard") {
+        return "usage: tessera shard --dbpath DIR [--configdb HOST:PORT]\n" + common;
+    }
+    if (role == "up") {
+        return "usage: tessera up --dbpath DIR [--shards 2] [--routers 1]\n" + common +
+               "  Starts a config server, N shards and M routers as child processes: routers on\n"
+               "  ports P … P+M-1, the config server on P+M, shard i on P+M+1+i.\n";
+    }
+    return "usage: tessera " + role + " --dbpath DIR\n" + common;
 }
 
-StatusWith<ServeOptions> parseServeOptions(const std::vector<std::string>& args) {
+StatusWith<ServeOptions> parseServeOptions(const std::vector<std::string>& args,
+                                           const std::string& role) {
     ServeOptions opts;
+    opts.role = role;
     for (size_t i = 0; i < args.size(); ++i) {
         std::string flag = args[i];
         std::string value;
@@ -73,11 +87,31 @@ StatusWith<ServeOptions> parseServeOptions(const std::vector<std::string>& args)
             }
         } else if (flag == "--verbose" || flag == "-v") {
             opts.verbose = true;
+        } else if (flag == "--configdb" && (role == "router" || role == "shard")) {
+            TRY_STATUS(needValue());
+            // mongos accepts "rsName/h1:p,h2:p"; a single config server is "h:p".
+            if (auto slash = value.find('/'); slash != std::string::npos) {
+                value = value.substr(slash + 1);
+            }
+            if (auto comma = value.find(','); comma != std::string::npos) {
+                value = value.substr(0, comma);
+            }
+            opts.configdb = value;
+        } else if (flag == "--shards" && role == "up") {
+            TRY_STATUS(needValue());
+            ASSIGN_OR_RETURN(long long n, parseInteger(flag, value, 1, 64));
+            opts.shards = static_cast<int>(n);
+        } else if (flag == "--routers" && role == "up") {
+            TRY_STATUS(needValue());
+            ASSIGN_OR_RETURN(long long n, parseInteger(flag, value, 1, 16));
+            opts.routers = static_cast<int>(n);
         } else {
             return Status(ErrorCodes::BadValue, "unknown option '" + args[i] + "'");
         }
     }
-    if (opts.dbpath.empty()) {
+    if (role == "router") {
+        if (opts.configdb.empty()) return Status(ErrorCodes::BadValue, "--configdb is required");
+    } else if (opts.dbpath.empty()) {
         return Status(ErrorCodes::BadValue, "--dbpath is required");
     }
     return opts;

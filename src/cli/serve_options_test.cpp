@@ -30,5 +30,21 @@ TEST(ServeOptions, RejectsBadInputWithClearMessages) {
     EXPECT_FALSE(parseServeOptions({"--dbpath"}).isOK());
 }
 
+TEST(ServeOptions, RoleSpecificOptions) {
+    auto router =
+        parseServeOptions({"--port", "27017", "--configdb", "cfg/127.0.0.1:27018"}, "router");
+    ASSERT_TRUE(router.isOK()) << router.getStatus().toString();
+    EXPECT_EQ(router.getValue().configdb, "127.0.0.1:27018");
+    EXPECT_EQ(parseServeOptions({"--port", "1"}, "router").getStatus().reason(),
+              "--configdb is required");
+    auto up = parseServeOptions({"--dbpath", "d", "--shards", "3", "--routers=2"}, "up");
+    ASSERT_TRUE(up.isOK()) << up.getStatus().toString();
+    EXPECT_EQ(up.getValue().shards, 3);
+    EXPECT_EQ(up.getValue().routers, 2);
+    // Options of other roles are refused, not silently ignored.
+    EXPECT_FALSE(parseServeOptions({"--dbpath", "d", "--shards", "3"}, "serve").isOK());
+    EXPECT_FALSE(parseServeOptions({"--dbpath", "d", "--configdb", "h:1"}, "config").isOK());
+}
+
 }  // namespace
 }  // namespace tessera::cli

@@ -1,0 +1,119 @@
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "net/remote_client.h"
+#include "placement/chunk_version.h"
+#include "placement/database_version.h"
+#include "placement/routing_table.h"
+
+namespace tessera::cluster {
+
+using placement::ShardId;
+
+struct ShardInfo {
+    ShardId id;
+    std::string host;  // "host:port"
+    bool draining = false;
+};
+
+// config.shards, cached: shard id → host. Thread-safe.
+class ShardRegistry {
+  public:
+    ShardRegistry(net::RemoteClient& client, std::string configHost);
+
+    const std::string& configHost() const { return _configHost; }
+    // The host of `shard`; reloads config.shards once when unknown (ShardNotFound 70 then).
+    StatusWith<std::string> hostOf(const ShardId& shard);
+    // Every shard, sorted by id (reloaded from config.shards when `reload` or never loaded).
+    StatusWith<std::vector<ShardInfo>> allShards(bool reload = false);
+    void invalidate();
+
+  private:
+    Status reload();
+
+    net::RemoteClient& _client;
+    std::string _configHost;
+    std::mutex _mutex;
+    bool _loaded = false;
+    std::vector<ShardInfo> _shards;
+};
+
+// config.databases entry.
+struct DatabaseInfo {
+    std::string name;
+    ShardId primary;
+    placement::DatabaseVersion version;
+};
+
+// What is known about one namespace: its database, and its routing table when sharded.
+struct CollectionRoutingInfo {
+    DatabaseInfo db;
+    std::shared_ptr<const placement::RoutingTable> table;  // null: unsharded, on db.primary
+
+    bool isSharded() const { return table != nullptr; }
+};
+
+// The router's (and a shard's) cache of placement, read from the config service's config.*
+// collections (MongoDB's CatalogCache). Entries are loaded on first use and refreshed after a
+// stale error: a collection incrementally (config.chunks with lastmod > cached collection
+// version, RoutingTable::makeUpdated), in full on a new generation or a conflict. Thread-safe;
+// returned tables are immutable snapshots.
+class CatalogCache {
+  public:
+    CatalogCache(net::RemoteClient& client, ShardRegistry& shards);
+
+    // The database's placement. With `createIfMissing` a missing database is created by the
+    // config service (`_configsvrCreateDatabase`), as a write to a new database does through
+    // mongos; otherwise NamespaceNotFound (26).
+    StatusWith<DatabaseInfo> getDatabase(std::string_view db, bool createIfMissing = false);
+    // `ns` is "db.coll". The database must exist (or be created, as above).
+    StatusWith<CollectionRoutingInfo> getCollectionRoutingInfo(std::string_view ns,
+                                                               bool createDbIfMissing = false);
+
+    // After StaleConfig for `ns`: the next lookup refreshes (skipped when the cache already holds
+    // `wanted` or newer).
+    void onStaleShardVersion(std::string_view ns,
+                             const std::optional<placement::ChunkVersion>& wanted);
+    // After StaleDbVersion for `db`.
+    void onStaleDatabaseVersion(std::string_view db,
+                                const std::optional<placement::DatabaseVersion>& wanted);
+    void invalidateDatabase(std::string_view db);    // and its collections
+    void invalidateCollection(std::string_view ns);  // full reload next time
+    void invalidateAll();                            // flushRouterConfig: 1
+
+    // Counters for serverStatus/bench: refreshes done (full and incremental).
+    struct Stats {
+        int64_t databaseRefreshes = 0;
+        int64_t fullCollectionRefreshes = 0;
+        int64_t incrementalCollectionRefreshes = 0;
+    };
+    Stats stats() const;
+
+  private:
+    struct DbEntry;
+    struct CollEntry;
+    net::RemoteClient& _client;
+    ShardRegistry& _shards;
+    mutable std::mutex _mutex;
+    std::map<std::string, std::shared_ptr<DbEntry>, std::less<>> _dbs;
+    std::map<std::string, std::shared_ptr<CollEntry>, std::less<>> _colls;
+    Stats _stats;
+};
+
+// Parsers of config.* documents (shared by the cache, the shard's placement copy and the config
+// service). Errors are FailedToParse/NoSuchKey with the offending document in the message.
+StatusWith<ShardInfo> parseShardDoc(bson::BsonView doc);
+StatusWith<DatabaseInfo> parseDatabaseDoc(bson::BsonView doc);
+// config.chunks document → Chunk (version's generation from `gen`).
+StatusWith<placement::Chunk> parseChunkDoc(bson::BsonView doc,
+                                           const placement::CollectionGeneration& gen);
+
+}  // namespace tessera::cluster

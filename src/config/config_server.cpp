@@ -1,0 +1,358 @@
+#include "config/config_server.h"
+
+#include <algorithm>
+#include <map>
+
+#include "base/log.h"
+#include "base/wall_clock.h"
+#include "bson/bson_builder.h"
+#include "config/chunk_ops.h"
+#include "config/config_server_impl.h"
+
+namespace tessera::config {
+
+using bson::BsonBuilder;
+using bson::BsonObj;
+using bson::BsonView;
+
+TESSERA_FAIL_POINT_DEFINE(moveRangeHangAfterCriticalSection);
+TESSERA_FAIL_POINT_DEFINE(moveRangeHangBeforeCommit);
+TESSERA_FAIL_POINT_DEFINE(moveRangeFailBeforeCommit);
+TESSERA_FAIL_POINT_DEFINE(moveRangeHangAfterCommit);
+
+namespace {
+
+BsonObj idQuery(std::string_view id) {
+    BsonBuilder b;
+    b.appendString("_id", id);
+    return b.obj();
+}
+
+}  // namespace
+
+// ---- ConfigServer (public facade) ----
+
+ConfigServer::ConfigServer(command::ServiceContext& service)
+    : _impl(std::make_unique<ConfigServerImpl>(service)) {}
+
+ConfigServer::~ConfigServer() { shutdown(); }
+
+Status ConfigServer::startup() { return _impl->startup(); }
+
+void ConfigServer::shutdown() { _impl->shutdown(); }
+
+StatusWith<ConfigServerImpl*> configServerImpl(command::OperationContext& opCtx) {
+    if (!opCtx.service || opCtx.service->role != command::ClusterRole::kConfig ||
+        !opCtx.service->roleState) {
+        return Status(ErrorCodes::IllegalOperation, "this command runs only on a config server");
+    }
+    return &static_cast<ConfigServer*>(opCtx.service->roleState)->impl();
+}
+
+// ---- ConfigServerImpl: lifecycle ----
+
+ConfigServerImpl::ConfigServerImpl(command::ServiceContext& service)
+    : _service(service), _local(service) {}
+
+ConfigServerImpl::~ConfigServerImpl() { shutdown(); }
+
+Status ConfigServerImpl::startup() {
+    BsonBuilder q;
+    q.appendInt32("_id", 1);
+    BsonObj versionQuery = q.obj();
+    ASSIGN_OR_RETURN(auto version, _local.findOne("version", versionQuery));
+    if (version) {
+        if ((*version)["clusterId"].type() == bson::BsonType::ObjectId) {
+            _clusterId = (*version)["clusterId"].oidValue();
+        }
+    } else {
+        _clusterId = bson::ObjectId::generate();
+        BsonBuilder b;
+        b.appendInt32("_id", 1).appendOid("clusterId", _clusterId);
+        TRY_STATUS(_local.insert("version", b.obj()));
+    }
+    struct IndexSpec {
+        const char* coll;
+        const char* json;
+        const char* name;
+        bool unique;
+    };
+    const IndexSpec specs[] = {
+        {"chunks", R"({"uuid": 1, "min": 1})", "uuid_1_min_1", true},
+        {"chunks", R"({"uuid": 1, "shard": 1, "min": 1})", "uuid_1_shard_1_min_1", true},
+        {"chunks", R"({"uuid": 1, "lastmod": 1})", "uuid_1_lastmod_1", false},
+        {"shards", R"({"host": 1})", "host_1", true},
+        {"tags", R"({"ns": 1, "min": 1})", "ns_1_min_1", true},
+        {"changelog", R"({"time": 1})", "time_1", false},
+    };
+    for (const IndexSpec& s : specs) {
+        TRY_STATUS(_local.createIndex(s.coll, bson::fromJson(s.json), s.name, s.unique));
+    }
+    _recovery = std::thread([this] { recoverCoordinators(); });
+    return Status::OK();
+}
+
+void ConfigServerImpl::shutdown() {
+    _shutdown.store(true);
+    if (_recovery.joinable()) _recovery.join();
+}
+
+std::string ConfigServerImpl::serverName() const {
+    if (!_service.host.empty()) return _service.host;
+    return "127.0.0.1:" + std::to_string(_service.port);
+}
+
+void ConfigServerImpl::pauseWhileSet(FailPoint& fp) {
+    if (!fp.shouldFail()) return;
+    log::info("SHARDING", 9100, "Hanging at failpoint", "{\"failpoint\":\"" + fp.name() + "\"}");
+    while (fp.active() && !_shutdown.load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+}
+
+// ---- helpers ----
+
+StatusWith<std::vector<ShardEntry>> ConfigServerImpl::allShards() {
+    ASSIGN_OR_RETURN(std::vector<BsonObj> docs,
+                     _local.find("shards", BsonView(), bson::fromJson(R"({"_id": 1})")));
+    std::vector<ShardEntry> shards;
+    for (const BsonObj& d : docs) {
+        if (d["_id"].type() != bson::BsonType::String || d["host"].type() != bson::BsonType::String)
+            continue;
+        shards.push_back(
+            {std::string(d["_id"].stringValue()), std::string(d["host"].stringValue())});
+    }
+    return shards;
+}
+
+StatusWith<std::string> ConfigServerImpl::shardHost(const std::string& shardId) {
+    ASSIGN_OR_RETURN(auto doc, _local.findOne("shards", idQuery(shardId)));
+    if (!doc || (*doc)["host"].type() != bson::BsonType::String) {
+        return Status(ErrorCodes::ShardNotFound, "Shard " + shardId + " not found");
+    }
+    return std::string((*doc)["host"].stringValue());
+}
+
+StatusWith<BsonObj> ConfigServerImpl::runOnShard(const std::string& shardId, std::string_view db,
+                                                 BsonView cmd, std::chrono::milliseconds timeout) {
+    ASSIGN_OR_RETURN(std::string host, shardHost(shardId));
+    auto reply = _remote.runCommand(host, db, cmd, timeout);
+    if (!reply.isOK()) {
+        return reply.getStatus().withContext("shard " + shardId + " (" + host + "): ");
+    }
+    Status s = net::replyStatus(reply.getValue());
+    if (!s.isOK()) {
+        return s.withContext("command " + std::string(cmd.firstElement().fieldName()) +
+                             " on shard " + shardId + ": ");
+    }
+    return std::move(reply).getValue();
+}
+
+void ConfigServerImpl::flushRoutingTable(const std::vector<std::string>& shardIds,
+                                         const std::string& ns) {
+    BsonBuilder b;
+    b.appendString("_flushRoutingTableCacheUpdates", ns);
+    BsonObj cmd = b.obj();
+    for (const std::string& s : shardIds) {
+        auto r = runOnShard(s, "admin", cmd);
+        if (!r.isOK()) {
+            log::warning("SHARDING", 9101, "Failed to flush routing table on shard",
+                         "{\"error\":\"" + log::jsonEscape(r.getStatus().toString()) + "\"}");
+        }
+    }
+}
+
+void ConfigServerImpl::flushDatabase(const std::vector<std::string>& shardIds,
+                                     const std::string& db) {
+    BsonBuilder b;
+    b.appendString("_flushDatabaseCacheUpdates", db);
+    BsonObj cmd = b.obj();
+    for (const std::string& s : shardIds) {
+        auto r = runOnShard(s, "admin", cmd);
+        if (!r.isOK()) {
+            log::warning("SHARDING", 9102, "Failed to flush database cache on shard",
+                         "{\"error\":\"" + log::jsonEscape(r.getStatus().toString()) + "\"}");
+        }
+    }
+}
+
+void ConfigServerImpl::logChange(std::string_view what, std::string_view ns, BsonView details) {
+    Status s = _local.insert("changelog",
+                             makeChangelogDoc(serverName(), what, ns, details, wallClockMillis()));
+    if (!s.isOK()) {
+        log::warning("SHARDING", 9103, "Failed to write config.changelog",
+                     "{\"error\":\"" + log::jsonEscape(s.toString()) + "\"}");
+    }
+}
+
+StatusWith<ShardedCollection> ConfigServerImpl::loadCollection(const std::string& ns) {
+    ASSIGN_OR_RETURN(auto doc, _local.findOne("collections", idQuery(ns)));
+    if (!doc || (*doc)["dropped"].trueValue()) {
+        return Status(ErrorCodes::NamespaceNotSharded, ns + " is not sharded");
+    }
+    ASSIGN_OR_RETURN(CollectionRecord coll, parseCollectionRecord(*doc));
+    ASSIGN_OR_RETURN(placement::ShardKeyPattern pattern,
+                     placement::ShardKeyPattern::parse(coll.key));
+    BsonBuilder q;
+    appendUuid(q, "uuid", coll.uuid);
+    ASSIGN_OR_RETURN(std::vector<BsonObj> docs, _local.find("chunks", q.obj()));
+    std::vector<ChunkRecord> chunks;
+    for (const BsonObj& d : docs) {
+        ASSIGN_OR_RETURN(ChunkRecord c, parseChunkRecord(d));
+        TRY_STATUS(pattern.validateKey(c.min));
+        TRY_STATUS(pattern.validateKey(c.max));
+        chunks.push_back(std::move(c));
+    }
+    sortChunks(pattern, chunks);
+    return ShardedCollection{std::move(coll), std::move(pattern), std::move(chunks)};
+}
+
+Status ConfigServerImpl::writeChunk(const ChunkRecord& chunk, const placement::Uuid& uuid,
+                                    bool insert) {
+    BsonObj doc = makeChunkDoc(chunk, uuid);
+    if (insert) return _local.insert("chunks", doc);
+    BsonBuilder q;
+    q.appendOid("_id", chunk.id);
+    ASSIGN_OR_RETURN(int64_t n, _local.update("chunks", q.obj(), doc));
+    if (n != 1) return Status(ErrorCodes::ConflictingOperationInProgress, "chunk vanished");
+    return Status::OK();
+}
+
+// ---- addShard / createDatabase / balancer ----
+
+StatusWith<std::string> ConfigServerImpl::addShard(const std::string& host,
+                                                   std::optional<std::string> name) {
+    TRY_STATUS(net::parseHostAndPort(host).getStatus());
+    std::lock_guard lock(_ddlMutex);
+    auto ping = _remote.runCommand(host, "admin", bson::fromJson(R"({"ping": 1})"));
+    if (!ping.isOK()) {
+        return Status(ErrorCodes::OperationFailed,
+                      "couldn't connect to new shard " + host + ": " + ping.getStatus().reason());
+    }
+    ASSIGN_OR_RETURN(std::vector<ShardEntry> shards, allShards());
+    std::vector<std::string> ids;
+    for (const ShardEntry& s : shards) {
+        ids.push_back(s.id);
+        if (s.host == host) {
+            if (name && *name != s.id) {
+                return Status(ErrorCodes::IllegalOperation,
+                              "'" + host + "' is already a member of the cluster as shard " + s.id);
+            }
+            return s.id;
+        }
+        if (name && *name == s.id) {
+            return Status(ErrorCodes::IllegalOperation,
+                          "A shard named " + *name + " already exists (host " + s.host + ")");
+        }
+    }
+    std::string shardName = name ? *name : defaultShardName(ids);
+    BsonBuilder cmd;
+    cmd.startObject("_shardsvrSetShardIdentity")
+        .appendString("shardName", shardName)
+        .appendString("configsvrConnectionString", serverName())
+        .appendOid("clusterId", _clusterId)
+        .end();
+    auto reply = _remote.runCommand(host, "admin", cmd.obj());
+    if (!reply.isOK()) return reply.getStatus();
+    TRY_STATUS(net::replyStatus(reply.getValue()));
+    TRY_STATUS(_local.insert("shards", makeShardDoc(shardName, host, now())));
+    BsonBuilder details;
+    details.appendString("name", shardName).appendString("host", host);
+    logChange("addShard", "", details.obj());
+    return shardName;
+}
+
+StatusWith<BsonObj> ConfigServerImpl::createDatabase(const std::string& db,
+                                                     std::optional<std::string> primary) {
+    std::lock_guard lock(_ddlMutex);
+    return createDatabaseLocked(db, std::move(primary));
+}
+
+StatusWith<BsonObj> ConfigServerImpl::createDatabaseLocked(const std::string& db,
+                                                           std::optional<std::string> primary) {
+    if (db == "admin" || db == "config" || db == "local") {
+        return Status(ErrorCodes::InvalidOptions,
+                      "cannot create database '" + db + "' on the shards: it is reserved");
+    }
+    if (db.empty() || db.find_first_of("/\\. \"$") != std::string::npos) {
+        return Status(ErrorCodes::InvalidNamespace, "Invalid database name: '" + db + "'");
+    }
+    ASSIGN_OR_RETURN(auto existing, _local.findOne("databases", idQuery(db)));
+    if (existing) return *existing;
+    {
+        // MongoDB refuses names that differ only in case from an existing database.
+        std::string escaped;
+        for (char c : db) {
+            if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) {
+                escaped += '\\';
+            }
+            escaped += c;
+        }
+        BsonBuilder q;
+        q.appendRegex("_id", "^" + escaped + "$", "i");
+        ASSIGN_OR_RETURN(auto differCase, _local.findOne("databases", q.obj()));
+        if (differCase) {
+            return Status(ErrorCodes::DatabaseDifferCase,
+                          "database already exists with a different case: " +
+                              std::string((*differCase)["_id"].stringValue()) + ", not " + db);
+        }
+    }
+    ASSIGN_OR_RETURN(std::vector<ShardEntry> shards, allShards());
+    if (shards.empty()) {
+        return Status(ErrorCodes::ShardNotFound, "No shards found: add a shard first");
+    }
+    std::string chosen;
+    if (primary) {
+        bool known = std::any_of(shards.begin(), shards.end(),
+                                 [&](const ShardEntry& s) { return s.id == *primary; });
+        if (!known) return Status(ErrorCodes::ShardNotFound, "Shard " + *primary + " not found");
+        chosen = *primary;
+    } else {
+        ASSIGN_OR_RETURN(std::vector<BsonObj> dbs, _local.find("databases", BsonView()));
+        std::map<std::string, int> counts;
+        for (const ShardEntry& s : shards) counts[s.id] = 0;
+        for (const BsonObj& d : dbs) {
+            if (d["primary"].type() == bson::BsonType::String) {
+                auto it = counts.find(std::string(d["primary"].stringValue()));
+                if (it != counts.end()) ++it->second;
+            }
+        }
+        chosen = shards.front().id;
+        for (const auto& [id, n] : counts) {
+            if (n < counts[chosen]) chosen = id;
+        }
+    }
+    placement::DatabaseVersion version(generateUuid(), now(), 1);
+    BsonObj doc = makeDatabaseDoc(db, chosen, version);
+    TRY_STATUS(_local.insert("databases", doc));
+    flushDatabase({chosen}, db);
+    return doc;
+}
+
+Status ConfigServerImpl::setBalancerMode(bool enabled) {
+    BsonBuilder u;
+    u.startObject("$set")
+        .appendString("mode", enabled ? "full" : "off")
+        .appendBool("stopped", !enabled)
+        .end();
+    return _local.update("settings", idQuery("balancer"), u.obj(), /*upsert=*/true).getStatus();
+}
+
+StatusWith<BsonObj> ConfigServerImpl::balancerStatus() {
+    ASSIGN_OR_RETURN(auto doc, _local.findOne("settings", idQuery("balancer")));
+    std::string mode = "full";
+    if (doc) {
+        if ((*doc)["mode"].type() == bson::BsonType::String) {
+            mode = std::string((*doc)["mode"].stringValue());
+        } else if ((*doc)["stopped"].trueValue()) {
+            mode = "off";
+        }
+    }
+    BsonBuilder b;
+    b.appendString("mode", mode)
+        .appendBool("inBalancerRound", false)
+        .appendInt64("numBalancerRounds", 0);
+    return b.obj();
+}
+
+}  // namespace tessera::config

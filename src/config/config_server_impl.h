@@ -1,0 +1,121 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/failpoint.h"
+#include "base/status.h"
+#include "bson/bson_obj.h"
+#include "command/command.h"
+#include "config/catalog_docs.h"
+#include "config/coordinator_state.h"
+#include "config/local_client.h"
+#include "net/remote_client.h"
+#include "placement/shard_key_pattern.h"
+
+namespace tessera::config {
+
+extern FailPoint moveRangeHangAfterCriticalSection;
+extern FailPoint moveRangeHangBeforeCommit;
+extern FailPoint moveRangeFailBeforeCommit;
+extern FailPoint moveRangeHangAfterCommit;
+
+struct ShardEntry {
+    std::string id;
+    std::string host;
+};
+
+// A sharded collection as the config server reads it: its catalog entry and its chunks.
+struct ShardedCollection {
+    CollectionRecord coll;
+    placement::ShardKeyPattern pattern;
+    std::vector<ChunkRecord> chunks;  // sorted by min
+};
+
+// The state and operations of the config server role. Every DDL operation runs under `_ddlMutex`
+// (one at a time, as MongoDB's DDL lock per database but coarser), including the recovery of
+// coordinators at startup.
+class ConfigServerImpl {
+  public:
+    explicit ConfigServerImpl(command::ServiceContext& service);
+    ~ConfigServerImpl();
+
+    Status startup();
+    void shutdown();
+
+    // Commands (arguments parsed by config_commands.cpp). Each appends its reply fields.
+    StatusWith<std::string> addShard(const std::string& host, std::optional<std::string> name);
+    StatusWith<bson::BsonObj> createDatabase(const std::string& db,
+                                             std::optional<std::string> primary);
+    Status shardCollection(const std::string& ns, bson::BsonView key, bool unique,
+                           int numInitialChunks);
+    Status splitChunk(const std::string& ns, bson::BsonView cmd);
+    Status mergeChunks(const std::string& ns, bson::BsonView min, bson::BsonView max);
+    Status moveRange(const std::string& ns, std::optional<bson::BsonObj> min,
+                     std::optional<bson::BsonObj> max, const std::string& toShard,
+                     bool waitForDelete);
+    Status movePrimary(const std::string& db, const std::string& toShard);
+    Status dropCollection(const std::string& ns, bson::BsonBuilder& reply);
+    Status dropDatabase(const std::string& db, bson::BsonBuilder& reply);
+    Status setBalancerMode(bool enabled);
+    StatusWith<bson::BsonObj> balancerStatus();
+
+    // Helpers shared by the ddl_*.cpp files.
+    LocalClient& local() { return _local; }
+    net::RemoteClient& remote() { return _remote; }
+    StatusWith<std::vector<ShardEntry>> allShards();
+    StatusWith<std::string> shardHost(const std::string& shardId);
+    // Runs `cmd` on `db` of the shard and turns an ok: 0 reply into its Status.
+    StatusWith<bson::BsonObj> runOnShard(const std::string& shardId, std::string_view db,
+                                         bson::BsonView cmd,
+                                         std::chrono::milliseconds timeout = {});
+    // Best effort: logs failures.
+    void flushRoutingTable(const std::vector<std::string>& shardIds, const std::string& ns);
+    void flushDatabase(const std::vector<std::string>& shardIds, const std::string& db);
+    void logChange(std::string_view what, std::string_view ns, bson::BsonView details);
+    // NamespaceNotFound when the collection is not in config.collections.
+    StatusWith<ShardedCollection> loadCollection(const std::string& ns);
+    Status writeChunk(const ChunkRecord& chunk, const placement::Uuid& uuid, bool insert);
+    Timestamp now() { return HybridLogicalClock::global().next(); }
+    // While `fp` is on (and not shutting down), waits.
+    void pauseWhileSet(FailPoint& fp);
+    std::string serverName() const;
+
+  private:
+    StatusWith<bson::BsonObj> createDatabaseLocked(const std::string& db,
+                                                   std::optional<std::string> primary);
+    Status dropCollectionLocked(const std::string& ns, bool* dropped);
+    Status splitAt(ShardedCollection& coll, size_t index, std::vector<bson::BsonObj> points);
+    StatusWith<bson::BsonObj> medianKey(const ShardedCollection& coll, size_t index);
+
+    // Migration coordinator (ddl_move_range.cpp).
+    Status saveState(const MoveRangeState& state);
+    Status saveState(const MovePrimaryState& state);
+    Status runMoveRange(MoveRangeState state);
+    Status finishMoveRange(MoveRangeState& state);
+    Status abortMoveRange(MoveRangeState& state, const Status& cause);
+    Status commitMoveRange(const MoveRangeState& state);
+    StatusWith<bool> moveRangeCommitted(const MoveRangeState& state);
+    Status runMovePrimary(MovePrimaryState state);
+    Status finishMovePrimary(MovePrimaryState& state);
+    Status abortMovePrimary(MovePrimaryState& state);
+    void recoverCoordinators();
+
+    command::ServiceContext& _service;
+    LocalClient _local;
+    net::RemoteClient _remote;
+    std::mutex _ddlMutex;
+    std::atomic<bool> _shutdown{false};
+    std::thread _recovery;
+    bson::ObjectId _clusterId;
+};
+
+// The impl behind opCtx.service->roleState; IllegalOperation when this is not a config server.
+StatusWith<ConfigServerImpl*> configServerImpl(command::OperationContext& opCtx);
+
+}  // namespace tessera::config

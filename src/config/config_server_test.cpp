@@ -1,0 +1,254 @@
+// The config server on a real local storage engine, without shards: startup, the catalog
+// commands that need no shard (split at a middle key, merge, balancer settings), error paths,
+// and the recovery of a finished coordinator.
+#include "config/config_server.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include "bson/bson_builder.h"
+#include "command/cursor_manager.h"
+#include "command/registry.h"
+#include "command/service_entry_point.h"
+#include "config/catalog_docs.h"
+#include "config/coordinator_state.h"
+#include "storage/engine.h"
+
+namespace tessera::config {
+namespace {
+
+using bson::BsonObj;
+using bson::fromJson;
+
+class ConfigServerTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        static std::atomic<int> counter{0};
+        _dir =
+            std::filesystem::temp_directory_path() /
+            ("tessera_config_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+        std::filesystem::remove_all(_dir);
+        std::filesystem::create_directories(_dir);
+        storage::EngineOptions options;
+        options.dbpath = _dir.string();
+        options.blockCacheBytes = size_t{8} << 20;
+        auto sw = storage::Engine::open(options);
+        ASSERT_TRUE(sw.isOK()) << sw.getStatus().toString();
+        engine = std::move(sw.getValue());
+        cursors = std::make_unique<command::CursorManager>();
+        command::registerAllCommands(registry);
+        registerConfigServerCommands(registry);
+        service.engine = engine.get();
+        service.cursors = cursors.get();
+        service.registry = &registry;
+        service.host = "127.0.0.1:29100";
+        service.port = 29100;
+        service.role = command::ClusterRole::kConfig;
+        startServer();
+    }
+
+    void startServer() {
+        server = std::make_unique<ConfigServer>(service);
+        service.roleState = server.get();
+        Status s = server->startup();
+        ASSERT_TRUE(s.isOK()) << s.toString();
+    }
+
+    void TearDown() override {
+        server.reset();
+        cursors.reset();
+        engine.reset();
+        std::filesystem::remove_all(_dir);
+    }
+
+    BsonObj run(std::string_view json, std::string_view db = "admin") {
+        return command::ServiceEntryPoint(service).runCommand(db, fromJson(json), nullptr);
+    }
+    BsonObj ok(std::string_view json, std::string_view db = "admin") {
+        BsonObj r = run(json, db);
+        EXPECT_EQ(r["ok"].numberDouble(), 1.0) << json << " -> " << r.toJson();
+        return r;
+    }
+    std::vector<BsonObj> find(std::string_view coll, std::string_view filter = "{}",
+                              std::string_view sort = "{}") {
+        bson::BsonBuilder b;
+        b.appendString("find", coll)
+            .appendObject("filter", fromJson(filter))
+            .appendObject("sort", fromJson(sort));
+        BsonObj r = command::ServiceEntryPoint(service).runCommand("config", b.obj(), nullptr);
+        std::vector<BsonObj> out;
+        for (const auto& d : r["cursor"].objValue()["firstBatch"].objValue()) {
+            out.push_back(d.objValue().copy());
+        }
+        return out;
+    }
+
+    // A sharded collection db.c {a: 1} with chunks [MinKey, 0) 1|0 and [0, MaxKey) 1|1 on s0.
+    placement::Uuid seedCollection() {
+        CollectionRecord coll;
+        coll.ns = "db.c";
+        coll.gen = {bson::ObjectId::generate(), Timestamp::fromParts(10, 1)};
+        coll.uuid = generateUuid();
+        coll.key = fromJson(R"({"a": 1})");
+        insert("collections", makeCollectionDoc(coll));
+        ChunkRecord c1;
+        c1.id = bson::ObjectId::generate();
+        c1.min = fromJson(R"({"a": {"$minKey": 1}})");
+        c1.max = fromJson(R"({"a": 0})");
+        c1.shard = "s0";
+        c1.major = 1;
+        ChunkRecord c2 = c1;
+        c2.id = bson::ObjectId::generate();
+        c2.min = c1.max;
+        c2.max = fromJson(R"({"a": {"$maxKey": 1}})");
+        c2.minor = 1;
+        insert("chunks", makeChunkDoc(c1, coll.uuid));
+        insert("chunks", makeChunkDoc(c2, coll.uuid));
+        return coll.uuid;
+    }
+
+    void insert(std::string_view coll, const BsonObj& doc) {
+        bson::BsonBuilder b;
+        b.appendString("insert", coll);
+        b.startArray("documents").appendObject("0", doc).end();
+        BsonObj r = command::ServiceEntryPoint(service).runCommand("config", b.obj(), nullptr);
+        ASSERT_EQ(r["ok"].numberDouble(), 1.0) << r.toJson();
+        ASSERT_FALSE(r.hasField("writeErrors")) << r.toJson();
+    }
+
+    std::unique_ptr<storage::Engine> engine;
+    std::unique_ptr<command::CursorManager> cursors;
+    command::CommandRegistry registry;
+    command::ServiceContext service;
+    std::unique_ptr<ConfigServer> server;
+
+  private:
+    std::filesystem::path _dir;
+};
+
+TEST_F(ConfigServerTest, StartupCreatesVersionOnceWithoutCurrentVersion) {
+    auto docs = find("version");
+    ASSERT_EQ(docs.size(), 1u);
+    EXPECT_EQ(docs[0]["_id"].numberInt(), 1);
+    EXPECT_EQ(docs[0]["clusterId"].type(), bson::BsonType::ObjectId);
+    EXPECT_FALSE(docs[0].hasField("currentVersion"));
+    bson::ObjectId id = docs[0]["clusterId"].oidValue();
+    server.reset();
+    startServer();
+    docs = find("version");
+    ASSERT_EQ(docs.size(), 1u);
+    EXPECT_EQ(docs[0]["clusterId"].oidValue(), id);
+}
+
+TEST_F(ConfigServerTest, CommandsAreAdminOnly) {
+    BsonObj r = run(R"({"_configsvrBalancerStatus": 1})", "test");
+    EXPECT_EQ(r["code"].numberInt(), static_cast<int>(ErrorCodes::Unauthorized));
+}
+
+TEST_F(ConfigServerTest, BalancerStartStopPersistInSettings) {
+    ok(R"({"_configsvrBalancerStop": 1})");
+    auto docs = find("settings", R"({"_id": "balancer"})");
+    ASSERT_EQ(docs.size(), 1u);
+    EXPECT_TRUE(docs[0]["stopped"].boolValue());
+    EXPECT_EQ(docs[0]["mode"].stringValue(), "off");
+    BsonObj status = ok(R"({"_configsvrBalancerStatus": 1})");
+    EXPECT_EQ(status["mode"].stringValue(), "off");
+    EXPECT_FALSE(status["inBalancerRound"].boolValue());
+    EXPECT_EQ(status["numBalancerRounds"].type(), bson::BsonType::Int64);
+    ok(R"({"_configsvrBalancerStart": 1})");
+    docs = find("settings", R"({"_id": "balancer"})");
+    EXPECT_FALSE(docs[0]["stopped"].boolValue());
+    EXPECT_EQ(ok(R"({"_configsvrBalancerStatus": 1})")["mode"].stringValue(), "full");
+}
+
+TEST_F(ConfigServerTest, CreateDatabaseErrors) {
+    BsonObj r = run(R"({"_configsvrCreateDatabase": "admin"})");
+    EXPECT_EQ(r["code"].numberInt(), static_cast<int>(ErrorCodes::InvalidOptions));
+    r = run(R"({"_configsvrCreateDatabase": "test"})");
+    EXPECT_EQ(r["code"].numberInt(), static_cast<int>(ErrorCodes::ShardNotFound));
+    EXPECT_TRUE(find("databases").empty());
+}
+
+TEST_F(ConfigServerTest, CreateDatabaseIsIdempotentAndCaseSensitive) {
+    placement::DatabaseVersion v(generateUuid(), Timestamp::fromParts(3, 1), 1);
+    insert("databases", makeDatabaseDoc("Test", "s0", v));
+    BsonObj r = ok(R"({"_configsvrCreateDatabase": "Test"})");
+    EXPECT_EQ(r["database"].objValue()["primary"].stringValue(), "s0");
+    r = run(R"({"_configsvrCreateDatabase": "test"})");
+    EXPECT_EQ(r["code"].numberInt(), static_cast<int>(ErrorCodes::DatabaseDifferCase));
+}
+
+TEST_F(ConfigServerTest, AddShardFailsForUnreachableHost) {
+    BsonObj r = run(R"({"_configsvrAddShard": "127.0.0.1:29199"})");
+    EXPECT_EQ(r["ok"].numberDouble(), 0.0);
+    EXPECT_TRUE(find("shards").empty());
+    r = run(R"({"_configsvrAddShard": "nocolon"})");
+    EXPECT_EQ(r["ok"].numberDouble(), 0.0);
+}
+
+TEST_F(ConfigServerTest, SplitAtMiddleThenMergeBack) {
+    seedCollection();
+    ok(R"({"_configsvrSplitChunk": "db.c", "middle": {"a": 50}})");
+    auto chunks = find("chunks", "{}", R"({"min": 1})");
+    ASSERT_EQ(chunks.size(), 3u);
+    EXPECT_EQ(chunks[1]["max"].objValue()["a"].numberInt(), 50);
+    // s0 owns the collection version 1|1: the split bumps the major (2|1, 2|2).
+    EXPECT_EQ(Timestamp{chunks[1]["lastmod"].timestampValue()}, Timestamp::fromParts(2, 1));
+    EXPECT_EQ(Timestamp{chunks[2]["lastmod"].timestampValue()}, Timestamp::fromParts(2, 2));
+    EXPECT_EQ(find("changelog", R"({"what": "split"})").size(), 1u);
+
+    // Splitting at an existing bound is refused.
+    BsonObj r = run(R"({"_configsvrSplitChunk": "db.c", "middle": {"a": 50}})");
+    EXPECT_EQ(r["ok"].numberDouble(), 0.0);
+    // find on a ranged key needs the shard (unreachable here); hashed-only checks need none.
+    r = run(R"({"_configsvrSplitChunk": "db.c", "middle": {"a": 1}, "find": {"a": 1}})");
+    EXPECT_EQ(r["code"].numberInt(), static_cast<int>(ErrorCodes::BadValue));
+
+    ok(R"({"_configsvrMergeChunks": "db.c", "bounds": [{"a": 0}, {"a": {"$maxKey": 1}}]})");
+    chunks = find("chunks", "{}", R"({"min": 1})");
+    ASSERT_EQ(chunks.size(), 2u);
+    EXPECT_EQ(Timestamp{chunks[1]["lastmod"].timestampValue()}, Timestamp::fromParts(3, 0));
+    EXPECT_EQ(find("changelog", R"({"what": "merge"})").size(), 1u);
+
+    r = run(R"({"_configsvrMergeChunks": "db.c", "bounds": [{"a": 0}, {"a": 7}]})");
+    EXPECT_EQ(r["code"].numberInt(), static_cast<int>(ErrorCodes::IllegalOperation));
+    r = run(R"({"_configsvrSplitChunk": "db.none", "middle": {"a": 1}})");
+    EXPECT_EQ(r["code"].numberInt(), static_cast<int>(ErrorCodes::NamespaceNotSharded));
+}
+
+TEST_F(ConfigServerTest, MoveRangeToUnknownShardFailsWithoutCoordinator) {
+    seedCollection();
+    BsonObj r = run(R"({"_configsvrMoveRange": "db.c", "min": {"a": 0}, "toShard": "nope"})");
+    EXPECT_EQ(r["code"].numberInt(), static_cast<int>(ErrorCodes::ShardNotFound));
+    EXPECT_TRUE(find("system.coordinators").empty());
+    // The chunk is already on s0: a move there is a no-op (no shard contacted).
+    insert("shards", makeShardDoc("s0", "127.0.0.1:29198", Timestamp::fromParts(1, 0)));
+    ok(R"({"_configsvrMoveRange": "db.c", "min": {"a": 0}, "toShard": "s0"})");
+    EXPECT_TRUE(find("system.coordinators").empty());
+}
+
+TEST_F(ConfigServerTest, RecoveryForgetsACleanedCoordinator) {
+    server.reset();
+    MoveRangeState s;
+    s.ns = "db.c";
+    s.min = fromJson(R"({"a": 0})");
+    s.max = fromJson(R"({"a": 10})");
+    s.id = moveRangeCoordinatorId(s.ns, s.min);
+    s.from = "s0";
+    s.to = "s1";
+    s.phase = CoordinatorPhase::kCleaned;
+    insert("system.coordinators", s.toBson());
+    startServer();
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!find("system.coordinators").empty() && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_TRUE(find("system.coordinators").empty());
+}
+
+}  // namespace
+}  // namespace tessera::config

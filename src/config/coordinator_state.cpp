@@ -1,0 +1,119 @@
+#include "config/coordinator_state.h"
+
+#include "bson/bson_builder.h"
+
+namespace tessera::config {
+
+using bson::BsonType;
+
+std::string_view phaseName(CoordinatorPhase phase) {
+    switch (phase) {
+        case CoordinatorPhase::kStart:
+            return "start";
+        case CoordinatorPhase::kCloning:
+            return "cloning";
+        case CoordinatorPhase::kCommitted:
+            return "committed";
+        case CoordinatorPhase::kCleaned:
+            return "cleaned";
+    }
+    return "start";
+}
+
+StatusWith<CoordinatorPhase> parsePhase(std::string_view name) {
+    for (auto p : {CoordinatorPhase::kStart, CoordinatorPhase::kCloning,
+                   CoordinatorPhase::kCommitted, CoordinatorPhase::kCleaned}) {
+        if (phaseName(p) == name) return p;
+    }
+    return Status(ErrorCodes::FailedToParse,
+                  "unknown coordinator phase '" + std::string(name) + "'");
+}
+
+namespace {
+
+StatusWith<std::string> stringField(bson::BsonView doc, std::string_view name) {
+    if (doc[name].type() != BsonType::String) {
+        return Status(ErrorCodes::FailedToParse, "coordinator document without string '" +
+                                                     std::string(name) + "': " + doc.toJson());
+    }
+    return std::string(doc[name].stringValue());
+}
+
+}  // namespace
+
+bson::BsonObj MoveRangeState::toBson() const {
+    bson::BsonBuilder b;
+    b.appendString("_id", id)
+        .appendString("type", "moveRange")
+        .appendString("ns", ns)
+        .appendObject("min", min)
+        .appendObject("max", max)
+        .appendString("from", from)
+        .appendString("to", to)
+        .appendString("phase", phaseName(phase))
+        .appendBool("waitForDelete", waitForDelete);
+    return b.obj();
+}
+
+StatusWith<MoveRangeState> MoveRangeState::parse(bson::BsonView doc) {
+    MoveRangeState s;
+    ASSIGN_OR_RETURN(s.id, stringField(doc, "_id"));
+    ASSIGN_OR_RETURN(std::string type, stringField(doc, "type"));
+    if (type != "moveRange") return Status(ErrorCodes::FailedToParse, "not a moveRange document");
+    ASSIGN_OR_RETURN(s.ns, stringField(doc, "ns"));
+    ASSIGN_OR_RETURN(s.from, stringField(doc, "from"));
+    ASSIGN_OR_RETURN(s.to, stringField(doc, "to"));
+    ASSIGN_OR_RETURN(std::string phase, stringField(doc, "phase"));
+    ASSIGN_OR_RETURN(s.phase, parsePhase(phase));
+    if (!doc["min"].isObject() || !doc["max"].isObject()) {
+        return Status(ErrorCodes::FailedToParse, "moveRange document without min/max");
+    }
+    s.min = doc["min"].objValue().copy();
+    s.max = doc["max"].objValue().copy();
+    s.waitForDelete = doc["waitForDelete"].trueValue();
+    return s;
+}
+
+std::string moveRangeCoordinatorId(std::string_view ns, bson::BsonView min) {
+    return "moveRange-" + std::string(ns) + "-" + min.toJson();
+}
+
+bson::BsonObj MovePrimaryState::toBson() const {
+    bson::BsonBuilder b;
+    b.appendString("_id", id)
+        .appendString("type", "movePrimary")
+        .appendString("db", db)
+        .appendString("from", from)
+        .appendString("to", to)
+        .appendString("phase", phaseName(phase));
+    return b.obj();
+}
+
+StatusWith<MovePrimaryState> MovePrimaryState::parse(bson::BsonView doc) {
+    MovePrimaryState s;
+    ASSIGN_OR_RETURN(s.id, stringField(doc, "_id"));
+    ASSIGN_OR_RETURN(std::string type, stringField(doc, "type"));
+    if (type != "movePrimary") {
+        return Status(ErrorCodes::FailedToParse, "not a movePrimary document");
+    }
+    ASSIGN_OR_RETURN(s.db, stringField(doc, "db"));
+    ASSIGN_OR_RETURN(s.from, stringField(doc, "from"));
+    ASSIGN_OR_RETURN(s.to, stringField(doc, "to"));
+    ASSIGN_OR_RETURN(std::string phase, stringField(doc, "phase"));
+    ASSIGN_OR_RETURN(s.phase, parsePhase(phase));
+    return s;
+}
+
+std::string movePrimaryCoordinatorId(std::string_view db) {
+    return "movePrimary-" + std::string(db);
+}
+
+RecoveryAction recoveryAction(CoordinatorPhase phase, bool catalogNamesRecipient) {
+    if (phase == CoordinatorPhase::kCleaned) return RecoveryAction::kForget;
+    if (phase == CoordinatorPhase::kCommitted || catalogNamesRecipient) {
+        return RecoveryAction::kFinishCommit;
+    }
+    return RecoveryAction::kAbort;
+}
+
+}  // namespace tessera::config

@@ -1,0 +1,70 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "bson/bson_obj.h"
+
+namespace tessera::config {
+
+// Persisted state of the config server's long-running DDL coordinators, one document each in
+// config.system.coordinators (src/cluster/README.md "Migration"). The coordinator writes the
+// document before each phase's side effects are made durable elsewhere, so that a restarted
+// config server can decide from the phase (and the catalog) whether to abort or to finish.
+
+// Phases of moveRange and movePrimary, in order. A coordinator only moves forward.
+//  kStart:     document written; donor/old primary may be entering its critical section.
+//  kCloning:   critical section entered; the recipient is copying data.
+//  kCommitted: the catalog (config.chunks / config.databases) names the recipient.
+//  kCleaned:   refreshes done, critical section exited, donor copy deleted (doc then removed).
+enum class CoordinatorPhase { kStart = 0, kCloning = 1, kCommitted = 2, kCleaned = 3 };
+
+std::string_view phaseName(CoordinatorPhase phase);
+StatusWith<CoordinatorPhase> parsePhase(std::string_view name);
+
+// {_id: "moveRange-<ns>-<min>", type: "moveRange", ns, min, max, from, to, phase,
+// waitForDelete}
+struct MoveRangeState {
+    std::string id;
+    std::string ns;
+    bson::BsonObj min;
+    bson::BsonObj max;
+    std::string from;
+    std::string to;
+    CoordinatorPhase phase = CoordinatorPhase::kStart;
+    bool waitForDelete = false;
+
+    bson::BsonObj toBson() const;
+    static StatusWith<MoveRangeState> parse(bson::BsonView doc);
+};
+std::string moveRangeCoordinatorId(std::string_view ns, bson::BsonView min);
+
+// {_id: "movePrimary-<db>", type: "movePrimary", db, from, to, phase}
+struct MovePrimaryState {
+    std::string id;
+    std::string db;
+    std::string from;
+    std::string to;
+    CoordinatorPhase phase = CoordinatorPhase::kStart;
+
+    bson::BsonObj toBson() const;
+    static StatusWith<MovePrimaryState> parse(bson::BsonView doc);
+};
+std::string movePrimaryCoordinatorId(std::string_view db);
+
+// What a resumed coordinator must do.
+enum class RecoveryAction {
+    kAbort,         // undo: recipient drops its copy, donor exits its critical section
+    kFinishCommit,  // the catalog already names the recipient: redo refreshes + cleanup
+    kForget,        // nothing left to do: remove the document
+};
+
+// Recovery decision. `catalogNamesRecipient`: the catalog already shows the commit (the chunk
+// [min, max) is on `to`, or the database's primary is `to`). A crash between the catalog write
+// and the phase update leaves phase < kCommitted with the commit done: the catalog wins, since
+// the recipient's data is then the only owned copy and must not be deleted.
+RecoveryAction recoveryAction(CoordinatorPhase phase, bool catalogNamesRecipient);
+
+}  // namespace tessera::config

@@ -1,0 +1,100 @@
+#pragma once
+
+// Helpers shared by the router's read commands (find, aggregate, count, distinct, explain).
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "bson/bson_builder.h"
+#include "command/command.h"
+#include "command/exec/plan_stage.h"
+#include "placement/targeter.h"
+#include "query/collator.h"
+#include "router/router.h"
+#include "router/router_cursor_manager.h"
+
+namespace tessera::router::reads {
+
+// Whether a top-level field of a client's command is consumed by this router and must not be
+// sent on to a shard ($db, lsid, $clusterTime, $readPreference, txnNumber, readConcern,
+// shardVersion, databaseVersion, ...).
+bool isRouterOnlyField(std::string_view name);
+
+// The client's body without router-only fields and without `drop`; `extra` appends fields.
+bson::BsonObj shardBody(bson::BsonView body, const std::vector<std::string_view>& drop,
+                        const std::function<void(bson::BsonBuilder&)>& extra = {});
+
+// Passes the command unchanged to the config server (commands on the `config` database) and
+// copies its reply fields (an `ok: 0` reply becomes the returned error).
+Status forwardToConfig(command::OperationContext& opCtx, const command::CommandRequest& request,
+                       bson::BsonBuilder& reply);
+
+// The command's collator (its `collation` argument; nullptr: simple or none).
+StatusWith<query::CollatorPtr> collatorArgument(bson::BsonView body);
+
+// The shards a read of a sharded collection with `filter` must contact: placement::targetQuery,
+// or every shard owning chunks when the collation is not simple (string bounds of the shard
+// key cannot be derived from a non-simple collation).
+StatusWith<placement::TargetingResult> targetRead(const placement::RoutingTable& table,
+                                                  bson::BsonView filter, bool simpleCollation);
+
+// An error reply of one shard (network failure or ok: 0) as a Status naming the shard.
+Status shardResponseStatus(const ShardResponse& r);
+
+// The responses of runRouted as opened shard cursors. On any error, the cursors the other shards
+// opened are killed and the first error is returned.
+StatusWith<std::vector<RemoteCursor>> cursorsFromResponses(Router& router,
+                                                           const std::vector<ShardResponse>& rs);
+
+RunCommandsFn runCommandsFn(Router& router);
+
+// A count over several shards asked without skip/limit: min(max(0, sum - skip), |limit|), limit 0
+// meaning none (cluster_count_distinct.cpp).
+int64_t applyCountSkipLimit(int64_t sum, int64_t skip, int64_t limit);
+
+// The router side of an aggregation over a sharded collection: `mergePart` built with the
+// ordinary pipeline builder over `source` (cluster_aggregate.cpp). An empty mergePart returns
+// `source` itself.
+StatusWith<std::unique_ptr<command::exec::PlanStage>> buildMergePipeline(
+    std::unique_ptr<command::exec::PlanStage> source, const std::vector<bson::BsonObj>& mergePart,
+    const std::string& ns, query::CollatorPtr collator, bool allowDiskUse);
+
+// A source with no documents (reads of a database that does not exist).
+std::unique_ptr<command::exec::PlanStage> emptySource(Router& router, const std::string& ns);
+
+// Answers a cursor command from `root` (a stage tree whose leaf is a RemoteMergeStage): the first
+// batch (batchSize, default 101; singleBatch closes the cursor after it), then registers the
+// rest with the router's cursor manager. Appends `cursor: {firstBatch, id, ns}`.
+Status replyWithCursor(command::OperationContext& opCtx, Router& router,
+                       std::unique_ptr<command::exec::PlanStage> root, const std::string& ns,
+                       std::optional<int64_t> batchSize, bool singleBatch, bool noCursorTimeout,
+                       bson::BsonBuilder& reply);
+
+// Explain helpers (cluster_explain.cpp).
+// {explain: <inner>, verbosity} for one shard, the merged MongoDB sharded explain reply.
+struct ExplainTarget {
+    std::string ns;
+    bson::BsonObj innerForShards;                         // the command each shard explains
+    bool sorted = false;                                  // SHARD_MERGE_SORT
+    std::optional<placement::TargetingResult> targeting;  // sharded only
+    bson::BsonObj splitPipeline;                          // aggregate on several shards
+};
+Status runClusterExplain(command::OperationContext& opCtx, Router& router,
+                         const command::CommandRequest& request, bson::BsonView inner,
+                         std::string_view verbosity, bson::BsonBuilder& reply);
+
+// Command factories (one family per file).
+std::unique_ptr<command::Command> makeClusterFindCommand();
+std::unique_ptr<command::Command> makeClusterGetMoreCommand();
+std::unique_ptr<command::Command> makeClusterKillCursorsCommand();
+std::unique_ptr<command::Command> makeClusterCountCommand();
+std::unique_ptr<command::Command> makeClusterDistinctCommand();
+std::unique_ptr<command::Command> makeClusterAggregateCommand();
+std::unique_ptr<command::Command> makeClusterExplainCommand();
+
+}  // namespace tessera::router::reads

@@ -1,0 +1,137 @@
+#include <algorithm>
+#include <array>
+
+#include "command/exec/find_request.h"
+#include "router/cluster_find.h"
+
+namespace tessera::router::reads {
+
+using bson::BsonBuilder;
+using bson::BsonObj;
+
+bool isRouterOnlyField(std::string_view name) {
+    static constexpr std::array kFields = {"$db",
+                                           "lsid",
+                                           "$clusterTime",
+                                           "$readPreference",
+                                           "txnNumber",
+                                           "autocommit",
+                                           "startTransaction",
+                                           "readConcern",
+                                           "shardVersion",
+                                           "databaseVersion",
+                                           "$audit",
+                                           "$client",
+                                           "$configServerState",
+                                           "$topologyTime",
+                                           "$configTime",
+                                           "apiVersion",
+                                           "apiStrict",
+                                           "apiDeprecationErrors",
+                                           "$queryOptions"};
+    return std::find(kFields.begin(), kFields.end(), name) != kFields.end();
+}
+
+BsonObj shardBody(bson::BsonView body, const std::vector<std::string_view>& drop,
+                  const std::function<void(BsonBuilder&)>& extra) {
+    BsonBuilder b;
+    for (bson::BsonElement e : body) {
+        std::string_view name = e.fieldName();
+        if (isRouterOnlyField(name)) continue;
+        if (std::find(drop.begin(), drop.end(), name) != drop.end()) continue;
+        b.appendElement(e);
+    }
+    if (extra) extra(b);
+    return b.obj();
+}
+
+Status forwardToConfig(command::OperationContext& opCtx, const command::CommandRequest& request,
+                       BsonBuilder& reply) {
+    Router& router = Router::get(opCtx);
+    BsonObj body = shardBody(request.body, {});
+    ASSIGN_OR_RETURN(BsonObj r, router.client().runCommand(router.configHost(), request.db, body));
+    TRY_STATUS(net::replyStatus(r));
+    for (bson::BsonElement e : r) {
+        std::string_view name = e.fieldName();
+        if (name == "ok" || name == "$clusterTime" || name == "operationTime") continue;
+        reply.appendElement(e);
+    }
+    return Status::OK();
+}
+
+StatusWith<query::CollatorPtr> collatorArgument(bson::BsonView body) {
+    bson::BsonElement c = body["collation"];
+    if (c.eoo()) return query::CollatorPtr();
+    return query::Collator::fromArgument(c);
+}
+
+StatusWith<placement::TargetingResult> targetRead(const placement::RoutingTable& table,
+                                                  bson::BsonView filter, bool simpleCollation) {
+    if (simpleCollation) return placement::targetQuery(table, filter);
+    placement::TargetingResult t;
+    t.kind = placement::TargetingKind::kScatter;
+    t.shards = table.shards();
+    t.numChunks = table.numChunks();
+    return t;
+}
+
+Status shardResponseStatus(const ShardResponse& r) {
+    Status s = r.status.isOK() ? net::replyStatus(r.reply) : r.status;
+    if (s.isOK()) return s;
+    return Status(s.errorCode(), s.reason());
+}
+
+RunCommandsFn runCommandsFn(Router& router) {
+    net::RemoteClient* client = &router.client();
+    return
+        [client](const std::vector<net::RemoteCommand>& cmds) { return client->runCommands(cmds); };
+}
+
+StatusWith<std::vector<RemoteCursor>> cursorsFromResponses(Router& router,
+                                                           const std::vector<ShardResponse>& rs) {
+    std::vector<RemoteCursor> cursors;
+    Status firstError = Status::OK();
+    for (const ShardResponse& r : rs) {
+        Status s = shardResponseStatus(r);
+        if (s.isOK()) {
+            auto c = parseRemoteCursor(r.shard, r.host, r.reply);
+            if (c.isOK()) {
+                cursors.push_back(std::move(c.getValue()));
+                continue;
+            }
+            s = c.getStatus();
+        }
+        if (firstError.isOK()) firstError = s;
+    }
+    if (!firstError.isOK()) {
+        // Kills the cursors that did open (the stage's destructor does it).
+        RemoteMergeStage doomed(std::move(cursors), BsonObj(), nullptr, runCommandsFn(router));
+        return firstError;
+    }
+    return cursors;
+}
+
+std::unique_ptr<command::exec::PlanStage> emptySource(Router& router, const std::string& ns) {
+    return std::make_unique<RemoteMergeStage>(std::vector<RemoteCursor>{}, BsonObj(), nullptr,
+                                              runCommandsFn(router));
+}
+
+Status replyWithCursor(command::OperationContext& opCtx, Router& router,
+                       std::unique_ptr<command::exec::PlanStage> root, const std::string& ns,
+                       std::optional<int64_t> batchSize, bool singleBatch, bool noCursorTimeout,
+                       BsonBuilder& reply) {
+    auto exec =
+        std::make_unique<command::exec::PlanExecutor>(nullptr, nullptr, std::move(root), ns);
+    if (!batchSize) batchSize = command::kDefaultFirstBatchSize;
+    bson::BsonArrayBuilder batch;
+    bool exhausted = false;
+    TRY_STATUS(command::fillBatch(opCtx, *exec, batchSize, batch, &exhausted));
+    int64_t id = 0;
+    if (!exhausted && !singleBatch) {
+        id = router.cursors().registerCursor(ns, std::move(exec), noCursorTimeout, opCtx.lsid);
+    }
+    command::exec::appendCursor(reply, "firstBatch", batch, id, ns);
+    return Status::OK();
+}
+
+}  // namespace tessera::router::reads

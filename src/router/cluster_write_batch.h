@@ -1,0 +1,141 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "bson/bson_builder.h"
+#include "bson/bson_obj.h"
+#include "placement/routing_table.h"
+#include "router/router.h"
+
+// The pure part of the router's write path (MongoDB's BatchWriteOp): how each statement of an
+// insert/update/delete batch is targeted, how a round of per-shard sub-batches is cut (ordered
+// batches never run a statement after one that may fail), and how shard replies are merged
+// into the client's reply with the client's statement indexes. No network: unit-tested over
+// fake routing tables (cluster_write_batch_test.cpp); cluster_write_commands.cpp drives it.
+namespace tessera::router {
+
+enum class WriteKind { kInsert, kUpdate, kDelete };
+
+std::string_view writeCommandName(WriteKind kind);      // "insert", "update", "delete"
+std::string_view writeStatementsField(WriteKind kind);  // "documents", "updates", "deletes"
+
+// Error codes a shard returns when the router's placement was stale: StaleConfig (13388),
+// StaleDbVersion (249), ShardCannotRefreshDueToLocksHeld (343).
+bool isStaleCode(int code);
+
+// How one statement is routed.
+struct StatementTarget {
+    enum class Mode {
+        kShards,           // send to `shards` (one for an exact key; several for multi or _id)
+        kWithoutShardKey,  // single-document write without an exact key: the two-phase protocol
+        kError,            // cannot be targeted: `error` becomes its write error
+    };
+    Mode mode = Mode::kShards;
+    std::vector<ShardId> shards;
+    Status error = Status::OK();
+};
+
+// True when the filter has a top-level `_id` equality (a plain value or {$eq: v}).
+bool hasIdEquality(bson::BsonView filter);
+
+// True when an update's `u` (replacement, operators or pipeline: `u` is the element) may change
+// a shard key field: a replacement always may, operators when a path they write overlaps a key
+// path ($rename: source and destination), a pipeline always.
+bool updateMayChangeShardKey(const placement::ShardKeyPattern& pattern, bson::BsonElement u);
+
+// MongoDB's targeting rules for one statement of a sharded collection:
+//  - insert: the chunk of the document's shard key (the document must have its `_id` already);
+//  - multi update/delete: every shard the filter may match on;
+//  - single update/delete: the shard of an exact key (an upsert needs one; an update that may
+//    change the shard key goes through the two-phase protocol so the router sees the document);
+//    otherwise an `_id` equality is broadcast to the possible shards; otherwise two-phase.
+// A statement with a non-simple collation is never exact (targeting assumes binary strings).
+StatementTarget targetStatement(const placement::RoutingTable& table, WriteKind kind,
+                                bson::BsonView stmt);
+
+// Statements sent to one shard in one command, as client indexes in ascending order.
+struct SubBatch {
+    ShardId shard;
+    std::vector<size_t> indexes;
+};
+
+// What one round does. `targets[i]` is null for statements that are finished.
+struct RoundPlan {
+    std::vector<SubBatch> batches;        // sent concurrently (shard order)
+    std::vector<size_t> withoutShardKey;  // run one by one with the two-phase protocol
+    std::vector<size_t> errors;           // targeting errors, recorded as write errors
+};
+// Unordered: every pending statement. Ordered: only a prefix that cannot overtake a failure —
+// a targeting error alone, a two-phase statement alone, a multi-shard statement alone, or the
+// longest run of consecutive statements targeting the same single shard.
+RoundPlan planRound(const std::vector<std::optional<StatementTarget>>& targets, bool ordered);
+
+// What a shard's answer to a sub-batch meant for its statements.
+struct SubBatchOutcome {
+    std::vector<size_t> completed;  // applied, or failed with a final error
+    std::vector<size_t> stale;      // stale placement: not applied, retry after a refresh
+    std::vector<size_t> skipped;    // ordered: not run because an earlier statement failed
+    bool sawStale = false;
+    bool sawError = false;  // a final (non-stale) error
+};
+
+// Accumulates the client's reply of an insert/update/delete batch.
+class WriteBatchMerger {
+  public:
+    explicit WriteBatchMerger(WriteKind kind) : _kind(kind) {}
+
+    // Merges a shard's response to `batch` (sent with `ordered`). Stale errors are not recorded
+    // (the caller retries those statements), unless `staleIsFinal` (retries exhausted).
+    SubBatchOutcome addResponse(const SubBatch& batch, const ShardResponse& response, bool ordered,
+                                bool staleIsFinal = false);
+    // A write error for a client statement (targeting errors, exhausted retries, two-phase).
+    void addError(size_t index, const Status& status, bson::BsonView extraInfo = {});
+    // Counts of a statement the router ran itself (two-phase write).
+    void addCounts(int64_t n, int64_t nModified) {
+        _n += n;
+        _nModified += nModified;
+    }
+    void addUpserted(size_t index, bson::BsonElement id);
+    void setWriteConcernError(bson::BsonView wce);
+
+    int64_t n() const { return _n; }
+    int64_t nModified() const { return _nModified; }
+    bool hasErrors() const { return !_errors.empty(); }
+    // Index of the first write error, if any.
+    std::optional<size_t> firstErrorIndex() const;
+
+    // {n, nModified? (update), upserted?, writeErrors?, writeConcernError?}. Errors and upserts
+    // sorted by index; an ordered batch keeps only its first error.
+    void appendReply(bson::BsonBuilder& reply, bool ordered) const;
+
+  private:
+    struct Error {
+        size_t index;
+        bson::BsonObj fields;  // every field of the error but `index`
+    };
+    WriteKind _kind;
+    int64_t _n = 0;
+    int64_t _nModified = 0;
+    std::vector<std::pair<size_t, bson::BsonObj>> _upserted;  // (index, {_id: v})
+    std::vector<Error> _errors;
+    bson::BsonObj _writeConcernError;
+};
+
+// The fields of a reply that are not the result itself and are never copied from a shard's
+// reply to the client's: ok, $clusterTime, operationTime, $configTime, $topologyTime, ...
+bool isReplyMetadataField(std::string_view name);
+
+// The body of a command for a shard: `body`'s generic fields (lsid, txnNumber, writeConcern,
+// bypassDocumentValidation, let, comment, maxTimeMS, ...) without $db, versions, and the
+// statements array `field`, followed by `field: [stmts...]`.
+bson::BsonObj buildSubCommand(bson::BsonView body, std::string_view field,
+                              const std::vector<bson::BsonView>& stmts, bool ordered,
+                              bool keepSession);
+
+}  // namespace tessera::router

@@ -1,0 +1,340 @@
+// The router's insert, update, delete and findAndModify (MongoDB's cluster_write_cmd and
+// cluster_find_and_modify_cmd). Unsharded collections: the command goes to the database primary
+// as it is (runRouted retries stale versions). Sharded collections: statements are targeted one
+// by one and sent in rounds of per-shard sub-batches (cluster_write_batch.h); stale statements
+// are retried alone after a refresh, so the client never sees a stale error.
+#include "router/cluster_write_commands.h"
+
+#include <map>
+#include <set>
+
+#include "base/error_codes.h"
+#include "command/reply_util.h"
+#include "command/write_ops_util.h"
+#include "placement/targeter.h"
+#include "router/cluster_write_batch.h"
+#include "router/cluster_write_without_shard_key.h"
+#include "router/router_commands.h"
+
+namespace tessera::router {
+namespace {
+
+using bson::BsonType;
+using command::CommandRequest;
+using command::OperationContext;
+
+constexpr int kMaxStaleRetries = 10;
+
+// runRouted's makeRequests returns this when the collection turned out to be sharded: the caller
+// switches to the sharded path (a reserved, never-sent status).
+Status becameSharded() { return Status(ErrorCodes::StaleConfig, "__tessera_became_sharded__"); }
+
+}  // namespace
+
+bool isBecameSharded(const Status& s) {
+    return s.code() == static_cast<int>(ErrorCodes::StaleConfig) &&
+           s.reason() == "__tessera_became_sharded__";
+}
+
+StatusWith<ShardResponse> runOnPrimary(OperationContext& opCtx, Router& router,
+                                       const std::string& ns, const bson::BsonObj& cmd) {
+    RoutedOptions options;
+    options.createDbIfMissing = true;
+    ASSIGN_OR_RETURN(
+        auto responses,
+        runRouted(
+            opCtx, router, ns,
+            [&](const CollectionRoutingInfo& info) -> StatusWith<std::vector<ShardRequest>> {
+                if (info.isSharded()) return becameSharded();
+                return std::vector<ShardRequest>{
+                    {info.db.primary, attachVersion(cmd, info, info.db.primary)}};
+            },
+            options));
+    if (responses.empty()) return Status(ErrorCodes::InternalError, "no response from primary");
+    return std::move(responses.front());
+}
+
+Status relayShardReply(OperationContext& opCtx, const ShardResponse& response,
+                       bson::BsonBuilder& reply) {
+    if (!response.status.isOK()) return response.status;
+    bson::BsonView r = response.reply;
+    if (r["ok"].trueValue()) {
+        for (bson::BsonElement e : r) {
+            if (!isReplyMetadataField(e.fieldName())) reply.appendElement(e);
+        }
+        return Status::OK();
+    }
+    bson::BsonBuilder extra;
+    for (bson::BsonElement e : r) {
+        std::string_view n = e.fieldName();
+        if (isReplyMetadataField(n) || n == "code" || n == "codeName" || n == "errmsg") continue;
+        extra.appendElement(e);
+    }
+    opCtx.errorExtraInfo = extra.obj();
+    int code = r["code"].numberInt();
+    return Status(
+        code == 0 ? static_cast<int>(ErrorCodes::UnknownError) : code,
+        std::string(r["errmsg"].type() == BsonType::String ? r["errmsg"].stringValue() : "error"));
+}
+
+Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string_view db,
+                            const std::string& ns, bson::BsonView body, WriteKind kind,
+                            const std::vector<bson::BsonView>& stmts, bool ordered,
+                            CollectionRoutingInfo info, bson::BsonBuilder& reply) {
+    const size_t n = stmts.size();
+    const std::string_view field = writeStatementsField(kind);
+    const std::string coll(body.firstElement().stringValue());
+    WriteBatchMerger merger(kind);
+    std::vector<bool> done(n, false);
+    std::vector<std::set<ShardId>> doneShards(n);
+    std::vector<int> staleRetries(n, 0);
+    // A shard gets the client's lsid/txnNumber on its first sub-command only: its at-most-once
+    // record is per txnNumber, so a second, different sub-command with the same number would be
+    // answered with the first one's stored reply.
+    std::set<ShardId> sessionUsed;
+    auto keepSession = [&](const ShardId& s) { return sessionUsed.count(s) == 0; };
+    bool stop = false;
+
+    while (!stop) {
+        TRY_STATUS(opCtx.checkForInterrupt());
+        std::vector<std::optional<StatementTarget>> targets(n);
+        for (size_t i = 0; i < n; ++i) {
+            if (done[i]) continue;
+            StatementTarget t;
+            if (info.isSharded()) {
+                t = targetStatement(*info.table, kind, stmts[i]);
+            } else {
+                t.shards = {info.db.primary};  // dropped and recreated unsharded meanwhile
+            }
+            if (t.mode == StatementTarget::Mode::kShards && !doneShards[i].empty()) {
+                std::erase_if(t.shards, [&](const ShardId& s) { return doneShards[i].count(s); });
+                if (t.shards.empty()) {
+                    done[i] = true;
+                    continue;
+                }
+            }
+            targets[i] = std::move(t);
+        }
+        RoundPlan plan = planRound(targets, ordered);
+        if (plan.batches.empty() && plan.withoutShardKey.empty() && plan.errors.empty()) break;
+        for (size_t i : plan.errors) {
+            merger.addError(i, targets[i]->error);
+            done[i] = true;
+            stop = stop || ordered;
+        }
+        if (stop) break;
+
+        bool sawStale = false;
+        auto onStale = [&](size_t i) {
+            sawStale = true;
+            if (++staleRetries[i] > kMaxStaleRetries) {
+                merger.addError(i, Status(ErrorCodes::StaleConfig,
+                                          "routing information kept changing; gave up after " +
+                                              std::to_string(kMaxStaleRetries) + " retries"));
+                done[i] = true;
+                stop = stop || ordered;
+            }
+        };
+
+        // 1. The sub-batches, concurrently.
+        std::vector<ShardRequest> requests;
+        for (const SubBatch& batch : plan.batches) {
+            std::vector<bson::BsonView> subStmts;
+            for (size_t i : batch.indexes) subStmts.push_back(stmts[i]);
+            bson::BsonObj cmd =
+                buildSubCommand(body, field, subStmts, ordered, keepSession(batch.shard));
+            requests.push_back({batch.shard, attachVersion(cmd, info, batch.shard)});
+        }
+        std::vector<ShardResponse> responses;
+        if (!requests.empty()) responses = sendToShards(router, db, requests);
+        for (size_t b = 0; b < plan.batches.size() && b < responses.size(); ++b) {
+            const SubBatch& batch = plan.batches[b];
+            const ShardResponse& resp = responses[b];
+            SubBatchOutcome out = merger.addResponse(batch, resp, ordered);
+            if (out.sawStale) {
+                noteStaleError(router, resp.reply);
+            } else if (resp.status.isOK()) {
+                sessionUsed.insert(batch.shard);
+            }
+            for (size_t i : out.completed) doneShards[i].insert(batch.shard);
+            for (size_t i : out.stale) onStale(i);
+            if (!out.skipped.empty() || (out.sawError && ordered)) stop = true;
+        }
+        for (const SubBatch& batch : plan.batches) {
+            for (size_t i : batch.indexes) {
+                if (done[i]) continue;
+                bool all = true;
+                for (const ShardId& s : targets[i]->shards) all = all && doneShards[i].count(s);
+                if (all) done[i] = true;
+            }
+        }
+
+        // 2. Single-document writes without an exact shard key, one by one.
+        for (size_t i : plan.withoutShardKey) {
+            if (stop) break;
+            bson::BsonView stmt = stmts[i];
+            bson::BsonView q = stmt["q"].objValue();
+            TwoPhaseWrite write;
+            write.coll = coll;
+            write.filter = q.copy();
+            if (stmt["sort"].isObject()) write.sort = stmt["sort"].objValue().copy();
+            if (stmt["collation"].isObject()) {
+                bson::BsonBuilder c;
+                c.appendElement(stmt["collation"]);
+                write.collation = c.obj();
+            }
+            if (body["let"].isObject()) {
+                bson::BsonBuilder l;
+                l.appendElement(body["let"]);
+                write.let = l.obj();
+            }
+            write.shards = targets[i]->shards;
+            bson::BsonView arrayFilters =
+                stmt["arrayFilters"].isArray() ? stmt["arrayFilters"].objValue() : bson::BsonView();
+            if (kind == WriteKind::kUpdate &&
+                updateMayChangeShardKey(info.table->shardKeyPattern(), stmt["u"])) {
+                write.update = stmt["u"];
+                write.arrayFilters = arrayFilters.copy();
+            }
+            auto rewrite = [&](bson::BsonView filter) {
+                bson::BsonBuilder s;
+                s.append("q", filter);
+                for (bson::BsonElement e : stmt) {
+                    if (e.fieldName() != "q") s.appendElement(e);
+                }
+                return s.obj();
+            };
+            write.makeWriteCommand = [&](bson::BsonView filter, const ShardId& shard) {
+                bson::BsonObj s = rewrite(filter);
+                return buildSubCommand(body, field, {s}, true, keepSession(shard));
+            };
+            write.matched = [](bson::BsonView r) { return r["n"].numberLong(); };
+            auto outcome = runTwoPhaseWrite(router, info, db, write);
+            if (!outcome.isOK()) {
+                merger.addError(i, outcome.getStatus());
+                done[i] = true;
+                stop = stop || ordered;
+                continue;
+            }
+            if (outcome.getValue().stale) {
+                onStale(i);
+                continue;
+            }
+            if (outcome.getValue().found) {
+                const ShardResponse& r = outcome.getValue().response;
+                SubBatchOutcome out = merger.addResponse({r.shard, {i}}, r, true, true);
+                if (r.status.isOK()) sessionUsed.insert(r.shard);
+                done[i] = true;
+                stop = stop || (out.sawError && ordered);
+                continue;
+            }
+            if (kind == WriteKind::kUpdate && stmt["upsert"].trueValue()) {
+                // Nothing matches anywhere: insert on the shard owning the new document.
+                auto target = targetUpsertInsert(*info.table, q, stmt["u"], arrayFilters);
+                if (!target.isOK()) {
+                    merger.addError(i, target.getStatus());
+                    done[i] = true;
+                    stop = stop || ordered;
+                    continue;
+                }
+                const ShardId& shard = target.getValue().shard;
+                bson::BsonObj s = rewrite(target.getValue().filter);
+                bson::BsonObj cmd = buildSubCommand(body, field, {s}, true, keepSession(shard));
+                auto rs = sendToShards(router, db, {{shard, attachVersion(cmd, info, shard)}});
+                SubBatchOutcome out = merger.addResponse({shard, {i}}, rs.front(), true);
+                if (out.sawStale) {
+                    noteStaleError(router, rs.front().reply);
+                    onStale(i);
+                    continue;
+                }
+                if (rs.front().status.isOK()) sessionUsed.insert(shard);
+                done[i] = true;
+                stop = stop || (out.sawError && ordered);
+                continue;
+            }
+            done[i] = true;  // matched nothing: n 0
+        }
+
+        if (sawStale && !stop) {
+            auto refreshed = router.catalog().getCollectionRoutingInfo(ns, true);
+            if (!refreshed.isOK()) {
+                for (size_t i = 0; i < n; ++i) {
+                    if (done[i]) continue;
+                    merger.addError(i, refreshed.getStatus());
+                    done[i] = true;
+                    if (ordered) break;
+                }
+                break;
+            }
+            info = std::move(refreshed).getValue();
+        }
+    }
+    merger.appendReply(reply, ordered);
+    return Status::OK();
+}
+
+Status runWriteCommand(OperationContext& opCtx, Router& router, std::string_view db,
+                       const std::string& ns, bson::BsonView body, WriteKind kind,
+                       const std::vector<bson::BsonView>& stmts, bool ordered,
+                       bson::BsonBuilder& reply) {
+    ASSIGN_OR_RETURN(CollectionRoutingInfo info,
+                     router.catalog().getCollectionRoutingInfo(ns, true));
+    if (!info.isSharded()) {
+        bson::BsonObj cmd = buildSubCommand(body, writeStatementsField(kind), stmts, ordered, true);
+        auto resp = runOnPrimary(opCtx, router, ns, cmd);
+        if (resp.isOK()) return relayShardReply(opCtx, resp.getValue(), reply);
+        if (!isBecameSharded(resp.getStatus())) return resp.getStatus();
+        ASSIGN_OR_RETURN(info, router.catalog().getCollectionRoutingInfo(ns, true));
+    }
+    return runShardedWriteBatch(opCtx, router, db, ns, body, kind, stmts, ordered, std::move(info),
+                                reply);
+}
+
+namespace {
+
+// insert / update / delete.
+class ClusterWriteCommand final : public command::Command {
+  public:
+    explicit ClusterWriteCommand(WriteKind kind) : _kind(kind) {}
+    std::string_view name() const override { return writeCommandName(_kind); }
+
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder& reply) override {
+        Router& router = Router::get(opCtx);
+        ASSIGN_OR_RETURN(std::string coll,
+                         command::collectionName(request.firstElement(), writeCommandName(_kind)));
+        ASSIGN_OR_RETURN(auto raw, command::writeStatements(request, writeStatementsField(_kind)));
+        ASSIGN_OR_RETURN(bool ordered,
+                         command::parseOrdered(request.body, writeCommandName(_kind)));
+        std::string ns = request.db + "." + coll;
+
+        // Inserts get their `_id` here, as mongos does: the shard key may include it.
+        std::vector<bson::BsonObj> owned;
+        std::vector<bson::BsonView> stmts;
+        if (_kind == WriteKind::kInsert) {
+            owned.reserve(raw.size());
+            for (bson::BsonView d : raw) owned.push_back(command::ensureIdFirst(d));
+            for (const bson::BsonObj& d : owned) stmts.push_back(d);
+        } else {
+            stmts = raw;
+        }
+
+        return runWriteCommand(opCtx, router, request.db, ns, request.body, _kind, stmts, ordered,
+                               reply);
+    }
+
+  private:
+    WriteKind _kind;
+};
+
+}  // namespace
+
+void registerClusterWriteCommands(command::CommandRegistry& registry) {
+    registry.add(std::make_unique<ClusterWriteCommand>(WriteKind::kInsert));
+    registry.add(std::make_unique<ClusterWriteCommand>(WriteKind::kUpdate));
+    registry.add(std::make_unique<ClusterWriteCommand>(WriteKind::kDelete));
+    registry.add(makeClusterFindAndModifyCommand());
+    registry.add(makeClusterBulkWriteCommand());
+}
+
+}  // namespace tessera::router

@@ -1,0 +1,172 @@
+// findAndModify / findandmodify on a router (MongoDB's cluster_find_and_modify_cmd):
+// unsharded → the database primary; sharded with a filter that pins one shard → that shard;
+// otherwise the two-phase write without shard key (cluster_write_without_shard_key.h).
+#include "base/error_codes.h"
+#include "command/reply_util.h"
+#include "placement/targeter.h"
+#include "router/cluster_write_batch.h"
+#include "router/cluster_write_commands.h"
+#include "router/cluster_write_without_shard_key.h"
+
+namespace tessera::router {
+namespace {
+
+using bson::BsonType;
+using command::CommandRequest;
+using command::OperationContext;
+
+bson::BsonObj withoutDb(bson::BsonView body) {
+    bson::BsonBuilder b;
+    for (bson::BsonElement e : body) {
+        if (e.fieldName() == "$db" || e.fieldName() == "$clusterTime" ||
+            e.fieldName() == "shardVersion" || e.fieldName() == "databaseVersion") {
+            continue;
+        }
+        b.appendElement(e);
+    }
+    return b.obj();
+}
+
+// `cmd` with its `query` replaced.
+bson::BsonObj withQuery(bson::BsonView cmd, bson::BsonView query) {
+    bson::BsonBuilder b;
+    bool placed = false;
+    for (bson::BsonElement e : cmd) {
+        if (e.fieldName() == "query") {
+            b.append("query", query);
+            placed = true;
+        } else {
+            b.appendElement(e);
+        }
+    }
+    if (!placed) b.append("query", query);
+    return b.obj();
+}
+
+bool isSimpleCollation(bson::BsonElement c) {
+    if (!c.isObject() || c.objValue().isEmpty()) return true;
+    bson::BsonElement locale = c.objValue()["locale"];
+    return locale.type() == BsonType::String && locale.stringValue() == "simple";
+}
+
+class ClusterFindAndModifyCommand final : public command::Command {
+  public:
+    std::string_view name() const override { return "findAndModify"; }
+    std::vector<std::string_view> aliases() const override { return {"findandmodify"}; }
+
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder& reply) override {
+        Router& router = Router::get(opCtx);
+        ASSIGN_OR_RETURN(std::string coll,
+                         command::collectionName(request.firstElement(), "findAndModify"));
+        std::string ns = request.db + "." + coll;
+        bson::BsonObj cmd = withoutDb(request.body);
+        bson::BsonView body = cmd;
+        bson::BsonElement q = body["query"];
+        if (q && !q.isNull() && !q.isObject()) {
+            return Status(ErrorCodes::TypeMismatch,
+                          "BSON field 'findAndModify.query' is the wrong type '" +
+                              std::string(bson::typeName(q.type())) + "', expected type 'object'");
+        }
+        bson::BsonObj query = q.isObject() ? q.objValue().copy() : bson::BsonObj();
+        bool upsert = body["upsert"].trueValue();
+        bool remove = body["remove"].trueValue();
+        bson::BsonElement update = body["update"];
+        bson::BsonView arrayFilters =
+            body["arrayFilters"].isArray() ? body["arrayFilters"].objValue() : bson::BsonView();
+
+        for (int attempt = 0;; ++attempt) {
+            ASSIGN_OR_RETURN(CollectionRoutingInfo info,
+                             router.catalog().getCollectionRoutingInfo(ns, true));
+            if (!info.isSharded()) {
+                auto resp = runOnPrimary(opCtx, router, ns, cmd);
+                if (resp.isOK()) return relayShardReply(opCtx, resp.getValue(), reply);
+                if (!isBecameSharded(resp.getStatus())) return resp.getStatus();
+                continue;
+            }
+            const placement::RoutingTable& table = *info.table;
+            ASSIGN_OR_RETURN(placement::TargetingResult t, placement::targetWrite(table, query));
+            bool simple = isSimpleCollation(body["collation"]);
+            bool keyChange =
+                !remove && update && updateMayChangeShardKey(table.shardKeyPattern(), update);
+            bool exact = simple && t.kind == placement::TargetingKind::kExactKey;
+            bool direct = simple && t.isSingleShard() && (exact || !upsert) && !keyChange;
+            bool retry = attempt < 10;
+            if (direct) {
+                const ShardId& shard = t.shards.front();
+                auto rs =
+                    sendToShards(router, request.db, {{shard, attachVersion(cmd, info, shard)}});
+                const ShardResponse& r = rs.front();
+                if (retry && r.status.isOK() && !r.reply["ok"].trueValue() &&
+                    isStaleCode(r.reply["code"].numberInt())) {
+                    noteStaleError(router, r.reply);
+                    continue;
+                }
+                return relayShardReply(opCtx, r, reply);
+            }
+
+            TwoPhaseWrite write;
+            write.coll = coll;
+            write.filter = query;
+            if (body["sort"].isObject()) write.sort = body["sort"].objValue().copy();
+            if (body["collation"].isObject()) {
+                bson::BsonBuilder c;
+                c.appendElement(body["collation"]);
+                write.collation = c.obj();
+            }
+            if (body["let"].isObject()) {
+                bson::BsonBuilder l;
+                l.appendElement(body["let"]);
+                write.let = l.obj();
+            }
+            write.shards = simple ? t.shards : table.shards();
+            if (keyChange) {
+                write.update = update;
+                write.arrayFilters = arrayFilters.copy();
+            }
+            write.makeWriteCommand = [&](bson::BsonView filter, const ShardId&) {
+                return withQuery(cmd, filter);
+            };
+            write.matched = [](bson::BsonView r) {
+                bson::BsonElement leo = r["lastErrorObject"];
+                return leo.isObject() ? leo.objValue()["n"].numberLong() : 0;
+            };
+            ASSIGN_OR_RETURN(TwoPhaseOutcome outcome,
+                             runTwoPhaseWrite(router, info, request.db, write));
+            if (outcome.stale) {
+                if (retry) continue;
+                return Status(ErrorCodes::StaleConfig, "routing information kept changing");
+            }
+            if (outcome.found) return relayShardReply(opCtx, outcome.response, reply);
+            if (upsert && update) {
+                ASSIGN_OR_RETURN(UpsertTarget target,
+                                 targetUpsertInsert(table, query, update, arrayFilters));
+                bson::BsonObj up = withQuery(cmd, target.filter);
+                auto rs = sendToShards(router, request.db,
+                                       {{target.shard, attachVersion(up, info, target.shard)}});
+                const ShardResponse& r = rs.front();
+                if (retry && r.status.isOK() && !r.reply["ok"].trueValue() &&
+                    isStaleCode(r.reply["code"].numberInt())) {
+                    noteStaleError(router, r.reply);
+                    continue;
+                }
+                return relayShardReply(opCtx, r, reply);
+            }
+            // Nothing matched on any shard.
+            reply.startObject("lastErrorObject");
+            reply.appendNumber("n", int64_t{0});
+            if (!remove) reply.append("updatedExisting", false);
+            reply.end();
+            reply.appendNull("value");
+            return Status::OK();
+        }
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<command::Command> makeClusterFindAndModifyCommand() {
+    return std::make_unique<ClusterFindAndModifyCommand>();
+}
+
+}  // namespace tessera::router

@@ -1,0 +1,84 @@
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "bson/bson_obj.h"
+#include "placement/routing_table.h"
+#include "router/router.h"
+
+// MongoDB's two-phase "write without shard key" (7.1+) for single-document writes whose filter
+// does not pin one shard (update/delete with multi: false, findAndModify):
+//   1. find {filter, sort, limit: 1, projection: _id + shard key + sort fields} on every shard the
+//      filter may match on; the first document in sort order (any, without sort) wins;
+//   2. the write goes to the shard that returned it with filter {$and: [filter, {_id: <id>}]};
+//      when it matches nothing (the document changed in between), both phases run again.
+// An update that may change the shard key reads the whole document instead and is refused
+// (InvalidOptions 72) when the new key belongs to another shard: moving a document between
+// shards needs a transaction, which Tessera does not have.
+namespace tessera::router {
+
+// {_id: 1, <key paths>: 1, <sort paths>: 1} without overlapping paths; empty (the whole
+// document) when `wholeDocument`.
+bson::BsonObj twoPhaseProjection(const placement::ShardKeyPattern& pattern, bson::BsonView sort,
+                                 bool wholeDocument);
+
+// The phase-1 find for one shard (versions not attached).
+bson::BsonObj twoPhaseFindCommand(std::string_view coll, bson::BsonView filter, bson::BsonView sort,
+                                  bson::BsonView projection, bson::BsonElement collation,
+                                  bson::BsonElement let);
+
+// The position in `docs` of the first document in `sort` order (ties: the earliest), or
+// nullopt when empty. Without sort: the first.
+std::optional<size_t> pickFirstMatch(const std::vector<bson::BsonObj>& docs, bson::BsonView sort);
+
+// {$and: [filter, {_id: <id>}]}.
+bson::BsonObj filterWithId(bson::BsonView filter, bson::BsonElement id);
+
+// When `u` (update argument; `arrayFilters` may be empty) applied to `doc` gives a shard key
+// owned by a shard other than `owner`: InvalidOptions (72). Updates the router cannot evaluate
+// (positional `$`, errors the shard will report itself) pass.
+Status checkShardKeyChange(const placement::RoutingTable& table, bson::BsonView doc,
+                           bson::BsonElement u, bson::BsonView arrayFilters, const ShardId& owner);
+
+// Where an upsert that matched nothing inserts (MongoDB 8.0 builds the document on the router):
+// the document built from the filter's equalities and `u` (as the shard will build it), its
+// shard's id, and the filter to send there: {$and: [filter, {_id: <the document's _id>}]} so
+// that the shard builds the same document.
+struct UpsertTarget {
+    ShardId shard;
+    bson::BsonObj filter;
+    bson::BsonObj document;
+};
+StatusWith<UpsertTarget> targetUpsertInsert(const placement::RoutingTable& table,
+                                            bson::BsonView filter, bson::BsonElement u,
+                                            bson::BsonView arrayFilters);
+
+// One single-document write run with the protocol. The caller builds the phase-2 command for
+// the filter it is given (versions not attached) and says how many documents a reply matched.
+struct TwoPhaseWrite {
+    std::string coll;
+    bson::BsonObj filter;
+    bson::BsonObj sort;
+    bson::BsonObj collation;  // {collation: {...}} or empty
+    bson::BsonObj let;        // {let: {...}} or empty
+    std::vector<ShardId> shards;
+    std::optional<bson::BsonElement> update;  // set: an update that may change the shard key
+    bson::BsonObj arrayFilters;
+    std::function<bson::BsonObj(bson::BsonView filter, const ShardId& shard)> makeWriteCommand;
+    std::function<int64_t(bson::BsonView reply)> matched;
+};
+struct TwoPhaseOutcome {
+    bool stale = false;  // a stale placement error was noted: refresh and run it again
+    bool found = false;  // a document matched and the write reply is in `response`
+    ShardResponse response;
+};
+// Network errors and shard errors other than stale are returned in `response` (found = true)
+// or as the status (phase 1).
+StatusWith<TwoPhaseOutcome> runTwoPhaseWrite(Router& router, const CollectionRoutingInfo& info,
+                                             std::string_view db, const TwoPhaseWrite& write);
+
+}  // namespace tessera::router

@@ -1,0 +1,249 @@
+// The router's state (Router) and the dispatch primitives every routed command shares:
+// attachVersion, sendToShards, noteStaleError, runRouted. See README.md.
+
+#include "router/router.h"
+
+#include "base/log.h"
+#include "base/wall_clock.h"
+#include "bson/bson_builder.h"
+#include "command/server_info.h"
+#include "placement/stale_info.h"
+#include "router/router_commands.h"
+#include "router/router_cursor_manager.h"
+#include "router/router_util.h"
+
+namespace tessera::router {
+
+using bson::BsonBuilder;
+using bson::BsonObj;
+using bson::BsonView;
+
+namespace {
+
+// MongoDB's kMaxNumStaleVersionRetries.
+constexpr int kMaxStaleRetries = 10;
+constexpr auto kPingInterval = std::chrono::seconds(10);
+
+bool isUnversionedDb(std::string_view db) {
+    return db == "admin" || db == "config" || db == "local";
+}
+
+// Notes one error document (a reply or a writeErrors[i]); true when it was a stale error.
+bool noteOne(Router& router, BsonView err) {
+    int code = static_cast<int>(err["code"].numberLong());
+    if (code == static_cast<int>(ErrorCodes::StaleConfig)) {
+        auto info = placement::StaleConfigInfo::parse(err);
+        if (info.isOK()) {
+            router.catalog().onStaleShardVersion(info.getValue().ns, info.getValue().wanted);
+        } else if (err["ns"].type() == bson::BsonType::String) {
+            router.catalog().invalidateCollection(err["ns"].stringValue());
+        }
+        return true;
+    }
+    if (code == static_cast<int>(ErrorCodes::StaleDbVersion)) {
+        auto info = placement::StaleDbVersionInfo::parse(err);
+        if (info.isOK()) {
+            router.catalog().onStaleDatabaseVersion(info.getValue().db, info.getValue().wanted);
+        } else if (err["db"].type() == bson::BsonType::String) {
+            router.catalog().invalidateDatabase(err["db"].stringValue());
+        }
+        return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+// ---- Router ------------------------------------------------------------------------------------
+
+Router::Router(std::string configHost, std::string selfHost)
+    : _client(),
+      _shards(_client, std::move(configHost)),
+      _catalog(_client, _shards),
+      _cursors(std::make_unique<RouterCursorManager>()),
+      _selfHost(std::move(selfHost)) {}
+
+Router::~Router() { stopBackgroundTasks(); }
+
+Router& Router::get(command::OperationContext& opCtx) {
+    invariant(opCtx.service && opCtx.service->roleState);
+    return *static_cast<Router*>(opCtx.service->roleState);
+}
+
+void Router::startBackgroundTasks() {
+    std::lock_guard lock(_bgMutex);
+    if (_pinger.joinable()) return;
+    _bgStopping = false;
+    _pinger = std::thread([this] { pingLoop(); });
+}
+
+void Router::stopBackgroundTasks() {
+    {
+        std::lock_guard lock(_bgMutex);
+        _bgStopping = true;
+    }
+    _bgCv.notify_all();
+    if (_pinger.joinable()) _pinger.join();
+}
+
+Status Router::pingOnce() {
+    int64_t now = wallClockMillis();
+    int64_t up = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now() -
+                                                                  _startTime)
+                     .count();
+    BsonBuilder cmd;
+    cmd.append("update", "mongos");
+    cmd.startArray("updates").startObject("0");
+    cmd.startObject("q").append("_id", _selfHost).end();
+    cmd.startObject("u");
+    cmd.startObject("$set")
+        .startArray("advisoryHostFQDNs")
+        .end()
+        .append("mongoVersion", command::kCompatibleMongoVersion)
+        .appendDate("ping", now)
+        .appendInt64("up", up)
+        .appendBool("waiting", true)
+        .end();
+    cmd.startObject("$setOnInsert").appendDate("created", now).end();
+    cmd.end();  // u
+    cmd.appendBool("upsert", true);
+    cmd.end().end();  // updates.0, updates
+    ASSIGN_OR_RETURN(BsonObj reply, _client.runCommand(configHost(), "config", cmd.obj()));
+    TRY_STATUS(net::replyStatus(reply));
+    if (reply["writeErrors"].isArray()) {
+        return Status(ErrorCodes::UnknownError, "config.mongos ping: " + reply.toJson());
+    }
+    return Status::OK();
+}
+
+void Router::pingLoop() {
+    bool warned = false;
+    std::unique_lock lock(_bgMutex);
+    while (!_bgStopping) {
+        lock.unlock();
+        Status s = pingOnce();
+        if (!s.isOK() && !warned) {
+            log::warning("SHARDING", 22875, "Error updating config.mongos",
+                         "{\"error\":\"" + log::jsonEscape(s.toString()) + "\"}");
+        }
+        warned = !s.isOK();
+        lock.lock();
+        _bgCv.wait_for(lock, kPingInterval, [this] { return _bgStopping; });
+    }
+}
+
+// ---- dispatch primitives ----------------------------------------------------------------------
+
+BsonObj attachVersion(BsonView cmd, const CollectionRoutingInfo& info, const ShardId& shard) {
+    BsonBuilder b;
+    for (auto e : cmd) {
+        std::string_view name = e.fieldName();
+        if (name == "shardVersion" || name == "databaseVersion") continue;
+        b.appendElement(e);
+    }
+    if (isUnversionedDb(info.db.name)) return b.obj();
+    if (info.isSharded()) {
+        info.table->shardVersion(shard).appendToBson(b, "shardVersion");
+    } else {
+        placement::ChunkVersion::unsharded().appendToBson(b, "shardVersion");
+        info.db.version.appendToBson(b, "databaseVersion");
+    }
+    return b.obj();
+}
+
+std::vector<ShardResponse> sendToShards(Router& router, std::string_view db,
+                                        const std::vector<ShardRequest>& requests) {
+    std::vector<ShardResponse> responses(requests.size());
+    std::vector<net::RemoteCommand> cmds;
+    std::vector<size_t> slots;  // response index of each cmds[i]
+    for (size_t i = 0; i < requests.size(); ++i) {
+        responses[i].shard = requests[i].shard;
+        auto host = router.shards().hostOf(requests[i].shard);
+        if (!host.isOK()) {
+            responses[i].status = host.getStatus();
+            continue;
+        }
+        responses[i].host = host.getValue();
+        cmds.push_back({host.getValue(), std::string(db), requests[i].cmd});
+        slots.push_back(i);
+    }
+    if (cmds.size() == 1) {
+        auto r = router.client().runCommand(cmds[0].host, cmds[0].db, cmds[0].cmd);
+        ShardResponse& out = responses[slots[0]];
+        if (r.isOK()) {
+            out.reply = std::move(r).getValue();
+        } else {
+            out.status = r.getStatus();
+        }
+        return responses;
+    }
+    if (cmds.empty()) return responses;
+    auto results = router.client().runCommands(cmds);
+    for (size_t i = 0; i < results.size(); ++i) {
+        ShardResponse& out = responses[slots[i]];
+        if (results[i].isOK()) {
+            out.reply = std::move(results[i]).getValue();
+        } else {
+            out.status = results[i].getStatus();
+        }
+    }
+    return responses;
+}
+
+bool noteStaleError(Router& router, BsonView reply) {
+    bool stale = false;
+    if (!reply["ok"].trueValue()) stale |= noteOne(router, reply);
+    auto writeErrors = reply["writeErrors"];
+    if (writeErrors.isArray()) {
+        for (auto e : writeErrors.objValue()) {
+            if (e.isObject()) stale |= noteOne(router, e.objValue());
+        }
+    }
+    return stale;
+}
+
+StatusWith<std::vector<ShardResponse>> runRouted(
+    command::OperationContext& opCtx, Router& router, std::string_view ns,
+    const std::function<StatusWith<std::vector<ShardRequest>>(const CollectionRoutingInfo&)>&
+        makeRequests,
+    const RoutedOptions& options) {
+    auto dot = ns.find('.');
+    std::string_view db = ns.substr(0, dot);
+    // "db" or "db.$cmd": a database-level command (no collection lookup).
+    bool dbLevel = dot == std::string_view::npos || ns.substr(dot + 1) == "$cmd";
+    for (int round = 0;; ++round) {
+        TRY_STATUS(opCtx.checkForInterrupt());
+        CollectionRoutingInfo info;
+        if (dbLevel) {
+            ASSIGN_OR_RETURN(info.db, router.catalog().getDatabase(db, options.createDbIfMissing));
+        } else {
+            ASSIGN_OR_RETURN(
+                info, router.catalog().getCollectionRoutingInfo(ns, options.createDbIfMissing));
+        }
+        ASSIGN_OR_RETURN(auto requests, makeRequests(info));
+        std::vector<ShardResponse> responses = sendToShards(router, db, requests);
+        bool stale = false;
+        for (const auto& r : responses) {
+            if (r.status.isOK() && noteStaleError(router, r.reply)) stale = true;
+        }
+        if (!stale || round + 1 >= kMaxStaleRetries) return responses;
+        if (options.retryOnStale && !options.retryOnStale(responses)) return responses;
+        // A shard that does not know its placement yet (vWanted absent) refreshes in the
+        // background: from the third round on, give it a little time (at most ~0.5 s in all).
+        if (round >= 2) std::this_thread::sleep_for(std::chrono::milliseconds(10 * round));
+    }
+}
+
+void registerRouterCommands(command::CommandRegistry& registry) {
+    // The families register into a registry of their own; `registry` gets a wrapper of each
+    // that forwards commands on the `config` database to the config server (router_util.h).
+    auto families = std::make_shared<command::CommandRegistry>();
+    registerRouterGenericCommands(*families);
+    registerRouterAdminCommands(*families);
+    registerRouterDdlCommands(*families);
+    registerClusterWriteCommands(*families);
+    registerClusterReadCommands(*families);
+    registerWithConfigPassthrough(registry, std::move(families));
+}
+
+}  // namespace tessera::router

@@ -1,0 +1,370 @@
+// Sharding admin commands of the router (mongodb-surface.md §2): each is translated to the
+// config server's _configsvr* command (src/cluster/README.md), and the router's cached placement
+// that the operation changed is invalidated after success.
+
+#include <chrono>
+
+#include "bson/bson_builder.h"
+#include "command/registry.h"
+#include "router/router_commands.h"
+#include "router/router_util.h"
+
+namespace tessera::router {
+
+using bson::BsonBuilder;
+using bson::BsonObj;
+using bson::BsonType;
+using bson::BsonView;
+using command::CommandRequest;
+using command::OperationContext;
+
+namespace {
+
+StatusWith<std::string> stringArgument(const CommandRequest& request, std::string_view field) {
+    auto e = request.body[field];
+    if (e.type() != BsonType::String || e.stringValue().empty()) {
+        return Status(ErrorCodes::TypeMismatch, "BSON field '" + std::string(request.commandName) +
+                                                    "." + std::string(field) +
+                                                    "' is missing or not a non-empty string");
+    }
+    return std::string(e.stringValue());
+}
+
+// enableSharding: db, primaryShard? → _configsvrCreateDatabase. Reply {}.
+Status enableSharding(OperationContext& opCtx, const CommandRequest& request, BsonBuilder&) {
+    auto first = request.firstElement();
+    if (first.type() != BsonType::String || first.stringValue().empty()) {
+        return Status(ErrorCodes::InvalidNamespace, "enableSharding requires a database name");
+    }
+    std::string db(first.stringValue());
+    if (db.find('.') != std::string::npos) {
+        return Status(ErrorCodes::InvalidNamespace, "invalid db name specified: " + db);
+    }
+    Router& router = Router::get(opCtx);
+    BsonBuilder cmd;
+    cmd.append("_configsvrCreateDatabase", db);
+    if (auto p = request.body["primaryShard"]; p.type() == BsonType::String) {
+        cmd.append("primaryShard", p.stringValue());
+    }
+    auto r = runConfigsvrCommand(router, cmd.obj());
+    router.catalog().invalidateDatabase(db);
+    return r.getStatus();
+}
+
+// shardCollection: ns, key, unique?, numInitialChunks?, collation? → {collectionsharded: ns}.
+Status shardCollection(OperationContext& opCtx, const CommandRequest& request, BsonBuilder& reply) {
+    ASSIGN_OR_RETURN(std::string ns, nsArgument(request));
+    auto key = request.body["key"];
+    if (!key.isObject()) {
+        return Status(ErrorCodes::TypeMismatch,
+                      "BSON field 'shardCollection.key' is missing but a required field");
+    }
+    Router& router = Router::get(opCtx);
+    BsonBuilder cmd;
+    cmd.append("_configsvrShardCollection", ns).append("key", key.objValue());
+    cmd.appendBool("unique", request.body["unique"].trueValue());
+    if (auto n = request.body["numInitialChunks"]; n.isNumber()) {
+        cmd.appendInt64("numInitialChunks", n.numberLong());
+    }
+    if (auto c = request.body["collation"]; c.isObject()) cmd.append("collation", c.objValue());
+    if (auto p = request.body["presplitHashedZones"]; !p.eoo()) cmd.appendElement(p);
+    auto r = runConfigsvrCommand(router, cmd.obj());
+    router.catalog().invalidateCollection(ns);
+    if (!r.isOK()) {
+        // Created a database on the way, maybe.
+        router.catalog().invalidateDatabase(ns.substr(0, ns.find('.')));
+        return r.getStatus();
+    }
+    reply.append("collectionsharded", ns);
+    return Status::OK();
+}
+
+// The chunk-level commands change placement within one generation: the next lookup refreshes
+// incrementally.
+void noteChunksChanged(Router& router, const std::string& ns) {
+    router.catalog().onStaleShardVersion(ns, std::nullopt);
+}
+
+// split: ns, middle | find | bounds → _configsvrSplitChunk.
+Status split(OperationContext& opCtx, const CommandRequest& request, BsonBuilder&) {
+    ASSIGN_OR_RETURN(std::string ns, nsArgument(request));
+    int given = request.body.hasField("middle") + request.body.hasField("find") +
+                request.body.hasField("bounds");
+    if (given != 1) {
+        return Status(ErrorCodes::InvalidOptions,
+                      "Only one of 'find', 'middle' or 'bounds' must be specified");
+    }
+    Router& router = Router::get(opCtx);
+    BsonBuilder cmd;
+    cmd.append("_configsvrSplitChunk", ns);
+    for (auto f : {"middle", "find", "bounds"}) {
+        if (auto e = request.body[f]; !e.eoo()) cmd.appendElement(e);
+    }
+    auto r = runConfigsvrCommand(router, cmd.obj());
+    noteChunksChanged(router, ns);
+    return r.getStatus();
+}
+
+// mergeChunks: ns, bounds → _configsvrMergeChunks.
+Status mergeChunks(OperationContext& opCtx, const CommandRequest& request, BsonBuilder&) {
+    ASSIGN_OR_RETURN(std::string ns, nsArgument(request));
+    auto bounds = request.body["bounds"];
+    if (!bounds.isArray()) {
+        return Status(ErrorCodes::TypeMismatch, "mergeChunks requires 'bounds' as an array");
+    }
+    Router& router = Router::get(opCtx);
+    BsonBuilder cmd;
+    cmd.append("_configsvrMergeChunks", ns).appendElement(bounds);
+    auto r = runConfigsvrCommand(router, cmd.obj());
+    noteChunksChanged(router, ns);
+    return r.getStatus();
+}
+
+// Sends _configsvrMoveRange and notes the placement change.
+Status moveRangeOnConfig(Router& router, const std::string& ns, const BsonObj& cmd) {
+    auto r =
+        router.client().runCommand(router.configHost(), "admin", cmd, std::chrono::minutes(30));
+    noteChunksChanged(router, ns);
+    if (!r.isOK()) return r.getStatus();
+    return net::replyStatus(r.getValue());
+}
+
+// moveChunk: ns, find | bounds, to → the chunk's [min, max) → _configsvrMoveRange. {millis}.
+Status moveChunk(OperationContext& opCtx, const CommandRequest& request, BsonBuilder& reply) {
+    auto start = std::chrono::steady_clock::now();
+    ASSIGN_OR_RETURN(std::string ns, nsArgument(request));
+    ASSIGN_OR_RETURN(std::string to, stringArgument(request, "to"));
+    auto find = request.body["find"];
+    auto bounds = request.body["bounds"];
+    if (find.eoo() == bounds.eoo()) {
+        return Status(ErrorCodes::InvalidOptions, "need to specify either 'find' or 'bounds'");
+    }
+    Router& router = Router::get(opCtx);
+    ASSIGN_OR_RETURN(auto info, router.catalog().getCollectionRoutingInfo(ns));
+    if (!info.isSharded()) {
+        return Status(ErrorCodes::NamespaceNotSharded, "ns: " + ns + " is not sharded");
+    }
+    const auto& table = *info.table;
+    BsonObj key;
+    if (!find.eoo()) {
+        if (!find.isObject()) return Status(ErrorCodes::TypeMismatch, "'find' must be an object");
+        if (table.shardKeyPattern().isHashed()) {
+            return Status(ErrorCodes::InvalidOptions,
+                          "Cannot use 'find' with a hashed shard key; use 'bounds'");
+        }
+        ASSIGN_OR_RETURN(key, table.shardKeyPattern().extractShardKeyFromQuery(find.objValue()));
+        if (key.isEmpty()) {
+            return Status(ErrorCodes::InvalidOptions,
+                          "no shard key found in chunk query " + find.toString(false));
+        }
+    } else {
+        if (!bounds.isArray() || bounds.objValue().nFields() != 2 ||
+            !bounds.objValue()["0"].isObject() || !bounds.objValue()["1"].isObject()) {
+            return Status(ErrorCodes::InvalidOptions,
+                          "Specify either 'find' or 'bounds' as [min, max]");
+        }
+        key = bounds.objValue()["0"].objValue().copy();
+    }
+    TRY_STATUS(table.shardKeyPattern().validateKey(key));
+    const placement::Chunk& chunk = table.findChunk(key);
+
+    BsonBuilder cmd;
+    cmd.append("_configsvrMoveRange", ns)
+        .append("min", chunk.min)
+        .append("max", chunk.max)
+        .append("toShard", to);
+    bool waitForDelete =
+        request.body["_waitForDelete"].trueValue() || request.body["waitForDelete"].trueValue();
+    cmd.appendBool("waitForDelete", waitForDelete);
+    TRY_STATUS(moveRangeOnConfig(router, ns, cmd.obj()));
+    reply.appendInt64("millis", std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::steady_clock::now() - start)
+                                    .count());
+    return Status::OK();
+}
+
+// moveRange: ns, toShard, min?, max? → _configsvrMoveRange.
+Status moveRange(OperationContext& opCtx, const CommandRequest& request, BsonBuilder&) {
+    ASSIGN_OR_RETURN(std::string ns, nsArgument(request));
+    ASSIGN_OR_RETURN(std::string to, stringArgument(request, "toShard"));
+    auto min = request.body["min"];
+    auto max = request.body["max"];
+    if (min.eoo() && max.eoo()) {
+        return Status(ErrorCodes::InvalidOptions, "At least one of 'min' or 'max' is required");
+    }
+    Router& router = Router::get(opCtx);
+    BsonBuilder cmd;
+    cmd.append("_configsvrMoveRange", ns);
+    if (!min.eoo()) cmd.appendElement(min);
+    if (!max.eoo()) cmd.appendElement(max);
+    cmd.append("toShard", to);
+    cmd.appendBool("waitForDelete", request.body["waitForDelete"].trueValue());
+    if (auto f = request.body["forceJumbo"]; !f.eoo()) cmd.appendElement(f);
+    return moveRangeOnConfig(router, ns, cmd.obj());
+}
+
+// movePrimary: db, to → _configsvrMovePrimary.
+Status movePrimary(OperationContext& opCtx, const CommandRequest& request, BsonBuilder&) {
+    auto first = request.firstElement();
+    if (first.type() != BsonType::String || first.stringValue().empty()) {
+        return Status(ErrorCodes::InvalidNamespace, "movePrimary requires a database name");
+    }
+    std::string db(first.stringValue());
+    ASSIGN_OR_RETURN(std::string to, stringArgument(request, "to"));
+    Router& router = Router::get(opCtx);
+    BsonBuilder cmd;
+    cmd.append("_configsvrMovePrimary", db).append("to", to);
+    auto r = router.client().runCommand(router.configHost(), "admin", cmd.obj(),
+                                        std::chrono::minutes(30));
+    router.catalog().invalidateDatabase(db);
+    if (!r.isOK()) return r.getStatus();
+    return net::replyStatus(r.getValue());
+}
+
+// addShard: "h:p" | "rs/h:p,...", name? → _configsvrAddShard. {shardAdded}.
+Status addShard(OperationContext& opCtx, const CommandRequest& request, BsonBuilder& reply) {
+    auto first = request.firstElement();
+    if (first.type() != BsonType::String || first.stringValue().empty()) {
+        return Status(ErrorCodes::BadValue, "addShard requires a host string");
+    }
+    std::string host(first.stringValue());
+    // "rs/h1:p,h2:p": Tessera shards are single processes; use the first member.
+    if (auto slash = host.find('/'); slash != std::string::npos) host = host.substr(slash + 1);
+    if (auto comma = host.find(','); comma != std::string::npos) host.resize(comma);
+    Router& router = Router::get(opCtx);
+    BsonBuilder cmd;
+    cmd.append("_configsvrAddShard", host);
+    if (auto n = request.body["name"]; n.type() == BsonType::String) cmd.appendElement(n);
+    auto r = runConfigsvrCommand(router, cmd.obj());
+    router.shards().invalidate();
+    if (!r.isOK()) return r.getStatus();
+    auto added = r.getValue()["shardAdded"];
+    if (!added.eoo()) reply.appendElement(added);
+    return Status::OK();
+}
+
+// listShards: {shards: [config.shards docs]}.
+Status listShards(OperationContext& opCtx, const CommandRequest& request, BsonBuilder& reply) {
+    Router& router = Router::get(opCtx);
+    BsonBuilder find;
+    find.append("find", "shards");
+    if (auto f = request.body["filter"]; f.isObject()) find.append("filter", f.objValue());
+    find.startObject("sort").appendInt32("_id", 1).end();
+    find.appendInt32("batchSize", 100000);
+    ASSIGN_OR_RETURN(BsonObj r, runOnConfig(router, "config", find.obj()));
+    TRY_STATUS(net::replyStatus(r));
+    reply.startArray("shards");
+    size_t i = 0;
+    if (r["cursor"].isObject()) {
+        for (auto e : r["cursor"].objValue()["firstBatch"].objValue()) {
+            reply.appendElementAs(e, std::to_string(i++));
+        }
+    }
+    reply.end();
+    return Status::OK();
+}
+
+// getShardMap: {map, hosts, connStrings}.
+Status getShardMap(OperationContext& opCtx, const CommandRequest&, BsonBuilder& reply) {
+    Router& router = Router::get(opCtx);
+    ASSIGN_OR_RETURN(auto shards, router.shards().allShards(true));
+    reply.startObject("map");
+    for (const auto& s : shards) reply.append(s.id, s.host);
+    reply.append("config", router.configHost());
+    reply.end();
+    reply.startObject("hosts");
+    for (const auto& s : shards) reply.append(s.host, s.id);
+    reply.append(router.configHost(), "config");
+    reply.end();
+    reply.startObject("connStrings");
+    for (const auto& s : shards) reply.append(s.host, s.id);
+    reply.append(router.configHost(), "config");
+    reply.end();
+    return Status::OK();
+}
+
+// flushRouterConfig: 1 | "db" | "db.coll" → {flushed: true}.
+Status flushRouterConfig(OperationContext& opCtx, const CommandRequest& request,
+                         BsonBuilder& reply) {
+    Router& router = Router::get(opCtx);
+    auto first = request.firstElement();
+    if (first.type() == BsonType::String && !first.stringValue().empty()) {
+        std::string_view arg = first.stringValue();
+        if (arg.find('.') == std::string_view::npos) {
+            router.catalog().invalidateDatabase(arg);
+        } else {
+            router.catalog().invalidateCollection(arg);
+        }
+    } else {
+        router.catalog().invalidateAll();
+    }
+    reply.appendBool("flushed", true);
+    return Status::OK();
+}
+
+// getShardVersion: ns, fullMetadata? → the router's cached version.
+Status getShardVersion(OperationContext& opCtx, const CommandRequest& request, BsonBuilder& reply) {
+    ASSIGN_OR_RETURN(std::string ns, nsArgument(request));
+    Router& router = Router::get(opCtx);
+    auto found = router.catalog().getCollectionRoutingInfo(ns);
+    if (!found.isOK() && !found.getStatus().is(ErrorCodes::NamespaceNotFound)) {
+        return found.getStatus();
+    }
+    if (!found.isOK() || !found.getValue().isSharded()) {
+        return Status(ErrorCodes::NamespaceNotSharded, "Collection " + ns + " is not sharded.");
+    }
+    const auto& info = found.getValue();
+    const auto& v = info.table->collectionVersion();
+    reply.appendTimestamp("version", v.placement().value);
+    reply.append("versionEpoch", v.epoch());
+    reply.appendTimestamp("versionTimestamp", v.timestamp().value);
+    if (request.body["fullMetadata"].trueValue()) {
+        reply.startArray("chunks");
+        const auto& map = info.table->chunkMap();
+        for (size_t i = 0; i < map.size(); ++i) {
+            reply.startArray(std::to_string(i))
+                .append("0", map.chunk(i).min)
+                .append("1", map.chunk(i).max)
+                .end();
+        }
+        reply.end();
+    }
+    return Status::OK();
+}
+
+// balancerStart / balancerStop / balancerStatus → _configsvrBalancer*, reply relayed.
+CommandFn balancerCommand(std::string configsvrName) {
+    return [configsvrName](OperationContext& opCtx, const CommandRequest&, BsonBuilder& reply) {
+        Router& router = Router::get(opCtx);
+        BsonBuilder cmd;
+        cmd.appendInt32(configsvrName, 1);
+        ASSIGN_OR_RETURN(BsonObj r, runOnConfig(router, "admin", cmd.obj()));
+        return relayRemoteReply(opCtx, r, reply);
+    };
+}
+
+}  // namespace
+
+void registerRouterAdminCommands(command::CommandRegistry& registry) {
+    registry.add(makeRouterCommand("enableSharding", {"enablesharding"}, true, enableSharding));
+    registry.add(makeRouterCommand("shardCollection", {"shardcollection"}, true, shardCollection));
+    registry.add(makeRouterCommand("split", {}, true, split));
+    registry.add(makeRouterCommand("mergeChunks", {}, true, mergeChunks));
+    registry.add(makeRouterCommand("moveChunk", {"movechunk"}, true, moveChunk));
+    registry.add(makeRouterCommand("moveRange", {}, true, moveRange));
+    registry.add(makeRouterCommand("movePrimary", {"moveprimary"}, true, movePrimary));
+    registry.add(makeRouterCommand("addShard", {"addshard"}, true, addShard));
+    registry.add(makeRouterCommand("listShards", {"listshards"}, true, listShards));
+    registry.add(makeRouterCommand("getShardMap", {}, true, getShardMap));
+    registry.add(
+        makeRouterCommand("flushRouterConfig", {"flushrouterconfig"}, true, flushRouterConfig));
+    registry.add(makeRouterCommand("getShardVersion", {"getshardversion"}, true, getShardVersion));
+    registry.add(
+        makeRouterCommand("balancerStart", {}, true, balancerCommand("_configsvrBalancerStart")));
+    registry.add(
+        makeRouterCommand("balancerStop", {}, true, balancerCommand("_configsvrBalancerStop")));
+    registry.add(
+        makeRouterCommand("balancerStatus", {}, true, balancerCommand("_configsvrBalancerStatus")));
+}
+
+}  // namespace tessera::router

@@ -1,0 +1,45 @@
+#include "shard/ownership_filter.h"
+
+#include <algorithm>
+
+namespace tessera::shard {
+
+ChunkOwnershipFilter::ChunkOwnershipFilter(std::shared_ptr<const placement::RoutingTable> table,
+                                           placement::ShardId shard)
+    : _table(std::move(table)), _shard(std::move(shard)) {
+    const placement::ChunkMap& map = _table->chunkMap();
+    for (size_t i = 0; i < map.size(); ++i) {
+        if (map.chunk(i).shard != _shard) continue;
+        if (!_ranges.empty() && _ranges.back().second == map.encodedMin(i)) {
+            _ranges.back().second = map.encodedMax(i);  // adjacent: merge
+        } else {
+            _ranges.emplace_back(map.encodedMin(i), map.encodedMax(i));
+        }
+        if (i + 1 == map.size()) _ownsGlobalMax = true;
+    }
+}
+
+bool ChunkOwnershipFilter::owns(bson::BsonView doc) const {
+    if (_ranges.empty()) return false;
+    StatusWith<bson::BsonObj> key = _table->shardKeyPattern().extractShardKeyFromDoc(doc);
+    if (!key.isOK()) return false;
+    return ownsKey(key.getValue());
+}
+
+bool ChunkOwnershipFilter::ownsKey(bson::BsonView shardKey) const {
+    if (_ranges.empty()) return false;
+    std::string encoded = _table->shardKeyPattern().encodeKey(shardKey);
+    // The last range whose min <= encoded.
+    auto it =
+        std::upper_bound(_ranges.begin(), _ranges.end(), encoded,
+                         [](const std::string& k, const std::pair<std::string, std::string>& r) {
+                             return k < r.first;
+                         });
+    if (it == _ranges.begin()) return false;
+    --it;
+    if (encoded < it->second) return true;
+    // The global max key itself belongs to the last chunk.
+    return _ownsGlobalMax && &*it == &_ranges.back() && encoded == it->second;
+}
+
+}  // namespace tessera::shard

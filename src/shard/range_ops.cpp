@@ -1,0 +1,136 @@
+#include "shard/range_ops.h"
+
+#include "base/log.h"
+#include "bson/bson_builder.h"
+#include "keystring/keystring.h"
+#include "storage/collection_writer.h"
+
+namespace tessera::shard {
+
+StatusWith<ShardKeyRange> ShardKeyRange::make(const placement::ShardKeyPattern& pattern,
+                                              bson::BsonView min, bson::BsonView max) {
+    TRY_STATUS(pattern.validateKey(min));
+    TRY_STATUS(pattern.validateKey(max));
+    ShardKeyRange r;
+    r._min = min.copy();
+    r._max = max.copy();
+    r._encMin = pattern.encodeKey(min);
+    r._encMax = pattern.encodeKey(max);
+    if (!(r._encMin < r._encMax)) {
+        return Status(ErrorCodes::BadValue,
+                      "range min " + min.toJson() + " must be less than max " + max.toJson());
+    }
+    r._maxIsGlobal = r._encMax == pattern.encodeKey(pattern.globalMax());
+    return r;
+}
+
+bool ShardKeyRange::containsEncoded(const std::string& key) const {
+    if (key < _encMin) return false;
+    return key < _encMax || (_maxIsGlobal && key == _encMax);
+}
+
+bool ShardKeyRange::containsDoc(const placement::ShardKeyPattern& pattern,
+                                bson::BsonView doc) const {
+    auto key = pattern.extractShardKeyFromDoc(doc);
+    if (!key.isOK()) return false;
+    return containsEncoded(pattern.encodeKey(key.getValue()));
+}
+
+RangePage readRangePage(storage::ReadSnapshot& snapshot, const storage::CollectionInfo& coll,
+                        const placement::ShardKeyPattern& pattern, const ShardKeyRange& range,
+                        const bson::BsonElement& afterId, int64_t batchBytes) {
+    RangePage page;
+    // Record keys are the keystrings of _id, and the _id index is the records keyspace itself:
+    // a page starts right after the previous page's last _id instead of rescanning the
+    // collection from its start (which made a migration quadratic in the collection size).
+    storage::KeyRange keys;
+    if (!afterId.eoo()) {
+        keys.low = keystring::encodeValue(afterId);
+        keys.lowInclusive = false;
+    }
+    auto cursor = snapshot.indexScan(coll, coll.indexes.front(), keys);
+    std::optional<bson::BsonObj> last;
+    bool more = false;
+    while (auto entry = cursor->next()) {
+        if (page.bytes >= batchBytes) {
+            more = true;
+            break;
+        }
+        auto doc = snapshot.findByRecordKey(coll, entry->recordKey);
+        if (!doc) continue;
+        if (range.containsDoc(pattern, *doc)) {
+            page.bytes += static_cast<int64_t>(doc->size());
+            page.docs.push_back(*doc);
+        }
+        last = std::move(doc);
+    }
+    if (last) {
+        bson::BsonBuilder b;
+        b.appendElementAs(last->view()["_id"], "_id");
+        page.lastId = b.obj();
+    }
+    page.done = !more;
+    return page;
+}
+
+StatusWith<int64_t> deleteUnownedInRange(storage::Engine& engine, std::string_view ns,
+                                         const placement::ShardKeyPattern& pattern,
+                                         const ShardKeyRange& range,
+                                         const command::OwnershipFilter* filter) {
+    storage::CollectionPtr coll = engine.getCollection(ns);
+    if (!coll) return int64_t{0};
+    // Collect first (a snapshot), then remove in small writer batches so that the collection's
+    // write lock is not held for the whole scan.
+    std::vector<std::string> keys;
+    {
+        auto snapshot = engine.snapshot();
+        auto cursor = snapshot->scan(*coll);
+        while (auto rec = cursor->next()) {
+            if (!range.containsDoc(pattern, rec->doc)) continue;
+            if (filter && filter->owns(rec->doc)) continue;
+            keys.push_back(std::move(rec->recordKey));
+        }
+    }
+    int64_t deleted = 0;
+    constexpr size_t kBatch = 256;
+    for (size_t i = 0; i < keys.size(); i += kBatch) {
+        ASSIGN_OR_RETURN(auto writer, engine.writer(coll));
+        for (size_t j = i; j < std::min(keys.size(), i + kBatch); ++j) {
+            auto st = writer->remove(keys[j], storage::WriteOptions{});
+            if (st.isOK()) {
+                ++deleted;
+            } else if (!st.getStatus().is(ErrorCodes::NoSuchKey)) {
+                return st.getStatus();
+            }
+        }
+    }
+    return deleted;
+}
+
+StatusWith<int64_t> insertDocuments(storage::Engine& engine, std::string_view ns,
+                                    const std::vector<bson::BsonObj>& docs, int64_t* skipped) {
+    storage::CollectionPtr coll = engine.getCollection(ns);
+    if (!coll) {
+        return Status(ErrorCodes::NamespaceNotFound,
+                      "collection " + std::string(ns) + " does not exist");
+    }
+    if (docs.empty()) return int64_t{0};
+    ASSIGN_OR_RETURN(auto writer, engine.writer(coll));
+    int64_t inserted = 0;
+    for (const bson::BsonObj& doc : docs) {
+        auto st = writer->insert(doc, storage::WriteOptions{});
+        if (st.isOK()) {
+            ++inserted;
+        } else if (st.getStatus().is(ErrorCodes::DuplicateKey)) {
+            if (skipped) ++*skipped;
+            log::warning("SHARDING", 22020, "Skipped a received document that exists already",
+                         "{\"ns\":\"" + log::jsonEscape(ns) + "\",\"error\":\"" +
+                             log::jsonEscape(st.getStatus().reason()) + "\"}");
+        } else {
+            return st.getStatus();
+        }
+    }
+    return inserted;
+}
+
+}  // namespace tessera::shard

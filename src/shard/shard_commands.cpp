@@ -1,0 +1,132 @@
+// The shard's identity, cache flush and critical section commands (src/cluster/README.md "On
+// shards"). All run on admin and are sent by the config server.
+
+#include "command/registry.h"
+#include "shard/command_util.h"
+#include "shard/sharding_state.h"
+
+namespace tessera::shard {
+
+// Defined in migration_commands.cpp / database_commands.cpp.
+void registerShardMigrationCommands(command::CommandRegistry& registry);
+void registerShardDatabaseCommands(command::CommandRegistry& registry);
+
+namespace {
+
+using command::CommandRequest;
+using command::OperationContext;
+
+class ShardCommand : public command::Command {
+  public:
+    bool adminOnly() const override { return true; }
+};
+
+// {_shardsvrSetShardIdentity: {shardName, configsvrConnectionString, clusterId}} (the fields may
+// also be given at the top level).
+class SetShardIdentityCommand final : public ShardCommand {
+  public:
+    std::string_view name() const override { return "_shardsvrSetShardIdentity"; }
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder&) override {
+        ASSIGN_OR_RETURN(ShardingState * state, shardingStateOf(opCtx));
+        bson::BsonView args =
+            request.firstElement().isObject() ? request.firstElement().objValue() : request.body;
+        ASSIGN_OR_RETURN(std::string shardName, stringArg(args, "shardName", name()));
+        ASSIGN_OR_RETURN(std::string host, stringArg(args, "configsvrConnectionString", name()));
+        bson::BsonObj clusterId;
+        if (bson::BsonElement c = args["clusterId"]; !c.eoo()) {
+            bson::BsonBuilder b;
+            b.appendElementAs(c, "clusterId");
+            clusterId = b.obj();
+        }
+        return state->setShardIdentity(shardName, host, clusterId);
+    }
+};
+
+// {_flushRoutingTableCacheUpdates: ns} / {_flushDatabaseCacheUpdates: db}.
+class FlushCommand final : public ShardCommand {
+  public:
+    FlushCommand(std::string_view name, bool database) : _name(name), _database(database) {}
+    std::string_view name() const override { return _name; }
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder&) override {
+        ASSIGN_OR_RETURN(auto md, shardMetadataOf(opCtx));
+        bson::BsonElement target = request.firstElement();
+        if (target.type() != bson::BsonType::String || target.stringValue().empty()) {
+            return Status(ErrorCodes::TypeMismatch,
+                          std::string(_name) + " takes a " +
+                              (_database ? "database name" : "namespace") + " string");
+        }
+        std::string what(target.stringValue());
+        if (_database) return md->refreshDatabase(what);
+        if (what.find('.') == std::string::npos) {
+            return Status(ErrorCodes::InvalidNamespace, "Invalid namespace: " + what);
+        }
+        return md->refreshCollection(what);
+    }
+
+  private:
+    std::string_view _name;
+    bool _database;
+};
+
+// {_shardsvrMigrationCriticalSection: ns, enter: bool, reason} and
+// {_shardsvrDatabaseCriticalSection: db, enter: bool}.
+class CriticalSectionCommand final : public ShardCommand {
+  public:
+    CriticalSectionCommand(std::string_view name, bool database)
+        : _name(name), _database(database) {}
+    std::string_view name() const override { return _name; }
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder&) override {
+        ASSIGN_OR_RETURN(auto md, shardMetadataOf(opCtx));
+        bson::BsonElement target = request.firstElement();
+        if (target.type() != bson::BsonType::String || target.stringValue().empty()) {
+            return Status(ErrorCodes::TypeMismatch, std::string(_name) + " takes a string");
+        }
+        bson::BsonElement enter = request.body["enter"];
+        if (enter.type() != bson::BsonType::Bool) {
+            return Status(ErrorCodes::TypeMismatch,
+                          "BSON field '" + std::string(_name) + ".enter' must be a boolean");
+        }
+        std::string what(target.stringValue());
+        std::string key =
+            _database ? CriticalSections::databaseKey(what) : CriticalSections::collectionKey(what);
+        if (enter.boolValue()) {
+            std::string reason;
+            if (bson::BsonElement r = request.body["reason"]; !r.eoo()) reason = r.toString(false);
+            return md->criticalSections().enter(
+                key, reason,
+                std::chrono::steady_clock::now() + ShardMetadata::kCriticalSectionWait);
+        }
+        // Reload before releasing the waiters, so they check against the committed placement.
+        Status refreshed = _database ? md->refreshDatabase(what) : md->refreshCollection(what);
+        md->criticalSections().exit(key);
+        (void)refreshed;  // a failed refresh is retried by each waiter
+        return Status::OK();
+    }
+
+  private:
+    std::string_view _name;
+    bool _database;
+};
+
+}  // namespace
+
+void registerShardServerCommands(command::CommandRegistry& registry) {
+    registry.add(std::make_unique<SetShardIdentityCommand>());
+    registry.add(std::make_unique<FlushCommand>("_flushRoutingTableCacheUpdates", false));
+    registry.add(
+        std::make_unique<FlushCommand>("_flushRoutingTableCacheUpdatesWithWriteConcern", false));
+    registry.add(std::make_unique<FlushCommand>("_flushDatabaseCacheUpdates", true));
+    registry.add(
+        std::make_unique<FlushCommand>("_flushDatabaseCacheUpdatesWithWriteConcern", true));
+    registry.add(
+        std::make_unique<CriticalSectionCommand>("_shardsvrMigrationCriticalSection", false));
+    registry.add(
+        std::make_unique<CriticalSectionCommand>("_shardsvrDatabaseCriticalSection", true));
+    registerShardMigrationCommands(registry);
+    registerShardDatabaseCommands(registry);
+}
+
+}  // namespace tessera::shard

@@ -1,0 +1,253 @@
+#include "shard/shard_metadata.h"
+
+#include "base/log.h"
+#include "placement/stale_info.h"
+
+namespace tessera::shard {
+
+using placement::ChunkVersion;
+using placement::DatabaseVersion;
+using placement::RoutingTable;
+
+StatusWith<std::shared_ptr<const RoutingTable>> CatalogPlacementSource::loadCollection(
+    std::string_view ns) {
+    _cache.invalidateCollection(ns);
+    auto info = _cache.getCollectionRoutingInfo(ns);
+    if (info.getStatus().is(ErrorCodes::NamespaceNotFound)) {
+        return std::shared_ptr<const RoutingTable>();
+    }
+    if (!info.isOK()) return info.getStatus();
+    return info.getValue().table;
+}
+
+StatusWith<std::optional<cluster::DatabaseInfo>> CatalogPlacementSource::loadDatabase(
+    std::string_view db) {
+    _cache.invalidateDatabase(db);
+    auto info = _cache.getDatabase(db);
+    if (info.getStatus().is(ErrorCodes::NamespaceNotFound)) {
+        return std::optional<cluster::DatabaseInfo>();
+    }
+    if (!info.isOK()) return info.getStatus();
+    return std::optional<cluster::DatabaseInfo>(std::move(info.getValue()));
+}
+
+ShardMetadata::ShardMetadata(placement::ShardId shardId, PlacementSource& source)
+    : _shardId(std::move(shardId)), _source(source) {}
+
+ShardMetadata::Clock::time_point ShardMetadata::waitDeadline(
+    std::optional<Clock::time_point> opDeadline) const {
+    auto limit = Clock::now() + kCriticalSectionWait;
+    return opDeadline && *opDeadline < limit ? *opDeadline : limit;
+}
+
+Status ShardMetadata::refreshCollectionSince(std::string_view ns, Clock::time_point notBefore) {
+    std::lock_guard refresh(_refreshMutex);
+    {
+        std::lock_guard lk(_mutex);
+        auto it = _colls.find(ns);
+        if (it != _colls.end() && it->second.loadStarted >= notBefore) return Status::OK();
+    }
+    auto started = Clock::now();
+    auto table = _source.loadCollection(ns);
+    if (!table.isOK()) {
+        log::warning("SHARDING", 22001, "Failed to refresh the placement of a collection",
+                     "{\"ns\":\"" + log::jsonEscape(ns) + "\",\"error\":\"" +
+                         log::jsonEscape(table.getStatus().toString()) + "\"}");
+        return table.getStatus();
+    }
+    CollEntry entry;
+    entry.table = std::move(table.getValue());
+    if (entry.table) entry.filter = std::make_shared<ChunkOwnershipFilter>(entry.table, _shardId);
+    entry.loadStarted = started;
+    std::lock_guard lk(_mutex);
+    _colls.insert_or_assign(std::string(ns), std::move(entry));
+    return Status::OK();
+}
+
+Status ShardMetadata::refreshDatabaseSince(std::string_view db, Clock::time_point notBefore) {
+    std::lock_guard refresh(_refreshMutex);
+    {
+        std::lock_guard lk(_mutex);
+        auto it = _dbs.find(db);
+        if (it != _dbs.end() && it->second.loadStarted >= notBefore) return Status::OK();
+    }
+    auto started = Clock::now();
+    auto info = _source.loadDatabase(db);
+    if (!info.isOK()) return info.getStatus();
+    std::lock_guard lk(_mutex);
+    _dbs.insert_or_assign(std::string(db), DbEntry{std::move(info.getValue()), started});
+    return Status::OK();
+}
+
+Status ShardMetadata::refreshCollection(std::string_view ns) {
+    return refreshCollectionSince(ns, Clock::now());
+}
+
+Status ShardMetadata::refreshDatabase(std::string_view db) {
+    return refreshDatabaseSince(db, Clock::now());
+}
+
+StatusWith<ShardMetadata::CollEntry> ShardMetadata::getCollEntry(std::string_view ns) {
+    {
+        std::lock_guard lk(_mutex);
+        auto it = _colls.find(ns);
+        if (it != _colls.end()) return it->second;
+    }
+    // Unknown: load (a concurrent first use may have loaded it meanwhile: any load counts).
+    TRY_STATUS(refreshCollectionSince(ns, Clock::time_point::min()));
+    std::lock_guard lk(_mutex);
+    auto it = _colls.find(ns);
+    if (it == _colls.end()) return Status(ErrorCodes::InternalError, "placement vanished");
+    return it->second;
+}
+
+StatusWith<ShardMetadata::DbEntry> ShardMetadata::getDbEntry(std::string_view db) {
+    {
+        std::lock_guard lk(_mutex);
+        auto it = _dbs.find(db);
+        if (it != _dbs.end()) return it->second;
+    }
+    TRY_STATUS(refreshDatabaseSince(db, Clock::time_point::min()));
+    std::lock_guard lk(_mutex);
+    auto it = _dbs.find(db);
+    if (it == _dbs.end()) return Status(ErrorCodes::InternalError, "placement vanished");
+    return it->second;
+}
+
+StatusWith<std::shared_ptr<const RoutingTable>> ShardMetadata::collection(std::string_view ns) {
+    ASSIGN_OR_RETURN(CollEntry entry, getCollEntry(ns));
+    return entry.table;
+}
+
+std::optional<ChunkVersion> ShardMetadata::shardVersion(std::string_view ns) {
+    auto entry = getCollEntry(ns);
+    if (!entry.isOK()) return std::nullopt;
+    if (!entry.getValue().table) return ChunkVersion::unsharded();
+    return entry.getValue().table->shardVersion(_shardId);
+}
+
+std::optional<DatabaseVersion> ShardMetadata::databaseVersion(std::string_view db) {
+    auto entry = getDbEntry(db);
+    if (!entry.isOK() || !entry.getValue().info) return std::nullopt;
+    const cluster::DatabaseInfo& info = *entry.getValue().info;
+    if (info.primary != _shardId) return std::nullopt;
+    return info.version;
+}
+
+std::shared_ptr<const command::OwnershipFilter> ShardMetadata::ownershipFilter(
+    std::string_view ns) {
+    auto entry = getCollEntry(ns);
+    if (!entry.isOK()) {
+        log::warning("SHARDING", 22002, "Reading without an ownership filter: placement unknown",
+                     "{\"ns\":\"" + log::jsonEscape(ns) + "\"}");
+        return nullptr;
+    }
+    return entry.getValue().filter;
+}
+
+namespace {
+
+// Whether a failed check may pass after reloading our placement: not when the request's version
+// is plainly older than ours (its router is stale, not us).
+bool mayBeOursThatIsStale(const ChunkVersion& received, const std::optional<ChunkVersion>& wanted) {
+    if (!wanted) return true;
+    return !(received.isSameGeneration(*wanted) && received.isOlderThan(*wanted));
+}
+
+bool mayBeOursThatIsStale(const DatabaseVersion& received,
+                          const std::optional<DatabaseVersion>& wanted) {
+    if (!wanted) return true;
+    return !(received.isSameDatabase(*wanted) && received.lastMod() < wanted->lastMod());
+}
+
+}  // namespace
+
+Status ShardMetadata::checkShardVersion(const std::string& ns, const ChunkVersion& received,
+                                        std::optional<Clock::time_point> opDeadline,
+                                        bson::BsonObj* extraInfo) {
+    const std::string key = CriticalSections::collectionKey(ns);
+    auto deadline = waitDeadline(opDeadline);
+    bool refreshed = false;
+    for (;;) {
+        bool waited = false;
+        Clock::time_point exitedAt;
+        if (!_sections.waitForExit(key, deadline, &waited, &exitedAt)) {
+            // Still in the critical section: stale with an unknown wanted version, which the
+            // router treats as retryable after its own refresh.
+            placement::StaleConfigInfo info{ns, received, std::nullopt, _shardId};
+            bson::BsonBuilder b;
+            info.appendFields(b);
+            *extraInfo = b.obj();
+            return info.toStatus();
+        }
+        if (waited) {
+            // The placement most likely changed while we waited (migration commit).
+            (void)refreshCollectionSince(ns, exitedAt);
+            refreshed = true;
+        }
+        if (!received.isIgnored()) {
+            auto decisionTime = Clock::now();
+            std::optional<ChunkVersion> wanted = shardVersion(ns);
+            auto stale = placement::checkShardVersion(ns, _shardId, received, wanted);
+            if (stale) {
+                if (!refreshed && mayBeOursThatIsStale(received, wanted)) {
+                    (void)refreshCollectionSince(ns, decisionTime);
+                    refreshed = true;
+                    continue;
+                }
+                bson::BsonBuilder b;
+                stale->appendFields(b);
+                *extraInfo = b.obj();
+                return stale->toStatus();
+            }
+        }
+        if (_sections.tryAdmit(key)) return Status::OK();
+        // A critical section began between the check and the admission: wait it out.
+    }
+}
+
+Status ShardMetadata::checkDatabaseVersion(const std::string& db, const DatabaseVersion& received,
+                                           std::optional<Clock::time_point> opDeadline,
+                                           bson::BsonObj* extraInfo) {
+    const std::string key = CriticalSections::databaseKey(db);
+    auto deadline = waitDeadline(opDeadline);
+    bool refreshed = false;
+    for (;;) {
+        bool waited = false;
+        Clock::time_point exitedAt;
+        if (!_sections.waitForExit(key, deadline, &waited, &exitedAt)) {
+            placement::StaleDbVersionInfo info{db, received, std::nullopt};
+            bson::BsonBuilder b;
+            info.appendFields(b);
+            *extraInfo = b.obj();
+            return info.toStatus();
+        }
+        if (waited) {
+            (void)refreshDatabaseSince(db, exitedAt);
+            refreshed = true;
+        }
+        auto decisionTime = Clock::now();
+        std::optional<DatabaseVersion> wanted = databaseVersion(db);
+        auto stale = placement::checkDatabaseVersion(db, received, wanted);
+        if (stale) {
+            if (!refreshed && mayBeOursThatIsStale(received, wanted)) {
+                (void)refreshDatabaseSince(db, decisionTime);
+                refreshed = true;
+                continue;
+            }
+            bson::BsonBuilder b;
+            stale->appendFields(b);
+            *extraInfo = b.obj();
+            return stale->toStatus();
+        }
+        if (_sections.tryAdmit(key)) return Status::OK();
+    }
+}
+
+void ShardMetadata::clear() {
+    std::lock_guard lk(_mutex);
+    _colls.clear();
+    _dbs.clear();
+}
+
+}  // namespace tessera::shard

@@ -1,0 +1,121 @@
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "bson/bson_obj.h"
+#include "cluster/catalog_cache.h"
+#include "placement/chunk_version.h"
+#include "placement/database_version.h"
+#include "placement/routing_table.h"
+#include "shard/critical_section.h"
+#include "shard/ownership_filter.h"
+
+namespace tessera::shard {
+
+// Where the shard's copy of its placement comes from: the config server (CatalogPlacementSource)
+// or a fake in tests. Every call is a fresh read (no caching here).
+class PlacementSource {
+  public:
+    virtual ~PlacementSource() = default;
+    // The routing table of `ns`, or nullptr when the collection is not sharded (or its database
+    // does not exist).
+    virtual StatusWith<std::shared_ptr<const placement::RoutingTable>> loadCollection(
+        std::string_view ns) = 0;
+    // The database entry, or nullopt when the database does not exist.
+    virtual StatusWith<std::optional<cluster::DatabaseInfo>> loadDatabase(std::string_view db) = 0;
+};
+
+// PlacementSource over a cluster::CatalogCache (invalidated before every load).
+class CatalogPlacementSource final : public PlacementSource {
+  public:
+    explicit CatalogPlacementSource(cluster::CatalogCache& cache) : _cache(cache) {}
+    StatusWith<std::shared_ptr<const placement::RoutingTable>> loadCollection(
+        std::string_view ns) override;
+    StatusWith<std::optional<cluster::DatabaseInfo>> loadDatabase(std::string_view db) override;
+
+  private:
+    cluster::CatalogCache& _cache;
+};
+
+// The shard's copy of its placement (ARCHITECTURE.md invariant 4) and the version checks of
+// routed requests (placement/README.md rule 3). Thread-safe.
+//
+//  - Per collection: the routing table (nullptr = unsharded), loaded on first use, reloaded by
+//    refreshCollection (_flushRoutingTableCacheUpdates, a received version newer than ours, the
+//    end of a critical section).
+//  - Per database: the database entry; the shard's wanted databaseVersion is its version when
+//    this shard is the primary, none otherwise.
+//  - Critical sections: a versioned check waits (≤ kCriticalSectionWait, and the op's deadline)
+//    for the section's exit, then refreshes and re-checks.
+class ShardMetadata {
+  public:
+    using Clock = std::chrono::steady_clock;
+    static constexpr std::chrono::seconds kCriticalSectionWait{30};
+
+    ShardMetadata(placement::ShardId shardId, PlacementSource& source);
+
+    const placement::ShardId& shardId() const { return _shardId; }
+    CriticalSections& criticalSections() { return _sections; }
+
+    // Cached placement of ns (loaded when unknown): nullptr = unsharded.
+    StatusWith<std::shared_ptr<const placement::RoutingTable>> collection(std::string_view ns);
+    // This shard's version of ns: its shard version in the table, UNSHARDED when not sharded,
+    // nullopt when the placement cannot be loaded.
+    std::optional<placement::ChunkVersion> shardVersion(std::string_view ns);
+    std::optional<placement::DatabaseVersion> databaseVersion(std::string_view db);
+    Status refreshCollection(std::string_view ns);
+    Status refreshDatabase(std::string_view db);
+
+    // The ownership filter of reads of ns: nullptr when unsharded (or unknown and unloadable:
+    // then reads are not filtered, logged).
+    std::shared_ptr<const command::OwnershipFilter> ownershipFilter(std::string_view ns);
+
+    // The check of a request carrying shardVersion `received` for ns. On success the operation
+    // is admitted on the collection's critical section key (the caller must call
+    // criticalSections().leave(CriticalSections::collectionKey(ns)) when it ends). On failure
+    // returns StaleConfig and sets *extraInfo to the StaleConfigInfo fields.
+    Status checkShardVersion(const std::string& ns, const placement::ChunkVersion& received,
+                             std::optional<Clock::time_point> opDeadline, bson::BsonObj* extraInfo);
+    // The same for databaseVersion (admitted on the database key on success).
+    Status checkDatabaseVersion(const std::string& db, const placement::DatabaseVersion& received,
+                                std::optional<Clock::time_point> opDeadline,
+                                bson::BsonObj* extraInfo);
+
+    // Drops everything cached (the next use reloads).
+    void clear();
+
+  private:
+    struct CollEntry {
+        std::shared_ptr<const placement::RoutingTable> table;
+        std::shared_ptr<const ChunkOwnershipFilter> filter;
+        Clock::time_point loadStarted;
+    };
+    struct DbEntry {
+        std::optional<cluster::DatabaseInfo> info;
+        Clock::time_point loadStarted;
+    };
+    Clock::time_point waitDeadline(std::optional<Clock::time_point> opDeadline) const;
+    StatusWith<CollEntry> getCollEntry(std::string_view ns);
+    StatusWith<DbEntry> getDbEntry(std::string_view db);
+    // Reloads unless a load that started at or after `notBefore` already installed the entry
+    // (many operations released by one critical section exit share one refresh).
+    Status refreshCollectionSince(std::string_view ns, Clock::time_point notBefore);
+    Status refreshDatabaseSince(std::string_view db, Clock::time_point notBefore);
+
+    placement::ShardId _shardId;
+    PlacementSource& _source;
+    CriticalSections _sections;
+    std::mutex _refreshMutex;  // one load from the source at a time (ordered installs)
+    mutable std::mutex _mutex;
+    std::map<std::string, CollEntry, std::less<>> _colls;
+    std::map<std::string, DbEntry, std::less<>> _dbs;
+};
+
+}  // namespace tessera::shard

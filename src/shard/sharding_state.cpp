@@ -1,0 +1,322 @@
+#include "shard/sharding_state.h"
+
+#include <vector>
+
+#include "base/log.h"
+#include "base/wall_clock.h"
+#include "cluster/catalog_cache.h"
+#include "command/service_entry_point.h"
+#include "net/remote_client.h"
+#include "placement/stale_info.h"
+#include "shard/direct_client.h"
+#include "storage/engine.h"
+#include "storage/read_snapshot.h"
+
+namespace tessera::shard {
+namespace {
+
+using command::CommandRequest;
+using command::OperationContext;
+
+// What beforeCommand admitted, undone by afterCommand (or by a replay). Hooks run on the thread
+// that runs the command, and internal commands nest (direct client), hence a stack.
+struct Frame {
+    std::shared_ptr<ShardMetadata> metadata;
+    std::vector<std::string> admittedKeys;
+    bool retryableWrite = false;
+};
+thread_local std::vector<Frame> tFrames;
+
+void releaseFrame(Frame& frame) {
+    for (const std::string& key : frame.admittedKeys) {
+        frame.metadata->criticalSections().leave(key);
+    }
+    frame.admittedKeys.clear();
+}
+
+bool isRetryableWriteCommand(std::string_view name) {
+    return name == "insert" || name == "update" || name == "delete" || name == "findAndModify" ||
+           name == "findandmodify";
+}
+
+// Databases whose collections are never sharded (and never filtered or version-checked).
+bool isLocalOnlyDb(std::string_view db) { return db == "admin" || db == "config" || db == "local"; }
+
+std::string stripReplicaSetName(const std::string& connectionString) {
+    auto slash = connectionString.find('/');
+    std::string hosts =
+        slash == std::string::npos ? connectionString : connectionString.substr(slash + 1);
+    auto comma = hosts.find(',');
+    return comma == std::string::npos ? hosts : hosts.substr(0, comma);
+}
+
+constexpr std::string_view kIdentityId = "shardIdentity";
+
+}  // namespace
+
+ShardingState::ShardingState(command::ServiceContext& service, std::string configHostOverride)
+    : _service(service),
+      _configHostOverride(std::move(configHostOverride)),
+      _client(std::make_unique<net::RemoteClient>()) {
+    _transactions.setPersister(
+        [this](const std::string& lsid, int64_t txn, const bson::BsonObj& reply) {
+            return persistTransaction(lsid, txn, reply);
+        });
+}
+
+ShardingState::~ShardingState() { shutdown(); }
+
+Status ShardingState::startup() {
+    storage::Engine& engine = *_service.engine;
+    auto snapshot = engine.snapshot();
+    if (storage::CollectionPtr coll = engine.getCollection("admin.system.version")) {
+        bson::BsonBuilder idb;
+        idb.append("_id", kIdentityId);
+        bson::BsonObj idHolder = idb.obj();
+        if (auto rec = snapshot->findById(*coll, idHolder.firstElement())) {
+            bson::BsonView doc = rec->doc;
+            bson::BsonElement name = doc["shardName"];
+            bson::BsonElement host = doc["configsvrConnectionString"];
+            if (name.type() == bson::BsonType::String && host.type() == bson::BsonType::String) {
+                bson::BsonObj clusterId;
+                if (bson::BsonElement c = doc["clusterId"]; !c.eoo()) {
+                    bson::BsonBuilder cb;
+                    cb.appendElementAs(c, "clusterId");
+                    clusterId = cb.obj();
+                }
+                applyIdentity(std::string(name.stringValue()),
+                              stripReplicaSetName(std::string(host.stringValue())), clusterId);
+                log::info("SHARDING", 22100, "Loaded the shard identity",
+                          "{\"shardName\":\"" + log::jsonEscape(name.stringValue()) + "\"}");
+            }
+        }
+    }
+    if (storage::CollectionPtr coll = engine.getCollection("config.transactions")) {
+        auto cursor = snapshot->scan(*coll);
+        size_t n = 0;
+        while (auto rec = cursor->next()) {
+            bson::BsonView doc = rec->doc;
+            bson::BsonElement id = doc["_id"];
+            if (!id.isObject()) continue;
+            bson::BsonElement lsid = id.objValue()["id"];
+            bson::BsonElement txn = doc["txnNum"];
+            bson::BsonElement result = doc["result"];
+            if (lsid.type() != bson::BsonType::BinData || !txn.isNumber() || !result.isObject()) {
+                continue;
+            }
+            _transactions.restore(std::string(lsid.binaryValue().data), txn.numberLong(),
+                                  result.objValue().copy());
+            ++n;
+        }
+        if (n > 0) {
+            log::info("SHARDING", 22101, "Restored retryable write records",
+                      "{\"count\":" + std::to_string(n) + "}");
+        }
+    }
+    return Status::OK();
+}
+
+void ShardingState::shutdown() {}
+
+std::shared_ptr<ShardingState::Identity> ShardingState::identity() const {
+    std::lock_guard lk(_mutex);
+    return _identity;
+}
+
+std::shared_ptr<ShardMetadata> ShardingState::metadata() const {
+    auto id = identity();
+    return id ? id->metadata : nullptr;
+}
+
+std::optional<std::string> ShardingState::shardName() const {
+    auto id = identity();
+    if (!id) return std::nullopt;
+    return id->shardName;
+}
+
+std::string ShardingState::configHost() const {
+    auto id = identity();
+    return id ? id->configHost : _configHostOverride;
+}
+
+void ShardingState::applyIdentity(const std::string& shardName, const std::string& configHost,
+                                  const bson::BsonObj& clusterId) {
+    auto id = std::make_shared<Identity>();
+    id->shardName = shardName;
+    id->configHost = _configHostOverride.empty() ? configHost : _configHostOverride;
+    id->clusterId = clusterId;
+    id->registry = std::make_unique<cluster::ShardRegistry>(*_client, id->configHost);
+    id->catalog = std::make_unique<cluster::CatalogCache>(*_client, *id->registry);
+    id->source = std::make_unique<CatalogPlacementSource>(*id->catalog);
+    id->metadata = std::make_shared<ShardMetadata>(shardName, *id->source);
+    std::lock_guard lk(_mutex);
+    _identity = std::move(id);
+}
+
+Status ShardingState::setShardIdentity(const std::string& shardName, const std::string& configHost,
+                                       const bson::BsonObj& clusterId) {
+    if (shardName.empty()) {
+        return Status(ErrorCodes::BadValue, "shardName must be a non-empty string");
+    }
+    if (auto current = identity()) {
+        if (current->shardName != shardName) {
+            return Status(ErrorCodes::IllegalOperation,
+                          "shard identity is already set to '" + current->shardName +
+                              "', cannot set it to '" + shardName + "'");
+        }
+        return Status::OK();  // idempotent
+    }
+    std::string host = stripReplicaSetName(configHost);
+    bson::BsonBuilder u;
+    u.append("_id", kIdentityId);
+    u.append("shardName", shardName);
+    u.append("configsvrConnectionString", host);
+    if (!clusterId.isEmpty()) u.appendElementAs(clusterId.firstElement(), "clusterId");
+    bson::BsonBuilder cmd;
+    cmd.append("update", "system.version");
+    cmd.startArray("updates");
+    cmd.startObject("0");
+    cmd.startObject("q").append("_id", kIdentityId).end();
+    cmd.append("u", u.obj());
+    cmd.append("upsert", true);
+    cmd.end();
+    cmd.end();
+    ASSIGN_OR_RETURN(bson::BsonObj reply, runLocalCommand(_service, "admin", cmd.obj()));
+    if (reply.hasField("writeErrors")) {
+        return Status(ErrorCodes::InternalError,
+                      "failed to persist the shard identity: " + reply.toJson());
+    }
+    applyIdentity(shardName, host, clusterId);
+    log::info("SHARDING", 22102, "Shard identity set",
+              "{\"shardName\":\"" + log::jsonEscape(shardName) + "\",\"configsvr\":\"" +
+                  log::jsonEscape(host) + "\"}");
+    return Status::OK();
+}
+
+Status ShardingState::persistTransaction(const std::string& lsid, int64_t txnNumber,
+                                         const bson::BsonObj& reply) {
+    // Only ever moves forward: the filter on txnNum makes an older record's upsert collide on
+    // _id (DuplicateKey, ignored) instead of overwriting a newer one.
+    bson::BsonBuilder id;
+    id.appendBinary("id", 4, lsid);
+    bson::BsonObj idObj = id.obj();
+    bson::BsonBuilder u;
+    u.append("_id", idObj);
+    u.appendInt64("txnNum", txnNumber);
+    u.startObject("lastWriteOpTime")
+        .appendTimestamp("ts", _service.engine->lastCommitTimestamp().value)
+        .appendInt64("t", -1)
+        .end();
+    u.appendDate("lastWriteDate", wallClockMillis());
+    u.append("result", reply);
+    bson::BsonBuilder cmd;
+    cmd.append("update", "transactions");
+    cmd.startArray("updates");
+    cmd.startObject("0");
+    cmd.startObject("q").append("_id", idObj).startObject("txnNum").appendInt64("$lt", txnNumber);
+    cmd.end().end();
+    cmd.append("u", u.obj());
+    cmd.append("upsert", true);
+    cmd.end();
+    cmd.end();
+    return runLocalCommand(_service, "config", cmd.obj()).getStatus();
+}
+
+Status ShardingState::beforeCommand(OperationContext& opCtx, const CommandRequest& request,
+                                    const command::Command&) {
+    Frame frame;
+    auto id = identity();
+    if (id && !isLocalOnlyDb(request.db)) {
+        frame.metadata = id->metadata;
+        bson::BsonView body = request.body;
+        bson::BsonView inner;
+        if (request.commandName == "explain" && request.firstElement().isObject()) {
+            inner = request.firstElement().objValue();
+        }
+        auto field = [&](std::string_view name) {
+            bson::BsonElement e = body[name];
+            return e.eoo() && !inner.isEmpty() ? inner[name] : e;
+        };
+        bson::BsonElement shardVersion = field("shardVersion");
+        bson::BsonElement dbVersion = field("databaseVersion");
+        if (!shardVersion.eoo()) {
+            bson::BsonElement first = inner.isEmpty() ? body.firstElement() : inner.firstElement();
+            if (first.type() == bson::BsonType::String && !first.stringValue().empty()) {
+                std::string ns = request.db + "." + std::string(first.stringValue());
+                ASSIGN_OR_RETURN(placement::ChunkVersion received,
+                                 placement::ChunkVersion::parse(shardVersion));
+                TRY_STATUS(frame.metadata->checkShardVersion(ns, received, opCtx.deadline,
+                                                             &opCtx.errorExtraInfo));
+                frame.admittedKeys.push_back(CriticalSections::collectionKey(ns));
+            }
+        }
+        if (!dbVersion.eoo()) {
+            if (!dbVersion.isObject()) {
+                releaseFrame(frame);
+                return Status(ErrorCodes::TypeMismatch, "databaseVersion must be an object");
+            }
+            auto received = placement::DatabaseVersion::parse(dbVersion.objValue());
+            Status st = received.getStatus();
+            if (st.isOK()) {
+                st = frame.metadata->checkDatabaseVersion(request.db, received.getValue(),
+                                                          opCtx.deadline, &opCtx.errorExtraInfo);
+            }
+            if (!st.isOK()) {
+                releaseFrame(frame);
+                return st;
+            }
+            frame.admittedKeys.push_back(CriticalSections::databaseKey(request.db));
+        }
+    }
+    tFrames.push_back(std::move(frame));
+    return Status::OK();
+}
+
+std::optional<bson::BsonObj> ShardingState::replayedReply(OperationContext& opCtx,
+                                                          const CommandRequest&,
+                                                          const command::Command& command) {
+    if (tFrames.empty()) return std::nullopt;
+    if (!opCtx.lsid || !opCtx.txnNumber || !isRetryableWriteCommand(command.name())) {
+        return std::nullopt;
+    }
+    auto deadline =
+        opCtx.deadline.value_or(std::chrono::steady_clock::now() + std::chrono::seconds(60));
+    auto started = _transactions.begin(*opCtx.lsid, *opCtx.txnNumber, deadline);
+    if (started.isOK() && !started.getValue()) {
+        tFrames.back().retryableWrite = true;
+        return std::nullopt;  // execute; afterCommand records the reply
+    }
+    Frame frame = std::move(tFrames.back());
+    tFrames.pop_back();
+    if (frame.metadata) releaseFrame(frame);
+    if (!started.isOK()) return command::errorReply(started.getStatus());
+    return std::move(*started.getValue());
+}
+
+void ShardingState::afterCommand(OperationContext& opCtx, const CommandRequest&,
+                                 const command::Command&, const Status& status,
+                                 const bson::BsonObj& reply) {
+    if (tFrames.empty()) return;
+    Frame frame = std::move(tFrames.back());
+    tFrames.pop_back();
+    if (frame.metadata) releaseFrame(frame);
+    if (frame.retryableWrite) {
+        // A command-level error wrote nothing: forget the attempt so that a retry executes.
+        _transactions.finish(*opCtx.lsid, *opCtx.txnNumber, status.isOK() ? &reply : nullptr);
+    }
+}
+
+std::shared_ptr<const command::OwnershipFilter> ShardingState::ownershipFilter(
+    OperationContext&, std::string_view ns) {
+    if (UnfilteredReadsScope::active()) return nullptr;
+    auto dot = ns.find('.');
+    if (dot == std::string_view::npos) return nullptr;
+    std::string_view db = ns.substr(0, dot);
+    std::string_view coll = ns.substr(dot + 1);
+    if (isLocalOnlyDb(db) || coll.starts_with("system.")) return nullptr;
+    auto id = identity();
+    if (!id) return nullptr;
+    return id->metadata->ownershipFilter(ns);
+}
+
+}  // namespace tessera::shard

@@ -1,0 +1,105 @@
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "bson/bson_obj.h"
+#include "command/command.h"
+#include "shard/shard_metadata.h"
+#include "shard/transaction_table.h"
+
+namespace tessera::net {
+class RemoteClient;
+}
+namespace tessera::cluster {
+class ShardRegistry;
+class CatalogCache;
+}  // namespace tessera::cluster
+
+namespace tessera::command {
+class CommandRegistry;
+}
+
+namespace tessera::shard {
+
+// The shard role's state (src/cluster/README.md "On shards", "The shard's checks"): the shard
+// identity, the shard's copy of its placement (ShardMetadata), the critical sections and the
+// retryable-write table. Installed by main as the service's hooks and roleState.
+//
+// A shard with no identity (never added to a cluster) behaves as a standalone: versions are
+// ignored, nothing is filtered.
+class ShardingState : public command::CommandHooks {
+  public:
+    // `configHostOverride`: the --configdb of the command line ("" = learn it from
+    // _shardsvrSetShardIdentity).
+    ShardingState(command::ServiceContext& service, std::string configHostOverride);
+    ~ShardingState() override;
+
+    // Loads the persisted shard identity (admin.system.version {_id: "shardIdentity"}) and the
+    // persisted retryable-write records (config.transactions), if any.
+    Status startup();
+    void shutdown();
+
+    // CommandHooks
+    Status beforeCommand(command::OperationContext& opCtx, const command::CommandRequest& request,
+                         const command::Command& command) override;
+    std::shared_ptr<const command::OwnershipFilter> ownershipFilter(
+        command::OperationContext& opCtx, std::string_view ns) override;
+    std::optional<bson::BsonObj> replayedReply(command::OperationContext& opCtx,
+                                               const command::CommandRequest& request,
+                                               const command::Command& command) override;
+    void afterCommand(command::OperationContext& opCtx, const command::CommandRequest& request,
+                      const command::Command& command, const Status& status,
+                      const bson::BsonObj& reply) override;
+
+    // Internal command support --------------------------------------------------------------
+
+    // _shardsvrSetShardIdentity: persists and applies the identity. A different shard name than
+    // the one already set is IllegalOperation.
+    Status setShardIdentity(const std::string& shardName, const std::string& configHost,
+                            const bson::BsonObj& clusterId);
+    std::optional<std::string> shardName() const;
+    std::string configHost() const;
+
+    command::ServiceContext& service() { return _service; }
+    // The placement copy and critical sections, or nullptr while the shard has no identity.
+    std::shared_ptr<ShardMetadata> metadata() const;
+    // A client for shard-to-shard and shard-to-config traffic (migrations, movePrimary cloning).
+    net::RemoteClient& remoteClient() { return *_client; }
+    TransactionTable& transactions() { return _transactions; }
+
+  private:
+    // Everything that exists once the shard knows its name and config server. Member order is
+    // destruction order in reverse: the metadata uses the source, which uses the catalog cache.
+    struct Identity {
+        std::string shardName;
+        std::string configHost;
+        bson::BsonObj clusterId;
+        std::unique_ptr<cluster::ShardRegistry> registry;
+        std::unique_ptr<cluster::CatalogCache> catalog;
+        std::unique_ptr<PlacementSource> source;
+        std::shared_ptr<ShardMetadata> metadata;
+    };
+    std::shared_ptr<Identity> identity() const;
+    void applyIdentity(const std::string& shardName, const std::string& configHost,
+                       const bson::BsonObj& clusterId);
+    Status persistTransaction(const std::string& lsid, int64_t txnNumber,
+                              const bson::BsonObj& reply);
+
+    command::ServiceContext& _service;
+    std::string _configHostOverride;
+    std::unique_ptr<net::RemoteClient> _client;
+    mutable std::mutex _mutex;
+    std::shared_ptr<Identity> _identity;
+    TransactionTable _transactions;
+};
+
+// Registers every _shardsvr* and _flush* command (they find the ShardingState through
+// service.roleState).
+void registerShardServerCommands(command::CommandRegistry& registry);
+
+}  // namespace tessera::shard
