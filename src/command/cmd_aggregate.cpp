@@ -16,27 +16,6 @@ namespace {
 
 using bson::BsonType;
 
-// $out and $merge write, and a linearizable read cannot be combined with a write (MongoDB's
-// document_source_out/merge check): InvalidOptions, before anything runs.
-Status checkWritingStageReadConcern(bson::BsonView body, bson::BsonView pipeline) {
-    bson::BsonElement rc = body["readConcern"];
-    if (!rc.isObject()) return Status::OK();
-    bson::BsonElement level = rc.objValue()["level"];
-    if (level.type() != BsonType::String || level.stringValue() != "linearizable") {
-        return Status::OK();
-    }
-    for (bson::BsonElement stage : pipeline) {
-        if (!stage.isObject() || stage.objValue().isEmpty()) continue;
-        std::string_view name = stage.objValue().firstElement().fieldName();
-        if (name == "$out" || name == "$merge") {
-            return Status(
-                ErrorCodes::InvalidOptions,
-                std::string(name) + " cannot be used with a 'linearizable' read concern level");
-        }
-    }
-    return Status::OK();
-}
-
 // aggregate: {aggregate: "c" | 1, pipeline: [...], cursor: {batchSize?}, explain?, allowDiskUse?,
 // hint?, let?, collation?, ...} → {cursor: {firstBatch, id, ns}}.
 class AggregateCommand final : public Command {
@@ -61,7 +40,7 @@ class AggregateCommand final : public Command {
             return Status(40414, "BSON field 'aggregate.pipeline' is missing but a required field");
         }
         TRY_STATUS(expectType(pipeline, BsonType::Array, "aggregate"));
-        TRY_STATUS(checkWritingStageReadConcern(body, pipeline.objValue()));
+        TRY_STATUS(checkAggregateReadConcern(body, pipeline.objValue()));
         ASSIGN_OR_RETURN(bool explain, boolArgument(body["explain"], "aggregate"));
         bson::BsonElement cursor = body["cursor"];
         if (cursor.eoo() && !explain) {

@@ -212,4 +212,23 @@ StatusWith<std::optional<int64_t>> optionalInteger(bson::BsonView body, std::str
     return std::optional<int64_t>(e.numberLong());
 }
 
+Status checkAggregateReadConcern(bson::BsonView body, bson::BsonView pipeline) {
+    bson::BsonElement rc = body["readConcern"];
+    if (!rc.isObject()) return Status::OK();
+    bson::BsonElement level = rc.objValue()["level"];
+    if (level.type() != bson::BsonType::String || level.stringValue() != "linearizable") {
+        return Status::OK();
+    }
+    for (bson::BsonElement stage : pipeline) {
+        if (!stage.isObject() || stage.objValue().isEmpty()) continue;
+        std::string_view name = stage.objValue().firstElement().fieldName();
+        if (name == "$out" || name == "$merge") {
+            return Status(
+                ErrorCodes::InvalidOptions,
+                std::string(name) + " cannot be used with a 'linearizable' read concern level");
+        }
+    }
+    return Status::OK();
+}
+
 }  // namespace tessera::command

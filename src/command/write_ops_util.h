@@ -36,6 +36,11 @@ StatusWith<std::vector<bson::BsonView>> writeStatements(const CommandRequest& re
 // or string (single node); malformed documents fail with FailedToParse/TypeMismatch.
 StatusWith<storage::WriteOptions> parseWriteConcern(bson::BsonView body);
 
+// $out and $merge write, and a linearizable read cannot be combined with a write (MongoDB's
+// document_source_out/merge check): InvalidOptions, before anything runs. Shared by the node's
+// and the router's aggregate.
+Status checkAggregateReadConcern(bson::BsonView body, bson::BsonView pipeline);
+
 // `ordered` (default true).
 StatusWith<bool> parseOrdered(bson::BsonView body, std::string_view command);
 

@@ -1,5 +1,7 @@
+#include "command/exec/local_sessions.h"
 #include "command/exec/pipeline.h"
 #include "command/reply_util.h"
+#include "command/write_ops_util.h"
 #include "router/cluster_find.h"
 #include "router/pipeline_split.h"
 
@@ -151,8 +153,22 @@ class ClusterAggregateCommand final : public command::Command {
         std::string_view firstStage =
             stages.empty() ? std::string_view() : stages[0].firstElement().fieldName();
 
-        if (request.db == "admin" && firstStage == "$shardedDataDistribution") {
-            ASSIGN_OR_RETURN(auto docs, shardedDataDistribution(opCtx, router));
+        if (body["pipeline"].isArray()) {
+            TRY_STATUS(command::checkAggregateReadConcern(body, body["pipeline"].objValue()));
+        }
+        // Stages answered by the router itself: placement from the catalog, and the sessions
+        // this router has seen (a mongos keeps its own logical session cache).
+        const bool routerStage =
+            request.db == "admin" &&
+            (firstStage == "$shardedDataDistribution" || firstStage == "$listLocalSessions");
+        if (routerStage) {
+            std::vector<BsonObj> docs;
+            if (firstStage == "$listLocalSessions") {
+                if (opCtx.lsid) command::exec::recordLocalSession(*opCtx.lsid);
+                docs = command::exec::listLocalSessions();
+            } else {
+                ASSIGN_OR_RETURN(docs, shardedDataDistribution(opCtx, router));
+            }
             RemoteCursor c;
             c.shard = "config";
             c.ns = ns;
@@ -163,7 +179,11 @@ class ClusterAggregateCommand final : public command::Command {
                                                              runCommandsFn(router));
             std::vector<BsonObj> rest(stages.begin() + 1, stages.end());
             ASSIGN_OR_RETURN(
-                auto root, buildMergePipeline(std::move(source), rest, ns, collator, allowDiskUse));
+                auto root,
+                // The source stands in for the collection, so the stages after it are checked
+                // as stages over a stream, not as a collectionless {aggregate: 1}.
+                buildMergePipeline(std::move(source), rest, request.db + ".$routerStage", collator,
+                                   allowDiskUse));
             return replyWithCursor(opCtx, router, std::move(root), ns, batchSize, false, false,
                                    reply);
         }
