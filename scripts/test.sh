@@ -12,6 +12,9 @@
 #   7. spec        MongoDB's unified CRUD spec tests (../shared/spec-tests/crud) through
 #                  tests/spec/run.mjs against a build/tessera started with --enableTestCommands;
 #                  tests listed in tests/spec/known-failures-single.txt do not fail the run
+#   8. spec-sharded the same CRUD spec tests at --profile sharded-8.0 through a router of a
+#                  `tessera up --shards 3 --routers 1` cluster (--enableTestCommands); tests listed in
+#                  tests/spec/known-failures-sharded.txt do not fail the run
 #
 # Environment knobs for local iteration:
 #   TESSERA_SKIP_DEBUG=1        no debug build; unit tests then run from the release build
@@ -19,7 +22,8 @@
 #   TESSERA_SKIP_FUZZ=1         no fuzz build/run
 #   TESSERA_SKIP_NODE=1         no Node/mongosh suite
 #   TESSERA_SKIP_PYTHON=1       no pytest suite
-#   TESSERA_SKIP_SPEC=1         no spec-test run
+#   TESSERA_SKIP_SPEC=1         no spec-test run (neither profile)
+#   TESSERA_SKIP_SPEC_SHARDED=1 no spec-test run against the sharded cluster
 #   TESSERA_SPEC_TESTS=...      spec-tests folder (default: ../shared/spec-tests next to the repo)
 #   TESSERA_SKIP_INTEGRATION=1  neither integration suite
 #   TESSERA_FUZZ_SECONDS=20     libFuzzer -max_total_time per fuzzer
@@ -328,6 +332,91 @@ if ((RUN_INTEG)) && [[ -z "${TESSERA_SKIP_SPEC:-}" ]]; then
         kill "$spec_pid" 2>/dev/null
         wait "$spec_pid" 2>/dev/null
         rm -rf "$spec_db"
+    fi
+fi
+
+# --- 8. MongoDB's unified spec tests through a sharded cluster ----------------------------------
+if ((RUN_INTEG)) && [[ -z "${TESSERA_SKIP_SPEC:-}" && -z "${TESSERA_SKIP_SPEC_SHARDED:-}" ]]; then
+    banner "spec: unified CRUD tests (sharded-8.0, tessera up --shards 3)"
+    if [[ ! -d "$SPEC_DIR/crud" ]]; then
+        echo "no spec tests at $SPEC_DIR/crud"
+        record spec-sh 0 1 0 "spec tests not found at $SPEC_DIR"
+    else
+        cl_shards=3
+        cl_routers=1
+        cl_db="$(mktemp -d)"
+        # routers on BASE..BASE+R-1, config on BASE+R, shard i on BASE+R+1+i: R+1+S free ports.
+        cl_base="$(node -e '
+            const net = require("node:net");
+            const need = Number(process.argv[1]);
+            const free = (p) => new Promise((ok) => { const s = net.createServer(); s.once("error", () => ok(false));
+                s.listen(p, "127.0.0.1", () => s.close(() => ok(true))); });
+            const any = () => new Promise((ok) => { const s = net.createServer();
+                s.listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => ok(p)); }); });
+            (async () => {
+                for (let i = 0; i < 50; i++) {
+                    const base = await any();
+                    if (base + need >= 65535) continue;
+                    let ok = true;
+                    for (let p = base; p < base + need && ok; p++) ok = await free(p);
+                    if (ok) { console.log(base); return; }
+                }
+                process.exit(1);
+            })();' $((cl_routers + 1 + cl_shards)))"
+        cl_log="$OUT/spec-sharded-up.log"
+        "$TESSERA_BIN" up --shards "$cl_shards" --routers "$cl_routers" --port "${cl_base:-0}" \
+            --dbpath "$cl_db" --enableTestCommands >"$cl_log" 2>&1 &
+        cl_pid=$!
+        ready=0
+        if [[ -n "$cl_base" ]]; then
+            for _ in $(seq 1 1200); do # 120 s
+                if grep -q '^Connect with: ' "$cl_log" 2>/dev/null; then
+                    ready=1
+                    break
+                fi
+                kill -0 "$cl_pid" 2>/dev/null || break
+                sleep 0.1
+            done
+        fi
+        if ((!ready)); then
+            echo "the cluster did not start; logs:"
+            tail -n 40 "$cl_log" "$cl_db"/*.log 2>/dev/null
+            record spec-sh 0 1 0 "tessera up did not start"
+        else
+            timeout --kill-after=30 "${TESSERA_SPEC_TIMEOUT:-1200}" \
+                node tests/spec/run.mjs --uri "mongodb://127.0.0.1:$cl_base/" \
+                --profile sharded-8.0 --known-failures tests/spec/known-failures-sharded.txt \
+                --list-failures "$OUT/spec-sharded-failures.json" "$SPEC_DIR/crud" |
+                tee "$OUT/spec-sharded.log"
+            rc=${PIPESTATUS[0]}
+            sp="$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p' "$OUT/spec-sharded.log" | tail -1)"
+            sf="$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p' "$OUT/spec-sharded.log" | tail -1)"
+            sk="$(sed -nE 's/^([0-9]+) known failures.*/\1/p' "$OUT/spec-sharded.log" | tail -1)"
+            sp=${sp:-0} sf=${sf:-0} sk=${sk:-0}
+            if ((rc != 0 && sf == 0)); then
+                sf=1
+            fi
+            record spec-sh "$sp" "$sf" "$sk" "crud at sharded-8.0 (3 shards); known failures as skipped"
+        fi
+        # `tessera up` stops its children on SIGTERM; after 40 s kill it and every child it listed.
+        kill -TERM "$cl_pid" 2>/dev/null
+        for _ in $(seq 1 400); do
+            kill -0 "$cl_pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        if kill -0 "$cl_pid" 2>/dev/null; then
+            kill -KILL "$cl_pid" 2>/dev/null
+            wait "$cl_pid" 2>/dev/null
+            # Its children run in their own process groups: stop the ones it printed.
+            for child in $(sed -nE 's/.* pid ([0-9]+) .*/\1/p' "$cl_log"); do
+                kill -KILL "$child" 2>/dev/null
+            done
+        fi
+        wait "$cl_pid" 2>/dev/null
+        for f in "$cl_db"/*.log; do
+            [[ -f "$f" ]] && cp "$f" "$OUT/spec-sharded-$(basename "$f")"
+        done
+        rm -rf "$cl_db"
     fi
 fi
 
