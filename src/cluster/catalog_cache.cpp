@@ -152,6 +152,7 @@ struct CatalogCache::CollEntry {
     bool stale = true;
     bool forceFull = true;
     uint64_t staleMarks = 0;
+    std::optional<placement::Uuid> uuid;  // of `table`'s collection, for speculative refreshes
 };
 
 CatalogCache::CatalogCache(net::RemoteClient& client, ShardRegistry& shards)
@@ -248,22 +249,62 @@ StatusWith<CollectionRoutingInfo> CatalogCache::getCollectionRoutingInfo(std::st
 
     const std::string& configHost = _shards.configHost();
     std::shared_ptr<const RoutingTable> table;
+    std::optional<placement::Uuid> uuid;
+    {
+        std::lock_guard lock(_mutex);
+        uuid = entry->uuid;
+    }
     bool incremental = false;
     Status last = Status::OK();
     int attempt = 0;
     for (; attempt < kMaxRefreshAttempts; ++attempt) {
-        ASSIGN_OR_RETURN(auto collDocs,
-                         findAll(_client, configHost, kConfigDb, "collections", idFilter(ns)));
+        // After a migration the refresh is almost always incremental within the same
+        // collection: then the changed chunks are read together with config.collections (one
+        // round trip to the config server instead of two — a stale router's first operation is
+        // the latency users see) and used only if the collection entry confirms the guess.
+        std::optional<RefreshPlan> guess;
+        if (cached && uuid && !forceFull) {
+            guess = RefreshPlan{RefreshKind::kIncremental, CollectionDocInfo{}, {}};
+            guess->coll->uuid = *uuid;
+            guess->since = cached->collectionVersion();
+        }
+        std::vector<BsonObj> collDocs;
+        std::optional<std::vector<BsonObj>> guessedChunks;
+        if (guess) {
+            auto replies = _client.runCommands(
+                {{configHost, std::string(kConfigDb), findCommand("collections", idFilter(ns))},
+                 {configHost, std::string(kConfigDb),
+                  findCommand("chunks", chunksFilter(*guess))}});
+            if (!replies[0].isOK()) return replies[0].getStatus();
+            ASSIGN_OR_RETURN(collDocs, findAllFrom(_client, configHost, kConfigDb, "collections",
+                                                   std::move(replies[0]).getValue()));
+            if (replies[1].isOK()) {
+                auto chunks = findAllFrom(_client, configHost, kConfigDb, "chunks",
+                                          std::move(replies[1]).getValue());
+                if (chunks.isOK()) guessedChunks = std::move(chunks).getValue();
+            }
+        } else {
+            ASSIGN_OR_RETURN(collDocs,
+                             findAll(_client, configHost, kConfigDb, "collections", idFilter(ns)));
+        }
         std::optional<BsonObj> collDoc;
         if (!collDocs.empty()) collDoc = collDocs.front();
         ASSIGN_OR_RETURN(auto plan, planCollectionRefresh(cached.get(), collDoc, forceFull));
         if (plan.kind == RefreshKind::kUnsharded) {
             table = nullptr;
+            uuid.reset();
             last = Status::OK();
             break;
         }
-        ASSIGN_OR_RETURN(auto chunkDocs,
-                         findAll(_client, configHost, kConfigDb, "chunks", chunksFilter(plan)));
+        std::vector<BsonObj> chunkDocs;
+        if (guessedChunks && plan.kind == RefreshKind::kIncremental && plan.coll &&
+            plan.coll->uuid == guess->coll->uuid && plan.since == guess->since) {
+            chunkDocs = std::move(*guessedChunks);
+        } else {
+            ASSIGN_OR_RETURN(chunkDocs,
+                             findAll(_client, configHost, kConfigDb, "chunks", chunksFilter(plan)));
+        }
+        if (plan.coll) uuid = plan.coll->uuid;
         auto built = applyRefresh(cached, plan, chunkDocs);
         if (built.isOK()) {
             table = std::move(built).getValue();
@@ -289,6 +330,7 @@ StatusWith<CollectionRoutingInfo> CatalogCache::getCollectionRoutingInfo(std::st
         ++_stats.fullCollectionRefreshes;
     }
     entry->table = table;
+    entry->uuid = table ? uuid : std::nullopt;
     entry->forceFull = false;
     entry->stale = entry->staleMarks != marks;
     result.table = table;

@@ -113,15 +113,18 @@ bool needsDatabaseVersionRefresh(const std::optional<placement::DatabaseVersion>
     return cached->lastMod() < wanted->lastMod();
 }
 
-StatusWith<std::vector<BsonObj>> findAll(net::RemoteClient& client, const std::string& host,
-                                         std::string_view db, std::string_view coll,
-                                         BsonView filter, BsonView sort) {
-    std::vector<BsonObj> out;
+BsonObj findCommand(std::string_view coll, BsonView filter, BsonView sort) {
     BsonBuilder find;
     find.append("find", coll).append("filter", filter);
     if (!sort.isEmpty()) find.append("sort", sort);
     find.appendInt32("batchSize", 100000);
-    ASSIGN_OR_RETURN(BsonObj reply, client.runCommand(host, db, find.obj()));
+    return find.obj();
+}
+
+StatusWith<std::vector<BsonObj>> findAllFrom(net::RemoteClient& client, const std::string& host,
+                                             std::string_view db, std::string_view coll,
+                                             BsonObj reply) {
+    std::vector<BsonObj> out;
     for (;;) {
         TRY_STATUS(net::replyStatus(reply));
         if (!reply["cursor"].isObject()) {
@@ -141,6 +144,13 @@ StatusWith<std::vector<BsonObj>> findAll(net::RemoteClient& client, const std::s
         ASSIGN_OR_RETURN(reply, client.runCommand(host, db, more.obj()));
     }
     return out;
+}
+
+StatusWith<std::vector<BsonObj>> findAll(net::RemoteClient& client, const std::string& host,
+                                         std::string_view db, std::string_view coll,
+                                         BsonView filter, BsonView sort) {
+    ASSIGN_OR_RETURN(BsonObj reply, client.runCommand(host, db, findCommand(coll, filter, sort)));
+    return findAllFrom(client, host, db, coll, std::move(reply));
 }
 
 }  // namespace tessera::cluster

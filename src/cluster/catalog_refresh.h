@@ -67,6 +67,13 @@ bool needsDatabaseVersionRefresh(const std::optional<placement::DatabaseVersion>
                                  const std::optional<placement::DatabaseVersion>& wanted);
 
 // Runs find on `db`.`coll` at `host` and exhausts the cursor with getMore.
+// {find: coll, filter, sort?, batchSize: 100000}.
+bson::BsonObj findCommand(std::string_view coll, bson::BsonView filter,
+                          bson::BsonView sort = bson::BsonView());
+// Every document of a find whose first reply is `reply` (getMore until the cursor is exhausted).
+StatusWith<std::vector<bson::BsonObj>> findAllFrom(net::RemoteClient& client,
+                                                   const std::string& host, std::string_view db,
+                                                   std::string_view coll, bson::BsonObj reply);
 StatusWith<std::vector<bson::BsonObj>> findAll(net::RemoteClient& client, const std::string& host,
                                                std::string_view db, std::string_view coll,
                                                bson::BsonView filter,

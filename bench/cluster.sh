@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# Router overhead, measured in one run on one machine (issue 4's targets):
+#   1. targeted point reads and inserts through a router, as a ratio of the same operations sent
+#      straight to the shard that owns the data (target >= 0.7);
+#   2. the first operation through a stale router as a ratio of a normal one (target <= 2).
+# Starts `tessera up --shards 2 --routers 2` on loopback ports, writes a markdown report and
+# stops the cluster. See bench/README.md.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="$ROOT/build"
+SECONDS_PER_PHASE=10
+THREADS=16
+DOCS=50000
+DOC_SIZE=1024
+OUT="$ROOT/bench/results/cluster-latest.md"
+NO_BUILD=0
+
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --build-dir) BUILD_DIR="$(realpath -m "$2")"; shift 2 ;;
+        --no-build) NO_BUILD=1; shift ;;
+        --seconds) SECONDS_PER_PHASE="$2"; shift 2 ;;
+        --threads) THREADS="$2"; shift 2 ;;
+        --docs) DOCS="$2"; shift 2 ;;
+        --out) OUT="$(realpath -m "$2")"; shift 2 ;;
+        -h|--help)
+            echo "usage: bench/cluster.sh [--build-dir DIR] [--no-build] [--seconds S] [--threads T] [--docs N] [--out FILE]"
+            exit 0 ;;
+        *) echo "cluster.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+done
+
+log() { echo "[bench] $*" >&2; }
+jget() { sed -n "s/.*\"$2\":\([-0-9.e]*\).*/\1/p" <<<"$1"; }
+phase_line() { grep -F "\"phase\":\"$2\"" "$1" 2>/dev/null | tail -n1 || true; }
+
+if [[ $NO_BUILD -eq 0 ]]; then
+    log "building tessera and tessera_loadgen in $BUILD_DIR"
+    (cd "$ROOT" && cmake --preset release >/dev/null)
+    ninja -C "$BUILD_DIR" -j2 tessera tessera_loadgen >/dev/null
+fi
+LOADGEN="$BUILD_DIR/bench/tessera_loadgen"
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/tessera_cluster_bench.XXXXXX")"
+UP_PID=""
+cleanup() {
+    if [[ -n "$UP_PID" ]] && kill -0 "$UP_PID" 2>/dev/null; then
+        kill -TERM "$UP_PID" 2>/dev/null || true
+        for _ in $(seq 1 100); do kill -0 "$UP_PID" 2>/dev/null || break; sleep 0.2; done
+        kill -KILL "$UP_PID" 2>/dev/null || true
+    fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# Six consecutive free ports: routers P, P+1; config P+2; shards P+3, P+4.
+BASE=""
+for _ in $(seq 1 50); do
+    p=$((20000 + RANDOM % 30000))
+    busy=0
+    for i in 0 1 2 3 4; do
+        if ss -Hltn "sport = :$((p + i))" 2>/dev/null | grep -q .; then busy=1; fi
+    done
+    if [[ $busy -eq 0 ]]; then BASE=$p; break; fi
+done
+[[ -n "$BASE" ]] || { log "no free ports"; exit 2; }
+
+log "starting tessera up --shards 2 --routers 2 --port $BASE"
+"$BUILD_DIR/tessera" up --shards 2 --routers 2 --port "$BASE" --dbpath "$WORK/data" \
+    >"$WORK/up.out" 2>&1 &
+UP_PID=$!
+deadline=$((SECONDS + 90))
+until grep -q "Connect with" "$WORK/up.out" 2>/dev/null; do
+    if ! kill -0 "$UP_PID" 2>/dev/null || [[ $SECONDS -ge $deadline ]]; then
+        cat "$WORK/up.out" >&2
+        log "the cluster did not start"
+        exit 2
+    fi
+    sleep 0.2
+done
+ROUTER_A="mongodb://127.0.0.1:$BASE/"
+ROUTER_B="mongodb://127.0.0.1:$((BASE + 1))/"
+SHARD0="mongodb://127.0.0.1:$((BASE + 3))/?directConnection=true"
+MONGOSH="$ROOT/tests/integration/node_modules/.bin/mongosh"
+
+# Through the router: the collection lives on shard0 (the database's primary), sharded by _id in
+# one chunk, so every operation is targeted at exactly one shard with a shardVersion.
+log "through the router: preload, shard the collection, then point/insert phases"
+"$LOADGEN" --uri "$ROUTER_A" --threads "$THREADS" --op point --seconds 1 --docs "$DOCS" \
+    --doc-size "$DOC_SIZE" --preload-seconds 120 --json >"$WORK/preload.out" 2>&1
+"$MONGOSH" --quiet "$ROUTER_A" --eval '
+    const primary = db.getSiblingDB("config").databases.findOne({_id: "tessera_bench"}).primary;
+    sh.shardCollection("tessera_bench.docs", {_id: 1});
+    print("primary " + primary);' >"$WORK/shard.out" 2>&1 || { cat "$WORK/shard.out" >&2; exit 1; }
+PRIMARY_PORT=$((BASE + 3))
+if grep -q "primary shard1" "$WORK/shard.out"; then PRIMARY_PORT=$((BASE + 4)); fi
+SHARD0="mongodb://127.0.0.1:$PRIMARY_PORT/?directConnection=true"
+# A shard answers the handshake as a standalone, so a driver sends it no retryable writes; the
+# like-for-like routed run turns them off too. The default (retryable, each write also records
+# its session's txnNumber on the shard) is measured separately.
+for op in point insert; do
+    "$LOADGEN" --uri "${ROUTER_A}?retryWrites=false" --threads "$THREADS" --op "$op" \
+        --seconds "$SECONDS_PER_PHASE" --docs "$DOCS" --doc-size "$DOC_SIZE" --skip-preload \
+        --json >>"$WORK/router.out" 2>&1 || { cat "$WORK/router.out" >&2; exit 1; }
+done
+"$LOADGEN" --uri "$ROUTER_A" --coll retryable --threads "$THREADS" --op insert \
+    --seconds "$SECONDS_PER_PHASE" --docs "$DOCS" --doc-size "$DOC_SIZE" --skip-preload \
+    --json >>"$WORK/router-retryable.out" 2>&1 || { cat "$WORK/router-retryable.out" >&2; exit 1; }
+
+# Straight to the owning shard: the same operations on a collection of the same shape.
+log "straight to the shard: preload, then point/insert phases"
+"$LOADGEN" --uri "$SHARD0" --coll direct --threads "$THREADS" --op point --seconds 1 \
+    --docs "$DOCS" --doc-size "$DOC_SIZE" --preload-seconds 120 --json >/dev/null 2>&1
+for op in point insert; do
+    "$LOADGEN" --uri "$SHARD0" --coll direct --threads "$THREADS" --op "$op" \
+        --seconds "$SECONDS_PER_PHASE" --docs "$DOCS" --doc-size "$DOC_SIZE" --skip-preload \
+        --json >>"$WORK/direct.out" 2>&1 || { cat "$WORK/direct.out" >&2; exit 1; }
+done
+
+log "stale router: first operation after a move through the other router"
+node "$ROOT/bench/stale_router.mjs" --a "$ROUTER_A" --b "$ROUTER_B" >"$WORK/stale.out" 2>&1 ||
+    { cat "$WORK/stale.out" >&2; exit 1; }
+
+R_POINT="$(phase_line "$WORK/router.out" point)"
+R_INSERT="$(phase_line "$WORK/router.out" insert)"
+R_RETRY="$(phase_line "$WORK/router-retryable.out" insert)"
+D_POINT="$(phase_line "$WORK/direct.out" point)"
+D_INSERT="$(phase_line "$WORK/direct.out" insert)"
+STALE="$(grep -F '"tool":"stale_router"' "$WORK/stale.out" | tail -n1)"
+
+ratio() {
+    awk -v n="$1" -v d="$2" -v m="$3" -v dir="$4" 'BEGIN { if (d <= 0 || n == "") { print "n/a | n/a"; exit }
+        r = n / d; ok = (dir == "ge") ? (r >= m) : (r <= m); printf "%.2f | %s\n", r, (ok ? "PASS" : "SHORT") }'
+}
+row() {
+    echo "| $1 | $(printf '%.0f' "$(jget "$2" ops_per_sec)") | $(jget "$2" p50_us) | $(jget "$2" p99_us) | $(jget "$2" errors) |"
+}
+
+mkdir -p "$(dirname "$OUT")"
+{
+    echo "# Tessera cluster benchmark: router overhead"
+    echo
+    echo "| machine | |"
+    echo "|---|---|"
+    echo "| date (UTC) | $(date -u '+%Y-%m-%d %H:%M:%S') |"
+    echo "| CPU | $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') |"
+    echo "| cores (nproc) | $(nproc) |"
+    echo "| load average at the end | $(cut -d' ' -f1-3 /proc/loadavg) |"
+    echo "| commit | $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo none) |"
+    echo
+    echo "\`tessera up --shards 2 --routers 2\` on this machine; $THREADS connections," \
+         "$DOC_SIZE-byte documents, $DOCS preloaded, ${SECONDS_PER_PHASE} s per phase. Clients," \
+         "router and shards share the same cores, so the router's own CPU is part of the cost."
+    echo
+    echo "| phase | ops/s | p50 µs | p99 µs | errors |"
+    echo "|---|---:|---:|---:|---:|"
+    row "point read by _id, through the router (sharded by _id, targeted)" "$R_POINT"
+    row "point read by _id, straight to the shard" "$D_POINT"
+    row "insert, through the router (retryWrites=false)" "$R_INSERT"
+    row "insert, through the router (retryable writes, the drivers' default)" "$R_RETRY"
+    row "insert, straight to the shard" "$D_INSERT"
+    echo
+    echo "Stale router (median of $(jget "$STALE" rounds) moves): first operation" \
+         "$(jget "$STALE" first_op_p50_us) µs, normal operation $(jget "$STALE" normal_op_p50_us) µs."
+    echo
+    echo "| target | ratio | verdict |"
+    echo "|---|---:|---|"
+    echo "| routed point reads >= 0.7 x direct | $(ratio "$(jget "$R_POINT" ops_per_sec)" "$(jget "$D_POINT" ops_per_sec)" 0.7 ge) |"
+    echo "| routed inserts >= 0.7 x direct | $(ratio "$(jget "$R_INSERT" ops_per_sec)" "$(jget "$D_INSERT" ops_per_sec)" 0.7 ge) |"
+    echo "| first op through a stale router <= 2 x normal | $(ratio "$(jget "$STALE" first_op_p50_us)" "$(jget "$STALE" normal_op_p50_us)" 2 le) |"
+} >"$OUT"
+log "report written to $OUT"
+grep '^| ' "$OUT" | tail -n 3 >&2
