@@ -36,6 +36,17 @@ class RemoteClient::Connection {
 
     const std::string& host() const { return _host; }
 
+    // Whether the remote closed this idle connection (it restarted, or timed the connection
+    // out): a pending EOF or error, seen without blocking. A request on such a connection would
+    // be sent into the void and fail on the reply, after the caller can no longer tell whether
+    // it ran.
+    bool closedByRemote() const {
+        uint8_t byte;
+        ssize_t n = ::recv(_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n == 0) return true;
+        return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK;
+    }
+
     Status send(const wire::Message& msg, std::chrono::milliseconds timeout) {
         setTimeout(SO_SNDTIMEO, timeout);
         const uint8_t* p = msg.data();
@@ -166,10 +177,10 @@ StatusWith<std::unique_ptr<RemoteClient::Connection>> RemoteClient::acquire(std:
     {
         std::lock_guard lock(_mutex);
         auto it = _idle.find(host);
-        if (it != _idle.end() && !it->second.empty()) {
+        while (it != _idle.end() && !it->second.empty()) {
             auto conn = std::move(it->second.back());
             it->second.pop_back();
-            return conn;
+            if (!conn->closedByRemote()) return conn;
         }
     }
     ASSIGN_OR_RETURN(int fd, connectTo(host, _options.connectTimeout));

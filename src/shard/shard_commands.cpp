@@ -3,6 +3,7 @@
 
 #include "command/registry.h"
 #include "shard/command_util.h"
+#include "shard/direct_client.h"
 #include "shard/sharding_state.h"
 
 namespace tessera::shard {
@@ -70,6 +71,29 @@ class FlushCommand final : public ShardCommand {
     bool _database;
 };
 
+// Records (or removes) an entered critical section in config.criticalSections {_id: key,
+// reason}.
+Status persistCriticalSection(command::ServiceContext& service, const std::string& key,
+                              const std::string& reason, bool entered) {
+    bson::BsonBuilder cmd;
+    if (entered) {
+        cmd.append("update", kCriticalSectionsCollection);
+        cmd.startArray("updates").startObject("0");
+        cmd.startObject("q").append("_id", key).end();
+        cmd.startObject("u").append("_id", key).append("reason", reason).end();
+        cmd.append("upsert", true);
+        cmd.end().end();
+    } else {
+        cmd.append("delete", kCriticalSectionsCollection);
+        cmd.startArray("deletes").startObject("0");
+        cmd.startObject("q").append("_id", key).end();
+        cmd.appendInt32("limit", 1);
+        cmd.end().end();
+    }
+    cmd.startObject("writeConcern").append("j", true).end();
+    return runLocalCommand(service, "config", cmd.obj()).getStatus();
+}
+
 // {_shardsvrMigrationCriticalSection: ns, enter: bool, reason} and
 // {_shardsvrDatabaseCriticalSection: db, enter: bool}.
 class CriticalSectionCommand final : public ShardCommand {
@@ -95,12 +119,19 @@ class CriticalSectionCommand final : public ShardCommand {
         if (enter.boolValue()) {
             std::string reason;
             if (bson::BsonElement r = request.body["reason"]; !r.eoo()) reason = r.toString(false);
-            return md->criticalSections().enter(
+            TRY_STATUS(md->criticalSections().enter(
                 key, reason,
-                std::chrono::steady_clock::now() + ShardMetadata::kCriticalSectionWait);
+                std::chrono::steady_clock::now() + ShardMetadata::kCriticalSectionWait));
+            // Persisted before the coordinator is told: a donor that restarts during the copy
+            // re-enters the section at startup instead of accepting writes the recipient's copy
+            // would miss (ShardingState::startup).
+            Status persisted = persistCriticalSection(*opCtx.service, key, reason, true);
+            if (!persisted.isOK()) md->criticalSections().exit(key);
+            return persisted;
         }
         // Reload before releasing the waiters, so they check against the committed placement.
         Status refreshed = _database ? md->refreshDatabase(what) : md->refreshCollection(what);
+        TRY_STATUS(persistCriticalSection(*opCtx.service, key, "", false));
         md->criticalSections().exit(key);
         (void)refreshed;  // a failed refresh is retried by each waiter
         return Status::OK();

@@ -91,6 +91,29 @@ Status ShardingState::startup() {
             }
         }
     }
+    // Critical sections entered before a restart are entered again before the first request
+    // (a migration's donor must not accept writes to a range being copied).
+    auto md = metadata();
+    if (storage::CollectionPtr coll =
+            engine.getCollection("config." + std::string(kCriticalSectionsCollection));
+        coll && md) {
+        auto cursor = snapshot->scan(*coll);
+        while (auto rec = cursor->next()) {
+            bson::BsonView doc = rec->doc;
+            bson::BsonElement key = doc["_id"];
+            if (key.type() != bson::BsonType::String) continue;
+            bson::BsonElement reason = doc["reason"];
+            std::string why = reason.type() == bson::BsonType::String
+                                  ? std::string(reason.stringValue())
+                                  : std::string();
+            Status entered = md->criticalSections().enter(
+                std::string(key.stringValue()), why,
+                std::chrono::steady_clock::now() + std::chrono::seconds(1));
+            log::info("SHARDING", 22102, "Re-entered a critical section after restart",
+                      "{\"key\":\"" + log::jsonEscape(key.stringValue()) +
+                          "\",\"ok\":" + (entered.isOK() ? "true" : "false") + "}");
+        }
+    }
     if (storage::CollectionPtr coll = engine.getCollection("config.transactions")) {
         auto cursor = snapshot->scan(*coll);
         size_t n = 0;

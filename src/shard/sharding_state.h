@@ -26,6 +26,10 @@ class CommandRegistry;
 
 namespace tessera::shard {
 
+// config.criticalSections {_id: key, reason}: the critical sections this shard is in, so that a
+// restart re-enters them (MongoDB's recoverable critical section).
+inline constexpr std::string_view kCriticalSectionsCollection = "criticalSections";
+
 // The shard role's state (src/cluster/README.md "On shards", "The shard's checks"): the shard
 // identity, the shard's copy of its placement (ShardMetadata), the critical sections and the
 // retryable-write table. Installed by main as the service's hooks and roleState.

@@ -834,12 +834,15 @@ export class ManualCluster {
         }
         return c;
     }
-    /** Closes and forgets the cached clients of one process (after a crash). */
+    /**
+     * Closes and forgets the cached clients of one process. close() sends endSessions, which
+     * waits for server selection when the process is gone or stopped: bounded to 2 s.
+     */
     async dropClientsOf(p) {
         for (const [uri, c] of [...this._clients]) {
             if (uri.includes(`//${p.host}/`)) {
                 this._clients.delete(uri);
-                await c.close(true).catch(() => {});
+                await Promise.race([c.close(true).catch(() => {}), delay(2000)]);
             }
         }
     }
@@ -856,10 +859,10 @@ export class ManualCluster {
         return this.clientFor(this.shardProc(name).uri());
     }
 
-    /** kill -9 one role (a crash) and forget the clients connected to it. */
+    /** kill -9 one role (a crash), after closing the test's own clients of it. */
     async kill9(p) {
-        await p.kill9();
         await this.dropClientsOf(p);
+        await p.kill9();
     }
     /** Starts a killed role again on the same port and dbpath and waits until it answers. */
     async restart(p) {
@@ -911,6 +914,11 @@ export async function startManualCluster({ shards = 3, routers = 1 } = {}) {
         const base = await freePortRange(1 + shards + routers);
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-crash-'));
         const cluster = new ManualCluster({ base, shards, routers, dir });
+        // If the test process dies without its `after` hook (timeout, Ctrl-C), no role outlives it.
+        const killAll = () => {
+            for (const p of cluster.processes) if (p.alive) p.proc.kill('SIGKILL');
+        };
+        process.once('exit', killAll);
         try {
             await cluster.startAll();
             return cluster;
