@@ -63,17 +63,28 @@ class RemoteClient::Connection {
 
     StatusWith<bson::BsonObj> receive(int32_t requestId, std::chrono::milliseconds timeout) {
         setTimeout(SO_RCVTIMEO, timeout);
-        uint8_t header[wire::kHeaderSize];
-        TRY_STATUS(readFully(header, sizeof header));
-        ASSIGN_OR_RETURN(wire::MsgHeader h, wire::parseHeader(header));
+        // One recv usually brings the whole reply (one system call instead of two). Only one
+        // request is in flight on a connection, so nothing may follow the reply.
+        uint8_t head[kFirstRead];
+        size_t got = 0;
+        while (got < wire::kHeaderSize) {
+            ASSIGN_OR_RETURN(size_t n, receiveSome(head + got, sizeof head - got));
+            got += n;
+        }
+        ASSIGN_OR_RETURN(wire::MsgHeader h, wire::parseHeader(head));
         if (h.opCode != static_cast<int32_t>(wire::OpCode::kMsg) || h.responseTo != requestId) {
             return Status(
                 ErrorCodes::ProtocolError,
                 "unexpected reply from " + _host + " (opCode " + std::to_string(h.opCode) + ")");
         }
+        if (h.messageLength < static_cast<int32_t>(wire::kHeaderSize) ||
+            got > static_cast<size_t>(h.messageLength)) {
+            return Status(ErrorCodes::ProtocolError,
+                          "unexpected bytes after the reply from " + _host);
+        }
         wire::Message msg = wire::Message::allocate(static_cast<size_t>(h.messageLength));
-        std::memcpy(msg.mutableData(), header, sizeof header);
-        TRY_STATUS(readFully(msg.mutableData() + sizeof header, msg.size() - sizeof header));
+        std::memcpy(msg.mutableData(), head, got);
+        TRY_STATUS(readFully(msg.mutableData() + got, msg.size() - got));
         ASSIGN_OR_RETURN(wire::OpMsgRequest reply, wire::parseOpMsg(std::move(msg)));
         if (reply.bodySections != 1) {
             return Status(ErrorCodes::ProtocolError, "reply from " + _host + " has no body");
@@ -82,21 +93,36 @@ class RemoteClient::Connection {
     }
 
   private:
+    // Skips the system call when the socket already has this timeout (the usual case: every
+    // request uses the client's default), which saves two system calls per request.
     void setTimeout(int option, std::chrono::milliseconds timeout) {
+        auto& current = option == SO_SNDTIMEO ? _sendTimeout : _receiveTimeout;
+        if (current == timeout) return;
+        current = timeout;
         timeval tv{};
         tv.tv_sec = timeout.count() / 1000;
         tv.tv_usec = (timeout.count() % 1000) * 1000;
         ::setsockopt(_fd, SOL_SOCKET, option, &tv, sizeof tv);
     }
 
-    Status readFully(uint8_t* p, size_t n) {
-        while (n > 0) {
+    static constexpr size_t kFirstRead = 16 * 1024;
+
+    // At least one byte (blocking), at most `n`.
+    StatusWith<size_t> receiveSome(uint8_t* p, size_t n) {
+        for (;;) {
             ssize_t got = ::recv(_fd, p, n, 0);
             if (got < 0 && errno == EINTR) continue;
             if (got == 0) return unreachable(_host, "connection closed by the remote");
             if (got < 0) return ioError("recv");
+            return static_cast<size_t>(got);
+        }
+    }
+
+    Status readFully(uint8_t* p, size_t n) {
+        while (n > 0) {
+            ASSIGN_OR_RETURN(size_t got, receiveSome(p, n));
             p += got;
-            n -= static_cast<size_t>(got);
+            n -= got;
         }
         return Status::OK();
     }
@@ -111,6 +137,9 @@ class RemoteClient::Connection {
 
     std::string _host;
     int _fd;
+    // The timeouts set on the socket (-1: never set).
+    std::chrono::milliseconds _sendTimeout{-1};
+    std::chrono::milliseconds _receiveTimeout{-1};
 };
 
 namespace {

@@ -8,6 +8,36 @@
 
 namespace tessera::router {
 namespace reads {
+
+bool relayExhaustedShardCursor(const ShardResponse& r, const std::string& ns,
+                               std::optional<int64_t> batchSize, bson::BsonBuilder& reply) {
+    if (!r.status.isOK() || !net::replyStatus(r.reply).isOK()) return false;
+    bson::BsonElement cursor = r.reply["cursor"];
+    if (cursor.type() != bson::BsonType::Object) return false;
+    bson::BsonView c = cursor.objValue();
+    if (c["id"].numberLong() != 0) return false;
+    bson::BsonElement batch = c["firstBatch"];
+    if (batch.eoo()) batch = c["nextBatch"];
+    if (batch.type() != bson::BsonType::Array) return false;
+    const int64_t maxDocs = batchSize.value_or(command::kDefaultFirstBatchSize);
+    if (maxDocs <= 0) return false;  // batchSize 0 opens a router cursor
+    int64_t n = 0;
+    size_t bytes = 0;
+    for (bson::BsonElement d : batch.objValue()) {
+        if (d.type() != bson::BsonType::Object) return false;
+        size_t size = d.objValue().size();
+        if (n > 0 && bytes + size > command::kMaxBatchBytes) return false;
+        bytes += size;
+        if (++n > maxDocs) return false;
+    }
+    reply.startObject("cursor");
+    reply.appendArray("firstBatch", batch.objValue());
+    reply.appendInt64("id", 0);
+    reply.append("ns", ns);
+    reply.end();
+    return true;
+}
+
 namespace {
 
 using bson::BsonBuilder;
@@ -101,6 +131,12 @@ class ClusterFindCommand final : public command::Command {
                                    reply);
         }
         ASSIGN_OR_RETURN(auto responses, std::move(routed));
+        std::optional<int64_t> batchSize = req.batchSize;
+        if (!batchSize && req.singleBatch && q.limit) batchSize = *q.limit;
+        if (!merged && responses.size() == 1 &&
+            relayExhaustedShardCursor(responses.front(), ns, batchSize, reply)) {
+            return Status::OK();
+        }
         ASSIGN_OR_RETURN(auto cursors, cursorsFromResponses(router, responses));
         for (RemoteCursor& c : cursors) c.ns = ns;
 
@@ -117,8 +153,6 @@ class ClusterFindCommand final : public command::Command {
             ps->setChild(std::move(root));
             root = std::move(ps);
         }
-        std::optional<int64_t> batchSize = req.batchSize;
-        if (!batchSize && req.singleBatch && q.limit) batchSize = *q.limit;
         return replyWithCursor(opCtx, router, std::move(root), ns, batchSize, req.singleBatch,
                                req.noCursorTimeout, reply);
     }

@@ -75,6 +75,15 @@ Status replyWithCursor(command::OperationContext& opCtx, Router& router,
                        std::optional<int64_t> batchSize, bool singleBatch, bool noCursorTimeout,
                        bson::BsonBuilder& reply);
 
+// The fast path of a find sent unchanged to one shard (cluster_find.cpp): when the shard's cursor
+// is already exhausted and its whole first batch fits the router's first batch (`batchSize`,
+// default 101; the count and byte rules of command::fillBatch), appends to `reply` the cursor
+// replyWithCursor would build — the shard's batch, id 0, `ns` — without a router cursor, an
+// executor or a copy per document. False, with nothing appended, when the general path must
+// answer (an error, an open shard cursor, a batch that does not fit, batchSize 0).
+bool relayExhaustedShardCursor(const ShardResponse& r, const std::string& ns,
+                               std::optional<int64_t> batchSize, bson::BsonBuilder& reply);
+
 // Explain helpers (cluster_explain.cpp).
 // {explain: <inner>, verbosity} for one shard, the merged MongoDB sharded explain reply.
 struct ExplainTarget {
