@@ -4,7 +4,7 @@
 // and addShard of a fourth shard. Every placement change is followed by checkConsistency.
 import assert from 'node:assert/strict';
 import { uniqueDbName } from './harness.mjs';
-import { chunkFor, describeWithCluster, mongosh, resultLine } from './cluster_harness.mjs';
+import { chunkFor, describeWithCluster, mongosh, resultLine, waitFor } from './cluster_harness.mjs';
 
 const N = 600;
 
@@ -76,7 +76,14 @@ describeWithCluster('cluster basics (tessera up, 3 shards, 2 routers)', (ctx) =>
         }
         const multi = await ctx.cluster.clientFor(ctx.cluster.clusterUri());
         await multi.db('admin').command({ ping: 1 });
-        const servers = [...multi.topology.description.servers.values()];
+        // The driver monitors each seed on its own schedule: the first one it reaches serves the
+        // ping while the others may still be Unknown, so wait (with a deadline) until it has
+        // classified them all.
+        const described = () => [...multi.topology.description.servers.values()];
+        await waitFor('the driver to classify every router', () =>
+            described().every((s) => s.type !== 'Unknown'),
+        );
+        const servers = described();
         assert.equal(servers.length, ctx.cluster.numRouters);
         for (const s of servers) assert.equal(s.type, 'Mongos', `${s.address} is ${s.type}`);
         assert.equal(multi.topology.description.type, 'Sharded');
