@@ -11,7 +11,10 @@ using placement::RoutingTable;
 
 StatusWith<std::shared_ptr<const RoutingTable>> CatalogPlacementSource::loadCollection(
     std::string_view ns) {
-    _cache.invalidateCollection(ns);
+    // Stale, not invalidated: the cache then refreshes incrementally when the generation is
+    // unchanged (the collection entry and the changed chunks in one config round trip) and in
+    // full otherwise, instead of always re-reading every chunk in two round trips.
+    _cache.onStaleShardVersion(ns, std::nullopt);
     auto info = _cache.getCollectionRoutingInfo(ns);
     if (info.getStatus().is(ErrorCodes::NamespaceNotFound)) {
         return std::shared_ptr<const RoutingTable>();
