@@ -17,6 +17,7 @@
 #include "command/cursor_manager.h"
 #include "command/registry.h"
 #include "storage/engine.h"
+#include "storage/storage_test_util.h"
 
 namespace tessera::command::test {
 
@@ -32,14 +33,8 @@ struct CommandResult {
 class CrudFixture : public ::testing::Test {
   protected:
     void SetUp() override {
-        static std::atomic<int> counter{0};
-        _dir =
-            std::filesystem::temp_directory_path() /
-            ("tessera_crud_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-        std::filesystem::remove_all(_dir);
-        std::filesystem::create_directories(_dir);
         storage::EngineOptions options;
-        options.dbpath = _dir.string();
+        options.dbpath = _dir.path();
         options.blockCacheBytes = size_t{8} << 20;
         auto sw = storage::Engine::open(options);
         ASSERT_TRUE(sw.isOK()) << sw.getStatus().toString();
@@ -56,7 +51,6 @@ class CrudFixture : public ::testing::Test {
     void TearDown() override {
         cursors.reset();
         engine.reset();
-        std::filesystem::remove_all(_dir);
     }
 
     CommandResult run(std::string_view json, std::vector<DocumentSequence> sequences = {},
@@ -120,7 +114,7 @@ class CrudFixture : public ::testing::Test {
     ServiceContext service;
 
   private:
-    std::filesystem::path _dir;
+    storage::test::TempDir _dir;  // removed when the fixture is destroyed
 };
 
 inline std::vector<std::string> CrudFixture::findAll(std::string_view findJson) {

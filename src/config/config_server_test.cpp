@@ -17,6 +17,7 @@
 #include "config/catalog_docs.h"
 #include "config/coordinator_state.h"
 #include "storage/engine.h"
+#include "storage/storage_test_util.h"
 
 namespace tessera::config {
 namespace {
@@ -27,14 +28,8 @@ using bson::fromJson;
 class ConfigServerTest : public ::testing::Test {
   protected:
     void SetUp() override {
-        static std::atomic<int> counter{0};
-        _dir =
-            std::filesystem::temp_directory_path() /
-            ("tessera_config_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-        std::filesystem::remove_all(_dir);
-        std::filesystem::create_directories(_dir);
         storage::EngineOptions options;
-        options.dbpath = _dir.string();
+        options.dbpath = _dir.path();
         options.blockCacheBytes = size_t{8} << 20;
         auto sw = storage::Engine::open(options);
         ASSERT_TRUE(sw.isOK()) << sw.getStatus().toString();
@@ -62,7 +57,6 @@ class ConfigServerTest : public ::testing::Test {
         server.reset();
         cursors.reset();
         engine.reset();
-        std::filesystem::remove_all(_dir);
     }
 
     BsonObj run(std::string_view json, std::string_view db = "admin") {
@@ -127,7 +121,7 @@ class ConfigServerTest : public ::testing::Test {
     std::unique_ptr<ConfigServer> server;
 
   private:
-    std::filesystem::path _dir;
+    storage::test::TempDir _dir;  // removed when the fixture is destroyed
 };
 
 TEST_F(ConfigServerTest, StartupCreatesVersionOnceWithoutCurrentVersion) {

@@ -163,6 +163,15 @@ bool mayBeOursThatIsStale(const DatabaseVersion& received,
     return !(received.isSameDatabase(*wanted) && received.lastMod() < wanted->lastMod());
 }
 
+// The stale error for `info` (StaleConfigInfo / StaleDbVersionInfo), its fields in *extraInfo.
+template <typename StaleInfo>
+Status staleError(const StaleInfo& info, bson::BsonObj* extraInfo) {
+    bson::BsonBuilder b;
+    info.appendFields(b);
+    *extraInfo = b.obj();
+    return info.toStatus();
+}
+
 }  // namespace
 
 Status ShardMetadata::checkShardVersion(const std::string& ns, const ChunkVersion& received,
@@ -177,11 +186,8 @@ Status ShardMetadata::checkShardVersion(const std::string& ns, const ChunkVersio
         if (!_sections.waitForExit(key, deadline, &waited, &exitedAt)) {
             // Still in the critical section: stale with an unknown wanted version, which the
             // router treats as retryable after its own refresh.
-            placement::StaleConfigInfo info{ns, received, std::nullopt, _shardId};
-            bson::BsonBuilder b;
-            info.appendFields(b);
-            *extraInfo = b.obj();
-            return info.toStatus();
+            return staleError(placement::StaleConfigInfo{ns, received, std::nullopt, _shardId},
+                              extraInfo);
         }
         if (waited) {
             // The placement most likely changed while we waited (migration commit).
@@ -198,10 +204,7 @@ Status ShardMetadata::checkShardVersion(const std::string& ns, const ChunkVersio
                     refreshed = true;
                     continue;
                 }
-                bson::BsonBuilder b;
-                stale->appendFields(b);
-                *extraInfo = b.obj();
-                return stale->toStatus();
+                return staleError(*stale, extraInfo);
             }
         }
         if (_sections.tryAdmit(key)) return Status::OK();
@@ -219,11 +222,7 @@ Status ShardMetadata::checkDatabaseVersion(const std::string& db, const Database
         bool waited = false;
         Clock::time_point exitedAt;
         if (!_sections.waitForExit(key, deadline, &waited, &exitedAt)) {
-            placement::StaleDbVersionInfo info{db, received, std::nullopt};
-            bson::BsonBuilder b;
-            info.appendFields(b);
-            *extraInfo = b.obj();
-            return info.toStatus();
+            return staleError(placement::StaleDbVersionInfo{db, received, std::nullopt}, extraInfo);
         }
         if (waited) {
             (void)refreshDatabaseSince(db, exitedAt);
@@ -238,10 +237,7 @@ Status ShardMetadata::checkDatabaseVersion(const std::string& db, const Database
                 refreshed = true;
                 continue;
             }
-            bson::BsonBuilder b;
-            stale->appendFields(b);
-            *extraInfo = b.obj();
-            return stale->toStatus();
+            return staleError(*stale, extraInfo);
         }
         if (_sections.tryAdmit(key)) return Status::OK();
     }

@@ -27,7 +27,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { BSON, MongoClient } from 'mongodb';
-import { TesseraServer, freePort, mongoshBin, rawPing, tesseraBin } from './harness.mjs';
+import { TesseraServer, freePort, mongosh, rawPing, resultLine, tesseraBin } from './harness.mjs';
+
+export { mongosh, resultLine };
 
 const startTimeoutMs = Number(process.env.TESSERA_CLUSTER_START_TIMEOUT_MS || 120000);
 const stopTimeoutMs = 40000; // `tessera up` itself gives its children 20 s
@@ -76,33 +78,6 @@ function tail(file, lines) {
     } catch {
         return '<no log>';
     }
-}
-
-/** Runs mongosh --eval SCRIPT against uri; resolves {code, signal, stdout, stderr}. */
-export function mongosh(uri, script, timeoutMs = 90000) {
-    return new Promise((resolve, reject) => {
-        const proc = spawn(mongoshBin, [uri, '--quiet', '--norc', '--eval', script], {
-            stdio: ['ignore', 'pipe', 'pipe'],
-            env: { ...process.env, MONGOSH_NO_TELEMETRY: '1', NO_COLOR: '1' },
-        });
-        let stdout = '';
-        let stderr = '';
-        proc.stdout.on('data', (d) => (stdout += d));
-        proc.stderr.on('data', (d) => (stderr += d));
-        const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
-        proc.on('error', reject);
-        proc.on('close', (code, signal) => {
-            clearTimeout(timer);
-            resolve({ code, signal, stdout, stderr });
-        });
-    });
-}
-
-/** The EJSON value printed by a mongosh script as `print('RESULT ' + EJSON.stringify(x))`. */
-export function resultLine(out) {
-    const line = out.stdout.split('\n').find((l) => l.startsWith('RESULT '));
-    assert.ok(line, `no RESULT line; exit ${out.code}\nstdout:\n${out.stdout}\nstderr:\n${out.stderr}`);
-    return BSON.EJSON.parse(line.slice('RESULT '.length));
 }
 
 // --- shard key values, computed independently of the server --------------------------------------

@@ -8,6 +8,7 @@
 // Environment: TESSERA_BIN (default <repo>/build/tessera), TESSERA_START_TIMEOUT_MS (default 30000),
 // TESSERA_KEEP_DATA=1 keeps temporary dbpaths and logs.
 
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -322,4 +323,31 @@ let dbCounter = 0;
 export function uniqueDbName(prefix = 'itest') {
     dbCounter += 1;
     return `${prefix}_${process.pid}_${dbCounter}`;
+}
+
+/** Runs mongosh --eval SCRIPT against uri; resolves {code, signal, stdout, stderr}. */
+export function mongosh(uri, script, timeoutMs = 90000) {
+    return new Promise((resolve, reject) => {
+        const proc = spawn(mongoshBin, [uri, '--quiet', '--norc', '--eval', script], {
+            stdio: ['ignore', 'pipe', 'pipe'],
+            env: { ...process.env, MONGOSH_NO_TELEMETRY: '1', NO_COLOR: '1' },
+        });
+        let stdout = '';
+        let stderr = '';
+        proc.stdout.on('data', (d) => (stdout += d));
+        proc.stderr.on('data', (d) => (stderr += d));
+        const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
+        proc.on('error', reject);
+        proc.on('close', (code, signal) => {
+            clearTimeout(timer);
+            resolve({ code, signal, stdout, stderr });
+        });
+    });
+}
+
+/** The EJSON value printed by a mongosh script as `print('RESULT ' + EJSON.stringify(x))`. */
+export function resultLine(out) {
+    const line = out.stdout.split('\n').find((l) => l.startsWith('RESULT '));
+    assert.ok(line, `no RESULT line; exit ${out.code}\nstdout:\n${out.stdout}\nstderr:\n${out.stderr}`);
+    return BSON.EJSON.parse(line.slice('RESULT '.length));
 }

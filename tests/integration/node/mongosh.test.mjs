@@ -1,37 +1,9 @@
 // mongosh 2.x against tessera: connect, CRUD helpers, indexes, listDatabases, duplicate keys.
 // Each mongosh start costs 1-2 s, so the checks are batched into few invocations.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { it } from 'node:test';
-import { BSON } from 'mongodb';
-import { describeWithServer, mongoshBin, uniqueDbName, withServerLog } from './harness.mjs';
-
-/** Runs mongosh --eval SCRIPT against uri; resolves {code, stdout, stderr}. */
-function mongosh(uri, script, timeoutMs = 90000) {
-    return new Promise((resolve, reject) => {
-        const proc = spawn(mongoshBin, [uri, '--quiet', '--norc', '--eval', script], {
-            stdio: ['ignore', 'pipe', 'pipe'],
-            env: { ...process.env, MONGOSH_NO_TELEMETRY: '1', NO_COLOR: '1' },
-        });
-        let stdout = '';
-        let stderr = '';
-        proc.stdout.on('data', (d) => (stdout += d));
-        proc.stderr.on('data', (d) => (stderr += d));
-        const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
-        proc.on('error', reject);
-        proc.on('close', (code, signal) => {
-            clearTimeout(timer);
-            resolve({ code, signal, stdout, stderr });
-        });
-    });
-}
-
-function resultLine(out) {
-    const line = out.stdout.split('\n').find((l) => l.startsWith('RESULT '));
-    assert.ok(line, `no RESULT line; exit ${out.code}\nstdout:\n${out.stdout}\nstderr:\n${out.stderr}`);
-    return BSON.EJSON.parse(line.slice('RESULT '.length));
-}
+import { describeWithServer, mongosh, mongoshBin, resultLine, uniqueDbName, withServerLog } from './harness.mjs';
 
 describeWithServer('mongosh', (ctx) => {
     const test = (name, fn) => it(name, withServerLog(ctx, fn));
