@@ -45,6 +45,15 @@ std::vector<BsonObj> indexSpecs(BsonView reply) {
     return specs;
 }
 
+// {_shardsvrClusterCollection: coll, key}: the shard stores the collection clustered by the
+// shard key (src/cluster/README.md), so that a chunk is a contiguous range of its records.
+BsonObj clusterCollectionCmd(const std::string& coll, BsonView key) {
+    BsonBuilder b;
+    b.appendString("_shardsvrClusterCollection", coll);
+    b.appendObject("key", key);
+    return b.obj();
+}
+
 BsonObj createIndexesCmd(const std::string& coll, const std::vector<BsonObj>& specs) {
     BsonBuilder b;
     b.appendString("createIndexes", coll);
@@ -92,13 +101,15 @@ Status ConfigServerImpl::shardCollection(const std::string& ns, BsonView key, bo
     std::string primary(dbDoc["primary"].stringValue());
     ASSIGN_OR_RETURN(std::vector<ShardEntry> shards, allShards());
 
-    // 1. The collection and its shard key index on the primary.
+    // 1. The collection, clustered by the shard key, and its shard key index on the primary.
     {
         auto created = runOnShard(primary, db, oneField("create", collName));
         if (!created.isOK() && !created.getStatus().is(ErrorCodes::NamespaceExists)) {
             return created.getStatus();
         }
     }
+    TRY_STATUS(
+        runOnShard(primary, db, clusterCollectionCmd(collName, pattern.toBson())).getStatus());
     ASSIGN_OR_RETURN(BsonObj countReply, runOnShard(primary, db, oneField("count", collName)));
     int64_t numDocs = countReply["n"].numberLong();
     ASSIGN_OR_RETURN(BsonObj listReply, runOnShard(primary, db, oneField("listIndexes", collName)));
@@ -174,6 +185,8 @@ Status ConfigServerImpl::shardCollection(const std::string& ns, BsonView key, bo
         if (!created.isOK() && !created.getStatus().is(ErrorCodes::NamespaceExists)) {
             return created.getStatus();
         }
+        TRY_STATUS(
+            runOnShard(shard, db, clusterCollectionCmd(collName, pattern.toBson())).getStatus());
         if (!otherSpecs.empty()) {
             TRY_STATUS(runOnShard(shard, db, createIndexesCmd(collName, otherSpecs)).getStatus());
         }

@@ -57,7 +57,10 @@ StatusWith<RangeArgs> parseRangeArgs(OperationContext& opCtx, const CommandReque
     return args;
 }
 
-// {_shardsvrReadRange: ns, min, max, afterId?, batchBytes?} → {docs, lastId, done}.
+// {_shardsvrReadRange: ns, min, max, afterId?, afterKey?, batchBytes?}
+//   → {docs, lastId, lastKey?, done}.
+// lastKey (BinData 0: the last record key) is present when the collection is clustered by the
+// shard key; the next page passes it back as afterKey and starts with one seek.
 class ReadRangeCommand final : public ShardCommand {
   public:
     std::string_view name() const override { return "_shardsvrReadRange"; }
@@ -71,13 +74,20 @@ class ReadRangeCommand final : public ShardCommand {
             }
             batchBytes = std::min<int64_t>(b.numberLong(), 8 << 20);
         }
+        std::string_view afterKey;
+        if (bson::BsonElement k = request.body["afterKey"]; !k.eoo()) {
+            if (k.type() != bson::BsonType::BinData) {
+                return Status(ErrorCodes::TypeMismatch, "afterKey must be BinData");
+            }
+            afterKey = k.binaryValue().data;
+        }
         storage::Engine& engine = *opCtx.service->engine;
         auto snapshot = engine.snapshot();
         storage::CollectionPtr coll = engine.getCollection(args.ns);
         RangePage page;
         if (coll) {
             page = readRangePage(*snapshot, *coll, args.table->shardKeyPattern(), args.range,
-                                 request.body["afterId"], batchBytes);
+                                 request.body["afterId"], afterKey, batchBytes);
         } else {
             page.done = true;
         }
@@ -90,6 +100,11 @@ class ReadRangeCommand final : public ShardCommand {
             reply.appendElementAs(after, "lastId");
         } else {
             reply.appendNull("lastId");
+        }
+        if (page.lastKey) {
+            reply.appendBinary("lastKey", 0, *page.lastKey);
+        } else if (!afterKey.empty()) {
+            reply.appendBinary("lastKey", 0, afterKey);
         }
         reply.append("done", page.done);
         return Status::OK();
@@ -108,6 +123,9 @@ class ReceiveRangeCommand final : public ShardCommand {
         command::ServiceContext& service = *opCtx.service;
         net::RemoteClient& client = state->remoteClient();
         TRY_STATUS(createCollectionLike(service, client, fromHost, args.db, args.coll));
+        // Stored like the donor's: clustered by the shard key (a no-op when it is already).
+        TRY_STATUS(
+            service.engine->clusterCollection(args.ns, args.table->shardKeyPattern().toBson()));
 
         // Leftovers of an earlier attempt in this range are orphans: clear them first.
         // (Ownership by the same table the range was validated against, never "unknown".)
@@ -119,14 +137,15 @@ class ReceiveRangeCommand final : public ShardCommand {
         (void)cleared;
 
         int64_t docsCloned = 0, bytesCloned = 0, skipped = 0;
-        bson::BsonObj afterId;  // {afterId: <value>} once a page returned a lastId
+        // {afterId: <value>, afterKey?: <BinData>} once a page returned a lastId (lastKey).
+        bson::BsonObj after;
         for (;;) {
             TRY_STATUS(opCtx.checkForInterrupt());
             bson::BsonBuilder rr;
             rr.append("_shardsvrReadRange", args.ns);
             rr.append("min", args.range.min());
             rr.append("max", args.range.max());
-            if (!afterId.isEmpty()) rr.appendElement(afterId.firstElement());
+            for (bson::BsonElement e : after.view()) rr.appendElement(e);
             ASSIGN_OR_RETURN(bson::BsonObj page,
                              client.runCommand(fromHost, "admin", rr.obj(), kCloneRequestTimeout));
             TRY_STATUS(net::replyStatus(page));
@@ -146,7 +165,11 @@ class ReceiveRangeCommand final : public ShardCommand {
             if (lastId.eoo() || lastId.isNull()) break;
             bson::BsonBuilder a;
             a.appendElementAs(lastId, "afterId");
-            afterId = a.obj();
+            if (bson::BsonElement lastKey = page["lastKey"];
+                lastKey.type() == bson::BsonType::BinData) {
+                a.appendElementAs(lastKey, "afterKey");
+            }
+            after = a.obj();
         }
         reply.appendNumber("docsCloned", docsCloned);
         reply.appendNumber("bytesCloned", bytesCloned);

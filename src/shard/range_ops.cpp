@@ -2,7 +2,9 @@
 
 #include "base/log.h"
 #include "bson/bson_builder.h"
+#include "bson/compare.h"
 #include "keystring/keystring.h"
+#include "storage/cluster_key.h"
 #include "storage/collection_writer.h"
 
 namespace tessera::shard {
@@ -36,13 +38,68 @@ bool ShardKeyRange::containsDoc(const placement::ShardKeyPattern& pattern,
     return containsEncoded(pattern.encodeKey(key.getValue()));
 }
 
+bool isClusteredBy(const storage::CollectionInfo& coll, const placement::ShardKeyPattern& pattern) {
+    auto normalized = storage::normalizeClusterKey(pattern.toBson());
+    return normalized.isOK() && bson::compareObjects(normalized.getValue(), coll.clusterKey) == 0;
+}
+
+storage::KeyRange recordKeyRange(const ShardKeyRange& range) {
+    storage::KeyRange keys;
+    keys.low = range.encodedMin();  // inclusive: every record key starting with it
+    if (!range.maxIsGlobal()) {     // the global max is inclusive: to the end
+        keys.high = range.encodedMax();
+        keys.highInclusive = false;
+    }
+    return keys;
+}
+
+namespace {
+
+RangePage readClusteredPage(storage::ReadSnapshot& snapshot, const storage::CollectionInfo& coll,
+                            const ShardKeyRange& range, std::string_view afterKey,
+                            int64_t batchBytes) {
+    RangePage page;
+    storage::KeyRange keys = recordKeyRange(range);
+    if (!afterKey.empty() && afterKey >= keys.low) {
+        keys.low = std::string(afterKey);
+        keys.lowInclusive = false;
+    }
+    auto cursor = snapshot.scanRange(coll, keys);
+    std::optional<storage::Record> last;
+    bool more = false;
+    while (auto rec = cursor->next()) {
+        if (page.bytes >= batchBytes) {
+            more = true;
+            break;
+        }
+        page.bytes += static_cast<int64_t>(rec->doc.size());
+        page.docs.push_back(rec->doc);
+        last = std::move(rec);
+    }
+    if (last) {
+        bson::BsonBuilder b;
+        b.appendElementAs(last->doc.view()["_id"], "_id");
+        page.lastId = b.obj();
+        page.lastKey = std::move(last->recordKey);
+    }
+    page.done = !more;
+    return page;
+}
+
+}  // namespace
+
 RangePage readRangePage(storage::ReadSnapshot& snapshot, const storage::CollectionInfo& coll,
                         const placement::ShardKeyPattern& pattern, const ShardKeyRange& range,
-                        const bson::BsonElement& afterId, int64_t batchBytes) {
+                        const bson::BsonElement& afterId, std::string_view afterKey,
+                        int64_t batchBytes) {
+    // A caller that pages by _id (afterId without afterKey) keeps paging by _id.
+    if (isClusteredBy(coll, pattern) && (afterId.eoo() || !afterKey.empty())) {
+        return readClusteredPage(snapshot, coll, range, afterKey, batchBytes);
+    }
     RangePage page;
-    // Record keys are the keystrings of _id, and the _id index is the records keyspace itself:
-    // a page starts right after the previous page's last _id instead of rescanning the
-    // collection from its start (which made a migration quadratic in the collection size).
+    // The _id_ index gives _id order in every layout: a page starts right after the previous
+    // page's last _id instead of rescanning the collection from its start (which made a
+    // migration quadratic in the collection size).
     storage::KeyRange keys;
     if (!afterId.eoo()) {
         keys.low = keystring::encodeValue(afterId);
@@ -84,9 +141,11 @@ StatusWith<int64_t> deleteUnownedInRange(storage::Engine& engine, std::string_vi
     std::vector<std::string> keys;
     {
         auto snapshot = engine.snapshot();
-        auto cursor = snapshot->scan(*coll);
+        bool contiguous = isClusteredBy(*coll, pattern);
+        auto cursor =
+            contiguous ? snapshot->scanRange(*coll, recordKeyRange(range)) : snapshot->scan(*coll);
         while (auto rec = cursor->next()) {
-            if (!range.containsDoc(pattern, rec->doc)) continue;
+            if (!contiguous && !range.containsDoc(pattern, rec->doc)) continue;
             if (filter && filter->owns(rec->doc)) continue;
             keys.push_back(std::move(rec->recordKey));
         }

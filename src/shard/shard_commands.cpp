@@ -8,9 +8,10 @@
 
 namespace tessera::shard {
 
-// Defined in migration_commands.cpp / database_commands.cpp.
+// Defined in migration_commands.cpp / database_commands.cpp / collection_commands.cpp.
 void registerShardMigrationCommands(command::CommandRegistry& registry);
 void registerShardDatabaseCommands(command::CommandRegistry& registry);
+void registerShardCollectionCommands(command::CommandRegistry& registry);
 
 namespace {
 
@@ -158,6 +159,7 @@ void registerShardServerCommands(command::CommandRegistry& registry) {
         std::make_unique<CriticalSectionCommand>("_shardsvrDatabaseCriticalSection", true));
     registerShardMigrationCommands(registry);
     registerShardDatabaseCommands(registry);
+    registerShardCollectionCommands(registry);
 }
 
 }  // namespace tessera::shard

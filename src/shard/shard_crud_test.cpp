@@ -97,7 +97,7 @@ TEST_F(ShardCrudTest, ReadRangePagesInIdOrder) {
         auto snap = engine->snapshot();
         RangePage page = readRangePage(*snap, *coll, table->shardKeyPattern(), range.getValue(),
                                        after.isEmpty() ? bson::BsonElement() : after.firstElement(),
-                                       60);  // ~2 documents per page
+                                       {}, 60);  // ~2 documents per page
         ++pages;
         for (const auto& d : page.docs) ids.push_back(d["_id"].numberLong());
         if (page.done) break;

@@ -19,8 +19,10 @@ bson::BsonObj encodeCollectionInfo(const CollectionInfo& info) {
         .appendBinary("uuid", 4, info.uuid)
         .appendInt64("id", static_cast<int64_t>(info.id))
         .appendObject("options", info.options)
-        .appendInt64("nextIndexId", info.nextIndexId)
-        .startArray("indexes");
+        .appendInt64("nextIndexId", info.nextIndexId);
+    // Absent for collections clustered by _id, so their entries are unchanged.
+    if (info.isClustered()) b.appendObject("clusterKey", info.clusterKey);
+    b.startArray("indexes");
     int i = 0;
     for (const auto& index : info.indexes) {
         b.startObject(std::to_string(i++))
@@ -55,6 +57,10 @@ StatusWith<CollectionInfo> decodeCollectionInfo(bson::BsonView entry) {
     info.id = static_cast<uint64_t>(entry["id"].int64Value());
     info.options = entry["options"].objValue().copy();
     info.nextIndexId = static_cast<uint32_t>(entry["nextIndexId"].numberLong());
+    if (bson::BsonElement ck = entry["clusterKey"]; !ck.eoo()) {
+        if (!ck.isObject()) return corrupt("clusterKey");
+        info.clusterKey = ck.objValue().copy();
+    }
     for (bson::BsonElement e : entry["indexes"].objValue()) {
         if (!e.isObject()) return corrupt("index");
         bson::BsonView ix = e.objValue();
@@ -69,6 +75,7 @@ StatusWith<CollectionInfo> decodeCollectionInfo(bson::BsonView entry) {
         info.indexes.push_back(std::move(spec));
     }
     if (info.indexes.empty() || !info.indexes[0].isIdIndex()) return corrupt("_id_ index");
+    if (info.isClustered() == (info.indexes[0].id == 0)) return corrupt("_id_ index id");
     return info;
 }
 

@@ -9,8 +9,9 @@
 namespace tessera::storage {
 
 // The persisted form of a collection's catalog entry (catalog CF, key "c" + collId):
-//   {db, name, uuid: BinData(4), id: Long, options, nextIndexId,
+//   {db, name, uuid: BinData(4), id: Long, options, nextIndexId, clusterKey?,
 //    indexes: [{id, spec, name, key, unique, sparse, multikey}]}
+// clusterKey is absent for collections clustered by _id (their _id_ index has id 0).
 bson::BsonObj encodeCollectionInfo(const CollectionInfo& info);
 StatusWith<CollectionInfo> decodeCollectionInfo(bson::BsonView entry);
 

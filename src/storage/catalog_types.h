@@ -21,7 +21,8 @@ struct IndexSpec {
     // The planner must not intersect bounds on multikey fields.
     bool multikey = false;
     // Keyspace id of the index entries inside the collection (never reused within it). The
-    // _id_ index has id 0: it is the records keyspace itself (records are clustered by _id).
+    // _id_ index of a collection clustered by _id has id 0: it is the records keyspace itself.
+    // In a collection with a cluster key, _id_ is an ordinary unique index with its own id.
     uint32_t id = 0;
 
     bool isIdIndex() const { return name == "_id_"; }
@@ -37,6 +38,13 @@ struct CollectionInfo {
     bson::BsonObj options;  // create options as given ({} when none), e.g. {capped, validator, ...}
     std::vector<IndexSpec> indexes;  // indexes[0] is always _id_
     uint32_t nextIndexId = 1;        // persisted; allocates IndexSpec::id
+    // The key pattern the records are clustered by (cluster_key.h); empty = _id. Internal: not
+    // part of listCollections. Changed only by Engine::clusterCollection.
+    bson::BsonObj clusterKey;
+
+    bool isClustered() const { return !clusterKey.isEmpty(); }
+    // True when the _id_ index is the records keyspace (no entries of its own).
+    bool idIndexIsRecords() const { return !isClustered(); }
 
     const IndexSpec* findIndex(std::string_view indexName) const;
     const IndexSpec* findIndexByKeyPattern(bson::BsonView keyPattern) const;

@@ -71,6 +71,19 @@ class Engine {
     // for collMod's validator. Persisted in the catalog; writers opened afterwards (and
     // writer->collection()) see the new options. NamespaceNotFound (26) if missing.
     virtual Status setCollectionOptions(std::string_view ns, bson::BsonView options) = 0;
+    // Clusters the collection's records by `clusterKey` (cluster_key.h: a shard key pattern,
+    // fields 1 or "hashed"; {} or {_id: 1} = by _id, the default). Idempotent. An empty
+    // collection, or one already clustered that way, only changes its catalog entry. Otherwise
+    // the documents and all indexes are rewritten under a new collection id (each document
+    // keeps the commit timestamp of its latest version), the catalog entry is swapped in one
+    // synced batch that also range-deletes the old id. Holds the collection's write lock for the
+    // whole rewrite: writes block for O(n), like MongoDB's shardCollection index build. Readers
+    // that resolved the collection before the swap and open their snapshot after it (or the
+    // reverse) see it empty; a snapshot at a timestamp before the swap sees each document only
+    // if its latest version is at or before that timestamp. BadValue for an invalid key,
+    // ShardKeyNotFound (61) when a document's key path holds an array (nothing changes),
+    // NamespaceNotFound (26) if missing.
+    virtual Status clusterCollection(std::string_view ns, bson::BsonView clusterKey) = 0;
 
     // ---- Reads. A snapshot sees exactly the committed state at its timestamp (latest when
     // none is given), consistently across collections and indexes.

@@ -79,6 +79,14 @@ inline std::string catalogCountKey(uint64_t collId) {
 }
 inline constexpr std::string_view kNextCollectionIdKey = "m:nextCollectionId";
 inline constexpr std::string_view kFormatKey = "m:format";
+// "m:rewrite:" id(8): a collection rewrite (Engine::clusterCollection) writing under that id has
+// not swapped yet; open range-deletes the id's partial data (a crash mid-rewrite).
+inline constexpr std::string_view kRewritePrefix = "m:rewrite:";
+inline std::string rewriteMarkerKey(uint64_t id) {
+    std::string k(kRewritePrefix);
+    appendBigEndian64(k, id);
+    return k;
+}
 inline constexpr std::string_view kFormatValue = "tessera-1";
 
 // The smallest string greater than every string starting with `prefix` ("" if none).

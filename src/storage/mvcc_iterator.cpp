@@ -40,6 +40,7 @@ bool MvccIterator::nextForward(std::string_view* userKey, std::string_view* valu
         if (_it->value().empty()) continue;  // deleted as of readTs
         *userKey = _current;
         *value = std::string_view(_it->value().data(), _it->value().size());
+        _currentTs = keys::tsOf(key);
         return true;  // the next call skips the remaining versions of _current
     }
     return false;
@@ -61,6 +62,7 @@ bool MvccIterator::nextBackward(std::string_view* userKey, std::string_view* val
             if (keys::tsOf(k) <= _readTs) {
                 found = true;
                 _currentValue.assign(_it->value().data(), _it->value().size());
+                _currentTs = keys::tsOf(k);
             }
             _it->Prev();
         }

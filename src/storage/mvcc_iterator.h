@@ -22,6 +22,8 @@ class MvccIterator {
 
     // The next visible user key and its value; both stay valid until the next call.
     bool next(std::string_view* userKey, std::string_view* value);
+    // The commit timestamp of the version last returned by next().
+    Timestamp currentTs() const { return _currentTs; }
     // OK unless RocksDB reported an error (corruption, I/O) during the iteration.
     rocksdb::Status status() const { return _it->status(); }
 
@@ -40,6 +42,7 @@ class MvccIterator {
     bool _haveCurrent = false;
     std::string _current;       // user key last returned/decided
     std::string _currentValue;  // backward iteration copies the value
+    Timestamp _currentTs;
 };
 
 // Looks up the newest version <= readTs of `userKey` with one prefix-bloomed Seek. Reuses

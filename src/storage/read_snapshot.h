@@ -10,7 +10,8 @@
 
 namespace tessera::storage {
 
-// A document with its record key (the keystring of its cluster key, `_id` for now).
+// A document with its record key (cluster_key.h: keystring(_id), or keystring(cluster key
+// values) ‖ keystring(_id) in a collection with a cluster key). Opaque to callers.
 struct Record {
     std::string recordKey;
     bson::BsonObj doc;
@@ -57,8 +58,14 @@ class ReadSnapshot {
                                                          std::string_view recordKey) = 0;
     virtual std::optional<Record> findById(const CollectionInfo& coll,
                                            const bson::BsonElement& id) = 0;
-    // All documents in record-key order (forward or backward).
+    // All documents in record-key order (forward or backward): cluster key order.
     virtual std::unique_ptr<RecordCursor> scan(const CollectionInfo& coll, bool forward = true) = 0;
+    // The documents whose record keys are within `range` (bounds on record keys, with
+    // KeyRange's prefix semantics: an inclusive bound includes every record key that starts
+    // with it), in record-key order. With a cluster key, a range of cluster key values
+    // (encoded like cluster_key.h, without _id) is contiguous: one seek, no filtering.
+    virtual std::unique_ptr<RecordCursor> scanRange(const CollectionInfo& coll,
+                                                    const KeyRange& range, bool forward = true) = 0;
     // Index entries within `range`, in key order (forward or backward). Each record appears
     // once per distinct key it has (multikey indexes may yield a record several times).
     virtual std::unique_ptr<IndexCursor> indexScan(const CollectionInfo& coll,

@@ -5,6 +5,7 @@
 #include "bson/bson_builder.h"
 #include "keystring/keystring.h"
 #include "storage/catalog_codec.h"
+#include "storage/cluster_key.h"
 #include "storage/key_format.h"
 #include "storage/rocks_engine.h"
 #include "storage/rocks_read_snapshot.h"
@@ -42,9 +43,10 @@ RocksCollectionWriter::RocksCollectionWriter(RocksEngine* engine, CollectionPtr 
       _coll(std::move(coll)),
       _state(std::move(state)),
       _lock(std::move(lock)),
+      _firstIndex(_coll->idIndexIsRecords() ? 1 : 0),
       _records(engine->db(), engine->recordsCf(), nullptr),
       _indexes(engine->db(), engine->indexesCf(), nullptr) {
-    for (size_t i = 1; i < _coll->indexes.size(); ++i) {
+    for (size_t i = _firstIndex; i < _coll->indexes.size(); ++i) {
         _generators.emplace_back(_coll->indexes[i]);
     }
     _deltas.resize(_generators.size());
@@ -64,10 +66,14 @@ Status RocksCollectionWriter::duplicateKey(const IndexSpec& index, bson::BsonObj
 
 Status RocksCollectionWriter::computeIndexDeltas(const bson::BsonView* oldDoc,
                                                  const bson::BsonView* newDoc,
-                                                 std::string_view recordKey) {
+                                                 std::string_view oldRecordKey,
+                                                 std::string_view newRecordKey) {
+    // A moved record changes every entry: non-unique user keys hold the record key, and unique
+    // entries' values do.
+    bool moved = oldDoc && newDoc && oldRecordKey != newRecordKey;
     std::vector<std::string> oldKeys, newKeys;
     for (size_t i = 0; i < _generators.size(); ++i) {
-        const IndexSpec& index = _coll->indexes[i + 1];
+        const IndexSpec& index = indexAt(i);
         IndexDelta& delta = _deltas[i];
         delta.removed.clear();
         delta.added.clear();
@@ -80,15 +86,25 @@ Status RocksCollectionWriter::computeIndexDeltas(const bson::BsonView* oldDoc,
             invariant(s.isOK());
         }
         if (newDoc) TRY_STATUS(_generators[i].getKeys(*newDoc, &newKeys, &delta.multikey));
-        std::set_difference(oldKeys.begin(), oldKeys.end(), newKeys.begin(), newKeys.end(),
-                            std::back_inserter(delta.removed));
-        std::set_difference(newKeys.begin(), newKeys.end(), oldKeys.begin(), oldKeys.end(),
-                            std::back_inserter(delta.added));
+        if (moved) {
+            delta.removed = oldKeys;
+            delta.added = newKeys;
+        } else {
+            std::set_difference(oldKeys.begin(), oldKeys.end(), newKeys.begin(), newKeys.end(),
+                                std::back_inserter(delta.removed));
+            std::set_difference(newKeys.begin(), newKeys.end(), oldKeys.begin(), oldKeys.end(),
+                                std::back_inserter(delta.added));
+        }
         if (!index.unique) continue;
         for (const std::string& key : delta.added) {
-            appendIndexUserKey(_keyBuf, _coll->id, index, key, recordKey);
+            appendIndexUserKey(_keyBuf, _coll->id, index, key, newRecordKey);
             std::string_view owner;
-            if (!_indexes.get(_keyBuf, Timestamp::max(), &owner) || owner == recordKey) continue;
+            // The document's own entry (before a move: at its old record key) is no conflict; on
+            // insert every owner is one.
+            if (!_indexes.get(_keyBuf, Timestamp::max(), &owner) ||
+                (oldDoc && (owner == newRecordKey || owner == oldRecordKey))) {
+                continue;
+            }
             // Report the values of the conflicting key as the document has them.
             std::vector<std::string> keys;
             std::vector<bson::BsonObj> values;
@@ -102,16 +118,18 @@ Status RocksCollectionWriter::computeIndexDeltas(const bson::BsonView* oldDoc,
     return Status::OK();
 }
 
-StatusWith<Timestamp> RocksCollectionWriter::commit(std::string_view recordKey,
+StatusWith<Timestamp> RocksCollectionWriter::commit(std::string_view movedFrom,
+                                                    std::string_view recordKey,
                                                     const bson::BsonView* doc, int64_t countDelta,
                                                     int64_t sizeDelta, const WriteOptions& opts) {
     std::shared_ptr<CollectionInfo> newInfo;
     for (size_t i = 0; i < _deltas.size(); ++i) {
-        if (_deltas[i].multikey && !_coll->indexes[i + 1].multikey) {
+        if (_deltas[i].multikey && !indexAt(i).multikey) {
             if (!newInfo) newInfo = std::make_shared<CollectionInfo>(*_coll);
-            newInfo->indexes[i + 1].multikey = true;
+            newInfo->indexes[i + _firstIndex].multikey = true;
         }
     }
+    std::string_view removedRecordKey = movedFrom.empty() ? recordKey : movedFrom;
     int64_t newCount = _state->count.load() + countDelta;
     int64_t newSize = _state->dataSize.load() + sizeDelta;
 
@@ -121,6 +139,13 @@ StatusWith<Timestamp> RocksCollectionWriter::commit(std::string_view recordKey,
         CommitGuard commit(_engine->visibility());
         ts = commit.ts();
         _batch.Clear();
+        if (!movedFrom.empty()) {
+            _keyBuf.clear();
+            keys::appendBigEndian64(_keyBuf, _coll->id);
+            _keyBuf.append(movedFrom);
+            keys::appendTs(_keyBuf, ts);
+            s = _batch.Put(_engine->recordsCf(), _keyBuf, rocksdb::Slice());
+        }
         _keyBuf.clear();
         keys::appendBigEndian64(_keyBuf, _coll->id);
         _keyBuf.append(recordKey);
@@ -128,11 +153,17 @@ StatusWith<Timestamp> RocksCollectionWriter::commit(std::string_view recordKey,
         rocksdb::Slice value =
             doc ? rocksdb::Slice(reinterpret_cast<const char*>(doc->data()), doc->size())
                 : rocksdb::Slice();
-        s = _batch.Put(_engine->recordsCf(), _keyBuf, value);
+        if (s.ok()) s = _batch.Put(_engine->recordsCf(), _keyBuf, value);
         for (size_t i = 0; s.ok() && i < _deltas.size(); ++i) {
-            const IndexSpec& index = _coll->indexes[i + 1];
+            const IndexSpec& index = indexAt(i);
             for (const std::string& key : _deltas[i].removed) {
-                appendIndexUserKey(_keyBuf, _coll->id, index, key, recordKey);
+                // A unique key the moved record keeps is overwritten below (same user key and
+                // timestamp), not tombstoned.
+                if (index.unique && !movedFrom.empty() &&
+                    std::binary_search(_deltas[i].added.begin(), _deltas[i].added.end(), key)) {
+                    continue;
+                }
+                appendIndexUserKey(_keyBuf, _coll->id, index, key, removedRecordKey);
                 keys::appendTs(_keyBuf, ts);
                 s = _batch.Put(_engine->indexesCf(), _keyBuf, rocksdb::Slice());
             }
@@ -172,28 +203,37 @@ StatusWith<Timestamp> RocksCollectionWriter::insert(bson::BsonView doc, const Wr
     bson::BsonElement id = doc.firstElement();
     if (id.eoo() || id.fieldName() != "_id") id = doc.getField("_id");
     if (id.eoo()) return Status(ErrorCodes::BadValue, "document to insert has no _id");
-    std::string recordKey = keystring::encodeValue(id);
+    ASSIGN_OR_RETURN(std::string recordKey, makeRecordKey(*_coll, doc));
 
-    _keyBuf.clear();
-    keys::appendBigEndian64(_keyBuf, _coll->id);
-    _keyBuf.append(recordKey);
-    std::string_view existing;
-    if (_records.get(_keyBuf, Timestamp::max(), &existing)) {
-        bson::BsonObj keyValue = bson::BsonBuilder().appendElementAs(id, "_id").obj();
-        return duplicateKey(_coll->indexes[0], std::move(keyValue));
+    if (_coll->idIndexIsRecords()) {
+        // The record key is the _id: the uniqueness check of _id_ is this lookup.
+        _keyBuf.clear();
+        keys::appendBigEndian64(_keyBuf, _coll->id);
+        _keyBuf.append(recordKey);
+        std::string_view existing;
+        if (_records.get(_keyBuf, Timestamp::max(), &existing)) {
+            bson::BsonObj keyValue = bson::BsonBuilder().appendElementAs(id, "_id").obj();
+            return duplicateKey(_coll->indexes[0], std::move(keyValue));
+        }
     }
-    TRY_STATUS(computeIndexDeltas(nullptr, &doc, recordKey));
-    return commit(recordKey, &doc, 1, static_cast<int64_t>(doc.size()), opts);
+    // With a cluster key, _id_ is a unique index checked with the others (a record key holds
+    // the _id, so an unused _id means an unused record key).
+    TRY_STATUS(computeIndexDeltas(nullptr, &doc, {}, recordKey));
+    return commit({}, recordKey, &doc, 1, static_cast<int64_t>(doc.size()), opts);
 }
 
 StatusWith<Timestamp> RocksCollectionWriter::update(std::string_view recordKey,
                                                     bson::BsonView newDoc,
                                                     const WriteOptions& opts) {
-    bson::BsonElement id = newDoc.getField("_id");
-    if (id.eoo() || keystring::encodeValue(id) != recordKey) {
+    auto immutableId = [] {
         return Status(ErrorCodes::ImmutableField,
                       "Performing an update on the path '_id' would modify the immutable field "
                       "'_id'");
+    };
+    bson::BsonElement id = newDoc.getField("_id");
+    if (id.eoo()) return immutableId();
+    if (_coll->idIndexIsRecords() && keystring::encodeValue(id) != recordKey) {
+        return immutableId();
     }
     _keyBuf.clear();
     keys::appendBigEndian64(_keyBuf, _coll->id);
@@ -204,9 +244,18 @@ StatusWith<Timestamp> RocksCollectionWriter::update(std::string_view recordKey,
     }
     _oldValue.assign(existing);
     bson::BsonView oldDoc(_oldValue.data());
-    TRY_STATUS(computeIndexDeltas(&oldDoc, &newDoc, recordKey));
-    return commit(recordKey, &newDoc, 0,
-                  static_cast<int64_t>(newDoc.size()) - static_cast<int64_t>(oldDoc.size()), opts);
+    std::string newRecordKey(recordKey);
+    if (!_coll->idIndexIsRecords()) {
+        if (keystring::encodeValue(oldDoc.getField("_id")) != keystring::encodeValue(id)) {
+            return immutableId();
+        }
+        // A changed cluster key moves the record (tombstone at the old key, in the same batch).
+        ASSIGN_OR_RETURN(newRecordKey, makeRecordKey(*_coll, newDoc));
+    }
+    TRY_STATUS(computeIndexDeltas(&oldDoc, &newDoc, recordKey, newRecordKey));
+    int64_t sizeDelta = static_cast<int64_t>(newDoc.size()) - static_cast<int64_t>(oldDoc.size());
+    std::string_view movedFrom = newRecordKey == recordKey ? std::string_view() : recordKey;
+    return commit(movedFrom, newRecordKey, &newDoc, 0, sizeDelta, opts);
 }
 
 StatusWith<Timestamp> RocksCollectionWriter::remove(std::string_view recordKey,
@@ -220,8 +269,8 @@ StatusWith<Timestamp> RocksCollectionWriter::remove(std::string_view recordKey,
     }
     _oldValue.assign(existing);
     bson::BsonView oldDoc(_oldValue.data());
-    TRY_STATUS(computeIndexDeltas(&oldDoc, nullptr, recordKey));
-    return commit(recordKey, nullptr, -1, -static_cast<int64_t>(oldDoc.size()), opts);
+    TRY_STATUS(computeIndexDeltas(&oldDoc, nullptr, recordKey, recordKey));
+    return commit({}, recordKey, nullptr, -1, -static_cast<int64_t>(oldDoc.size()), opts);
 }
 
 std::unique_ptr<ReadSnapshot> RocksCollectionWriter::latest() {

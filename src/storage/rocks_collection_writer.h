@@ -36,26 +36,34 @@ class RocksCollectionWriter final : public CollectionWriter {
     bson::BsonObj duplicateKeyInfo() const override { return _dupInfo; }
 
   private:
-    // Keys of one secondary index for the old and the new version of a document.
+    // Keys of one index for the old and the new version of a document. When the record moves
+    // (its cluster key changed), every old key is removed and every new key added.
     struct IndexDelta {
         std::vector<std::string> removed;
         std::vector<std::string> added;
         bool multikey = false;
     };
-    // Computes the deltas for all secondary indexes (old or new may be null) and checks unique
-    // indexes; DuplicateKey with _dupInfo set on a violation.
+    // Computes the deltas for all maintained indexes (old or new may be null) and checks unique
+    // indexes; DuplicateKey with _dupInfo set on a violation. The old version is (or was) at
+    // oldRecordKey, the new one goes to newRecordKey (different when the record moves).
     Status computeIndexDeltas(const bson::BsonView* oldDoc, const bson::BsonView* newDoc,
-                              std::string_view recordKey);
+                              std::string_view oldRecordKey, std::string_view newRecordKey);
     Status duplicateKey(const IndexSpec& index, bson::BsonObj keyValue);
-    // Writes the batch: record version (`doc` null: tombstone), index deltas, counts.
-    StatusWith<Timestamp> commit(std::string_view recordKey, const bson::BsonView* doc,
-                                 int64_t countDelta, int64_t sizeDelta, const WriteOptions& opts);
+    // Writes the batch: a tombstone at `movedFrom` (unless empty), the record version at
+    // recordKey (`doc` null: tombstone), index deltas (removed keys point at movedFrom when
+    // set), counts.
+    StatusWith<Timestamp> commit(std::string_view movedFrom, std::string_view recordKey,
+                                 const bson::BsonView* doc, int64_t countDelta, int64_t sizeDelta,
+                                 const WriteOptions& opts);
+    const IndexSpec& indexAt(size_t i) const { return _coll->indexes[i + _firstIndex]; }
 
     RocksEngine* _engine;
     CollectionPtr _coll;
     std::shared_ptr<CollectionState> _state;
     std::unique_lock<std::mutex> _lock;
-    std::vector<IndexKeyGenerator> _generators;  // one per _coll->indexes[i], i >= 1
+    // 1 when _id_ is the records keyspace (clustered by _id), else 0 (_id_ is maintained too).
+    size_t _firstIndex;
+    std::vector<IndexKeyGenerator> _generators;  // one per _coll->indexes[i], i >= _firstIndex
     std::vector<IndexDelta> _deltas;
     PointReader _records;
     PointReader _indexes;

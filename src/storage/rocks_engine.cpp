@@ -196,6 +196,7 @@ Status RocksEngine::loadCatalog() {
     std::unique_ptr<rocksdb::Iterator> it(_db->NewIterator(rocksdb::ReadOptions(), _catalog));
     Timestamp maxTs;
     std::map<uint64_t, std::string> counts;
+    std::vector<uint64_t> interruptedRewrites;
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
         std::string_view key(it->key().data(), it->key().size());
         std::string_view value(it->value().data(), it->value().size());
@@ -210,6 +211,10 @@ Status RocksEngine::loadCatalog() {
             _states[info->id] = std::make_shared<CollectionState>();
         } else if (key.size() == 9 && key[0] == 'n' && value.size() == 24) {
             counts[keys::readBigEndian64(key.substr(1))] = std::string(value);
+        } else if (key.size() == keys::kRewritePrefix.size() + 8 &&
+                   key.substr(0, keys::kRewritePrefix.size()) == keys::kRewritePrefix) {
+            interruptedRewrites.push_back(
+                keys::readBigEndian64(key.substr(keys::kRewritePrefix.size())));
         }
     }
     TRY_STATUS(fromRocks(it->status(), "cannot read the catalog"));
@@ -224,8 +229,15 @@ Status RocksEngine::loadCatalog() {
     // Commit timestamps must keep increasing across restarts, whatever the wall clock does.
     _clock->advanceTo(maxTs);
 
-    // An index build interrupted by a crash leaves entries under an id >= nextIndexId.
     rocksdb::WriteBatch cleanup;
+    // A collection rewrite interrupted by a crash leaves a partial copy under its new id.
+    for (uint64_t id : interruptedRewrites) {
+        std::string lower = keys::collPrefix(id), upper = keys::collPrefix(id + 1);
+        TRY_STATUS(fromRocks(cleanup.DeleteRange(_records, lower, upper), "cleanup"));
+        TRY_STATUS(fromRocks(cleanup.DeleteRange(_indexes, lower, upper), "cleanup"));
+        TRY_STATUS(fromRocks(cleanup.Delete(_catalog, keys::rewriteMarkerKey(id)), "cleanup"));
+    }
+    // An index build interrupted by a crash leaves entries under an id >= nextIndexId.
     for (auto& [id, info] : _byId) {
         std::string lower = keys::indexPrefix(id, info->nextIndexId);
         std::string upper = keys::collPrefix(id + 1);
@@ -310,6 +322,14 @@ void RocksEngine::unpublish(const CollectionInfo& coll) {
     _byNs.erase(coll.ns());
     _byId.erase(coll.id);
     _states.erase(coll.id);
+    for (auto it = _replacedBy.begin(); it != _replacedBy.end();) {
+        if (it->second == coll.id) {
+            _states.erase(it->first);
+            it = _replacedBy.erase(it);
+        } else {
+            ++it;
+        }
+    }
 }
 
 // ---- DDL
@@ -675,7 +695,9 @@ StatusWith<std::unique_ptr<CollectionWriter>> RocksEngine::writer(const Collecti
     CollectionPtr current;
     {
         std::lock_guard catalogLock(_catalogMutex);
-        current = byIdLocked(coll->id);
+        uint64_t id = coll->id;
+        if (auto moved = _replacedBy.find(id); moved != _replacedBy.end()) id = moved->second;
+        current = byIdLocked(id);
     }
     if (!current) {
         return Status(ErrorCodes::NamespaceNotFound, "collection " + coll->ns() + " was dropped");
@@ -705,7 +727,7 @@ CollectionStats RocksEngine::stats(const CollectionInfo& coll) const {
     out.storageSize = approx(_records, keys::collPrefix(coll.id), keys::collPrefix(coll.id + 1));
     for (const IndexSpec& index : coll.indexes) {
         int64_t size;
-        if (index.isIdIndex()) {
+        if (index.isIdIndex() && coll.idIndexIsRecords()) {
             size = out.count * 24;  // estimate: the record keys are the _id index
         } else {
             std::string prefix = keys::indexPrefix(coll.id, index.id);

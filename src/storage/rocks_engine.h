@@ -42,6 +42,7 @@ class RocksEngine final : public Engine {
                                                   std::vector<IndexSpec> specs) override;
     Status dropIndex(std::string_view ns, std::string_view indexName) override;
     Status setCollectionOptions(std::string_view ns, bson::BsonView options) override;
+    Status clusterCollection(std::string_view ns, bson::BsonView clusterKey) override;
 
     std::unique_ptr<ReadSnapshot> snapshot(std::optional<Timestamp> at = {}) override;
     StatusWith<std::unique_ptr<ReadSnapshot>> openSnapshot(std::optional<Timestamp> at) override;
@@ -78,6 +79,9 @@ class RocksEngine final : public Engine {
     void unpublish(const CollectionInfo& coll);
     Status dropCollectionLocked(const CollectionPtr& coll);
     Status buildIndexes(const CollectionInfo& coll, std::vector<IndexSpec>* specs);
+    // Writes the records and index entries of `from` into the keyspace of `to` (same indexes,
+    // to's layout), not yet published (rocks_recluster.cpp).
+    Status rewriteCollection(const CollectionInfo& from, const CollectionInfo& to);
 
     EngineOptions _options;
     HybridLogicalClock* _clock;
@@ -94,6 +98,10 @@ class RocksEngine final : public Engine {
     std::map<std::string, CollectionPtr, std::less<>> _byNs;
     std::unordered_map<uint64_t, CollectionPtr> _byId;
     std::unordered_map<uint64_t, std::shared_ptr<CollectionState>> _states;
+    // Collection ids replaced by clusterCollection's rewrite -> the id that replaced them
+    // (same CollectionState), so that a writer for a CollectionPtr resolved before the swap
+    // finds the current collection. Entries go when the replacing id is dropped.
+    std::unordered_map<uint64_t, uint64_t> _replacedBy;
     uint64_t _nextCollectionId = 1;
 };
 

@@ -10,9 +10,9 @@ namespace {
 class RocksRecordCursor final : public RecordCursor {
   public:
     RocksRecordCursor(RocksEngine* engine, const rocksdb::Snapshot* snap, Timestamp ts,
-                      uint64_t collId, bool forward)
-        : _it(engine->db(), engine->recordsCf(), snap, ts, keys::collPrefix(collId),
-              keys::collPrefix(collId + 1), forward) {}
+                      std::string lower, std::string upper, bool forward)
+        : _it(engine->db(), engine->recordsCf(), snap, ts, std::move(lower), std::move(upper),
+              forward) {}
 
     std::optional<Record> next() override {
         std::string_view userKey, value;
@@ -47,7 +47,8 @@ class RocksIndexCursor final : public IndexCursor {
     bool _unique;
 };
 
-// The _id_ index is the records keyspace: the key is the record key.
+// The _id_ index of a collection clustered by _id is the records keyspace: the key is the
+// record key.
 class IdIndexCursor final : public IndexCursor {
   public:
     IdIndexCursor(RocksEngine* engine, const rocksdb::Snapshot* snap, Timestamp ts,
@@ -91,10 +92,12 @@ RocksReadSnapshot::RocksReadSnapshot(RocksEngine* engine, Timestamp ts,
       _ts(ts),
       _rocksSnapshot(rocksSnapshot),
       _pin(std::move(pin)),
-      _records(engine->db(), engine->recordsCf(), rocksSnapshot) {}
+      _records(engine->db(), engine->recordsCf(), rocksSnapshot),
+      _indexes(engine->db(), engine->indexesCf(), rocksSnapshot) {}
 
 RocksReadSnapshot::~RocksReadSnapshot() {
-    _records = PointReader(nullptr, nullptr, nullptr);  // iterator before the snapshot
+    _records = PointReader(nullptr, nullptr, nullptr);  // iterators before the snapshot
+    _indexes = PointReader(nullptr, nullptr, nullptr);
     if (_rocksSnapshot) _engine->db()->ReleaseSnapshot(_rocksSnapshot);
 }
 
@@ -110,21 +113,41 @@ std::optional<bson::BsonObj> RocksReadSnapshot::findByRecordKey(const Collection
 
 std::optional<Record> RocksReadSnapshot::findById(const CollectionInfo& coll,
                                                   const bson::BsonElement& id) {
-    std::string recordKey = keystring::encodeValue(id);
+    std::string recordKey;
+    if (coll.idIndexIsRecords()) {
+        recordKey = keystring::encodeValue(id);
+    } else {
+        // A unique index entry at `_ts` names the record that had this _id at `_ts`.
+        _keyBuf = keys::indexPrefix(coll.id, coll.indexes.front().id);
+        _keyBuf.append(keystring::encodeValue(id));
+        std::string_view owner;
+        if (!_indexes.get(_keyBuf, _ts, &owner)) return std::nullopt;
+        recordKey.assign(owner);
+    }
     auto doc = findByRecordKey(coll, recordKey);
     if (!doc) return std::nullopt;
     return Record{std::move(recordKey), std::move(*doc)};
 }
 
 std::unique_ptr<RecordCursor> RocksReadSnapshot::scan(const CollectionInfo& coll, bool forward) {
-    return std::make_unique<RocksRecordCursor>(_engine, _rocksSnapshot, _ts, coll.id, forward);
+    return std::make_unique<RocksRecordCursor>(_engine, _rocksSnapshot, _ts,
+                                               keys::collPrefix(coll.id),
+                                               keys::collPrefix(coll.id + 1), forward);
+}
+
+std::unique_ptr<RecordCursor> RocksReadSnapshot::scanRange(const CollectionInfo& coll,
+                                                           const KeyRange& range, bool forward) {
+    std::string lower, upper;
+    keyRangeToBounds(keys::collPrefix(coll.id), range, &lower, &upper);
+    return std::make_unique<RocksRecordCursor>(_engine, _rocksSnapshot, _ts, std::move(lower),
+                                               std::move(upper), forward);
 }
 
 std::unique_ptr<IndexCursor> RocksReadSnapshot::indexScan(const CollectionInfo& coll,
                                                           const IndexSpec& index,
                                                           const KeyRange& range, bool forward) {
     std::string lower, upper;
-    if (index.isIdIndex()) {
+    if (index.isIdIndex() && coll.idIndexIsRecords()) {
         keyRangeToBounds(keys::collPrefix(coll.id), range, &lower, &upper);
         return std::make_unique<IdIndexCursor>(_engine, _rocksSnapshot, _ts, std::move(lower),
                                                std::move(upper), forward);

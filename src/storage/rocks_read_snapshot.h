@@ -29,6 +29,8 @@ class RocksReadSnapshot final : public ReadSnapshot {
     std::optional<Record> findById(const CollectionInfo& coll,
                                    const bson::BsonElement& id) override;
     std::unique_ptr<RecordCursor> scan(const CollectionInfo& coll, bool forward) override;
+    std::unique_ptr<RecordCursor> scanRange(const CollectionInfo& coll, const KeyRange& range,
+                                            bool forward) override;
     std::unique_ptr<IndexCursor> indexScan(const CollectionInfo& coll, const IndexSpec& index,
                                            const KeyRange& range, bool forward) override;
 
@@ -38,6 +40,7 @@ class RocksReadSnapshot final : public ReadSnapshot {
     const rocksdb::Snapshot* _rocksSnapshot;
     std::unique_ptr<SnapshotPin> _pin;
     PointReader _records;
+    PointReader _indexes;  // the _id_ index of collections with a cluster key
     std::string _keyBuf;
 };
 
