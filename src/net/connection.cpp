@@ -27,6 +27,32 @@ bson::BsonObj callHandler(RequestHandler& handler, const Request& request, Clien
     }
 }
 
+// The forwarding hooks must not throw either; an exception there means "not forwarded" (before
+// the exchange) or an error reply (after it: the remote may have applied the request).
+std::optional<ForwardRequest> callTryForward(RequestHandler& handler, const Request& request,
+                                             ClientContext& client) {
+    try {
+        return handler.tryForward(request, client);
+    } catch (...) {
+        return std::nullopt;
+    }
+}
+
+ForwardOutcome callCompleteForward(RequestHandler& handler, const Request& request,
+                                   ClientContext& client, ForwardRequest& forward,
+                                   const StatusWith<bson::BsonObj>& remote) {
+    try {
+        return handler.completeForward(request, client, forward, remote);
+    } catch (const std::exception& e) {
+        return {errorReply(Status(ErrorCodes::InternalError,
+                                  std::string("unexpected exception in command: ") + e.what())),
+                std::nullopt};
+    } catch (...) {
+        return {errorReply(Status(ErrorCodes::InternalError, "unexpected exception in command")),
+                std::nullopt};
+    }
+}
+
 // A reply that cannot fit in a message becomes an error (the command layer bounds batches, so
 // this only guards against a bug there turning into a crash).
 bson::BsonObj boundReply(bson::BsonObj reply) {
@@ -202,6 +228,18 @@ asio::awaitable<bool> Connection::handleMessage(wire::Message message) {
 asio::awaitable<bson::BsonObj> Connection::runCommand(const Request& request) {
     RequestHandler& handler = _server.handler;
     ClientContext& client = _client;
+    if (_server.remotes && !request.isLegacyOpQuery) {
+        // The forwarding fast path: the exchanges run on this io thread, no worker waits.
+        std::optional<ForwardRequest> forward = callTryForward(handler, request, client);
+        while (forward) {
+            StatusWith<bson::BsonObj> remote =
+                co_await _server.remotes->runCommand(forward->host, forward->db, forward->cmd);
+            ForwardOutcome outcome =
+                callCompleteForward(handler, request, client, *forward, remote);
+            if (outcome.reply) co_return std::move(*outcome.reply);
+            forward = std::move(outcome.next);
+        }
+    }
     // `request` and `client` outlive the call: this coroutine is suspended until it returns.
     co_return co_await runOnPool(_server.workers, [&handler, &client, request] {
         return callHandler(handler, request, client);

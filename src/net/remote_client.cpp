@@ -12,14 +12,11 @@
 #include <cerrno>
 #include <cstring>
 
-#include "bson/bson_builder.h"
+#include "net/remote_message.h"
 #include "wire/message.h"
-#include "wire/op_msg.h"
 
 namespace tessera::net {
 namespace {
-
-std::atomic<int32_t> gNextRequestId{1};
 
 Status unreachable(std::string_view host, std::string_view what) {
     return Status(ErrorCodes::HostUnreachable,
@@ -72,11 +69,7 @@ class RemoteClient::Connection {
             got += n;
         }
         ASSIGN_OR_RETURN(wire::MsgHeader h, wire::parseHeader(head));
-        if (h.opCode != static_cast<int32_t>(wire::OpCode::kMsg) || h.responseTo != requestId) {
-            return Status(
-                ErrorCodes::ProtocolError,
-                "unexpected reply from " + _host + " (opCode " + std::to_string(h.opCode) + ")");
-        }
+        TRY_STATUS(checkReplyHeader(_host, h, requestId));
         if (h.messageLength < static_cast<int32_t>(wire::kHeaderSize) ||
             got > static_cast<size_t>(h.messageLength)) {
             return Status(ErrorCodes::ProtocolError,
@@ -85,11 +78,7 @@ class RemoteClient::Connection {
         wire::Message msg = wire::Message::allocate(static_cast<size_t>(h.messageLength));
         std::memcpy(msg.mutableData(), head, got);
         TRY_STATUS(readFully(msg.mutableData() + got, msg.size() - got));
-        ASSIGN_OR_RETURN(wire::OpMsgRequest reply, wire::parseOpMsg(std::move(msg)));
-        if (reply.bodySections != 1) {
-            return Status(ErrorCodes::ProtocolError, "reply from " + _host + " has no body");
-        }
-        return reply.body.copy();
+        return replyBody(_host, std::move(msg));
     }
 
   private:
@@ -187,16 +176,6 @@ StatusWith<int> connectTo(std::string_view hostAndPort, std::chrono::millisecond
     return last;
 }
 
-wire::Message buildRequest(std::string_view db, bson::BsonView cmd, int32_t requestId) {
-    bson::BsonBuilder b;
-    for (const auto& e : cmd) {
-        if (e.fieldName() != "$db") b.appendElement(e);
-    }
-    b.append("$db", db);
-    bson::BsonObj body = b.obj();
-    return wire::buildOpMsg(requestId, 0, 0, body);
-}
-
 }  // namespace
 
 RemoteClient::RemoteClient(RemoteClientOptions options) : _options(options) {}
@@ -233,8 +212,8 @@ StatusWith<bson::BsonObj> RemoteClient::runCommand(std::string_view host, std::s
                                                    bson::BsonView cmd,
                                                    std::chrono::milliseconds timeout) {
     if (timeout.count() <= 0) timeout = _options.requestTimeout;
-    int32_t requestId = gNextRequestId.fetch_add(1);
-    wire::Message msg = buildRequest(db, cmd, requestId);
+    int32_t requestId = nextRemoteRequestId();
+    wire::Message msg = buildRemoteRequest(db, cmd, requestId);
     // A pooled connection may have been closed by the remote since it was last used (restart):
     // a failed send on a reused connection is retried once on a fresh one. Nothing was executed
     // then, because the request never left this process completely.
@@ -269,9 +248,10 @@ std::vector<StatusWith<bson::BsonObj>> RemoteClient::runCommands(
             continue;
         }
         inflight[i].conn = std::move(conn.getValue());
-        inflight[i].requestId = gNextRequestId.fetch_add(1);
+        inflight[i].requestId = nextRemoteRequestId();
         inflight[i].status = inflight[i].conn->send(
-            buildRequest(cmds[i].db, cmds[i].cmd, inflight[i].requestId), _options.requestTimeout);
+            buildRemoteRequest(cmds[i].db, cmds[i].cmd, inflight[i].requestId),
+            _options.requestTimeout);
     }
     std::vector<StatusWith<bson::BsonObj>> results;
     results.reserve(cmds.size());

@@ -2,8 +2,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "base/status.h"
 #include "bson/bson_obj.h"
 #include "wire/op_msg.h"
 
@@ -31,10 +33,40 @@ struct Request {
     bool exhaustAllowed = false;
 };
 
+// One exchange with one remote that the network layer performs for the handler, without a
+// thread waiting for it (RequestHandler::tryForward).
+struct ForwardRequest {
+    std::string host;             // "host:port"
+    std::string db;               // the remote command's $db
+    bson::BsonObj cmd;            // without $db
+    std::shared_ptr<void> state;  // the handler's, for completeForward
+};
+
+// What a forwarded exchange led to (RequestHandler::completeForward).
+struct ForwardOutcome {
+    std::optional<bson::BsonObj> reply;  // the request's reply
+    std::optional<ForwardRequest> next;  // else: one more exchange (e.g. after a stale version)
+};
+
 // The contract between the network layer and the command layer.
 class RequestHandler {
   public:
     virtual ~RequestHandler() = default;
+    // Only with ServerOptions::forwardRequests, on an io thread, before handleRequest: a request
+    // that one exchange with one remote settles (the router's targeted reads and single writes).
+    // Must not block: no storage, no network, no waiting on a lock held across such work.
+    // nullopt: run handleRequest as usual. Never throws.
+    virtual std::optional<ForwardRequest> tryForward(const Request&, ClientContext&) {
+        return std::nullopt;
+    }
+    // On an io thread, with the remote's reply body or the exchange's failure: the reply to send,
+    // another exchange to make instead, or neither to run handleRequest as if nothing had been
+    // forwarded. The last two only when the remote applied nothing (e.g. a stale version). Must
+    // not block. Never throws.
+    virtual ForwardOutcome completeForward(const Request&, ClientContext&, ForwardRequest&,
+                                           const StatusWith<bson::BsonObj>&) {
+        return {};
+    }
     // Runs one command on a worker thread (may block on storage). Returns the reply body
     // ({ok:1,...} or {ok:0, errmsg, code, codeName}). Never throws. When the request has
     // moreToCome, the reply is discarded.

@@ -44,7 +44,9 @@ struct Server::Impl {
     Impl(ServerOptions opts, RequestHandler& handler)
         : options(std::move(opts)),
           state(handler, options.workerThreads > 0 ? options.workerThreads : defaultWorkerThreads(),
-                options.maxConnections) {}
+                options.maxConnections) {
+        if (options.forwardRequests) state.remotes = std::make_unique<AsyncRemoteClient>(state.ioc);
+    }
 
     asio::awaitable<void> acceptLoop(asio::ip::tcp::acceptor& acceptor);
     void admit(asio::ip::tcp::socket socket);

@@ -16,6 +16,10 @@ struct ServerOptions {
     int port = 27017;  // 0 picks an ephemeral port (see Server::port())
     int ioThreads = 1;
     int workerThreads = 0;  // 0: clamp(2 * hardware threads, 2, 8)
+    // Requests the handler settles with one remote exchange (RequestHandler::tryForward) are
+    // forwarded asynchronously on the io threads, without the worker pool; the rest run as
+    // usual. Run such a server with one io thread (AsyncRemoteClient's timeout contract).
+    bool forwardRequests = false;
     int64_t maxConnections = 10000;
 };
 
@@ -30,7 +34,9 @@ struct ConnectionStats {
 // A MongoDB wire protocol TCP server. Each connection runs as a coroutine on the io threads and
 // processes one request at a time (replies go out in request order); commands run on a bounded
 // worker pool, so storage work never blocks the io threads. Framing errors close the connection
-// (see src/wire/README.md).
+// (see src/wire/README.md). With forwardRequests, requests that one exchange with another server
+// settles are forwarded from the io threads without occupying a worker (the router's targeted
+// reads and single writes: no thread hand-off, and one io thread serves many in flight).
 //
 // Lifecycle: start() binds and listens; run() serves until shutdown(); shutdown() stops accepting,
 // closes idle connections at once and busy ones after their in-flight request has been answered,

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "net/asio_config.h"
+#include "net/async_remote_client.h"
 #include "net/request_handler.h"
 
 namespace tessera::net {
@@ -25,6 +26,8 @@ struct ServerState {
     RequestHandler& handler;
     asio::io_context ioc;
     asio::thread_pool workers;
+    // Set with ServerOptions::forwardRequests: the connections' forwarded exchanges.
+    std::unique_ptr<AsyncRemoteClient> remotes;
     const int64_t maxConnections;
 
     std::atomic<int64_t> totalCreated{0};

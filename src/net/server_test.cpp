@@ -524,7 +524,7 @@ TEST_F(ServerTest, MultipleBindAddressesAndIoThreads) {
     options.bindIp = "127.0.0.1, localhost";
     options.ioThreads = 2;
     // 127.0.0.1 twice cannot bind the same port: a clear error.
-    Server dup(ServerOptions{options.bindIp, 0, 2, 2, 10}, handler);
+    Server dup(ServerOptions{options.bindIp, 0, 2, 2, false, 10}, handler);
     EXPECT_TRUE(dup.start().is(ErrorCodes::SocketException));
 
     options.bindIp = "127.0.0.1,::1";
@@ -557,17 +557,17 @@ TEST(ServerSignals, SigtermShutsDownGracefully) {
 TEST(ServerLifecycle, ShutdownBeforeRunAndDestructorWithoutRun) {
     EchoHandler handler;
     {
-        Server server(ServerOptions{"127.0.0.1", 0, 1, 1, 10}, handler);
+        Server server(ServerOptions{"127.0.0.1", 0, 1, 1, false, 10}, handler);
         ASSERT_TRUE(server.start().isOK());
         server.shutdown();
         server.run();  // returns promptly
     }
     {
-        Server server(ServerOptions{"127.0.0.1", 0, 1, 1, 10}, handler);
+        Server server(ServerOptions{"127.0.0.1", 0, 1, 1, false, 10}, handler);
         ASSERT_TRUE(server.start().isOK());
     }  // destructor drains
     {
-        Server server(ServerOptions{"127.0.0.1", 0, 1, 1, 10}, handler);
+        Server server(ServerOptions{"127.0.0.1", 0, 1, 1, false, 10}, handler);
         server.run();  // not started: returns at once
     }
 }

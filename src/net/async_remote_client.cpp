@@ -1,0 +1,157 @@
+#include "net/async_remote_client.h"
+
+#include <sys/socket.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+#include "net/remote_message.h"
+
+namespace tessera::net {
+
+struct AsyncRemoteClient::Connection {
+    Connection(asio::io_context& context, std::string h) : socket(context), host(std::move(h)) {}
+
+    // As RemoteClient's: the remote closed this idle connection (restart, idle timeout).
+    bool closedByRemote() {
+        uint8_t byte;
+        ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n == 0) return true;
+        return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK;
+    }
+
+    asio::ip::tcp::socket socket;
+    std::string host;
+    bool timedOut = false;  // set by the exchange's timer before it closes the socket
+    // Bumped when an exchange (or connect) ends: a timer callback of an earlier one, already
+    // queued when its timer was cancelled, must not close the connection for a later exchange.
+    uint64_t generation = 0;
+};
+
+namespace {
+
+Status unreachable(std::string_view host, std::string_view what) {
+    return Status(ErrorCodes::HostUnreachable,
+                  "cannot reach " + std::string(host) + ": " + std::string(what));
+}
+
+// Closes the connection's socket when the timer expires; the pending operation then fails.
+// The caller calls disarm() when the operation ended.
+void armTimeout(asio::steady_timer& timer,
+                const std::shared_ptr<AsyncRemoteClient::Connection>& conn) {
+    timer.async_wait([conn, generation = conn->generation](const asio::error_code& ec) {
+        if (ec || conn->generation != generation) return;  // the operation finished first
+        conn->timedOut = true;
+        asio::error_code ignored;
+        conn->socket.close(ignored);
+    });
+}
+
+void disarm(asio::steady_timer& timer, AsyncRemoteClient::Connection& conn) {
+    timer.cancel();
+    ++conn.generation;
+}
+
+}  // namespace
+
+AsyncRemoteClient::AsyncRemoteClient(asio::io_context& context, RemoteClientOptions options)
+    : _context(context), _options(options) {}
+
+AsyncRemoteClient::~AsyncRemoteClient() = default;
+
+std::shared_ptr<AsyncRemoteClient::Connection> AsyncRemoteClient::takeIdle(std::string_view host) {
+    std::lock_guard lock(_mutex);
+    auto it = _idle.find(host);
+    while (it != _idle.end() && !it->second.empty()) {
+        auto conn = std::move(it->second.back());
+        it->second.pop_back();
+        if (!conn->closedByRemote()) return conn;
+    }
+    return nullptr;
+}
+
+void AsyncRemoteClient::release(std::shared_ptr<Connection> conn) {
+    std::lock_guard lock(_mutex);
+    auto& idle = _idle[conn->host];
+    if (idle.size() < _options.maxIdlePerHost) idle.push_back(std::move(conn));
+}
+
+asio::awaitable<StatusWith<std::shared_ptr<AsyncRemoteClient::Connection>>>
+AsyncRemoteClient::connect(const std::string& host) {
+    auto hostPort = parseHostAndPort(host);
+    if (!hostPort.isOK()) co_return hostPort.getStatus();
+    auto executor = co_await asio::this_coro::executor;
+    asio::error_code ec;
+    asio::ip::tcp::resolver resolver(executor);
+    auto endpoints = co_await resolver.async_resolve(hostPort.getValue().first,
+                                                     std::to_string(hostPort.getValue().second),
+                                                     asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) co_return unreachable(host, ec.message());
+    auto conn = std::make_shared<Connection>(_context, host);
+    asio::steady_timer timer(executor, _options.connectTimeout);
+    armTimeout(timer, conn);
+    co_await asio::async_connect(conn->socket, endpoints,
+                                 asio::redirect_error(asio::use_awaitable, ec));
+    disarm(timer, *conn);
+    if (ec) {
+        if (conn->timedOut) {
+            co_return Status(ErrorCodes::NetworkTimeout, "connecting to " + host + " timed out");
+        }
+        co_return unreachable(host, ec.message());
+    }
+    conn->socket.set_option(asio::ip::tcp::no_delay(true), ec);
+    co_return conn;
+}
+
+asio::awaitable<StatusWith<bson::BsonObj>> AsyncRemoteClient::runCommand(std::string host,
+                                                                         std::string db,
+                                                                         bson::BsonObj cmd) {
+    std::shared_ptr<Connection> conn = takeIdle(host);
+    if (!conn) {
+        auto connected = co_await connect(host);
+        if (!connected.isOK()) co_return connected.getStatus();
+        conn = std::move(connected.getValue());
+    }
+    const int32_t requestId = nextRemoteRequestId();
+    const wire::Message request = buildRemoteRequest(db, cmd, requestId);
+
+    asio::steady_timer timer(co_await asio::this_coro::executor, _options.requestTimeout);
+    armTimeout(timer, conn);
+    asio::error_code ec;
+    std::array<uint8_t, wire::kHeaderSize> header;
+    wire::Message reply;
+    Status status = Status::OK();
+    co_await asio::async_write(conn->socket, asio::buffer(request.data(), request.size()),
+                               asio::redirect_error(asio::use_awaitable, ec));
+    if (!ec) {
+        co_await asio::async_read(conn->socket, asio::buffer(header),
+                                  asio::redirect_error(asio::use_awaitable, ec));
+    }
+    if (!ec) {
+        auto parsed = wire::parseHeader(header.data());
+        status = parsed.isOK() ? checkReplyHeader(host, parsed.getValue(), requestId)
+                               : parsed.getStatus();
+        if (status.isOK()) {
+            reply = wire::Message::allocate(static_cast<size_t>(parsed.getValue().messageLength));
+            std::memcpy(reply.mutableData(), header.data(), header.size());
+            co_await asio::async_read(conn->socket,
+                                      asio::buffer(reply.mutableData() + wire::kHeaderSize,
+                                                   reply.size() - wire::kHeaderSize),
+                                      asio::redirect_error(asio::use_awaitable, ec));
+        }
+    }
+    disarm(timer, *conn);
+    if (ec) {
+        if (conn->timedOut) {
+            co_return Status(ErrorCodes::NetworkTimeout, "request to " + host + " timed out");
+        }
+        co_return unreachable(host, ec.message());
+    }
+    if (!status.isOK()) co_return status;  // the connection is out of step: dropped
+    auto body = replyBody(host, std::move(reply));
+    if (body.isOK()) release(std::move(conn));
+    co_return body;
+}
+
+}  // namespace tessera::net

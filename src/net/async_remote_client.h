@@ -1,0 +1,51 @@
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "bson/bson_obj.h"
+#include "net/asio_config.h"
+#include "net/remote_client.h"
+
+namespace tessera::net {
+
+// RemoteClient's asynchronous sibling: one OP_MSG exchange awaited by a coroutine on an io
+// thread, so that no thread waits for the remote (the router's forwarded requests,
+// RequestHandler::tryForward). Pooled connections per host; each is used by one exchange at a
+// time. The result contract is RemoteClient::runCommand's: a Status error means the exchange
+// failed (HostUnreachable 6, NetworkTimeout 89, ProtocolError 17) and the connection was
+// discarded; otherwise the reply body as the remote sent it, `ok: 0` included.
+//
+// Thread-safe pool. The sockets belong to `context`; the timeout closes a socket from a timer
+// handler, which must not run concurrently with the exchange: run the context on one thread, or
+// call from a strand (the timer uses the calling coroutine's executor).
+class AsyncRemoteClient {
+  public:
+    explicit AsyncRemoteClient(asio::io_context& context, RemoteClientOptions options = {});
+    ~AsyncRemoteClient();
+    AsyncRemoteClient(const AsyncRemoteClient&) = delete;
+    AsyncRemoteClient& operator=(const AsyncRemoteClient&) = delete;
+
+    asio::awaitable<StatusWith<bson::BsonObj>> runCommand(std::string host, std::string db,
+                                                          bson::BsonObj cmd);
+
+    struct Connection;
+
+  private:
+    std::shared_ptr<Connection> takeIdle(std::string_view host);
+    void release(std::shared_ptr<Connection> conn);
+    asio::awaitable<StatusWith<std::shared_ptr<Connection>>> connect(const std::string& host);
+
+    asio::io_context& _context;
+    RemoteClientOptions _options;
+    std::mutex _mutex;
+    std::map<std::string, std::vector<std::shared_ptr<Connection>>, std::less<>> _idle;
+};
+
+}  // namespace tessera::net

@@ -1,0 +1,299 @@
+// The forwarding path of net::Server (ServerOptions::forwardRequests, RequestHandler::tryForward
+// and completeForward): server A forwards to a "remote" server B over AsyncRemoteClient.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "bson/bson_builder.h"
+#include "net/remote_client.h"
+#include "net/server.h"
+#include "wire/op_msg.h"
+
+namespace tessera::net {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The remote: {ok: 1, from: "B", cmd: <name>, db: <$db>, echo: <body>}. `{sleep: ms}` sleeps.
+class RemoteHandler : public RequestHandler {
+  public:
+    bson::BsonObj handleRequest(const Request& request, ClientContext&) override {
+        const wire::OpMsgRequest& msg = *request.msg;
+        calls.fetch_add(1);
+        if (msg.commandName() == "sleep") {
+            std::this_thread::sleep_for(
+                std::chrono::milliseconds(msg.body.firstElement().numberLong()));
+        }
+        bson::BsonBuilder b;
+        b.append("ok", 1.0).append("from", "B");
+        b.append("cmd", msg.commandName()).append("db", msg.database()).append("echo", msg.body);
+        return b.obj();
+    }
+    std::atomic<int> calls{0};
+};
+
+// Server A's handler. tryForward forwards `fwd*` commands (and `sleep`) to `remoteHost`;
+// `throwTry` makes tryForward throw. completeForward per command:
+//   fwd, sleep      -> {ok: 1, forwarded: true, remote: <B's reply>}
+//   fwdTwice        -> a second exchange ({second: 1}) then {ok: 1, exchanges: 2, remote}
+//   fwdFallback     -> neither: handleRequest runs
+//   fwdDown         -> {ok: 1, remoteCode: <the exchange's failure code>}
+//   fwdThrow        -> throws
+// handleRequest answers {ok: 1, handled: <name>, connectionId}.
+class ForwardingHandler : public RequestHandler {
+  public:
+    std::optional<ForwardRequest> tryForward(const Request& request, ClientContext&) override {
+        tryCalls.fetch_add(1);
+        recordThread(ioThreads);
+        std::string_view name = request.msg->commandName();
+        if (name == "throwTry") throw std::runtime_error("tryForward boom");
+        if (name.substr(0, 3) != "fwd" && name != "sleep") return std::nullopt;
+        ForwardRequest forward;
+        forward.host = name == "fwdDown" ? downHost : remoteHost;
+        forward.db = "remoteDb";
+        bson::BsonBuilder cmd;
+        for (const auto& e : request.msg->body) {
+            if (e.fieldName() != "$db") cmd.appendElement(e);
+        }
+        forward.cmd = cmd.obj();
+        forward.state = std::make_shared<int>(0);
+        return forward;
+    }
+
+    ForwardOutcome completeForward(const Request& request, ClientContext&, ForwardRequest& forward,
+                                   const StatusWith<bson::BsonObj>& remote) override {
+        completeCalls.fetch_add(1);
+        recordThread(ioThreads);
+        std::string_view name = request.msg->commandName();
+        int& exchanges = *std::static_pointer_cast<int>(forward.state);
+        ++exchanges;
+        if (name == "fwdThrow") throw std::runtime_error("completeForward boom");
+        if (name == "fwdDown") {
+            bson::BsonBuilder b;
+            b.append("ok", 1.0).append("remoteCode", remote.getStatus().code());
+            return {b.obj(), std::nullopt};
+        }
+        if (name == "fwdFallback") return {};
+        if (!remote.isOK()) return {};
+        if (name == "fwdTwice" && exchanges == 1) {
+            ForwardRequest next = forward;
+            bson::BsonBuilder cmd;
+            cmd.append("second", 1);
+            next.cmd = cmd.obj();
+            return {std::nullopt, std::move(next)};
+        }
+        bson::BsonBuilder b;
+        b.append("ok", 1.0).append("forwarded", true).append("exchanges", exchanges);
+        b.append("remote", remote.getValue());
+        return {b.obj(), std::nullopt};
+    }
+
+    bson::BsonObj handleRequest(const Request& request, ClientContext& client) override {
+        handleCalls.fetch_add(1);
+        recordThread(workerThreads);
+        bson::BsonBuilder b;
+        b.append("ok", 1.0).append("handled", request.msg->commandName());
+        b.append("connectionId", client.connectionId);
+        return b.obj();
+    }
+
+    void recordThread(std::vector<std::thread::id>& into) {
+        std::lock_guard lock(mutex);
+        into.push_back(std::this_thread::get_id());
+    }
+
+    std::string remoteHost;
+    std::string downHost;
+    std::atomic<int> tryCalls{0};
+    std::atomic<int> completeCalls{0};
+    std::atomic<int> handleCalls{0};
+    std::mutex mutex;
+    std::vector<std::thread::id> ioThreads;
+    std::vector<std::thread::id> workerThreads;
+};
+
+class RunningServer {
+  public:
+    RunningServer(ServerOptions options, RequestHandler& handler) {
+        options.port = 0;
+        _server = std::make_unique<Server>(options, handler);
+        Status s = _server->start();
+        EXPECT_TRUE(s.isOK()) << s.toString();
+        _thread = std::thread([this] { _server->run(); });
+    }
+    ~RunningServer() { stop(); }
+    void stop() {
+        if (!_server) return;
+        _server->shutdown();
+        _thread.join();
+        _server.reset();
+    }
+    std::string host() const { return "127.0.0.1:" + std::to_string(_server->port()); }
+
+  private:
+    std::unique_ptr<Server> _server;
+    std::thread _thread;
+};
+
+bson::BsonObj command(std::string_view name, int value = 1) {
+    bson::BsonBuilder b;
+    b.append(name, value);
+    return b.obj();
+}
+
+class ForwardTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        ServerOptions remoteOptions;
+        remoteOptions.workerThreads = 16;
+        _remote = std::make_unique<RunningServer>(remoteOptions, remoteHandler);
+        handler.remoteHost = _remote->host();
+        {
+            RunningServer down(ServerOptions{}, remoteHandler);
+            handler.downHost = down.host();
+        }  // nothing listens on downHost now
+        startA(true);
+    }
+    void startA(bool forward) {
+        _a.reset();
+        ServerOptions options;
+        options.forwardRequests = forward;
+        options.workerThreads = 1;
+        _a = std::make_unique<RunningServer>(options, handler);
+    }
+    bson::BsonObj run(const bson::BsonObj& cmd) {
+        auto reply = client.runCommand(_a->host(), "test", cmd);
+        EXPECT_TRUE(reply.isOK()) << reply.getStatus().toString();
+        return reply.isOK() ? reply.getValue() : bson::BsonObj();
+    }
+
+    RemoteHandler remoteHandler;
+    ForwardingHandler handler;
+    RemoteClient client;
+    std::unique_ptr<RunningServer> _remote;
+    std::unique_ptr<RunningServer> _a;
+};
+
+TEST_F(ForwardTest, ForwardedReplyIsBuiltFromTheRemoteReply) {
+    bson::BsonBuilder cmd;
+    cmd.append("fwd", 1).append("x", 42);
+    bson::BsonObj reply = run(cmd.obj());
+    EXPECT_EQ(reply["ok"].numberDouble(), 1.0) << reply.toJson();
+    EXPECT_TRUE(reply["forwarded"].trueValue()) << reply.toJson();
+    EXPECT_EQ(reply["exchanges"].numberInt(), 1);
+    ASSERT_TRUE(reply["remote"].isObject()) << reply.toJson();
+    bson::BsonView remote = reply["remote"].objValue();
+    EXPECT_EQ(remote["from"].stringValue(), "B");
+    EXPECT_EQ(remote["db"].stringValue(), "remoteDb");
+    EXPECT_EQ(remote["echo"].objValue()["x"].numberInt(), 42);
+    EXPECT_EQ(handler.handleCalls.load(), 0);
+    EXPECT_EQ(remoteHandler.calls.load(), 1);
+}
+
+TEST_F(ForwardTest, CompleteForwardMayAskForASecondExchange) {
+    bson::BsonObj reply = run(command("fwdTwice"));
+    EXPECT_EQ(reply["exchanges"].numberInt(), 2) << reply.toJson();
+    ASSERT_TRUE(reply["remote"].isObject()) << reply.toJson();
+    EXPECT_EQ(reply["remote"].objValue()["cmd"].stringValue(), "second");
+    EXPECT_EQ(remoteHandler.calls.load(), 2);
+    EXPECT_EQ(handler.completeCalls.load(), 2);
+    EXPECT_EQ(handler.handleCalls.load(), 0);
+}
+
+TEST_F(ForwardTest, NeitherReplyNorNextRunsHandleRequestOnAWorker) {
+    bson::BsonObj reply = run(command("fwdFallback"));
+    EXPECT_EQ(reply["handled"].stringValue(), "fwdFallback") << reply.toJson();
+    EXPECT_EQ(remoteHandler.calls.load(), 1);
+    EXPECT_EQ(handler.completeCalls.load(), 1);
+    ASSERT_EQ(handler.handleCalls.load(), 1);
+    std::lock_guard lock(handler.mutex);
+    ASSERT_EQ(handler.workerThreads.size(), 1u);
+    ASSERT_FALSE(handler.ioThreads.empty());
+    for (const auto& io : handler.ioThreads) EXPECT_NE(io, handler.workerThreads[0]);
+}
+
+TEST_F(ForwardTest, ExchangeFailureReachesCompleteForward) {
+    bson::BsonObj reply = run(command("fwdDown"));
+    EXPECT_EQ(reply["remoteCode"].numberInt(), static_cast<int>(ErrorCodes::HostUnreachable))
+        << reply.toJson();
+    EXPECT_EQ(handler.handleCalls.load(), 0);
+
+    // The remote going away after a pooled exchange: the next forward fails the same way, or
+    // (when completeForward returns neither) falls back to handleRequest.
+    EXPECT_TRUE(run(command("fwd"))["forwarded"].trueValue());
+    _remote->stop();
+    reply = run(command("fwd"));
+    EXPECT_EQ(reply["handled"].stringValue(), "fwd") << reply.toJson();
+}
+
+TEST_F(ForwardTest, ThrowingTryForwardRunsHandleRequest) {
+    bson::BsonObj reply = run(command("throwTry"));
+    EXPECT_EQ(reply["handled"].stringValue(), "throwTry") << reply.toJson();
+    EXPECT_EQ(handler.completeCalls.load(), 0);
+    EXPECT_EQ(remoteHandler.calls.load(), 0);
+}
+
+TEST_F(ForwardTest, ThrowingCompleteForwardIsAnInternalErrorAndTheConnectionStays) {
+    const int64_t connectionId = run(command("plain"))["connectionId"].numberLong();
+    bson::BsonObj reply = run(command("fwdThrow"));
+    EXPECT_EQ(reply["ok"].numberDouble(), 0.0) << reply.toJson();
+    EXPECT_EQ(reply["code"].numberInt(), static_cast<int>(ErrorCodes::InternalError));
+    EXPECT_NE(reply["errmsg"].stringValue().find("completeForward boom"), std::string::npos)
+        << reply.toJson();
+    EXPECT_EQ(remoteHandler.calls.load(), 1);
+    // Same (pooled) connection, still answered.
+    EXPECT_EQ(run(command("plain"))["connectionId"].numberLong(), connectionId);
+    EXPECT_TRUE(run(command("fwd"))["forwarded"].trueValue());
+}
+
+TEST_F(ForwardTest, WithoutForwardRequestsTryForwardIsNeverCalled) {
+    startA(false);
+    bson::BsonObj reply = run(command("fwd"));
+    EXPECT_EQ(reply["handled"].stringValue(), "fwd") << reply.toJson();
+    EXPECT_EQ(handler.tryCalls.load(), 0);
+    EXPECT_EQ(handler.completeCalls.load(), 0);
+    EXPECT_EQ(remoteHandler.calls.load(), 0);
+}
+
+// A has one worker thread; forwarded requests do not take it, so many slow remote exchanges
+// overlap (serialized on the worker they would take kClients * kSleep).
+TEST_F(ForwardTest, ForwardedRequestsDoNotOccupyWorkers) {
+    constexpr int kClients = 10;
+    constexpr int kSleepMs = 300;
+    std::vector<RemoteCommand> cmds;
+    for (int i = 0; i < kClients; ++i)
+        cmds.push_back({_a->host(), "test", command("sleep", kSleepMs)});
+    auto begin = std::chrono::steady_clock::now();
+    auto results = client.runCommands(cmds);
+    auto elapsed = std::chrono::steady_clock::now() - begin;
+    for (const auto& r : results) {
+        ASSERT_TRUE(r.isOK()) << r.getStatus().toString();
+        EXPECT_TRUE(r.getValue()["forwarded"].trueValue()) << r.getValue().toJson();
+    }
+    EXPECT_LT(elapsed, std::chrono::milliseconds(kClients * kSleepMs / 2));
+    EXPECT_EQ(handler.handleCalls.load(), 0);
+    EXPECT_EQ(remoteHandler.calls.load(), kClients);
+}
+
+// Shutdown waits for a forwarded request in flight, which gets its reply.
+TEST_F(ForwardTest, ShutdownFinishesAnInFlightForward) {
+    bson::BsonObj reply;
+    std::thread caller([&] { reply = run(command("sleep", 300)); });
+    for (int i = 0; i < 500 && remoteHandler.calls.load() == 0; ++i) {
+        std::this_thread::sleep_for(10ms);
+    }
+    ASSERT_EQ(remoteHandler.calls.load(), 1);
+    _a->stop();  // returns once every connection ended
+    caller.join();
+    EXPECT_TRUE(reply["forwarded"].trueValue()) << reply.toJson();
+    EXPECT_EQ(handler.handleCalls.load(), 0);
+}
+
+}  // namespace
+}  // namespace tessera::net

@@ -1,0 +1,45 @@
+#include "net/remote_message.h"
+
+#include <atomic>
+#include <string>
+
+#include "bson/bson_builder.h"
+#include "wire/op_msg.h"
+
+namespace tessera::net {
+namespace {
+
+std::atomic<int32_t> gNextRequestId{1};
+
+}  // namespace
+
+int32_t nextRemoteRequestId() { return gNextRequestId.fetch_add(1, std::memory_order_relaxed); }
+
+wire::Message buildRemoteRequest(std::string_view db, bson::BsonView cmd, int32_t requestId) {
+    bson::BsonBuilder b;
+    for (const auto& e : cmd) {
+        if (e.fieldName() != "$db") b.appendElement(e);
+    }
+    b.append("$db", db);
+    bson::BsonObj body = b.obj();
+    return wire::buildOpMsg(requestId, 0, 0, body);
+}
+
+Status checkReplyHeader(std::string_view host, const wire::MsgHeader& h, int32_t requestId) {
+    if (h.opCode != static_cast<int32_t>(wire::OpCode::kMsg) || h.responseTo != requestId) {
+        return Status(ErrorCodes::ProtocolError, "unexpected reply from " + std::string(host) +
+                                                     " (opCode " + std::to_string(h.opCode) + ")");
+    }
+    return Status::OK();
+}
+
+StatusWith<bson::BsonObj> replyBody(std::string_view host, wire::Message message) {
+    ASSIGN_OR_RETURN(wire::OpMsgRequest reply, wire::parseOpMsg(std::move(message)));
+    if (reply.bodySections != 1) {
+        return Status(ErrorCodes::ProtocolError,
+                      "reply from " + std::string(host) + " has no body");
+    }
+    return reply.body.copy();
+}
+
+}  // namespace tessera::net
