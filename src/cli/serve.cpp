@@ -124,8 +124,10 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
     if (opts.workerThreads > 0) {
         serverOptions.workerThreads = opts.workerThreads;
     } else if (role == "router") {
-        // A router's commands mostly wait on shards: its pool bounds the requests in flight,
-        // not CPU use.
+        // A router's commands mostly wait on shards: targeted finds and single writes are
+        // forwarded on the io thread without a thread waiting (ServerOptions::forwardRequests);
+        // the rest run on the pool, which bounds the requests in flight, not CPU use.
+        serverOptions.forwardRequests = true;
         serverOptions.workerThreads = kRouterWorkerThreads;
     } else if (role == "shard") {
         // Shards also wait: on critical sections and on other shards during migrations.
@@ -166,6 +168,9 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
     } else if (role == "router") {
         router = std::make_unique<router::Router>(opts.configdb, service.host);
         service.roleState = router.get();
+        service.appendRoleServerStatus = [r = router.get()](bson::BsonBuilder& b) {
+            r->appendServerStatus(b);
+        };
         router->startBackgroundTasks();
     }
     if (!roleStarted.isOK()) {

@@ -126,6 +126,15 @@ StatusWith<std::string> ShardRegistry::hostOf(const ShardId& shard) {
     return Status(ErrorCodes::ShardNotFound, "Shard " + shard + " not found");
 }
 
+std::optional<std::string> ShardRegistry::cachedHostOf(const ShardId& shard) {
+    std::lock_guard lock(_mutex);
+    if (!_loaded) return std::nullopt;
+    for (const auto& s : _shards) {
+        if (s.id == shard) return s.host;
+    }
+    return std::nullopt;
+}
+
 StatusWith<std::vector<ShardInfo>> ShardRegistry::allShards(bool reloadNow) {
     std::lock_guard lock(_mutex);
     if (!_loaded || reloadNow) TRY_STATUS(reload());
@@ -207,6 +216,23 @@ StatusWith<DatabaseInfo> CatalogCache::getDatabase(std::string_view db, bool cre
         return Status(ErrorCodes::NamespaceNotFound, "database " + std::string(db) + " not found");
     }
     return *info;
+}
+
+std::optional<CollectionRoutingInfo> CatalogCache::cachedCollectionRoutingInfo(
+    std::string_view ns) {
+    auto dot = ns.find('.');
+    if (dot == std::string_view::npos || dot == 0 || isInternalDb(ns.substr(0, dot))) {
+        return std::nullopt;
+    }
+    std::lock_guard lock(_mutex);
+    auto db = _dbs.find(ns.substr(0, dot));
+    if (db == _dbs.end() || db->second->stale || !db->second->info) return std::nullopt;
+    auto coll = _colls.find(ns);
+    if (coll == _colls.end() || coll->second->stale) return std::nullopt;
+    CollectionRoutingInfo result;
+    result.db = *db->second->info;
+    result.table = coll->second->table;
+    return result;
 }
 
 StatusWith<CollectionRoutingInfo> CatalogCache::getCollectionRoutingInfo(std::string_view ns,
@@ -347,6 +373,36 @@ void CatalogCache::onStaleShardVersion(std::string_view ns,
         entry.stale = true;
         ++entry.staleMarks;
     }
+}
+
+bool CatalogCache::applyChangedChunks(std::string_view ns, const ShardId& shard,
+                                      const ChunkVersion& wanted,
+                                      std::vector<placement::Chunk> changed) {
+    std::shared_ptr<CollEntry> entry;
+    {
+        std::lock_guard lock(_mutex);
+        auto it = _colls.find(ns);
+        if (it == _colls.end()) return false;
+        entry = it->second;
+    }
+    // A refresh in progress would install its own (maybe older) result after ours.
+    std::unique_lock refresh(entry->refreshMutex, std::try_to_lock);
+    if (!refresh.owns_lock()) return false;
+    std::shared_ptr<const RoutingTable> cached;
+    {
+        std::lock_guard lock(_mutex);
+        if (entry->stale) return false;
+        cached = entry->table;
+    }
+    if (!cached || !needsShardVersionRefresh(cached.get(), wanted)) return !!cached;
+    if (!(cached->generation() == wanted.generation())) return false;
+    auto updated = cached->makeUpdated(std::move(changed));
+    if (!updated.isOK() || !(updated.getValue()->shardVersion(shard) == wanted)) return false;
+    std::lock_guard lock(_mutex);
+    if (entry->stale || entry->table != cached) return false;
+    entry->table = std::move(updated.getValue());
+    ++_stats.changedChunksApplied;
+    return true;
 }
 
 void CatalogCache::onStaleDatabaseVersion(std::string_view db,

@@ -32,6 +32,8 @@ class ShardRegistry {
     const std::string& configHost() const { return _configHost; }
     // The host of `shard`; reloads config.shards once when unknown (ShardNotFound 70 then).
     StatusWith<std::string> hostOf(const ShardId& shard);
+    // The host of `shard` if it is cached; never loads (for callers that must not block).
+    std::optional<std::string> cachedHostOf(const ShardId& shard);
     // Every shard, sorted by id (reloaded from config.shards when `reload` or never loaded).
     StatusWith<std::vector<ShardInfo>> allShards(bool reload = false);
     void invalidate();
@@ -78,10 +80,22 @@ class CatalogCache {
     StatusWith<CollectionRoutingInfo> getCollectionRoutingInfo(std::string_view ns,
                                                                bool createDbIfMissing = false);
 
+    // What getCollectionRoutingInfo would return without loading anything, or nullopt when the
+    // database or the collection is not cached or is marked stale (for callers that must not
+    // block; they take the blocking path then). Never for admin/config/local.
+    std::optional<CollectionRoutingInfo> cachedCollectionRoutingInfo(std::string_view ns);
+
     // After StaleConfig for `ns`: the next lookup refreshes (skipped when the cache already holds
     // `wanted` or newer).
     void onStaleShardVersion(std::string_view ns,
                              const std::optional<placement::ChunkVersion>& wanted);
+    // After StaleConfig for `ns` from `shard` that carried the chunks changed since the router's
+    // version (chunk_delta.h): installs the cached table updated with them when the result gives
+    // `shard` exactly `wanted` and no refresh is running, and returns true (no refresh needed);
+    // otherwise returns false and changes nothing (call onStaleShardVersion).
+    bool applyChangedChunks(std::string_view ns, const ShardId& shard,
+                            const placement::ChunkVersion& wanted,
+                            std::vector<placement::Chunk> changed);
     // After StaleDbVersion for `db`.
     void onStaleDatabaseVersion(std::string_view db,
                                 const std::optional<placement::DatabaseVersion>& wanted);
@@ -94,6 +108,7 @@ class CatalogCache {
         int64_t databaseRefreshes = 0;
         int64_t fullCollectionRefreshes = 0;
         int64_t incrementalCollectionRefreshes = 0;
+        int64_t changedChunksApplied = 0;  // stale errors resolved without the config service
     };
     Stats stats() const;
 

@@ -78,6 +78,7 @@ class ServerStatusCommand : public Command {
             .appendBool("supportsCommittedReads", true)
             .appendBool("persistent", true)
             .end();
+        if (svc.appendRoleServerStatus) svc.appendRoleServerStatus(reply);
         return Status::OK();
     }
 };

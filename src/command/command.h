@@ -86,6 +86,8 @@ struct ServiceContext {
         std::function<int64_t()> totalCreated;
         int64_t available = 0;
     } connections;
+    // The role's own serverStatus sections (the router's shardingStatistics), if any.
+    std::function<void(bson::BsonBuilder&)> appendRoleServerStatus;
 };
 
 // One kind-1 document sequence of an OP_MSG (e.g. `documents` of an insert).
@@ -139,6 +141,14 @@ struct OperationContext {
 // A command: MongoDB's name, arguments and reply shape. Implementations live one (or a small
 // family) per file and are registered explicitly (see registry.h), never through static
 // initializers (the linker would drop them from static libraries).
+// One exchange with one remote that settles a command (Command::planForward).
+struct ForwardPlan {
+    std::string host;             // "host:port"
+    std::string db;               // the remote command's $db
+    bson::BsonObj cmd;            // without $db
+    std::shared_ptr<void> state;  // the command's own, for completeForward
+};
+
 class Command {
   public:
     virtual ~Command() = default;
@@ -155,6 +165,25 @@ class Command {
     // `reply` are then discarded.
     virtual Status run(OperationContext& opCtx, const CommandRequest& request,
                        bson::BsonBuilder& reply) = 0;
+
+    // The forwarding fast path (ServiceEntryPoint::tryForward; the router's targeted finds and
+    // single-statement writes): when one exchange with one remote settles the request, the
+    // command returns it here and the network layer performs it without a thread waiting.
+    // Called on an io thread after the generic checks: must not block (cached state only), and
+    // returns nullopt whenever it cannot decide without blocking — run() then does the work.
+    virtual std::optional<ForwardPlan> planForward(OperationContext&, const CommandRequest&) {
+        return std::nullopt;
+    }
+    // With the remote's reply (or the exchange's failure): appends the reply fields and returns
+    // the status exactly as run() would have, or nullopt when the reply does not settle the
+    // request (a stale placement version); run() then runs as if nothing had been forwarded,
+    // so nullopt is only allowed when the remote applied nothing. Must not block.
+    virtual std::optional<Status> completeForward(OperationContext&, const CommandRequest&,
+                                                  ForwardPlan&,
+                                                  const StatusWith<bson::BsonObj>& remote,
+                                                  bson::BsonBuilder& reply) {
+        return std::nullopt;
+    }
 };
 
 }  // namespace tessera::command

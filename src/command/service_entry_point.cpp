@@ -93,10 +93,11 @@ bson::BsonObj errorReply(const Status& status, bson::BsonView extra) {
     return b.obj();
 }
 
-bson::BsonObj ServiceEntryPoint::handleRequest(const net::Request& request,
-                                               net::ClientContext& client) {
-    // The network layer has already applied wire::checkOpMsgCommand (one body, a string $db).
-    const wire::OpMsgRequest& msg = *request.msg;
+namespace {
+
+// The network layer has already applied wire::checkOpMsgCommand (one body, a string $db). The
+// result views `msg`.
+CommandRequest commandRequestOf(const wire::OpMsgRequest& msg) {
     CommandRequest cmd;
     cmd.db = std::string(msg.database());
     cmd.commandName = msg.commandName();
@@ -104,6 +105,24 @@ bson::BsonObj ServiceEntryPoint::handleRequest(const net::Request& request,
     for (const wire::DocumentSequence& seq : msg.sequences) {
         cmd.sequences.push_back(DocumentSequence{seq.identifier, seq.documents});
     }
+    return cmd;
+}
+
+// What tryForward hands to completeForward (net::ForwardRequest::state).
+struct ForwardState {
+    CommandRequest request;  // views the connection's message, alive until the reply is sent
+    OperationContext opCtx;
+    Command* command = nullptr;
+    ForwardPlan plan;   // its cmd moved into the net::ForwardRequest
+    int exchanges = 0;  // completed so far
+    std::chrono::steady_clock::time_point started;
+};
+
+}  // namespace
+
+bson::BsonObj ServiceEntryPoint::handleRequest(const net::Request& request,
+                                               net::ClientContext& client) {
+    CommandRequest cmd = commandRequestOf(*request.msg);
     ClientState& state = clientStateOf(client);
     bool closeConnection = false;
     bson::BsonObj reply = execute(cmd, state, &closeConnection);
@@ -113,6 +132,75 @@ bson::BsonObj ServiceEntryPoint::handleRequest(const net::Request& request,
 }
 
 void ServiceEntryPoint::onDisconnect(net::ClientContext&) {}
+
+std::optional<net::ForwardRequest> ServiceEntryPoint::tryForward(const net::Request& request,
+                                                                 net::ClientContext& client) {
+    if (_service.hooks || (_service.enableTestCommands && failCommand.active())) {
+        return std::nullopt;
+    }
+    try {
+        auto state = std::make_shared<ForwardState>();
+        state->request = commandRequestOf(*request.msg);
+        Command* command = _service.registry->find(state->request.commandName);
+        if (!command || command->testOnly() || command->adminOnly()) return std::nullopt;
+        OperationContext& opCtx = state->opCtx;
+        opCtx.service = &_service;
+        opCtx.client = &clientStateOf(client);
+        if (!applyMaxTimeMS(state->request.body, opCtx).isOK()) return std::nullopt;
+        const bool acceptsSessions =
+            _service.role == ClusterRole::kShard || _service.role == ClusterRole::kRouter;
+        if (!acceptsSessions || !applySessionArgs(state->request.body, opCtx).isOK()) {
+            return std::nullopt;
+        }
+        state->started = std::chrono::steady_clock::now();
+        std::optional<ForwardPlan> plan = command->planForward(opCtx, state->request);
+        if (!plan) return std::nullopt;
+        state->command = command;
+        net::ForwardRequest forward{std::move(plan->host), std::move(plan->db),
+                                    std::move(plan->cmd), nullptr};
+        state->plan = std::move(*plan);
+        forward.state = std::move(state);
+        return forward;
+    } catch (const std::exception&) {
+        return std::nullopt;  // handleRequest runs the command and reports what went wrong
+    }
+}
+
+net::ForwardOutcome ServiceEntryPoint::completeForward(const net::Request&, net::ClientContext&,
+                                                       net::ForwardRequest& forward,
+                                                       const StatusWith<bson::BsonObj>& remote) {
+    std::shared_ptr<void> keep = forward.state;
+    auto& state = *static_cast<ForwardState*>(keep.get());
+    net::ForwardOutcome outcome;
+    try {
+        bson::BsonBuilder reply;
+        std::optional<Status> status =
+            state.command->completeForward(state.opCtx, state.request, state.plan, remote, reply);
+        if (!status) {
+            if (++state.exchanges >= kMaxForwards) return outcome;
+            std::optional<ForwardPlan> plan =
+                state.command->planForward(state.opCtx, state.request);
+            if (!plan) return outcome;
+            outcome.next = net::ForwardRequest{std::move(plan->host), std::move(plan->db),
+                                               std::move(plan->cmd), keep};
+            state.plan = std::move(*plan);
+            return outcome;
+        }
+        OpCounters::global().command.fetch_add(1, std::memory_order_relaxed);
+        logSlow(state.started, state.request, *status);
+        if (!status->isOK()) {
+            outcome.reply = errorReply(*status, state.opCtx.errorExtraInfo);
+        } else {
+            appendOk(reply);
+            outcome.reply = reply.obj();
+        }
+    } catch (const std::exception& e) {
+        outcome.reply =
+            errorReply(Status(ErrorCodes::InternalError,
+                              std::string("unexpected exception in command: ") + e.what()));
+    }
+    return outcome;
+}
 
 bson::BsonObj ServiceEntryPoint::runCommand(std::string_view db, bson::BsonView body,
                                             ClientState* client) {

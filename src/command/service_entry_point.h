@@ -17,6 +17,17 @@ class ServiceEntryPoint : public net::RequestHandler {
 
     bson::BsonObj handleRequest(const net::Request& request, net::ClientContext& client) override;
     void onDisconnect(net::ClientContext& client) override;
+    // The forwarding fast path (Command::planForward): only when no role hooks are installed
+    // (they run on the worker path) and failCommand is off; any doubt (unknown command, bad
+    // generic arguments) leaves the request to handleRequest, which reports it.
+    std::optional<net::ForwardRequest> tryForward(const net::Request& request,
+                                                  net::ClientContext& client) override;
+    // A request the remote did not settle (stale version) is planned again with what the
+    // command learnt (at most kMaxForwards exchanges), then left to handleRequest.
+    net::ForwardOutcome completeForward(const net::Request& request, net::ClientContext& client,
+                                        net::ForwardRequest& forward,
+                                        const StatusWith<bson::BsonObj>& remote) override;
+    static constexpr int kMaxForwards = 3;
 
     // Runs a command given as a document on `db` (tests, internal callers).
     bson::BsonObj runCommand(std::string_view db, bson::BsonView body, ClientState* client);

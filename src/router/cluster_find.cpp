@@ -4,6 +4,7 @@
 #include "command/registry.h"
 #include "command/reply_util.h"
 #include "query/projection.h"
+#include "router/cluster_forward.h"
 #include "router/router_commands.h"
 
 namespace tessera::router {
@@ -79,6 +80,18 @@ StatusWith<int64_t> cursorIdArgument(const bson::BsonElement& e, std::string_vie
 class ClusterFindCommand final : public command::Command {
   public:
     std::string_view name() const override { return "find"; }
+
+    std::optional<command::ForwardPlan> planForward(
+        command::OperationContext& opCtx, const command::CommandRequest& request) override {
+        return planFindForward(opCtx, request);
+    }
+    std::optional<Status> completeForward(command::OperationContext& opCtx,
+                                          const command::CommandRequest&,
+                                          command::ForwardPlan& plan,
+                                          const StatusWith<BsonObj>& remote,
+                                          BsonBuilder& reply) override {
+        return completeFindForward(opCtx, plan, remote, reply);
+    }
 
     Status run(command::OperationContext& opCtx, const command::CommandRequest& request,
                BsonBuilder& reply) override {

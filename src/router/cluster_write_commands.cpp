@@ -12,6 +12,7 @@
 #include "command/reply_util.h"
 #include "command/write_ops_util.h"
 #include "placement/targeter.h"
+#include "router/cluster_forward.h"
 #include "router/cluster_write_batch.h"
 #include "router/cluster_write_without_shard_key.h"
 #include "router/router_commands.h"
@@ -297,6 +298,17 @@ class ClusterWriteCommand final : public command::Command {
   public:
     explicit ClusterWriteCommand(WriteKind kind) : _kind(kind) {}
     std::string_view name() const override { return writeCommandName(_kind); }
+
+    std::optional<command::ForwardPlan> planForward(OperationContext& opCtx,
+                                                    const CommandRequest& request) override {
+        return planWriteForward(opCtx, request, _kind);
+    }
+    std::optional<Status> completeForward(OperationContext& opCtx, const CommandRequest&,
+                                          command::ForwardPlan& plan,
+                                          const StatusWith<bson::BsonObj>& remote,
+                                          bson::BsonBuilder& reply) override {
+        return completeWriteForward(opCtx, plan, remote, reply);
+    }
 
     Status run(OperationContext& opCtx, const CommandRequest& request,
                bson::BsonBuilder& reply) override {

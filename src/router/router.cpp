@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "base/wall_clock.h"
 #include "bson/bson_builder.h"
+#include "cluster/chunk_delta.h"
 #include "command/server_info.h"
 #include "placement/stale_info.h"
 #include "router/router_commands.h"
@@ -34,7 +35,16 @@ bool noteOne(Router& router, BsonView err) {
     if (code == static_cast<int>(ErrorCodes::StaleConfig)) {
         auto info = placement::StaleConfigInfo::parse(err);
         if (info.isOK()) {
-            router.catalog().onStaleShardVersion(info.getValue().ns, info.getValue().wanted);
+            const placement::StaleConfigInfo& i = info.getValue();
+            if (i.wanted) {
+                // A shard ahead of us sends what changed since our version: no config refresh.
+                auto changed = cluster::parseChangedChunks(err, i.wanted->generation());
+                if (changed && router.catalog().applyChangedChunks(i.ns, i.shardId, *i.wanted,
+                                                                   std::move(*changed))) {
+                    return true;
+                }
+            }
+            router.catalog().onStaleShardVersion(i.ns, i.wanted);
         } else if (err["ns"].type() == bson::BsonType::String) {
             router.catalog().invalidateCollection(err["ns"].stringValue());
         }
@@ -68,6 +78,18 @@ Router::~Router() { stopBackgroundTasks(); }
 Router& Router::get(command::OperationContext& opCtx) {
     invariant(opCtx.service && opCtx.service->roleState);
     return *static_cast<Router*>(opCtx.service->roleState);
+}
+
+void Router::appendServerStatus(BsonBuilder& b) const {
+    cluster::CatalogCache::Stats s = _catalog.stats();
+    b.startObject("shardingStatistics")
+        .startObject("catalogCache")
+        .appendInt64("countFullRefreshesStarted", s.fullCollectionRefreshes)
+        .appendInt64("countIncrementalRefreshesStarted", s.incrementalCollectionRefreshes)
+        .appendInt64("countDatabaseRefreshesStarted", s.databaseRefreshes)
+        .appendInt64("countStaleChunkDeltasApplied", s.changedChunksApplied)
+        .end()
+        .end();
 }
 
 void Router::startBackgroundTasks() {

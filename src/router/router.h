@@ -40,6 +40,10 @@ class Router {
     // The router of the process running `opCtx` (its roleState).
     static Router& get(command::OperationContext& opCtx);
 
+    // serverStatus.shardingStatistics.catalogCache: MongoDB's refresh counters, plus
+    // countStaleChunkDeltasApplied (stale errors resolved from the shard's reply, chunk_delta.h).
+    void appendServerStatus(bson::BsonBuilder& b) const;
+
     // Registers this router in config.mongos and pings it every 10 s (MongoDB's uptime
     // reporter) until stopBackgroundTasks().
     void startBackgroundTasks();

@@ -85,6 +85,18 @@ class PassthroughCommand final : public command::Command {
         }
         return _inner->run(opCtx, request, reply);
     }
+    std::optional<command::ForwardPlan> planForward(
+        OperationContext& opCtx, const command::CommandRequest& request) override {
+        if (_forward && request.db == "config") return std::nullopt;
+        return _inner->planForward(opCtx, request);
+    }
+    std::optional<Status> completeForward(OperationContext& opCtx,
+                                          const command::CommandRequest& request,
+                                          command::ForwardPlan& plan,
+                                          const StatusWith<BsonObj>& remote,
+                                          BsonBuilder& reply) override {
+        return _inner->completeForward(opCtx, request, plan, remote, reply);
+    }
 
   private:
     command::Command* _inner;

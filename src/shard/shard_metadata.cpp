@@ -1,6 +1,7 @@
 #include "shard/shard_metadata.h"
 
 #include "base/log.h"
+#include "cluster/chunk_delta.h"
 #include "placement/stale_info.h"
 
 namespace tessera::shard {
@@ -204,7 +205,16 @@ Status ShardMetadata::checkShardVersion(const std::string& ns, const ChunkVersio
                     refreshed = true;
                     continue;
                 }
-                return staleError(*stale, extraInfo);
+                Status error = staleError(*stale, extraInfo);
+                // A router behind us gets what changed since its version (chunk_delta.h).
+                auto entry = getCollEntry(ns);
+                if (entry.isOK() && entry.getValue().table) {
+                    bson::BsonBuilder b;
+                    for (bson::BsonElement e : *extraInfo) b.appendElement(e);
+                    cluster::appendChangedChunks(*entry.getValue().table, received, b);
+                    *extraInfo = b.obj();
+                }
+                return error;
             }
         }
         if (_sections.tryAdmit(key)) return Status::OK();
