@@ -4,10 +4,15 @@
 //
 // usage: node bench/stale_router.mjs --a URI_A --b URI_B [--rounds 9] [--samples 200]
 //
-// Each round: router B reads a key (so B caches the routing table), router A moves the chunk
-// holding that key to the other shard, then B's next read of that key is timed (B must learn from
-// the shard that its version is stale, refresh, and retry). The normal latency is the median of
-// `samples` reads of the same key through B once it is fresh again. Loopback only.
+// Each round: router B reads a key of collection `c` (so B caches its routing table), then
+//   1. control: router A moves a range of another collection (`control`); B's next read of the key
+//      in `c` is timed — B is not stale for `c`, but the read comes after the same pause and the
+//      same burst of migration work on the machine as the stale one;
+//   2. stale: router A moves the chunk holding the key to the other shard; B's next read is
+//      timed (B must learn from the shard that its version is stale, catch up, and retry).
+// The ratio is median(stale) / median(control): the cost of being stale, not of the pause
+// (a client's first operation after idling is slower on its own). The median of `samples`
+// back-to-back reads is reported too. Loopback only.
 
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -53,32 +58,45 @@ try {
     await a.db(dbName).collection('c').insertMany(docs);
     await a.db('admin').command({ split: ns, middle: { k: 500 } });
 
+    // The control collection: two chunks whose range moves back and forth.
+    await a.db('admin').command({ shardCollection: `${dbName}.control`, key: { k: 1 } });
+    await a.db(dbName).collection('control').insertMany(docs.map(({ k }) => ({ k })));
+    await a.db('admin').command({ split: `${dbName}.control`, middle: { k: 500 } });
+
     const coll = b.db(dbName).collection('c');
-    const firstOps = [];
-    const normalOps = [];
-    let owner = shards[0];
-    for (let r = 0; r < rounds; r++) {
-        await coll.findOne({ k: 700 });  // B caches the current routing table
-        const to = owner === shards[0] ? shards[1] : shards[0];
-        await a.db('admin').command({ moveRange: ns, min: { k: 500 }, toShard: to });
-        owner = to;
+    const timedRead = async () => {
         const t0 = nowUs();
         const doc = await coll.findOne({ k: 700 });
-        firstOps.push(nowUs() - t0);
-        if (!doc || doc.k !== 700) throw new Error('stale router returned a wrong answer');
+        const us = nowUs() - t0;
+        if (!doc || doc.k !== 700) throw new Error('router B returned a wrong answer');
+        return us;
+    };
+    const other = (s) => (s === shards[0] ? shards[1] : shards[0]);
+    const staleOps = [];
+    const controlOps = [];
+    const normalOps = [];
+    let owner = shards[0];
+    let controlOwner = shards[0];
+    for (let r = 0; r < rounds; r++) {
+        await coll.findOne({ k: 700 });  // B caches the current routing table of `c`
+        controlOwner = other(controlOwner);
+        await a.db('admin').command({
+            moveRange: `${dbName}.control`, min: { k: 500 }, toShard: controlOwner,
+        });
+        controlOps.push(await timedRead());
+        owner = other(owner);
+        await a.db('admin').command({ moveRange: ns, min: { k: 500 }, toShard: owner });
+        staleOps.push(await timedRead());
         const lat = [];
-        for (let i = 0; i < samples; i++) {
-            const t = nowUs();
-            await coll.findOne({ k: 700 });
-            lat.push(nowUs() - t);
-        }
+        for (let i = 0; i < samples; i++) lat.push(await timedRead());
         normalOps.push(median(lat));
     }
-    const first = median(firstOps);
-    const normal = median(normalOps);
+    const stale = median(staleOps);
+    const control = median(controlOps);
     console.log(JSON.stringify({
         tool: 'stale_router', phase: 'first_op_after_move', rounds,
-        first_op_p50_us: first, normal_op_p50_us: normal, ratio: first / normal,
+        first_op_p50_us: stale, control_first_op_p50_us: control,
+        normal_op_p50_us: median(normalOps), ratio: stale / control,
     }));
     await a.db(dbName).dropDatabase();
 } finally {
