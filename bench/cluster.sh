@@ -10,6 +10,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="$ROOT/build"
 SECONDS_PER_PHASE=10
+REPEAT=3
 THREADS=16
 DOCS=50000
 DOC_SIZE=1024
@@ -22,10 +23,11 @@ while [[ $# -gt 0 ]]; do
         --no-build) NO_BUILD=1; shift ;;
         --seconds) SECONDS_PER_PHASE="$2"; shift 2 ;;
         --threads) THREADS="$2"; shift 2 ;;
+        --repeat) REPEAT="$2"; shift 2 ;;
         --docs) DOCS="$2"; shift 2 ;;
         --out) OUT="$(realpath -m "$2")"; shift 2 ;;
         -h|--help)
-            echo "usage: bench/cluster.sh [--build-dir DIR] [--no-build] [--seconds S] [--threads T] [--docs N] [--out FILE]"
+            echo "usage: bench/cluster.sh [--build-dir DIR] [--no-build] [--seconds S] [--repeat R] [--threads T] [--docs N] [--out FILE]"
             exit 0 ;;
         *) echo "cluster.sh: unknown option $1" >&2; exit 2 ;;
     esac
@@ -33,7 +35,6 @@ done
 
 log() { echo "[bench] $*" >&2; }
 jget() { sed -n "s/.*\"$2\":\([-0-9.e]*\).*/\1/p" <<<"$1"; }
-phase_line() { grep -F "\"phase\":\"$2\"" "$1" 2>/dev/null | tail -n1 || true; }
 
 if [[ $NO_BUILD -eq 0 ]]; then
     log "building tessera and tessera_loadgen in $BUILD_DIR"
@@ -57,10 +58,12 @@ trap cleanup EXIT
 # Six consecutive free ports: routers P, P+1; config P+2; shards P+3, P+4.
 BASE=""
 for _ in $(seq 1 50); do
-    p=$((20000 + RANDOM % 30000))
+    # Below the ephemeral range (32768+), where an outgoing connection's local port would make
+    # the bind fail although nothing listens there.
+    p=$((20000 + RANDOM % 12000))
     busy=0
     for i in 0 1 2 3 4; do
-        if ss -Hltn "sport = :$((p + i))" 2>/dev/null | grep -q .; then busy=1; fi
+        if ss -Htan "sport = :$((p + i))" 2>/dev/null | grep -q .; then busy=1; fi
     done
     if [[ $busy -eq 0 ]]; then BASE=$p; break; fi
 done
@@ -96,37 +99,51 @@ log "through the router: preload, shard the collection, then point/insert phases
 PRIMARY_PORT=$((BASE + 3))
 if grep -q "primary shard1" "$WORK/shard.out"; then PRIMARY_PORT=$((BASE + 4)); fi
 SHARD0="mongodb://127.0.0.1:$PRIMARY_PORT/?directConnection=true"
-# A shard answers the handshake as a standalone, so a driver sends it no retryable writes; the
-# like-for-like routed run turns them off too. The default (retryable, each write also records
-# its session's txnNumber on the shard) is measured separately.
-for op in point insert; do
-    "$LOADGEN" --uri "${ROUTER_A}?retryWrites=false" --threads "$THREADS" --op "$op" \
-        --seconds "$SECONDS_PER_PHASE" --docs "$DOCS" --doc-size "$DOC_SIZE" --skip-preload \
-        --json >>"$WORK/router.out" 2>&1 || { cat "$WORK/router.out" >&2; exit 1; }
-done
-"$LOADGEN" --uri "$ROUTER_A" --coll retryable --threads "$THREADS" --op insert \
-    --seconds "$SECONDS_PER_PHASE" --docs "$DOCS" --doc-size "$DOC_SIZE" --skip-preload \
-    --json >>"$WORK/router-retryable.out" 2>&1 || { cat "$WORK/router-retryable.out" >&2; exit 1; }
-
 # Straight to the owning shard: the same operations on a collection of the same shape.
-log "straight to the shard: preload, then point/insert phases"
 "$LOADGEN" --uri "$SHARD0" --coll direct --threads "$THREADS" --op point --seconds 1 \
     --docs "$DOCS" --doc-size "$DOC_SIZE" --preload-seconds 120 --json >/dev/null 2>&1
-for op in point insert; do
-    "$LOADGEN" --uri "$SHARD0" --coll direct --threads "$THREADS" --op "$op" \
-        --seconds "$SECONDS_PER_PHASE" --docs "$DOCS" --doc-size "$DOC_SIZE" --skip-preload \
-        --json >>"$WORK/direct.out" 2>&1 || { cat "$WORK/direct.out" >&2; exit 1; }
+
+# A shard answers the handshake as a standalone, so a driver sends it no retryable writes; the
+# like-for-like routed run turns them off too. The default (retryable, each write also records
+# its session's txnNumber on the shard) is measured separately. Routed and direct phases
+# alternate, REPEAT times, and each row is the median repetition: on a small machine shared by
+# every process, one phase alone swings by ±10 % with what the others happen to be doing.
+phase() {  # phase NAME URI COLL OP [FIRST_ID]: inserts take _ids from FIRST_ID (--docs) on
+    "$LOADGEN" --uri "$2" --coll "$3" --threads "$THREADS" --op "$4" \
+        --seconds "$SECONDS_PER_PHASE" --docs "${5:-$DOCS}" --doc-size "$DOC_SIZE" --skip-preload \
+        --json >>"$WORK/$1.out" 2>&1 || { cat "$WORK/$1.out" >&2; exit 1; }
+}
+for rep in $(seq 1 "$REPEAT"); do
+    log "repetition $rep of $REPEAT: point and insert phases, through the router and direct"
+    phase router-point "${ROUTER_A}?retryWrites=false" docs point
+    phase direct-point "$SHARD0" direct point
+    phase router-insert "${ROUTER_A}?retryWrites=false" docs insert $((DOCS + rep * 100000000))
+    phase direct-insert "$SHARD0" direct insert $((DOCS + rep * 100000000))
 done
+phase router-retryable "$ROUTER_A" retryable insert
 
 log "stale router: first operation after a move through the other router"
 node "$ROOT/bench/stale_router.mjs" --a "$ROUTER_A" --b "$ROUTER_B" >"$WORK/stale.out" 2>&1 ||
     { cat "$WORK/stale.out" >&2; exit 1; }
 
-R_POINT="$(phase_line "$WORK/router.out" point)"
-R_INSERT="$(phase_line "$WORK/router.out" insert)"
-R_RETRY="$(phase_line "$WORK/router-retryable.out" insert)"
-D_POINT="$(phase_line "$WORK/direct.out" point)"
-D_INSERT="$(phase_line "$WORK/direct.out" insert)"
+# The median repetition of a phase (by ops/s).
+median_line() {
+    local lines
+    lines="$(grep -F '"tool":"tessera_loadgen"' "$1" | awk -F'"ops_per_sec":' '{ split($2, a, ","); print a[1] "\t" $0 }' |
+        sort -n | cut -f2-)"
+    sed -n "$(( ($(wc -l <<<"$lines") + 1) / 2 ))p" <<<"$lines"
+}
+# "a/b a/b ..." per repetition, for the report.
+per_rep() {
+    paste <(grep -o '"ops_per_sec":[0-9.]*' "$WORK/$1.out" | cut -d: -f2) \
+          <(grep -o '"ops_per_sec":[0-9.]*' "$WORK/$2.out" | cut -d: -f2) |
+        awk '{ printf "%s%.2f", (NR > 1 ? ", " : ""), $1 / $2 }'
+}
+R_POINT="$(median_line "$WORK/router-point.out")"
+R_INSERT="$(median_line "$WORK/router-insert.out")"
+R_RETRY="$(median_line "$WORK/router-retryable.out")"
+D_POINT="$(median_line "$WORK/direct-point.out")"
+D_INSERT="$(median_line "$WORK/direct-insert.out")"
 STALE="$(grep -F '"tool":"stale_router"' "$WORK/stale.out" | tail -n1)"
 
 ratio() {
@@ -150,8 +167,9 @@ mkdir -p "$(dirname "$OUT")"
     echo "| commit | $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo none) |"
     echo
     echo "\`tessera up --shards 2 --routers 2\` on this machine; $THREADS connections," \
-         "$DOC_SIZE-byte documents, $DOCS preloaded, ${SECONDS_PER_PHASE} s per phase. Clients," \
-         "router and shards share the same cores, so the router's own CPU is part of the cost."
+         "$DOC_SIZE-byte documents, $DOCS preloaded, ${SECONDS_PER_PHASE} s per phase, routed and" \
+         "direct phases alternated $REPEAT times (rows: the median repetition). Clients, router" \
+         "and shards share the same cores, so the router's own CPU is part of the cost."
     echo
     echo "| phase | ops/s | p50 µs | p99 µs | errors |"
     echo "|---|---:|---:|---:|---:|"
@@ -166,6 +184,9 @@ mkdir -p "$(dirname "$OUT")"
          "another collection's range (the control: same pause, same migration work, router not" \
          "stale) $(jget "$STALE" control_first_op_p50_us) µs; back-to-back operations" \
          "$(jget "$STALE" normal_op_p50_us) µs."
+    echo
+    echo "Routed/direct per repetition: point reads $(per_rep router-point direct-point);" \
+         "inserts $(per_rep router-insert direct-insert)."
     echo
     echo "| target | ratio | verdict |"
     echo "|---|---:|---|"

@@ -5,6 +5,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "net/remote_message.h"
 
@@ -27,9 +28,12 @@ struct AsyncRemoteClient::Connection {
     // Bumped when an exchange (or connect) ends: a timer callback of an earlier one, already
     // queued when its timer was cancelled, must not close the connection for a later exchange.
     uint64_t generation = 0;
+    std::vector<uint8_t> readBuffer;  // a reply's first read (kFirstRead bytes once used)
 };
 
 namespace {
+
+constexpr size_t kFirstRead = 16 * 1024;
 
 Status unreachable(std::string_view host, std::string_view what) {
     return Status(ErrorCodes::HostUnreachable,
@@ -119,25 +123,33 @@ asio::awaitable<StatusWith<bson::BsonObj>> AsyncRemoteClient::runCommand(std::st
     asio::steady_timer timer(co_await asio::this_coro::executor, _options.requestTimeout);
     armTimeout(timer, conn);
     asio::error_code ec;
-    std::array<uint8_t, wire::kHeaderSize> header;
     wire::Message reply;
     Status status = Status::OK();
     co_await asio::async_write(conn->socket, asio::buffer(request.data(), request.size()),
                                asio::redirect_error(asio::use_awaitable, ec));
-    if (!ec) {
-        co_await asio::async_read(conn->socket, asio::buffer(header),
-                                  asio::redirect_error(asio::use_awaitable, ec));
+    // One read usually brings the whole reply (one system call instead of two). Only one
+    // request is in flight on a connection, so nothing may follow the reply.
+    std::vector<uint8_t>& head = conn->readBuffer;
+    head.resize(kFirstRead);
+    size_t got = 0;
+    while (!ec && got < wire::kHeaderSize) {
+        got += co_await conn->socket.async_read_some(
+            asio::buffer(head.data() + got, head.size() - got),
+            asio::redirect_error(asio::use_awaitable, ec));
     }
     if (!ec) {
-        auto parsed = wire::parseHeader(header.data());
+        auto parsed = wire::parseHeader(head.data());
         status = parsed.isOK() ? checkReplyHeader(host, parsed.getValue(), requestId)
                                : parsed.getStatus();
+        if (status.isOK() && got > static_cast<size_t>(parsed.getValue().messageLength)) {
+            status =
+                Status(ErrorCodes::ProtocolError, "unexpected bytes after the reply from " + host);
+        }
         if (status.isOK()) {
             reply = wire::Message::allocate(static_cast<size_t>(parsed.getValue().messageLength));
-            std::memcpy(reply.mutableData(), header.data(), header.size());
+            std::memcpy(reply.mutableData(), head.data(), got);
             co_await asio::async_read(conn->socket,
-                                      asio::buffer(reply.mutableData() + wire::kHeaderSize,
-                                                   reply.size() - wire::kHeaderSize),
+                                      asio::buffer(reply.mutableData() + got, reply.size() - got),
                                       asio::redirect_error(asio::use_awaitable, ec));
         }
     }

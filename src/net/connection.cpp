@@ -1,6 +1,8 @@
 #include "net/connection.h"
 
+#include <algorithm>
 #include <array>
+#include <cstring>
 #include <exception>
 #include <utility>
 
@@ -135,18 +137,31 @@ asio::awaitable<void> Connection::serve() {
 }
 
 asio::awaitable<Connection::ReadResult> Connection::readMessage(wire::Message* out) {
-    std::array<uint8_t, wire::kHeaderSize> header;
+    // Reads land in _readBuffer first, so a small request (header and body) usually takes one
+    // system call; bytes of a following request (pipelined moreToCome messages) stay buffered.
     asio::error_code ec;
-    co_await asio::async_read(_socket, asio::buffer(header),
-                              asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) {
-        if (ec != asio::error::eof && ec != asio::error::operation_aborted &&
-            ec != asio::error::connection_reset && ec != asio::error::bad_descriptor) {
-            logFramingError(ec.message());
+    while (_readEnd - _readStart < wire::kHeaderSize) {
+        if (_readStart > 0) {
+            std::memmove(_readBuffer.data(), _readBuffer.data() + _readStart,
+                         _readEnd - _readStart);
+            _readEnd -= _readStart;
+            _readStart = 0;
         }
-        co_return ReadResult::kClosed;
+        if (_readBuffer.size() < kReadBufferSize) _readBuffer.resize(kReadBufferSize);
+        size_t n = co_await _socket.async_read_some(
+            asio::buffer(_readBuffer.data() + _readEnd, _readBuffer.size() - _readEnd),
+            asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) {
+            if (ec != asio::error::eof && ec != asio::error::operation_aborted &&
+                ec != asio::error::connection_reset && ec != asio::error::bad_descriptor) {
+                logFramingError(ec.message());
+            }
+            co_return ReadResult::kClosed;
+        }
+        _readEnd += n;
     }
-    auto parsed = wire::parseHeader(header.data());
+    const uint8_t* header = _readBuffer.data() + _readStart;
+    auto parsed = wire::parseHeader(header);
     if (!parsed.isOK()) {
         logFramingError(parsed.getStatus().toString());
         co_return ReadResult::kClosed;
@@ -159,16 +174,20 @@ asio::awaitable<Connection::ReadResult> Connection::readMessage(wire::Message* o
     }
     // parseHeader bounded messageLength by kMaxMessageSizeBytes, which bounds this allocation.
     wire::Message message = wire::Message::allocate(static_cast<size_t>(h.messageLength));
-    std::copy(header.begin(), header.end(), message.mutableData());
-    co_await asio::async_read(
-        _socket,
-        asio::buffer(message.mutableData() + wire::kHeaderSize, message.size() - wire::kHeaderSize),
-        asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) {
-        if (ec != asio::error::operation_aborted && ec != asio::error::bad_descriptor) {
-            logFramingError("incomplete message: " + ec.message());
+    const size_t buffered = std::min(message.size(), _readEnd - _readStart);
+    std::memcpy(message.mutableData(), header, buffered);
+    _readStart += buffered;
+    if (_readStart == _readEnd) _readStart = _readEnd = 0;
+    if (buffered < message.size()) {
+        co_await asio::async_read(
+            _socket, asio::buffer(message.mutableData() + buffered, message.size() - buffered),
+            asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) {
+            if (ec != asio::error::operation_aborted && ec != asio::error::bad_descriptor) {
+                logFramingError("incomplete message: " + ec.message());
+            }
+            co_return ReadResult::kClosed;
         }
-        co_return ReadResult::kClosed;
     }
     *out = std::move(message);
     co_return ReadResult::kOk;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "bson/bson_obj.h"
 #include "net/asio_config.h"
@@ -46,6 +47,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
     ClientContext _client;
     bool _busy = false;
     bool _closeRequested = false;
+    // Received bytes not consumed yet: [_readStart, _readEnd) of _readBuffer (allocated on the
+    // first read, kReadBufferSize bytes; a larger message is read into its own buffer).
+    static constexpr size_t kReadBufferSize = 8 * 1024;
+    std::vector<uint8_t> _readBuffer;
+    size_t _readStart = 0;
+    size_t _readEnd = 0;
 };
 
 // {ok: 0, errmsg, code, codeName}.

@@ -338,6 +338,42 @@ TEST_F(ServerTest, PipelinedRequestsAreAnsweredInOrder) {
     }
 }
 
+// The connection reads ahead into a buffer: several messages in one packet, a message split at
+// any byte, and one larger than the buffer must all come out whole and in order.
+TEST_F(ServerTest, MessagesAreFramedWhateverTheReadBoundaries) {
+    Client c(port());
+    std::string batch;
+    for (int32_t id : {1, 2, 3}) {
+        batch += wire::buildOpMsg(id, 0, 0, fromJson(R"({"ping": 1, "$db": "admin"})")).bytes();
+    }
+    c.send(batch);
+    for (int32_t id : {1, 2, 3}) {
+        auto reply = c.read();
+        ASSERT_TRUE(reply.has_value());
+        EXPECT_EQ(reply->header().responseTo, id);
+    }
+    std::string split(wire::buildOpMsg(4, 0, 0, fromJson(R"({"ping": 1, "$db": "admin"})")).bytes());
+    for (size_t i = 0; i < split.size(); i += 7) {
+        c.send(std::string_view(split).substr(i, 7));
+        std::this_thread::sleep_for(1ms);  // separate segments, to exercise partial reads
+    }
+    auto reply = c.read();
+    ASSERT_TRUE(reply.has_value());
+    EXPECT_EQ(reply->header().responseTo, 4);
+    bson::BsonBuilder big;
+    big.append("ping", 1).append("pad", std::string(100 * 1024, 'x')).append("$db", "admin");
+    std::string large(wire::buildOpMsg(5, 0, 0, big.obj()).bytes());
+    large += wire::buildOpMsg(6, 0, 0, fromJson(R"({"ping": 2, "$db": "admin"})")).bytes();
+    c.send(large);
+    for (int32_t id : {5, 6}) {
+        auto r = c.read();
+        ASSERT_TRUE(r.has_value());
+        EXPECT_EQ(r->header().responseTo, id);
+    }
+    auto echoed = c.read(200ms);
+    EXPECT_FALSE(echoed.has_value());  // nothing more
+}
+
 // Each malformed message closes its connection; another connection keeps working throughout.
 TEST_F(ServerTest, FramingErrorsCloseOnlyTheirConnection) {
     Client bystander(port());
