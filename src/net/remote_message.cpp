@@ -1,6 +1,7 @@
 #include "net/remote_message.h"
 
 #include <atomic>
+#include <optional>
 #include <string>
 
 #include "bson/bson_builder.h"
@@ -16,6 +17,16 @@ std::atomic<int32_t> gNextRequestId{1};
 int32_t nextRemoteRequestId() { return gNextRequestId.fetch_add(1, std::memory_order_relaxed); }
 
 wire::Message buildRemoteRequest(std::string_view db, bson::BsonView cmd, int32_t requestId) {
+    std::optional<bson::BsonElement> last;
+    int dbFields = 0;
+    for (const auto& e : cmd) {
+        last = e;
+        if (e.fieldName() == "$db") ++dbFields;
+    }
+    if (dbFields == 1 && last && last->fieldName() == "$db" &&
+        last->type() == bson::BsonType::String && last->stringValue() == db) {
+        return wire::buildOpMsg(requestId, 0, 0, cmd);
+    }
     bson::BsonBuilder b;
     for (const auto& e : cmd) {
         if (e.fieldName() != "$db") b.appendElement(e);
@@ -39,7 +50,9 @@ StatusWith<bson::BsonObj> replyBody(std::string_view host, wire::Message message
         return Status(ErrorCodes::ProtocolError,
                       "reply from " + std::string(host) + " has no body");
     }
-    return reply.body.copy();
+    // The body shares the message's buffer: no copy of what may be a large reply.
+    return bson::BsonObj::fromBuffer(
+        std::shared_ptr<const uint8_t[]>(reply.message.sharedBuffer(), reply.body.data()));
 }
 
 }  // namespace tessera::net

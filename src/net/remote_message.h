@@ -14,7 +14,8 @@ namespace tessera::net {
 // Process-wide request ids of outgoing commands.
 int32_t nextRemoteRequestId();
 
-// OP_MSG of `cmd` (any `$db` in it replaced by `db`).
+// OP_MSG of `cmd` (any `$db` in it replaced by `db`; used as it is when its last field is
+// already `$db: db`).
 wire::Message buildRemoteRequest(std::string_view db, bson::BsonView cmd, int32_t requestId);
 
 // The reply header must be an OP_MSG answering `requestId` (ProtocolError 17 otherwise).

@@ -28,17 +28,28 @@ struct WriteForward {
     bool ordered = true;
 };
 
-// The plan for `cmd` to `shard`, or nullopt when the shard's host is not cached.
+// The plan for `cmd` to `shard`, or nullopt when the shard's host is not cached. The command is
+// encoded once, as run() would send it: `cmd` (without the router-only fields of a client's
+// body when `clientBody`: reads::shardBody), the placement version (attachVersion), `$db`.
 std::optional<ForwardPlan> planFor(Router& router, const std::string& db,
                                    const CollectionRoutingInfo& info, const ShardId& shard,
-                                   bson::BsonView cmd, std::string* host) {
+                                   bson::BsonView cmd, bool clientBody, std::string* host) {
     std::optional<std::string> cached = router.shards().cachedHostOf(shard);
     if (!cached) return std::nullopt;
     *host = *cached;
+    bson::BsonBuilder b;
+    for (bson::BsonElement e : cmd) {
+        std::string_view name = e.fieldName();
+        if (name == "shardVersion" || name == "databaseVersion" || name == "$db") continue;
+        if (clientBody && reads::isRouterOnlyField(name)) continue;
+        b.appendElement(e);
+    }
+    appendPlacementVersion(b, info, shard);
+    b.append("$db", db);
     ForwardPlan plan;
     plan.host = *cached;
     plan.db = db;
-    plan.cmd = attachVersion(cmd, info, shard);
+    plan.cmd = b.obj();
     return plan;
 }
 
@@ -83,8 +94,7 @@ std::optional<ForwardPlan> planFindForward(command::OperationContext& opCtx,
         shard = t.getValue().shards.front();
     }
     auto state = std::make_shared<FindForward>();
-    auto plan =
-        planFor(router, request.db, *info, shard, reads::shardBody(request.body, {}), &state->host);
+    auto plan = planFor(router, request.db, *info, shard, request.body, true, &state->host);
     if (!plan) return std::nullopt;
     state->shard = shard;
     state->ns = std::move(ns);
@@ -141,7 +151,7 @@ std::optional<ForwardPlan> planWriteForward(command::OperationContext& opCtx,
     auto state = std::make_shared<WriteForward>();
     bson::BsonObj cmd =
         buildSubCommand(request.body, writeStatementsField(kind), {stmt}, ordered.getValue(), true);
-    auto plan = planFor(router, request.db, *info, shard, cmd, &state->host);
+    auto plan = planFor(router, request.db, *info, shard, cmd, false, &state->host);
     if (!plan) return std::nullopt;
     state->shard = shard;
     state->kind = kind;

@@ -163,14 +163,19 @@ BsonObj attachVersion(BsonView cmd, const CollectionRoutingInfo& info, const Sha
         if (name == "shardVersion" || name == "databaseVersion") continue;
         b.appendElement(e);
     }
-    if (isUnversionedDb(info.db.name)) return b.obj();
+    appendPlacementVersion(b, info, shard);
+    return b.obj();
+}
+
+void appendPlacementVersion(BsonBuilder& b, const CollectionRoutingInfo& info,
+                            const ShardId& shard) {
+    if (isUnversionedDb(info.db.name)) return;
     if (info.isSharded()) {
         info.table->shardVersion(shard).appendToBson(b, "shardVersion");
     } else {
         placement::ChunkVersion::unsharded().appendToBson(b, "shardVersion");
         info.db.version.appendToBson(b, "databaseVersion");
     }
-    return b.obj();
 }
 
 std::vector<ShardResponse> sendToShards(Router& router, std::string_view db,

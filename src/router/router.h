@@ -86,6 +86,9 @@ struct ShardResponse {
 // Existing shardVersion/databaseVersion fields of `cmd` are replaced.
 bson::BsonObj attachVersion(bson::BsonView cmd, const CollectionRoutingInfo& info,
                             const ShardId& shard);
+// The version fields attachVersion appends (nothing for admin/config/local).
+void appendPlacementVersion(bson::BsonBuilder& b, const CollectionRoutingInfo& info,
+                            const ShardId& shard);
 
 // Sends the requests concurrently (RemoteClient::runCommands) on `db`. Never fails as a whole:
 // each response carries its own status.

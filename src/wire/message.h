@@ -80,6 +80,9 @@ class Message {
     size_t size() const { return _size; }
     std::string_view bytes() const { return {reinterpret_cast<const char*>(data()), _size}; }
 
+    // The buffer, shared (for results that keep pointing into the message, e.g. a document).
+    std::shared_ptr<const uint8_t[]> sharedBuffer() const { return _buf; }
+
     // The decoded header; requires size() >= kHeaderSize.
     MsgHeader header() const;
     OpCode opCode() const { return static_cast<OpCode>(header().opCode); }
