@@ -60,25 +60,17 @@ void disarm(asio::steady_timer& timer, AsyncRemoteClient::Connection& conn) {
 }  // namespace
 
 AsyncRemoteClient::AsyncRemoteClient(asio::io_context& context, RemoteClientOptions options)
-    : _context(context), _options(options) {}
+    : _context(context), _options(options), _idle(options.maxIdlePerHost) {}
 
 AsyncRemoteClient::~AsyncRemoteClient() = default;
 
 std::shared_ptr<AsyncRemoteClient::Connection> AsyncRemoteClient::takeIdle(std::string_view host) {
-    std::lock_guard lock(_mutex);
-    auto it = _idle.find(host);
-    while (it != _idle.end() && !it->second.empty()) {
-        auto conn = std::move(it->second.back());
-        it->second.pop_back();
-        if (!conn->closedByRemote()) return conn;
-    }
-    return nullptr;
+    return _idle.take(host, [](Connection& c) { return !c.closedByRemote(); });
 }
 
 void AsyncRemoteClient::release(std::shared_ptr<Connection> conn) {
-    std::lock_guard lock(_mutex);
-    auto& idle = _idle[conn->host];
-    if (idle.size() < _options.maxIdlePerHost) idle.push_back(std::move(conn));
+    const std::string host = conn->host;
+    _idle.put(host, std::move(conn));
 }
 
 asio::awaitable<StatusWith<std::shared_ptr<AsyncRemoteClient::Connection>>>

@@ -1,9 +1,7 @@
 #pragma once
 
 #include <chrono>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,6 +9,7 @@
 #include "base/status.h"
 #include "bson/bson_obj.h"
 #include "net/asio_config.h"
+#include "net/idle_pool.h"
 #include "net/remote_client.h"
 
 namespace tessera::net {
@@ -44,8 +43,7 @@ class AsyncRemoteClient {
 
     asio::io_context& _context;
     RemoteClientOptions _options;
-    std::mutex _mutex;
-    std::map<std::string, std::vector<std::shared_ptr<Connection>>, std::less<>> _idle;
+    IdlePool<std::shared_ptr<Connection>> _idle;
 };
 
 }  // namespace tessera::net

@@ -178,35 +178,24 @@ StatusWith<int> connectTo(std::string_view hostAndPort, std::chrono::millisecond
 
 }  // namespace
 
-RemoteClient::RemoteClient(RemoteClientOptions options) : _options(options) {}
+RemoteClient::RemoteClient(RemoteClientOptions options)
+    : _options(options), _idle(options.maxIdlePerHost) {}
 RemoteClient::~RemoteClient() = default;
 
 StatusWith<std::unique_ptr<RemoteClient::Connection>> RemoteClient::acquire(std::string_view host) {
-    {
-        std::lock_guard lock(_mutex);
-        auto it = _idle.find(host);
-        while (it != _idle.end() && !it->second.empty()) {
-            auto conn = std::move(it->second.back());
-            it->second.pop_back();
-            if (!conn->closedByRemote()) return conn;
-        }
+    if (auto conn = _idle.take(host, [](Connection& c) { return !c.closedByRemote(); })) {
+        return conn;
     }
     ASSIGN_OR_RETURN(int fd, connectTo(host, _options.connectTimeout));
     return std::make_unique<Connection>(std::string(host), fd);
 }
 
 void RemoteClient::release(std::unique_ptr<Connection> conn) {
-    std::lock_guard lock(_mutex);
-    auto& idle = _idle[conn->host()];
-    if (idle.size() < _options.maxIdlePerHost) idle.push_back(std::move(conn));
+    const std::string host = conn->host();
+    _idle.put(host, std::move(conn));
 }
 
-void RemoteClient::dropConnections(std::string_view host) {
-    std::vector<std::unique_ptr<Connection>> dropped;
-    std::lock_guard lock(_mutex);
-    auto it = _idle.find(host);
-    if (it != _idle.end()) dropped.swap(it->second);
-}
+void RemoteClient::dropConnections(std::string_view host) { _idle.drop(host); }
 
 StatusWith<bson::BsonObj> RemoteClient::runCommand(std::string_view host, std::string_view db,
                                                    bson::BsonView cmd,

@@ -2,15 +2,14 @@
 
 #include <chrono>
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/status.h"
 #include "bson/bson_obj.h"
+#include "net/idle_pool.h"
 
 namespace tessera::net {
 
@@ -64,8 +63,7 @@ class RemoteClient {
     void release(std::unique_ptr<Connection> conn);
 
     RemoteClientOptions _options;
-    std::mutex _mutex;
-    std::map<std::string, std::vector<std::unique_ptr<Connection>>, std::less<>> _idle;
+    IdlePool<std::unique_ptr<Connection>> _idle;
 };
 
 // The Status of a reply document: OK for `ok: 1`, else the reply's code (UnknownError when it
