@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/failpoint.h"
 #include "command/crud_test_util.h"
 #include "command/service_entry_point.h"
 #include "shard/ownership_filter.h"
@@ -175,6 +176,39 @@ TEST_F(RetryableWriteTest, RetriedInsertAppliesOnce) {
     service.hooks = state.get();
     runEntry(inc);
     EXPECT_EQ(count(R"({"count": "r", "query": {"x": 1}})"), 1);
+}
+
+// The process dies after a single-statement retryable write committed but before its reply was
+// persisted: the write's own batch recorded that the txnNumber ran, so the retry after the
+// restart is answered without applying the write again.
+TEST_F(RetryableWriteTest, RetryAfterACrashBeforeTheReplyWasPersistedAppliesOnce) {
+    runEntry(R"({"insert": "c", "documents": [{"_id": 1, "x": 0}]})");
+    std::string inc = std::string(R"({"update": "c", "updates": [{"q": {"_id": 1},
+        "u": {"$inc": {"x": 1}}}], )") +
+                      kLsid + R"(, "txnNumber": {"$numberLong": "7"}})";
+    FailPoint* skip = FailPointRegistry::global().find("shardSkipPersistingRetryableWriteReply");
+    ASSERT_NE(skip, nullptr);
+    skip->configure(FailPoint::Mode::kAlwaysOn, 0, "");
+    bson::BsonObj first = runEntry(inc);
+    skip->configure(FailPoint::Mode::kOff, 0, "");
+    EXPECT_EQ(first["nModified"].numberLong(), 1) << first.toJson();
+
+    // Restart: only what is durable survives (the in-memory table is rebuilt at startup).
+    service.hooks = nullptr;
+    state = std::make_unique<ShardingState>(service, "");
+    ASSERT_TRUE(state->startup().isOK());
+    service.hooks = state.get();
+    bson::BsonObj retried = runEntry(inc);
+    EXPECT_EQ(retried["ok"].numberLong(), 1) << retried.toJson();
+    EXPECT_EQ(retried["n"].numberLong(), 1) << retried.toJson();
+    EXPECT_EQ(retried["nModified"].numberLong(), 1) << retried.toJson();
+    EXPECT_EQ(count(R"({"count": "c", "query": {"x": 1}})"), 1);
+
+    // A statement that wrote nothing records nothing: its retry runs again.
+    std::string miss = std::string(R"({"update": "c", "updates": [{"q": {"_id": 99},
+        "u": {"$inc": {"x": 1}}}], )") +
+                       kLsid + R"(, "txnNumber": {"$numberLong": "8"}})";
+    EXPECT_EQ(runEntry(miss)["n"].numberLong(), 0);
 }
 
 TEST_F(RetryableWriteTest, WithoutIdentityVersionsAreIgnored) {

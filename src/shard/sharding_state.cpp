@@ -2,13 +2,17 @@
 
 #include <vector>
 
+#include "base/failpoint.h"
 #include "base/log.h"
 #include "base/wall_clock.h"
+#include "bson/validate.h"
 #include "cluster/catalog_cache.h"
 #include "command/service_entry_point.h"
+#include "command/write_ops_util.h"
 #include "net/remote_client.h"
 #include "placement/stale_info.h"
 #include "shard/direct_client.h"
+#include "storage/collection_writer.h"
 #include "storage/engine.h"
 #include "storage/read_snapshot.h"
 
@@ -24,6 +28,10 @@ struct Frame {
     std::shared_ptr<ShardMetadata> metadata;
     std::vector<std::string> admittedKeys;
     bool retryableWrite = false;
+    // A single-statement retryable write: its document write also records that the txnNumber
+    // ran (kTxnSideRecordPrefix), atomically, so a crash before its reply is persisted cannot
+    // make a retry apply it again.
+    std::unique_ptr<storage::SideRecordScope> sideRecord;
 };
 thread_local std::vector<Frame> tFrames;
 
@@ -38,6 +46,38 @@ bool isRetryableWriteCommand(std::string_view name) {
     return name == "insert" || name == "update" || name == "delete" || name == "findAndModify" ||
            name == "findandmodify";
 }
+
+// The side records of single-statement retryable writes: key prefix + lsid bytes, value
+// {txnNum, cmd}.
+constexpr std::string_view kTxnSideRecordPrefix = "txn:";
+
+// insert/update/delete with exactly one statement (findAndModify's reply holds a document that a
+// side record cannot reconstruct: it keeps the record-after-write behaviour).
+bool isSingleStatementWrite(const CommandRequest& request) {
+    std::string_view name = request.commandName;
+    std::string_view field = name == "insert"   ? "documents"
+                             : name == "update" ? "updates"
+                             : name == "delete" ? "deletes"
+                                                : "";
+    if (field.empty()) return false;
+    auto statements = command::writeStatements(request, field);
+    return statements.isOK() && statements.getValue().size() == 1;
+}
+
+// The reply of a single-statement write known only from its side record (it was applied, the
+// process died before persisting the reply): one document inserted, updated or deleted. An
+// upsert is reported as an update of one document.
+bson::BsonObj replyFromSideRecord(std::string_view cmd) {
+    bson::BsonBuilder b;
+    b.appendInt32("n", 1);
+    if (cmd == "update") b.appendInt32("nModified", 1);
+    b.appendDouble("ok", 1.0);
+    return b.obj();
+}
+
+// Test only: the reply of a retryable write is not persisted, as if the process died right after
+// the write.
+TESSERA_FAIL_POINT_DEFINE(shardSkipPersistingRetryableWriteReply);
 
 // Databases whose collections are never sharded (and never filtered or version-checked).
 bool isLocalOnlyDb(std::string_view db) { return db == "admin" || db == "config" || db == "local"; }
@@ -113,6 +153,20 @@ Status ShardingState::startup() {
                       "{\"key\":\"" + log::jsonEscape(key.stringValue()) +
                           "\",\"ok\":" + (entered.isOK() ? "true" : "false") + "}");
         }
+    }
+    // Single-statement writes that ran without their reply being persisted (a crash between the
+    // two) first; the full replies of config.transactions then replace them for the same
+    // txnNumber.
+    for (const auto& [key, value] : engine.sideRecords(kTxnSideRecordPrefix)) {
+        if (value.size() < 5) continue;
+        const auto* bytes = reinterpret_cast<const uint8_t*>(value.data());
+        if (!bson::validateBson(bytes, value.size()).isOK()) continue;
+        bson::BsonView v(value.data());
+        bson::BsonElement txn = v["txnNum"];
+        bson::BsonElement cmd = v["cmd"];
+        if (!txn.isNumber() || cmd.type() != bson::BsonType::String) continue;
+        _transactions.restore(key.substr(kTxnSideRecordPrefix.size()), txn.numberLong(),
+                              replyFromSideRecord(cmd.stringValue()));
     }
     if (storage::CollectionPtr coll = engine.getCollection("config.transactions")) {
         auto cursor = snapshot->scan(*coll);
@@ -218,6 +272,7 @@ Status ShardingState::setShardIdentity(const std::string& shardName, const std::
 
 Status ShardingState::persistTransaction(const std::string& lsid, int64_t txnNumber,
                                          const bson::BsonObj& reply) {
+    if (shardSkipPersistingRetryableWriteReply.shouldFail()) return Status::OK();
     // Only ever moves forward: the filter on txnNum makes an older record's upsert collide on
     // _id (DuplicateKey, ignored) instead of overwriting a newer one.
     bson::BsonBuilder id;
@@ -296,7 +351,7 @@ Status ShardingState::beforeCommand(OperationContext& opCtx, const CommandReques
 }
 
 std::optional<bson::BsonObj> ShardingState::replayedReply(OperationContext& opCtx,
-                                                          const CommandRequest&,
+                                                          const CommandRequest& request,
                                                           const command::Command& command) {
     if (tFrames.empty()) return std::nullopt;
     if (!opCtx.lsid || !opCtx.txnNumber || !isRetryableWriteCommand(command.name())) {
@@ -306,7 +361,16 @@ std::optional<bson::BsonObj> ShardingState::replayedReply(OperationContext& opCt
         opCtx.deadline.value_or(std::chrono::steady_clock::now() + std::chrono::seconds(60));
     auto started = _transactions.begin(*opCtx.lsid, *opCtx.txnNumber, deadline);
     if (started.isOK() && !started.getValue()) {
-        tFrames.back().retryableWrite = true;
+        Frame& frame = tFrames.back();
+        frame.retryableWrite = true;
+        if (isSingleStatementWrite(request)) {
+            bson::BsonBuilder value;
+            value.appendInt64("txnNum", *opCtx.txnNumber).append("cmd", request.commandName);
+            bson::BsonObj v = value.obj();
+            frame.sideRecord = std::make_unique<storage::SideRecordScope>(
+                std::string(kTxnSideRecordPrefix) + *opCtx.lsid,
+                std::string(reinterpret_cast<const char*>(v.data()), v.size()));
+        }
         return std::nullopt;  // execute; afterCommand records the reply
     }
     Frame frame = std::move(tFrames.back());

@@ -15,6 +15,26 @@ struct WriteOptions {
     bool sync = false;  // j:true — fsync the WAL before acknowledging
 };
 
+// A key/value that every document write of this thread makes in the same atomic batch while the
+// scope lives (the shard's retryable-write record: a write and the proof that it ran become
+// durable together or not at all). Read back with Engine::sideRecords. Scopes do not nest.
+class SideRecordScope {
+  public:
+    SideRecordScope(std::string key, std::string value);
+    ~SideRecordScope();
+    SideRecordScope(const SideRecordScope&) = delete;
+    SideRecordScope& operator=(const SideRecordScope&) = delete;
+
+    // The record of this thread's active scope, or null (for the writer).
+    static const SideRecordScope* active();
+    const std::string& key() const { return _key; }
+    const std::string& value() const { return _value; }
+
+  private:
+    std::string _key;
+    std::string _value;
+};
+
 // Exclusive writer for one collection (holds its write lock while alive). Each mutating call is
 // one atomic RocksDB write: the document version, every index entry and the collection's counts
 // change together, stamped with one HLC commit timestamp. Reads through the writer see the

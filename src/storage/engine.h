@@ -110,6 +110,10 @@ class Engine {
     // Timestamp of the latest committed write (for operationTime).
     virtual Timestamp lastCommitTimestamp() const = 0;
     // Forces a garbage-collection pass of versions older than the history window (tests).
+    // The side records (SideRecordScope) whose key starts with `prefix`, in key order.
+    virtual std::vector<std::pair<std::string, std::string>> sideRecords(
+        std::string_view prefix) const = 0;
+
     virtual Status collectGarbageForTest() = 0;
     // Number of stored versions (tombstones included) of the collection's records, or of its
     // secondary index entries when `indexes` (tests of garbage collection).

@@ -82,6 +82,8 @@ inline constexpr std::string_view kFormatKey = "m:format";
 // "m:rewrite:" id(8): a collection rewrite (Engine::clusterCollection) writing under that id has
 // not swapped yet; open range-deletes the id's partial data (a crash mid-rewrite).
 inline constexpr std::string_view kRewritePrefix = "m:rewrite:";
+// "x:" key: a side record (SideRecordScope), written with the document write it accompanies.
+inline constexpr std::string_view kSideRecordPrefix = "x:";
 inline std::string rewriteMarkerKey(uint64_t id) {
     std::string k(kRewritePrefix);
     appendBigEndian64(k, id);

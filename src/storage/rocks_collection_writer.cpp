@@ -34,7 +34,19 @@ void appendIndexUserKey(std::string& out, uint64_t collId, const IndexSpec& inde
     if (!index.unique) out.append(recordKey);
 }
 
+thread_local const SideRecordScope* tSideRecord = nullptr;
+
 }  // namespace
+
+SideRecordScope::SideRecordScope(std::string key, std::string value)
+    : _key(std::move(key)), _value(std::move(value)) {
+    invariant(tSideRecord == nullptr);
+    tSideRecord = this;
+}
+
+SideRecordScope::~SideRecordScope() { tSideRecord = nullptr; }
+
+const SideRecordScope* SideRecordScope::active() { return tSideRecord; }
 
 RocksCollectionWriter::RocksCollectionWriter(RocksEngine* engine, CollectionPtr coll,
                                              std::shared_ptr<CollectionState> state,
@@ -181,6 +193,11 @@ StatusWith<Timestamp> RocksCollectionWriter::commit(std::string_view movedFrom,
                 rocksdb::Slice(reinterpret_cast<const char*>(entry.data()), entry.size()));
         }
         _engine->putCounts(&_batch, _coll->id, newCount, newSize, ts);
+        if (const SideRecordScope* side = SideRecordScope::active(); side && s.ok()) {
+            std::string key(keys::kSideRecordPrefix);
+            key.append(side->key());
+            s = _batch.Put(_engine->catalogCf(), key, side->value());
+        }
         if (s.ok()) {
             rocksdb::WriteOptions wo;
             wo.sync = opts.sync;

@@ -763,6 +763,21 @@ Status RocksEngine::collectGarbageForTest() {
     return Status::OK();
 }
 
+std::vector<std::pair<std::string, std::string>> RocksEngine::sideRecords(
+    std::string_view prefix) const {
+    std::string start(keys::kSideRecordPrefix);
+    start.append(prefix);
+    rocksdb::ReadOptions ro;
+    ro.total_order_seek = true;
+    std::unique_ptr<rocksdb::Iterator> it(_db->NewIterator(ro, _catalog));
+    std::vector<std::pair<std::string, std::string>> out;
+    for (it->Seek(start); it->Valid() && it->key().starts_with(start); it->Next()) {
+        out.emplace_back(it->key().ToString().substr(keys::kSideRecordPrefix.size()),
+                         it->value().ToString());
+    }
+    return out;
+}
+
 size_t RocksEngine::countVersionsForTest(const CollectionInfo& coll, bool indexes) {
     rocksdb::ReadOptions ro;
     ro.total_order_seek = true;

@@ -267,5 +267,32 @@ TEST_F(WriterTest, TimestampsSurviveRestartEvenIfTheClockGoesBack) {
     engine.reset();
 }
 
+// A side record is written in the same batch as the document write of its scope: present when
+// the write committed (also after a reopen), absent when the write failed or came after the
+// scope ended.
+TEST_F(WriterTest, SideRecordIsWrittenExactlyWithTheScopedWrites) {
+    create("db.c");
+    insert("db.c", R"({"_id": 1})");
+    {
+        SideRecordScope scope("txn:a", "first");
+        auto w = writerFor("db.c");
+        ASSERT_EQ(w->insert(J(R"({"_id": 1})"), {}).getStatus().code(), 11000);  // nothing written
+        EXPECT_TRUE(engine->sideRecords("txn:").empty());
+        ASSERT_TRUE(w->insert(J(R"({"_id": 2})"), {}).isOK());
+    }
+    insert("db.c", R"({"_id": 3})");  // no scope: no record
+    {
+        SideRecordScope scope("txn:b", "second");
+        auto w = writerFor("db.c");
+        ASSERT_TRUE(w->remove(idKey("3"), {}).isOK());
+    }
+    reopen();
+    auto records = engine->sideRecords("txn:");
+    ASSERT_EQ(records.size(), 2u);
+    EXPECT_EQ(records[0], (std::pair<std::string, std::string>("txn:a", "first")));
+    EXPECT_EQ(records[1], (std::pair<std::string, std::string>("txn:b", "second")));
+    EXPECT_TRUE(engine->sideRecords("other:").empty());
+}
+
 }  // namespace
 }  // namespace tessera::storage
