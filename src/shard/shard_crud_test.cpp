@@ -204,10 +204,28 @@ TEST_F(RetryableWriteTest, RetryAfterACrashBeforeTheReplyWasPersistedAppliesOnce
     EXPECT_EQ(retried["nModified"].numberLong(), 1) << retried.toJson();
     EXPECT_EQ(count(R"({"count": "c", "query": {"x": 1}})"), 1);
 
+    // An upsert's retry after a restart reports the upsert, with its _id.
+    std::string upsert = std::string(R"({"update": "c", "updates": [{"q": {"_id": 5},
+        "u": {"$set": {"x": 5}}, "upsert": true}], )") +
+                         kLsid + R"(, "txnNumber": {"$numberLong": "8"}})";
+    bson::BsonObj upserted = runEntry(upsert);
+    EXPECT_EQ(upserted["upserted"].toString(false), R"([ { "index" : 0, "_id" : 5 } ])")
+        << upserted.toJson();
+    service.hooks = nullptr;
+    state = std::make_unique<ShardingState>(service, "");
+    ASSERT_TRUE(state->startup().isOK());
+    service.hooks = state.get();
+    bson::BsonObj replayed = runEntry(upsert);
+    EXPECT_EQ(replayed["n"].numberLong(), 1) << replayed.toJson();
+    EXPECT_EQ(replayed["nModified"].numberLong(), 0) << replayed.toJson();
+    EXPECT_EQ(replayed["upserted"].toString(false), R"([ { "index" : 0, "_id" : 5 } ])")
+        << replayed.toJson();
+    EXPECT_EQ(count(R"({"count": "c", "query": {"_id": 5}})"), 1);
+
     // A statement that wrote nothing records nothing: its retry runs again.
     std::string miss = std::string(R"({"update": "c", "updates": [{"q": {"_id": 99},
         "u": {"$inc": {"x": 1}}}], )") +
-                       kLsid + R"(, "txnNumber": {"$numberLong": "8"}})";
+                       kLsid + R"(, "txnNumber": {"$numberLong": "9"}})";
     EXPECT_EQ(runEntry(miss)["n"].numberLong(), 0);
 }
 

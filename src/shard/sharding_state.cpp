@@ -47,12 +47,13 @@ bool isRetryableWriteCommand(std::string_view name) {
            name == "findandmodify";
 }
 
-// The side records of single-statement retryable writes: key prefix + lsid bytes, value
-// {txnNum, cmd}.
+// The records of single-statement retryable writes: storage side records keyed by this prefix +
+// lsid bytes, value {txnNum, reply}, written in the statement's own write batch.
 constexpr std::string_view kTxnSideRecordPrefix = "txn:";
 
-// insert/update/delete with exactly one statement (findAndModify's reply holds a document that a
-// side record cannot reconstruct: it keeps the record-after-write behaviour).
+// insert/update/delete with exactly one statement. Its reply follows from the one document
+// write it makes, so the side record holds the whole reply (findAndModify's holds a document:
+// it keeps the config.transactions record).
 bool isSingleStatementWrite(const CommandRequest& request) {
     std::string_view name = request.commandName;
     std::string_view field = name == "insert"   ? "documents"
@@ -64,15 +65,28 @@ bool isSingleStatementWrite(const CommandRequest& request) {
     return statements.isOK() && statements.getValue().size() == 1;
 }
 
-// The reply of a single-statement write known only from its side record (it was applied, the
-// process died before persisting the reply): one document inserted, updated or deleted. An
-// upsert is reported as an update of one document.
-bson::BsonObj replyFromSideRecord(std::string_view cmd) {
+// The side record of a single-statement write that wrote `doc` with `op`: {txnNum, reply} with
+// the reply the command gives for it (an update that inserts is an upsert). A statement that
+// writes nothing (no match, no change, an error) writes no record: retried, it does the same.
+std::string singleWriteRecord(int64_t txnNumber, std::string_view cmd,
+                              storage::SideRecordScope::Op op, bson::BsonView doc) {
+    using Op = storage::SideRecordScope::Op;
     bson::BsonBuilder b;
+    b.appendInt64("txnNum", txnNumber);
+    b.startObject("reply");
     b.appendInt32("n", 1);
-    if (cmd == "update") b.appendInt32("nModified", 1);
+    if (cmd == "update") {
+        b.appendInt32("nModified", op == Op::kUpdate ? 1 : 0);
+        if (op == Op::kInsert) {
+            b.startArray("upserted").startObject("0").appendInt32("index", 0);
+            b.appendElementAs(doc["_id"], "_id");
+            b.end().end();
+        }
+    }
     b.appendDouble("ok", 1.0);
-    return b.obj();
+    b.end();
+    bson::BsonObj record = b.obj();
+    return std::string(reinterpret_cast<const char*>(record.data()), record.size());
 }
 
 // Test only: the reply of a retryable write is not persisted, as if the process died right after
@@ -154,19 +168,18 @@ Status ShardingState::startup() {
                           "\",\"ok\":" + (entered.isOK() ? "true" : "false") + "}");
         }
     }
-    // Single-statement writes that ran without their reply being persisted (a crash between the
-    // two) first; the full replies of config.transactions then replace them for the same
-    // txnNumber.
+    // The records of single-statement writes (side records), then config.transactions (the
+    // newest txnNumber of a session wins).
     for (const auto& [key, value] : engine.sideRecords(kTxnSideRecordPrefix)) {
         if (value.size() < 5) continue;
         const auto* bytes = reinterpret_cast<const uint8_t*>(value.data());
         if (!bson::validateBson(bytes, value.size()).isOK()) continue;
         bson::BsonView v(value.data());
         bson::BsonElement txn = v["txnNum"];
-        bson::BsonElement cmd = v["cmd"];
-        if (!txn.isNumber() || cmd.type() != bson::BsonType::String) continue;
+        bson::BsonElement reply = v["reply"];
+        if (!txn.isNumber() || !reply.isObject()) continue;
         _transactions.restore(key.substr(kTxnSideRecordPrefix.size()), txn.numberLong(),
-                              replyFromSideRecord(cmd.stringValue()));
+                              reply.objValue().copy());
     }
     if (storage::CollectionPtr coll = engine.getCollection("config.transactions")) {
         auto cursor = snapshot->scan(*coll);
@@ -364,12 +377,12 @@ std::optional<bson::BsonObj> ShardingState::replayedReply(OperationContext& opCt
         Frame& frame = tFrames.back();
         frame.retryableWrite = true;
         if (isSingleStatementWrite(request)) {
-            bson::BsonBuilder value;
-            value.appendInt64("txnNum", *opCtx.txnNumber).append("cmd", request.commandName);
-            bson::BsonObj v = value.obj();
             frame.sideRecord = std::make_unique<storage::SideRecordScope>(
                 std::string(kTxnSideRecordPrefix) + *opCtx.lsid,
-                std::string(reinterpret_cast<const char*>(v.data()), v.size()));
+                [txn = *opCtx.txnNumber, cmd = std::string(request.commandName)](
+                    storage::SideRecordScope::Op op, bson::BsonView doc) {
+                    return singleWriteRecord(txn, cmd, op, doc);
+                });
         }
         return std::nullopt;  // execute; afterCommand records the reply
     }
@@ -388,8 +401,10 @@ void ShardingState::afterCommand(OperationContext& opCtx, const CommandRequest&,
     tFrames.pop_back();
     if (frame.metadata) releaseFrame(frame);
     if (frame.retryableWrite) {
-        // A command-level error wrote nothing: forget the attempt so that a retry executes.
-        _transactions.finish(*opCtx.lsid, *opCtx.txnNumber, status.isOK() ? &reply : nullptr);
+        // A command-level error wrote nothing: forget the attempt so that a retry executes. A
+        // single statement's record is already durable with its write (or it wrote nothing).
+        _transactions.finish(*opCtx.lsid, *opCtx.txnNumber, status.isOK() ? &reply : nullptr,
+                             /*persist=*/!frame.sideRecord);
     }
 }
 

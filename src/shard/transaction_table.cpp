@@ -64,7 +64,7 @@ StatusWith<std::optional<bson::BsonObj>> TransactionTable::begin(const std::stri
 }
 
 void TransactionTable::finish(const std::string& lsid, int64_t txnNumber,
-                              const bson::BsonObj* reply) {
+                              const bson::BsonObj* reply, bool persist) {
     Persister persister;
     {
         std::lock_guard lk(_mutex);
@@ -77,7 +77,7 @@ void TransactionTable::finish(const std::string& lsid, int64_t txnNumber,
             s.reply = *reply;
             s.lastExecutedTxn = txnNumber;
             s.lastReply = *reply;
-            persister = _persister;
+            if (persist) persister = _persister;
         } else if (s.lastExecutedTxn >= 0) {
             // Back to the last executed write: its replay stays available; the failed attempt
             // may be retried with the same txnNumber (it is newer).

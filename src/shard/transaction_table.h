@@ -40,7 +40,10 @@ class TransactionTable {
     // Ends the execution begun by begin(): with a reply, records it (and persists it); without
     // (the command failed as a whole, nothing was written), forgets the attempt so that a retry
     // executes again.
-    void finish(const std::string& lsid, int64_t txnNumber, const bson::BsonObj* reply);
+    // `persist`: hand the reply to the persister (false when the caller made the record durable
+    // otherwise).
+    void finish(const std::string& lsid, int64_t txnNumber, const bson::BsonObj* reply,
+                bool persist = true);
 
     size_t size() const;
 

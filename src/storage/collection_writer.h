@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -17,10 +18,15 @@ struct WriteOptions {
 
 // A key/value that every document write of this thread makes in the same atomic batch while the
 // scope lives (the shard's retryable-write record: a write and the proof that it ran become
-// durable together or not at all). Read back with Engine::sideRecords. Scopes do not nest.
+// durable together or not at all). The value is computed per write from what the write did.
+// Read back with Engine::sideRecords. Scopes do not nest.
 class SideRecordScope {
   public:
-    SideRecordScope(std::string key, std::string value);
+    enum class Op { kInsert, kUpdate, kRemove };
+    // `doc`: the document written (the new version; empty for kRemove).
+    using ValueFn = std::function<std::string(Op op, bson::BsonView doc)>;
+
+    SideRecordScope(std::string key, ValueFn value);
     ~SideRecordScope();
     SideRecordScope(const SideRecordScope&) = delete;
     SideRecordScope& operator=(const SideRecordScope&) = delete;
@@ -28,11 +34,11 @@ class SideRecordScope {
     // The record of this thread's active scope, or null (for the writer).
     static const SideRecordScope* active();
     const std::string& key() const { return _key; }
-    const std::string& value() const { return _value; }
+    std::string value(Op op, bson::BsonView doc) const { return _value(op, doc); }
 
   private:
     std::string _key;
-    std::string _value;
+    ValueFn _value;
 };
 
 // Exclusive writer for one collection (holds its write lock while alive). Each mutating call is

@@ -38,7 +38,7 @@ thread_local const SideRecordScope* tSideRecord = nullptr;
 
 }  // namespace
 
-SideRecordScope::SideRecordScope(std::string key, std::string value)
+SideRecordScope::SideRecordScope(std::string key, ValueFn value)
     : _key(std::move(key)), _value(std::move(value)) {
     invariant(tSideRecord == nullptr);
     tSideRecord = this;
@@ -196,7 +196,11 @@ StatusWith<Timestamp> RocksCollectionWriter::commit(std::string_view movedFrom,
         if (const SideRecordScope* side = SideRecordScope::active(); side && s.ok()) {
             std::string key(keys::kSideRecordPrefix);
             key.append(side->key());
-            s = _batch.Put(_engine->catalogCf(), key, side->value());
+            SideRecordScope::Op op = countDelta > 0   ? SideRecordScope::Op::kInsert
+                                     : countDelta < 0 ? SideRecordScope::Op::kRemove
+                                                      : SideRecordScope::Op::kUpdate;
+            s = _batch.Put(_engine->catalogCf(), key,
+                           side->value(op, doc ? *doc : bson::BsonView()));
         }
         if (s.ok()) {
             rocksdb::WriteOptions wo;

@@ -274,7 +274,10 @@ TEST_F(WriterTest, SideRecordIsWrittenExactlyWithTheScopedWrites) {
     create("db.c");
     insert("db.c", R"({"_id": 1})");
     {
-        SideRecordScope scope("txn:a", "first");
+        SideRecordScope scope("txn:a", [](SideRecordScope::Op op, bson::BsonView doc) {
+            return std::string(op == SideRecordScope::Op::kInsert ? "insert " : "other ") +
+                   doc["_id"].toString(false);
+        });
         auto w = writerFor("db.c");
         ASSERT_EQ(w->insert(J(R"({"_id": 1})"), {}).getStatus().code(), 11000);  // nothing written
         EXPECT_TRUE(engine->sideRecords("txn:").empty());
@@ -282,15 +285,18 @@ TEST_F(WriterTest, SideRecordIsWrittenExactlyWithTheScopedWrites) {
     }
     insert("db.c", R"({"_id": 3})");  // no scope: no record
     {
-        SideRecordScope scope("txn:b", "second");
+        SideRecordScope scope("txn:b", [](SideRecordScope::Op op, bson::BsonView doc) {
+            return std::string(op == SideRecordScope::Op::kRemove ? "remove" : "other") +
+                   (doc.isEmpty() ? "" : " with a document");
+        });
         auto w = writerFor("db.c");
         ASSERT_TRUE(w->remove(idKey("3"), {}).isOK());
     }
     reopen();
     auto records = engine->sideRecords("txn:");
     ASSERT_EQ(records.size(), 2u);
-    EXPECT_EQ(records[0], (std::pair<std::string, std::string>("txn:a", "first")));
-    EXPECT_EQ(records[1], (std::pair<std::string, std::string>("txn:b", "second")));
+    EXPECT_EQ(records[0], (std::pair<std::string, std::string>("txn:a", "insert 2")));
+    EXPECT_EQ(records[1], (std::pair<std::string, std::string>("txn:b", "remove")));
     EXPECT_TRUE(engine->sideRecords("other:").empty());
 }
 
