@@ -352,7 +352,8 @@ TEST_F(ServerTest, MessagesAreFramedWhateverTheReadBoundaries) {
         ASSERT_TRUE(reply.has_value());
         EXPECT_EQ(reply->header().responseTo, id);
     }
-    std::string split(wire::buildOpMsg(4, 0, 0, fromJson(R"({"ping": 1, "$db": "admin"})")).bytes());
+    std::string split(
+        wire::buildOpMsg(4, 0, 0, fromJson(R"({"ping": 1, "$db": "admin"})")).bytes());
     for (size_t i = 0; i < split.size(); i += 7) {
         c.send(std::string_view(split).substr(i, 7));
         std::this_thread::sleep_for(1ms);  // separate segments, to exercise partial reads
