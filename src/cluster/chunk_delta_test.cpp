@@ -8,12 +8,11 @@
 #include <mutex>
 #include <optional>
 #include <random>
-#include <thread>
 #include <vector>
 
 #include "bson/bson_builder.h"
 #include "cluster/catalog_cache.h"
-#include "net/server.h"
+#include "net/running_server.h"
 
 namespace tessera::cluster {
 namespace {
@@ -355,13 +354,8 @@ class ApplyChangedChunksTest : public ::testing::Test {
     void SetUp() override {
         sim = initial(gen(4, 400), 4, {"s0", "s1"});
         config.table = sim.table();
-        net::ServerOptions options;
-        options.port = 0;
-        _server = std::make_unique<net::Server>(options, config);
-        ASSERT_TRUE(_server->start().isOK());
-        _thread = std::thread([this] { _server->run(); });
-        registry =
-            std::make_unique<ShardRegistry>(client, "127.0.0.1:" + std::to_string(_server->port()));
+        _server = std::make_unique<net::test::RunningServer>(config);
+        registry = std::make_unique<ShardRegistry>(client, _server->host());
         cache = std::make_unique<CatalogCache>(client, *registry);
         auto info = cache->getCollectionRoutingInfo("db.c");
         ASSERT_TRUE(info.isOK()) << info.getStatus().toString();
@@ -371,8 +365,7 @@ class ApplyChangedChunksTest : public ::testing::Test {
     void TearDown() override {
         cache.reset();
         registry.reset();
-        _server->shutdown();
-        _thread.join();
+        _server.reset();
     }
     Table cached() {
         auto info = cache->cachedCollectionRoutingInfo("db.c");
@@ -390,8 +383,7 @@ class ApplyChangedChunksTest : public ::testing::Test {
     net::RemoteClient client;
     std::unique_ptr<ShardRegistry> registry;
     std::unique_ptr<CatalogCache> cache;
-    std::unique_ptr<net::Server> _server;
-    std::thread _thread;
+    std::unique_ptr<net::test::RunningServer> _server;
 };
 
 TEST_F(ApplyChangedChunksTest, InstallsTheDeltaWithoutTheConfigServer) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bson/bson_builder.h"
+#include "net/running_server.h"
 #include "net/server.h"
 #include "wire/message.h"
 #include "wire/op_msg.h"
@@ -49,29 +50,22 @@ class EchoHandler : public RequestHandler {
     int _generation;
 };
 
-// One server on a loopback port, running on its own thread until destroyed.
+// An EchoHandler server on a loopback port (0: any free one).
 class TestServer {
   public:
-    TestServer(int generation, int port) : _handler(generation) {
-        ServerOptions options;
-        options.port = port;
-        options.workerThreads = 8;
-        _server = std::make_unique<Server>(options, _handler);
-        Status s = _server->start();
-        EXPECT_TRUE(s.isOK()) << s.toString();
-        _thread = std::thread([this] { _server->run(); });
-    }
-    ~TestServer() {
-        _server->shutdown();
-        _thread.join();
-    }
-    int port() const { return _server->port(); }
-    std::string host() const { return "127.0.0.1:" + std::to_string(port()); }
+    TestServer(int generation, int port) : _handler(generation), _server(_handler, options(port)) {}
+    int port() const { return _server.port(); }
+    std::string host() const { return _server.host(); }
 
   private:
+    static ServerOptions options(int port) {
+        ServerOptions o = test::RunningServer::anyPort();
+        o.port = port;
+        o.workerThreads = 8;
+        return o;
+    }
     EchoHandler _handler;
-    std::unique_ptr<Server> _server;
-    std::thread _thread;
+    test::RunningServer _server;
 };
 
 bson::BsonObj command(std::string_view name, int id = -1) {

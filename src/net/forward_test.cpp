@@ -12,6 +12,7 @@
 
 #include "bson/bson_builder.h"
 #include "net/remote_client.h"
+#include "net/running_server.h"
 #include "net/server.h"
 #include "wire/op_msg.h"
 
@@ -118,28 +119,7 @@ class ForwardingHandler : public RequestHandler {
     std::vector<std::thread::id> workerThreads;
 };
 
-class RunningServer {
-  public:
-    RunningServer(ServerOptions options, RequestHandler& handler) {
-        options.port = 0;
-        _server = std::make_unique<Server>(options, handler);
-        Status s = _server->start();
-        EXPECT_TRUE(s.isOK()) << s.toString();
-        _thread = std::thread([this] { _server->run(); });
-    }
-    ~RunningServer() { stop(); }
-    void stop() {
-        if (!_server) return;
-        _server->shutdown();
-        _thread.join();
-        _server.reset();
-    }
-    std::string host() const { return "127.0.0.1:" + std::to_string(_server->port()); }
-
-  private:
-    std::unique_ptr<Server> _server;
-    std::thread _thread;
-};
+using test::RunningServer;
 
 bson::BsonObj command(std::string_view name, int value = 1) {
     bson::BsonBuilder b;
@@ -150,22 +130,22 @@ bson::BsonObj command(std::string_view name, int value = 1) {
 class ForwardTest : public ::testing::Test {
   protected:
     void SetUp() override {
-        ServerOptions remoteOptions;
+        ServerOptions remoteOptions = RunningServer::anyPort();
         remoteOptions.workerThreads = 16;
-        _remote = std::make_unique<RunningServer>(remoteOptions, remoteHandler);
+        _remote = std::make_unique<RunningServer>(remoteHandler, remoteOptions);
         handler.remoteHost = _remote->host();
         {
-            RunningServer down(ServerOptions{}, remoteHandler);
+            RunningServer down(remoteHandler);
             handler.downHost = down.host();
         }  // nothing listens on downHost now
         startA(true);
     }
     void startA(bool forward) {
         _a.reset();
-        ServerOptions options;
+        ServerOptions options = RunningServer::anyPort();
         options.forwardRequests = forward;
         options.workerThreads = 1;
-        _a = std::make_unique<RunningServer>(options, handler);
+        _a = std::make_unique<RunningServer>(handler, options);
     }
     bson::BsonObj run(const bson::BsonObj& cmd) {
         auto reply = client.runCommand(_a->host(), "test", cmd);
