@@ -18,18 +18,7 @@ namespace {
 
 using command::test::CrudFixture;
 
-class FilterHooks : public command::CommandHooks {
-  public:
-    Status beforeCommand(command::OperationContext&, const command::CommandRequest&,
-                         const command::Command&) override {
-        return Status::OK();
-    }
-    std::shared_ptr<const command::OwnershipFilter> ownershipFilter(command::OperationContext&,
-                                                                    std::string_view ns) override {
-        return ns == "test.c" ? filter : nullptr;
-    }
-    std::shared_ptr<const command::OwnershipFilter> filter;
-};
+using test::FixedHooks;
 
 class ShardClusterTest : public CrudFixture {
   protected:
@@ -72,7 +61,7 @@ class ShardClusterTest : public CrudFixture {
     }
 
     std::shared_ptr<const placement::RoutingTable> table;
-    FilterHooks hooks;
+    FixedHooks hooks;
 };
 
 TEST_F(ShardClusterTest, ClusterCommandMakesTheNaturalOrderTheShardKeyOrder) {

@@ -16,19 +16,7 @@ namespace {
 
 using command::test::CrudFixture;
 
-// Hooks that filter "test.c" with a fixed table.
-class FixedHooks : public command::CommandHooks {
-  public:
-    Status beforeCommand(command::OperationContext&, const command::CommandRequest&,
-                         const command::Command&) override {
-        return Status::OK();
-    }
-    std::shared_ptr<const command::OwnershipFilter> ownershipFilter(command::OperationContext&,
-                                                                    std::string_view ns) override {
-        return ns == "test.c" ? filter : nullptr;
-    }
-    std::shared_ptr<const command::OwnershipFilter> filter;
-};
+using test::FixedHooks;
 
 class ShardCrudTest : public CrudFixture {
   protected:

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "bson/bson_obj.h"
+#include "command/command.h"
 #include "placement/routing_table.h"
 #include "shard/shard_metadata.h"
 
@@ -46,6 +47,20 @@ inline std::shared_ptr<const placement::RoutingTable> makeTable(
     EXPECT_TRUE(table.isOK()) << table.getStatus().toString();
     return table.getValue();
 }
+
+// Hooks that filter reads of "test.c" with `filter` and check nothing else.
+class FixedHooks : public command::CommandHooks {
+  public:
+    Status beforeCommand(command::OperationContext&, const command::CommandRequest&,
+                         const command::Command&) override {
+        return Status::OK();
+    }
+    std::shared_ptr<const command::OwnershipFilter> ownershipFilter(command::OperationContext&,
+                                                                    std::string_view ns) override {
+        return ns == "test.c" ? filter : nullptr;
+    }
+    std::shared_ptr<const command::OwnershipFilter> filter;
+};
 
 class FakePlacementSource : public PlacementSource {
   public:
