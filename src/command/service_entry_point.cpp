@@ -138,18 +138,19 @@ std::optional<net::ForwardRequest> ServiceEntryPoint::tryForward(const net::Requ
     if (_service.hooks || (_service.enableTestCommands && failCommand.active())) {
         return std::nullopt;
     }
+    // Looked up before anything is allocated: most commands never forward.
+    Command* command = _service.registry->find(request.msg->commandName());
+    if (!command || command->testOnly() || command->adminOnly() || !acceptsSessions()) {
+        return std::nullopt;
+    }
     try {
         auto state = std::make_shared<ForwardState>();
         state->request = commandRequestOf(*request.msg);
-        Command* command = _service.registry->find(state->request.commandName);
-        if (!command || command->testOnly() || command->adminOnly()) return std::nullopt;
         OperationContext& opCtx = state->opCtx;
         opCtx.service = &_service;
         opCtx.client = &clientStateOf(client);
-        if (!applyMaxTimeMS(state->request.body, opCtx).isOK()) return std::nullopt;
-        const bool acceptsSessions =
-            _service.role == ClusterRole::kShard || _service.role == ClusterRole::kRouter;
-        if (!acceptsSessions || !applySessionArgs(state->request.body, opCtx).isOK()) {
+        if (!applyMaxTimeMS(state->request.body, opCtx).isOK() ||
+            !applySessionArgs(state->request.body, opCtx).isOK()) {
             return std::nullopt;
         }
         state->started = std::chrono::steady_clock::now();
@@ -233,9 +234,7 @@ bson::BsonObj ServiceEntryPoint::execute(CommandRequest& request, ClientState& c
     opCtx.client = &client;
     Status status = applyMaxTimeMS(request.body, opCtx);
     if (!status.isOK()) return errorReply(status);
-    bool acceptsSessions =
-        _service.role == ClusterRole::kShard || _service.role == ClusterRole::kRouter;
-    if (!acceptsSessions &&
+    if (!acceptsSessions() &&
         (request.body.hasField("txnNumber") || request.body.hasField("autocommit") ||
          request.body.hasField("startTransaction"))) {
         // What a standalone mongod answers; drivers then fall back to plain writes.
@@ -244,7 +243,7 @@ bson::BsonObj ServiceEntryPoint::execute(CommandRequest& request, ClientState& c
                                  "or mongos"));
     }
 
-    if (acceptsSessions) {
+    if (acceptsSessions()) {
         status = applySessionArgs(request.body, opCtx);
         if (!status.isOK()) return errorReply(status);
     }

@@ -33,6 +33,10 @@ class ServiceEntryPoint : public net::RequestHandler {
     bson::BsonObj runCommand(std::string_view db, bson::BsonView body, ClientState* client);
 
   private:
+    // Shards and routers take lsid/txnNumber; a standalone refuses them as mongod does.
+    bool acceptsSessions() const {
+        return _service.role == ClusterRole::kShard || _service.role == ClusterRole::kRouter;
+    }
     bson::BsonObj execute(CommandRequest& request, ClientState& client, bool* closeConnection);
 
     ServiceContext& _service;
