@@ -1,6 +1,7 @@
 #include "placement/targeter.h"
 
 #include <algorithm>
+#include <array>
 #include <set>
 
 #include "bson/bson_builder.h"
@@ -90,6 +91,70 @@ TargetingResult resultFromChunks(const RoutingTable& table, const std::vector<bo
     return r;
 }
 
+// Values whose top-level equality the planner turns into exactly one point bound holding the
+// value itself (planner_bounds.cpp equalityPredicate's default case), so that the key built from
+// them is the key the slow path builds. Objects (operators or embedded-document equality),
+// arrays (element matching), regexes (pattern matching), null/undefined (match missing fields),
+// MinKey/MaxKey, symbols (compare as strings), code and DBPointer are left to the slow path.
+bool isPlainKeyValue(const BsonElement& e) {
+    switch (e.type()) {
+        case BsonType::Double:
+        case BsonType::Int32:
+        case BsonType::Int64:
+        case BsonType::Decimal128:
+        case BsonType::String:
+        case BsonType::ObjectId:
+        case BsonType::Bool:
+        case BsonType::Date:
+        case BsonType::Timestamp:
+        case BsonType::BinData:
+            return true;
+        default:
+            return false;
+    }
+}
+
+// The fast path of targetQuery for the hottest routed shape, {k1: v1, ..., kn: vn} with one
+// plain equality per shard key path and nothing else (e.g. find({_id: 5}) on {_id: 1}): the
+// result is what the planner-based path returns for the same filter, computed without parsing a
+// matcher or planning. nullopt when the filter has any other shape.
+std::optional<TargetingResult> targetExactKey(const RoutingTable& table, bson::BsonView filter) {
+    const ShardKeyPattern& pattern = table.shardKeyPattern();
+    const size_t n = pattern.numFields();
+    // Small fixed bound: shard keys rarely have more than a few fields.
+    constexpr size_t kMaxFastFields = 8;
+    if (n > kMaxFastFields) return std::nullopt;
+    std::array<BsonElement, kMaxFastFields> values;
+    size_t seen = 0;
+    for (const BsonElement& e : filter) {
+        if (seen == n || !isPlainKeyValue(e)) return std::nullopt;
+        std::string_view name = e.fieldName();
+        // '$' anywhere: top-level operators and DBRef-style paths ("a.$id") stay with the matcher.
+        if (name.find('$') != std::string_view::npos) return std::nullopt;
+        size_t i = 0;
+        while (i < n && pattern.fieldPath(i) != name) ++i;
+        if (i == n || !values[i].eoo()) return std::nullopt;  // another field, or a repeat
+        values[i] = e;
+        ++seen;
+    }
+    if (seen != n) return std::nullopt;
+
+    BsonBuilder key;
+    for (size_t i = 0; i < n; ++i) {
+        if (pattern.isHashedField(i)) {
+            key.appendInt64(pattern.fieldPath(i), hashElement(values[i]));
+        } else {
+            key.appendElementAs(values[i], pattern.fieldPath(i));
+        }
+    }
+    TargetingResult r;
+    r.kind = TargetingKind::kExactKey;
+    r.shardKey = key.obj();
+    r.shards = {table.findChunk(*r.shardKey).shard};
+    r.numChunks = 1;
+    return r;
+}
+
 }  // namespace
 
 std::string_view targetingKindName(TargetingKind kind) {
@@ -118,6 +183,7 @@ BsonObj TargetingResult::toBson() const {
 }
 
 StatusWith<TargetingResult> targetQuery(const RoutingTable& table, bson::BsonView filter) {
+    if (auto exact = targetExactKey(table, filter)) return std::move(*exact);
     auto matcher = query::Matcher::parse(filter);
     if (!matcher.isOK()) return matcher.getStatus();
     const ShardKeyPattern& pattern = table.shardKeyPattern();
@@ -158,6 +224,13 @@ StatusWith<TargetingResult> targetQuery(const RoutingTable& table, bson::BsonVie
     }
     return r;
 }
+
+namespace detail {
+std::optional<TargetingResult> targetExactKeyForTest(const RoutingTable& table,
+                                                     bson::BsonView filter) {
+    return targetExactKey(table, filter);
+}
+}  // namespace detail
 
 StatusWith<TargetingResult> targetInsert(const RoutingTable& table, bson::BsonView doc) {
     ASSIGN_OR_RETURN(BsonObj key, table.shardKeyPattern().extractShardKeyFromDoc(doc));

@@ -43,6 +43,9 @@ struct TargetingResult {
 // range on it does not narrow. Bounds become encoded key ranges (query::encodeKeyRanges),
 // intersected with the chunk ranges. $or, $nor, $not, $expr and non-simple collations are not
 // analysed (scatter). Parse errors of the filter are returned as the matcher reports them.
+// Fast path: a filter that is exactly one plain equality per shard key path ({_id: 5} on {_id: 1};
+// numbers, strings, ObjectIds, bools, dates, timestamps, binData) is targeted by its key
+// directly, with the same result the planner-based analysis gives.
 StatusWith<TargetingResult> targetQuery(const RoutingTable& table, bson::BsonView filter);
 
 // Targets an insert by the document's shard key (missing fields are null). ShardKeyNotFound
@@ -54,5 +57,11 @@ StatusWith<TargetingResult> targetInsert(const RoutingTable& table, bson::BsonVi
 // (MongoDB: exact shard key, or an _id equality broadcast, or the two-phase "write without shard
 // key" protocol; see README.md).
 StatusWith<TargetingResult> targetWrite(const RoutingTable& table, bson::BsonView filter);
+
+namespace detail {
+// targetQuery's fast path alone (nullopt: the filter needs the full analysis). For tests.
+std::optional<TargetingResult> targetExactKeyForTest(const RoutingTable& table,
+                                                     bson::BsonView filter);
+}  // namespace detail
 
 }  // namespace tessera::placement
