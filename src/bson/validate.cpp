@@ -169,8 +169,7 @@ Status validateAt(const uint8_t* data, size_t start, size_t limit, int depth, in
 
 }  // namespace
 
-Status validateBson(const uint8_t* data, size_t len, int maxDepth) {
-    // libbson's own validation recurses per level: never let it see more than kMaxParseDepth.
+Status validateBsonStructure(const uint8_t* data, size_t len, int maxDepth) {
     maxDepth = std::min(maxDepth, kMaxParseDepth);
     if (len < 5) return invalid("document shorter than 5 bytes");
     int32_t declared;
@@ -179,7 +178,13 @@ Status validateBson(const uint8_t* data, size_t len, int maxDepth) {
         return invalid("declared length " + std::to_string(declared) + " but " +
                        std::to_string(len) + " bytes");
     }
-    TRY_STATUS(validateAt(data, 0, len, 1, maxDepth));
+    return validateAt(data, 0, len, 1, maxDepth);
+}
+
+Status validateBson(const uint8_t* data, size_t len, int maxDepth) {
+    // libbson's own validation recurses per level: never let it see more than kMaxParseDepth.
+    maxDepth = std::min(maxDepth, kMaxParseDepth);
+    TRY_STATUS(validateBsonStructure(data, len, maxDepth));
     // Second opinion from libbson on the now bounded, depth-limited document.
     bson_t b;
     if (!bson_init_static(&b, data, len)) return invalid("rejected by libbson");

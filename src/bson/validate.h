@@ -24,6 +24,12 @@ constexpr int kMaxStoredDepth = 100;
 // otherwise.
 Status validateBson(const uint8_t* data, size_t len, int maxDepth = kMaxParseDepth);
 
+// validateBson without the UTF-8 check of strings (and without libbson's second pass): every
+// length in bounds, strings and names NUL-terminated, known type bytes, booleans 0/1, nesting at
+// most `maxDepth`. Enough to iterate the document safely; for BSON from a trusted peer (a shard's
+// reply to the router) whose contents were validated where they entered the cluster.
+Status validateBsonStructure(const uint8_t* data, size_t len, int maxDepth = kMaxParseDepth);
+
 // Nesting depth of a valid document ({} is 1, {a:{}} is 2).
 int documentDepth(const uint8_t* data);
 

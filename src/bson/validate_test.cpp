@@ -14,6 +14,22 @@ Status validate(const std::string& bytes, int maxDepth = kMaxParseDepth) {
     return validateBson(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), maxDepth);
 }
 
+Status validateStructure(const std::string& bytes, int maxDepth = kMaxParseDepth) {
+    return validateBsonStructure(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
+                                 maxDepth);
+}
+
+// Touches every element of a document that passed validation (ASan/UBSan check the claim that
+// it is safe to iterate).
+size_t walk(BsonView doc) {
+    size_t n = 0;
+    for (BsonElement e : doc) {
+        ++n;
+        if (e.type() == BsonType::Object || e.type() == BsonType::Array) n += walk(e.objValue());
+    }
+    return n;
+}
+
 std::string nested(int depth) {
     // {a:{a:{...{}}}} with `depth` documents in total.
     BsonObj inner;
@@ -77,6 +93,47 @@ TEST(ValidateBson, HostileDeepNestingDoesNotRecurse) {
     s.append("\x05\0\0\0\0", 5);
     s.append(levels, '\0');
     EXPECT_TRUE(validate(s).is(ErrorCodes::Overflow));
+}
+
+TEST(ValidateBsonStructure, AcceptsFieldNamesThatAreNotUtf8) {
+    std::string s = std::string(fromJson(R"({"a": "xy"})").bytes());
+    s[5] = static_cast<char>(0xff);  // the field name 'a' (libbson checks names, not values)
+    EXPECT_TRUE(validate(s).is(ErrorCodes::InvalidBSON));
+    EXPECT_TRUE(validateStructure(s).isOK());
+}
+
+TEST(ValidateBsonStructure, RejectsWhatMakesIterationUnsafe) {
+    EXPECT_TRUE(validateStructure("").is(ErrorCodes::InvalidBSON));
+    EXPECT_TRUE(validateStructure(std::string("\x06\0\0\0\0", 5)).is(ErrorCodes::InvalidBSON));
+    EXPECT_TRUE(validateStructure(std::string("\x05\0\0\0\x98", 5)).is(ErrorCodes::InvalidBSON));
+    std::string s = std::string(fromJson(R"({"a": "x"})").bytes());
+    s[7] = 100;  // the string's length overruns the document
+    EXPECT_TRUE(validateStructure(s).is(ErrorCodes::InvalidBSON));
+    s = std::string(fromJson(R"({"a": true})").bytes());
+    s[4] = 0x42;  // unknown type
+    EXPECT_TRUE(validateStructure(s).is(ErrorCodes::InvalidBSON));
+    EXPECT_TRUE(validateStructure(nested(101), 100).is(ErrorCodes::Overflow));
+}
+
+TEST(ValidateBsonStructure, IsImpliedByTheFullCheckAndKeepsIterationSafe) {
+    std::string base = std::string(
+        fromJson(R"({"a": [1, 2.5, {"b": "c"}], "s": "text", "o": {"p": {"q": null}}})").bytes());
+    std::mt19937 rng(99);
+    size_t structureOnly = 0, elements = 0;
+    for (int i = 0; i < 20000; ++i) {
+        std::string m = base;
+        int edits = 1 + rng() % 3;
+        for (int e = 0; e < edits; ++e) m[rng() % m.size()] = static_cast<char>(rng());
+        const bool full = validate(m).isOK();
+        const bool structure = validateStructure(m).isOK();
+        if (full) {
+            EXPECT_TRUE(structure);
+        }
+        if (structure && !full) ++structureOnly;
+        if (structure) elements += walk(BsonView(reinterpret_cast<const uint8_t*>(m.data())));
+    }
+    EXPECT_GT(structureOnly, 0u);  // mutated name bytes: well-formed, not UTF-8
+    EXPECT_GT(elements, 0u);
 }
 
 TEST(ValidateBson, RandomMutationsNeverCrash) {

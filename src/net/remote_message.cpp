@@ -45,7 +45,10 @@ Status checkReplyHeader(std::string_view host, const wire::MsgHeader& h, int32_t
 }
 
 StatusWith<bson::BsonObj> replyBody(std::string_view host, wire::Message message) {
-    ASSIGN_OR_RETURN(wire::OpMsgRequest reply, wire::parseOpMsg(std::move(message)));
+    // A peer's reply: structurally checked (safe to read), its strings were checked where they
+    // entered the cluster.
+    ASSIGN_OR_RETURN(wire::OpMsgRequest reply,
+                     wire::parseOpMsg(std::move(message), wire::BsonCheck::kStructure));
     if (reply.bodySections != 1) {
         return Status(ErrorCodes::ProtocolError,
                       "reply from " + std::string(host) + " has no body");

@@ -23,7 +23,8 @@ Status protocolError(std::string why) {
 
 // Reads one BSON document at data[*pos] that must end at or before `limit`; advances *pos.
 // Shared by the OP_MSG and OP_QUERY parsers.
-StatusWith<bson::BsonView> readWireDocument(const uint8_t* data, size_t* pos, size_t limit) {
+StatusWith<bson::BsonView> readWireDocument(const uint8_t* data, size_t* pos, size_t limit,
+                                            BsonCheck check) {
     if (*pos > limit || limit - *pos < 4) {
         return Status(ErrorCodes::ProtocolError, "truncated BSON document in message");
     }
@@ -43,7 +44,10 @@ StatusWith<bson::BsonView> readWireDocument(const uint8_t* data, size_t* pos, si
     if (data[*pos + static_cast<size_t>(len) - 1] != 0) {
         return Status(ErrorCodes::InvalidBSON, "Invalid BSON: document is not terminated");
     }
-    TRY_STATUS(bson::validateBson(data + *pos, static_cast<size_t>(len), bson::kMaxParseDepth));
+    TRY_STATUS(check == BsonCheck::kFull
+                   ? bson::validateBson(data + *pos, static_cast<size_t>(len), bson::kMaxParseDepth)
+                   : bson::validateBsonStructure(data + *pos, static_cast<size_t>(len),
+                                                 bson::kMaxParseDepth));
     bson::BsonView view(data + *pos);
     *pos += static_cast<size_t>(len);
     return view;
@@ -67,7 +71,7 @@ const DocumentSequence* OpMsgRequest::sequence(std::string_view identifier) cons
     return nullptr;
 }
 
-StatusWith<OpMsgRequest> parseOpMsg(Message message) {
+StatusWith<OpMsgRequest> parseOpMsg(Message message, BsonCheck check) {
     const uint8_t* data = message.data();
     const size_t size = message.size();
     if (size < kHeaderSize || static_cast<size_t>(readInt32LE(data)) != size) {
@@ -98,7 +102,7 @@ StatusWith<OpMsgRequest> parseOpMsg(Message message) {
     while (pos < sectionsEnd) {
         const uint8_t kind = data[pos++];
         if (kind == 0) {
-            ASSIGN_OR_RETURN(bson::BsonView doc, readWireDocument(data, &pos, sectionsEnd));
+            ASSIGN_OR_RETURN(bson::BsonView doc, readWireDocument(data, &pos, sectionsEnd, check));
             if (request.bodySections++ == 0) request.body = doc;
         } else if (kind == 1) {
             if (request.sequences.size() >= kMaxDocumentSequences) {
@@ -121,7 +125,8 @@ StatusWith<OpMsgRequest> parseOpMsg(Message message) {
             seq.identifier.assign(reinterpret_cast<const char*>(data + pos), nulPos - pos);
             pos = nulPos + 1;
             while (pos < sectionEnd) {
-                ASSIGN_OR_RETURN(bson::BsonView doc, readWireDocument(data, &pos, sectionEnd));
+                ASSIGN_OR_RETURN(bson::BsonView doc,
+                                 readWireDocument(data, &pos, sectionEnd, check));
                 seq.documents.push_back(doc);
             }
             request.sequences.push_back(std::move(seq));

@@ -53,10 +53,16 @@ struct OpMsgRequest {
     const DocumentSequence* sequence(std::string_view identifier) const;
 };
 
+// How much of a message's BSON a parser checks. kFull (validateBson) for anything a client sent;
+// kStructure (validateBsonStructure: safe to iterate, strings not checked for UTF-8) only for
+// replies from the cluster's own processes, whose contents were fully checked on the way in.
+enum class BsonCheck { kFull, kStructure };
+
 // Reads the BSON document at data[*pos], which must end at or before data[limit], and advances
 // *pos past it. Checks bounds, size (<= kMaxInternalDocumentSize, else BSONObjectTooLarge) and
-// validity (validateBson at kMaxParseDepth). Shared by the OP_MSG, OP_QUERY and OP_REPLY parsers.
-StatusWith<bson::BsonView> readWireDocument(const uint8_t* data, size_t* pos, size_t limit);
+// validity (`check` at kMaxParseDepth). Shared by the OP_MSG, OP_QUERY and OP_REPLY parsers.
+StatusWith<bson::BsonView> readWireDocument(const uint8_t* data, size_t* pos, size_t limit,
+                                            BsonCheck check = BsonCheck::kFull);
 
 // Parses the OP_MSG in `message` (header included; its header must have passed parseHeader and
 // carry opCode 2013).
@@ -70,7 +76,9 @@ StatusWith<bson::BsonView> readWireDocument(const uint8_t* data, size_t* pos, si
 //   TooManyDocumentSequences (233)
 //   InvalidBSON (22), Overflow (15, nesting > kMaxParseDepth), BSONObjectTooLarge (10334,
 //                            > kMaxInternalDocumentSize) for any document.
-StatusWith<OpMsgRequest> parseOpMsg(Message message);
+//
+// `check` applies to every document (kStructure only for a reply from a trusted peer).
+StatusWith<OpMsgRequest> parseOpMsg(Message message, BsonCheck check = BsonCheck::kFull);
 
 // Command-level checks on a well-framed request; a failure is answered with an error reply and
 // the connection stays open:
