@@ -147,6 +147,7 @@ struct ForwardPlan {
     std::string db;               // the remote command's $db
     bson::BsonObj cmd;            // without $db
     std::shared_ptr<void> state;  // the command's own, for completeForward
+    bool idempotent = false;      // a read (net::ForwardRequest::idempotent)
 };
 
 class Command {

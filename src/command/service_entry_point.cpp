@@ -158,7 +158,7 @@ std::optional<net::ForwardRequest> ServiceEntryPoint::tryForward(const net::Requ
         if (!plan) return std::nullopt;
         state->command = command;
         net::ForwardRequest forward{std::move(plan->host), std::move(plan->db),
-                                    std::move(plan->cmd), nullptr};
+                                    std::move(plan->cmd), nullptr, plan->idempotent};
         state->plan = std::move(*plan);
         forward.state = std::move(state);
         return forward;
@@ -183,7 +183,7 @@ net::ForwardOutcome ServiceEntryPoint::completeForward(const net::Request&, net:
                 state.command->planForward(state.opCtx, state.request);
             if (!plan) return outcome;
             outcome.next = net::ForwardRequest{std::move(plan->host), std::move(plan->db),
-                                               std::move(plan->cmd), keep};
+                                               std::move(plan->cmd), keep, plan->idempotent};
             state.plan = std::move(*plan);
             return outcome;
         }

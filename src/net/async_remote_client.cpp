@@ -64,8 +64,10 @@ AsyncRemoteClient::AsyncRemoteClient(asio::io_context& context, RemoteClientOpti
 
 AsyncRemoteClient::~AsyncRemoteClient() = default;
 
-std::shared_ptr<AsyncRemoteClient::Connection> AsyncRemoteClient::takeIdle(std::string_view host) {
-    return _idle.take(host, [](Connection& c) { return !c.closedByRemote(); });
+std::shared_ptr<AsyncRemoteClient::Connection> AsyncRemoteClient::takeIdle(std::string_view host,
+                                                                           bool checkOpen) {
+    return _idle.take(host,
+                      [checkOpen](Connection& c) { return !checkOpen || !c.closedByRemote(); });
 }
 
 void AsyncRemoteClient::release(std::shared_ptr<Connection> conn) {
@@ -100,18 +102,17 @@ AsyncRemoteClient::connect(const std::string& host) {
     co_return conn;
 }
 
-asio::awaitable<StatusWith<bson::BsonObj>> AsyncRemoteClient::runCommand(std::string host,
-                                                                         std::string db,
-                                                                         bson::BsonObj cmd) {
-    std::shared_ptr<Connection> conn = takeIdle(host);
-    if (!conn) {
-        auto connected = co_await connect(host);
-        if (!connected.isOK()) co_return connected.getStatus();
-        conn = std::move(connected.getValue());
-    }
-    const int32_t requestId = nextRemoteRequestId();
-    const wire::Message request = buildRemoteRequest(db, cmd, requestId);
+// What one exchange on one connection came to. `replyStarted` is false after a network error
+// before any reply byte: on a pooled connection the remote may have closed while it sat idle,
+// the request then never reached a live remote.
+struct AsyncRemoteClient::Outcome {
+    StatusWith<bson::BsonObj> result;
+    bool replyStarted = false;
+};
 
+asio::awaitable<AsyncRemoteClient::Outcome> AsyncRemoteClient::exchange(
+    std::shared_ptr<Connection> conn, const wire::Message& request, int32_t requestId) {
+    const std::string& host = conn->host;
     asio::steady_timer timer(co_await asio::this_coro::executor, _options.requestTimeout);
     armTimeout(timer, conn);
     asio::error_code ec;
@@ -148,14 +149,40 @@ asio::awaitable<StatusWith<bson::BsonObj>> AsyncRemoteClient::runCommand(std::st
     disarm(timer, *conn);
     if (ec) {
         if (conn->timedOut) {
-            co_return Status(ErrorCodes::NetworkTimeout, "request to " + host + " timed out");
+            co_return Outcome{
+                Status(ErrorCodes::NetworkTimeout, "request to " + host + " timed out"), true};
         }
-        co_return unreachable(host, ec.message());
+        co_return Outcome{unreachable(host, ec.message()), got > 0};
     }
-    if (!status.isOK()) co_return status;  // the connection is out of step: dropped
+    if (!status.isOK()) co_return Outcome{status, true};  // out of step: the connection is dropped
     auto body = replyBody(host, std::move(reply));
     if (body.isOK()) release(std::move(conn));
-    co_return body;
+    co_return Outcome{std::move(body), true};
+}
+
+asio::awaitable<StatusWith<bson::BsonObj>> AsyncRemoteClient::runCommand(std::string host,
+                                                                         std::string db,
+                                                                         bson::BsonObj cmd,
+                                                                         Exchange kind) {
+    const bool idempotent = kind == Exchange::kIdempotent;
+    std::shared_ptr<Connection> conn = takeIdle(host, !idempotent);
+    const bool pooled = conn != nullptr;
+    if (!conn) {
+        auto connected = co_await connect(host);
+        if (!connected.isOK()) co_return connected.getStatus();
+        conn = std::move(connected.getValue());
+    }
+    const int32_t requestId = nextRemoteRequestId();
+    const wire::Message request = buildRemoteRequest(db, cmd, requestId);
+    Outcome outcome = co_await exchange(std::move(conn), request, requestId);
+    if (outcome.result.isOK() || !idempotent || !pooled || outcome.replyStarted) {
+        co_return std::move(outcome.result);
+    }
+    // The unchecked pooled connection was dead; a read may be sent again, on a new connection.
+    auto connected = co_await connect(host);
+    if (!connected.isOK()) co_return connected.getStatus();
+    outcome = co_await exchange(std::move(connected.getValue()), request, requestId);
+    co_return std::move(outcome.result);
 }
 
 }  // namespace tessera::net

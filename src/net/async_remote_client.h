@@ -11,6 +11,7 @@
 #include "net/asio_config.h"
 #include "net/idle_pool.h"
 #include "net/remote_client.h"
+#include "wire/message.h"
 
 namespace tessera::net {
 
@@ -31,15 +32,26 @@ class AsyncRemoteClient {
     AsyncRemoteClient(const AsyncRemoteClient&) = delete;
     AsyncRemoteClient& operator=(const AsyncRemoteClient&) = delete;
 
+    // kOnce: the request is sent at most once, on a connection checked to be still open (a
+    // remote that restarted may have closed a pooled one). kIdempotent (a read): a pooled
+    // connection is used unchecked, saving a system call per exchange, and when it turns out to
+    // be dead (a network error before any reply byte) the request is sent again on a new one.
+    enum class Exchange { kOnce, kIdempotent };
+
     asio::awaitable<StatusWith<bson::BsonObj>> runCommand(std::string host, std::string db,
-                                                          bson::BsonObj cmd);
+                                                          bson::BsonObj cmd,
+                                                          Exchange kind = Exchange::kOnce);
 
     struct Connection;
 
   private:
-    std::shared_ptr<Connection> takeIdle(std::string_view host);
+    std::shared_ptr<Connection> takeIdle(std::string_view host, bool checkOpen);
     void release(std::shared_ptr<Connection> conn);
     asio::awaitable<StatusWith<std::shared_ptr<Connection>>> connect(const std::string& host);
+    struct Outcome;
+    // One request/reply on `conn`; releases it to the pool when the exchange succeeded.
+    asio::awaitable<Outcome> exchange(std::shared_ptr<Connection> conn,
+                                      const wire::Message& request, int32_t requestId);
 
     asio::io_context& _context;
     RemoteClientOptions _options;

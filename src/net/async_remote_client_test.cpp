@@ -76,10 +76,12 @@ bson::BsonObj command(std::string_view name, int id = -1) {
 }
 
 // co_spawn's future needs a default-constructible result.
+using Exchange = AsyncRemoteClient::Exchange;
+
 asio::awaitable<std::optional<StatusWith<bson::BsonObj>>> call(AsyncRemoteClient& client,
                                                                std::string host, std::string db,
-                                                               bson::BsonObj cmd) {
-    co_return co_await client.runCommand(std::move(host), std::move(db), std::move(cmd));
+                                                               bson::BsonObj cmd, Exchange kind) {
+    co_return co_await client.runCommand(std::move(host), std::move(db), std::move(cmd), kind);
 }
 
 // The client's io_context, run on its own thread; the client is destroyed before the context.
@@ -97,13 +99,15 @@ class AsyncRemoteClientTest : public ::testing::Test {
     }
 
     std::future<std::optional<StatusWith<bson::BsonObj>>> spawn(std::string host, std::string db,
-                                                                bson::BsonObj cmd) {
-        return asio::co_spawn(_ioc, call(*_client, std::move(host), std::move(db), std::move(cmd)),
+                                                                bson::BsonObj cmd,
+                                                                Exchange kind = Exchange::kOnce) {
+        return asio::co_spawn(_ioc,
+                              call(*_client, std::move(host), std::move(db), std::move(cmd), kind),
                               asio::use_future);
     }
-    StatusWith<bson::BsonObj> run(const std::string& host, const std::string& db,
-                                  bson::BsonObj cmd) {
-        auto future = spawn(host, db, std::move(cmd));
+    StatusWith<bson::BsonObj> run(const std::string& host, const std::string& db, bson::BsonObj cmd,
+                                  Exchange kind = Exchange::kOnce) {
+        auto future = spawn(host, db, std::move(cmd), kind);
         if (future.wait_for(20s) != std::future_status::ready) {
             ADD_FAILURE() << "runCommand did not complete";
             std::abort();  // the coroutine still references this fixture
@@ -203,6 +207,24 @@ TEST_F(AsyncRemoteClientTest, PooledConnectionToARestartedPeerIsNotReused) {
     EXPECT_EQ(reply.getValue()["server"].numberInt(), 2);
 }
 
+TEST_F(AsyncRemoteClientTest, IdempotentExchangeResendsOnANewConnectionWhenThePooledOneIsDead) {
+    int port = 0;
+    {
+        TestServer first(1, 0);
+        port = first.port();
+        auto reply = run(first.host(), "admin", command("find"), Exchange::kIdempotent);
+        ASSERT_TRUE(reply.isOK()) << reply.getStatus().toString();
+        EXPECT_EQ(reply.getValue()["server"].numberInt(), 1);
+    }  // the pooled connection is now closed by the remote, and taken unchecked next time
+    TestServer second(2, port);
+    for (int i = 0; i < 3; ++i) {  // the dead one once, then the new pooled one
+        auto reply = run(second.host(), "admin", command("find", i), Exchange::kIdempotent);
+        ASSERT_TRUE(reply.isOK()) << reply.getStatus().toString();
+        EXPECT_EQ(reply.getValue()["server"].numberInt(), 2);
+        EXPECT_EQ(reply.getValue()["id"].numberInt(), i);
+    }
+}
+
 TEST_F(AsyncRemoteClientTest, ConcurrentCoroutinesGetTheirOwnReplies) {
     TestServer server(1, 0);
     constexpr int kCalls = 50;
@@ -268,6 +290,14 @@ std::string okReply(int32_t responseTo) {
     return std::string(wire::buildOpMsg(999, responseTo, 0, command("ok")).bytes());
 }
 
+// An OP_MSG answering `responseTo` whose body is {s: <s>}: its last bytes are the name "s" and
+// its NUL, the string's length (4), the characters, their NUL and the body's terminator.
+std::string replyWithString(int32_t responseTo, std::string_view s) {
+    bson::BsonBuilder b;
+    b.append("s", s);
+    return std::string(wire::buildOpMsg(999, responseTo, 0, b.obj()).bytes());
+}
+
 TEST_F(AsyncRemoteClientTest, MalformedRepliesAreProtocolErrors) {
     {
         RawPeer peer([](int32_t id) { return okReply(id + 1); });  // answers another request
@@ -292,11 +322,41 @@ TEST_F(AsyncRemoteClientTest, MalformedRepliesAreProtocolErrors) {
             << reply.getStatus().toString();
     }
     {
+        // A new connection is never the dead pooled one: an idempotent exchange is not resent.
+        RawPeer peer([](int32_t) { return std::string(); });
+        auto reply = run(peer.host(), "admin", command("find"), Exchange::kIdempotent);
+        EXPECT_EQ(reply.getStatus().code(), static_cast<int>(ErrorCodes::HostUnreachable))
+            << reply.getStatus().toString();
+    }
+    {
+        RawPeer peer([](int32_t id) {  // a string whose length overruns the body
+            std::string bytes = replyWithString(id, "abc");
+            bytes[bytes.size() - 9] = 100;
+            return bytes;
+        });
+        auto reply = run(peer.host(), "admin", command("ping"));
+        EXPECT_EQ(reply.getStatus().code(), static_cast<int>(ErrorCodes::InvalidBSON))
+            << reply.getStatus().toString();
+    }
+    {
         RawPeer peer([](int32_t id) { return okReply(id); });
         auto reply = run(peer.host(), "admin", command("ping"));
         ASSERT_TRUE(reply.isOK()) << reply.getStatus().toString();
         EXPECT_EQ(reply.getValue()["ok"].numberInt(), 1);
     }
+}
+
+// A peer's reply is checked for structure only: its field names were checked where they
+// entered the cluster, and a router relays them without a second UTF-8 pass.
+TEST_F(AsyncRemoteClientTest, ReplyIsNotCheckedForUtf8) {
+    RawPeer peer([](int32_t id) {
+        std::string bytes = replyWithString(id, "abc");
+        bytes[bytes.size() - 11] = static_cast<char>(0xff);  // the field name "s"
+        return bytes;
+    });
+    auto reply = run(peer.host(), "admin", command("ping"));
+    ASSERT_TRUE(reply.isOK()) << reply.getStatus().toString();
+    EXPECT_EQ(reply.getValue()["\xff"].stringValue(), "abc");
 }
 
 }  // namespace

@@ -251,8 +251,10 @@ asio::awaitable<bson::BsonObj> Connection::runCommand(const Request& request) {
         // The forwarding fast path: the exchanges run on this io thread, no worker waits.
         std::optional<ForwardRequest> forward = callTryForward(handler, request, client);
         while (forward) {
-            StatusWith<bson::BsonObj> remote =
-                co_await _server.remotes->runCommand(forward->host, forward->db, forward->cmd);
+            StatusWith<bson::BsonObj> remote = co_await _server.remotes->runCommand(
+                forward->host, forward->db, forward->cmd,
+                forward->idempotent ? AsyncRemoteClient::Exchange::kIdempotent
+                                    : AsyncRemoteClient::Exchange::kOnce);
             ForwardOutcome outcome =
                 callCompleteForward(handler, request, client, *forward, remote);
             if (outcome.reply) co_return std::move(*outcome.reply);

@@ -40,6 +40,9 @@ struct ForwardRequest {
     std::string db;               // the remote command's $db
     bson::BsonObj cmd;            // without $db
     std::shared_ptr<void> state;  // the handler's, for completeForward
+    // A read: may be sent again when a pooled connection turns out to be closed
+    // (AsyncRemoteClient::Exchange::kIdempotent). Writes are sent at most once.
+    bool idempotent = false;
 };
 
 // What a forwarded exchange led to (RequestHandler::completeForward).

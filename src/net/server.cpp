@@ -67,9 +67,12 @@ struct Server::Impl {
 
 asio::awaitable<void> Server::Impl::acceptLoop(asio::ip::tcp::acceptor& acceptor) {
     while (true) {
-        // Each connection gets its own strand, so ioThreads > 1 never runs one connection's
-        // handlers concurrently.
-        asio::ip::tcp::socket socket(asio::make_strand(state.ioc));
+        // With ioThreads > 1 each connection gets its own strand, so that one connection's
+        // handlers never run concurrently; one io thread serializes them already, and a strand
+        // would only add a lock and a queue to every completion.
+        asio::ip::tcp::socket socket = options.ioThreads > 1
+                                           ? asio::ip::tcp::socket(asio::make_strand(state.ioc))
+                                           : asio::ip::tcp::socket(state.ioc);
         asio::error_code ec;
         co_await acceptor.async_accept(socket, asio::redirect_error(asio::use_awaitable, ec));
         if (ec) {

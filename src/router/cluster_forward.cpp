@@ -100,6 +100,7 @@ std::optional<ForwardPlan> planFindForward(command::OperationContext& opCtx,
     state->ns = std::move(ns);
     state->batchSize = batchSize;
     plan->state = std::move(state);
+    plan->idempotent = true;
     return plan;
 }
 
