@@ -43,6 +43,7 @@ void registerAllCommands(CommandRegistry& registry) {
     registerIndexCommands(registry);
     registerSessionCommands(registry);
     registerCrudCommands(registry);
+    registerFsyncCommand(registry);
 }
 
 }  // namespace tessera::command

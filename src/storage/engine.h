@@ -109,6 +109,9 @@ class Engine {
 
     // Timestamp of the latest committed write (for operationTime).
     virtual Timestamp lastCommitTimestamp() const = 0;
+    // Writes every memtable out to data files and syncs the write-ahead log (MongoDB's fsync
+    // command): afterwards reads find nothing in memory that is not also in a data file.
+    virtual Status flush() = 0;
     // Forces a garbage-collection pass of versions older than the history window (tests).
     // The side records (SideRecordScope) whose key starts with `prefix`, in key order.
     virtual std::vector<std::pair<std::string, std::string>> sideRecords(

@@ -750,6 +750,13 @@ int64_t RocksEngine::approximateDiskBytes(std::string_view db) const {
 
 Timestamp RocksEngine::lastCommitTimestamp() const { return _visibility.lastVisible(); }
 
+Status RocksEngine::flush() {
+    rocksdb::FlushOptions options;
+    options.wait = true;
+    TRY_STATUS(fromRocks(_db->Flush(options, {_default, _catalog, _records, _indexes}), "flush"));
+    return fromRocks(_db->FlushWAL(/*sync=*/true), "sync the write-ahead log");
+}
+
 Status RocksEngine::collectGarbageForTest() {
     rocksdb::FlushOptions flush;
     flush.wait = true;

@@ -51,6 +51,7 @@ class RocksEngine final : public Engine {
     CollectionStats stats(const CollectionInfo& coll) const override;
     int64_t approximateDiskBytes(std::string_view db) const override;
     Timestamp lastCommitTimestamp() const override;
+    Status flush() override;
     Status collectGarbageForTest() override;
     std::vector<std::pair<std::string, std::string>> sideRecords(
         std::string_view prefix) const override;
