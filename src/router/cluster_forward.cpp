@@ -72,8 +72,6 @@ std::optional<ForwardPlan> planFindForward(command::OperationContext& opCtx,
     if (!parsed.isOK()) return std::nullopt;
     const command::exec::FindRequest& req = parsed.getValue();
     const command::exec::QuerySpec& q = req.query;
-    auto collator = reads::collatorArgument(request.body);
-    if (!collator.isOK()) return std::nullopt;
     std::optional<int64_t> batchSize = req.batchSize;
     if (!batchSize && req.singleBatch && q.limit) batchSize = *q.limit;
     // Only a find the shard answers in one batch: an open shard cursor needs the router's
@@ -89,7 +87,8 @@ std::optional<ForwardPlan> planFindForward(command::OperationContext& opCtx,
     if (!info) return std::nullopt;
     ShardId shard = info->db.primary;
     if (info->isSharded()) {
-        auto t = reads::targetRead(*info->table, q.filter, collator.getValue() == nullptr);
+        // q.collator is what reads::collatorArgument gives run(): null for the simple one.
+        auto t = reads::targetRead(*info->table, q.filter, q.collator == nullptr);
         if (!t.isOK() || t.getValue().shards.size() != 1) return std::nullopt;
         shard = t.getValue().shards.front();
     }
