@@ -171,7 +171,8 @@ mkdir -p "$(dirname "$OUT")"
     echo "| commit | $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo none) |"
     echo
     echo "\`tessera up --shards 2 --routers 2\` on this machine; $THREADS connections," \
-         "$DOC_SIZE-byte documents, $DOCS preloaded, ${SECONDS_PER_PHASE} s per phase, routed and" \
+         "$DOC_SIZE-byte documents, $DOCS preloaded (then \`fsync\` on the shard, so both" \
+         "collections are read from data files), ${SECONDS_PER_PHASE} s per phase, routed and" \
          "direct phases alternated $REPEAT times (rows: the median repetition). Clients, router" \
          "and shards share the same cores, so the router's own CPU is part of the cost."
     echo
