@@ -129,6 +129,9 @@ struct OperationContext {
     std::optional<int64_t> txnNumber;
     // Extra fields appended to an error reply (e.g. keyPattern/keyValue of DuplicateKey).
     bson::BsonObj errorExtraInfo;
+    // failCommand will append a writeConcernError to a successful reply (after the command and
+    // its hooks' record of the write: the shard then persists the reply itself).
+    bool replyGetsWriteConcernError = false;
 
     // MaxTimeMSExpired if the deadline has passed.
     Status checkForInterrupt() const;

@@ -268,6 +268,7 @@ bson::BsonObj ServiceEntryPoint::execute(CommandRequest& request, ClientState& c
                     extra.obj());
             }
             writeConcernError = action->writeConcernError;
+            opCtx.replyGetsWriteConcernError = !writeConcernError.isEmpty();
         }
     }
 

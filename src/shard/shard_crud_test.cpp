@@ -5,6 +5,7 @@
 
 #include "base/failpoint.h"
 #include "command/crud_test_util.h"
+#include "command/fail_command.h"
 #include "command/service_entry_point.h"
 #include "shard/ownership_filter.h"
 #include "shard/range_ops.h"
@@ -215,6 +216,107 @@ TEST_F(RetryableWriteTest, RetryAfterACrashBeforeTheReplyWasPersistedAppliesOnce
         "u": {"$inc": {"x": 1}}}], )") +
                        kLsid + R"(, "txnNumber": {"$numberLong": "9"}})";
     EXPECT_EQ(runEntry(miss)["n"].numberLong(), 0);
+}
+
+// findAndModify records its whole reply in its document write's batch too: after a crash before
+// the reply was persisted, the retry gets the first reply byte for byte and the document was
+// changed once (new: false / new: true with `fields` / remove / upsert).
+TEST_F(RetryableWriteTest, FindAndModifyRetryAfterACrashGetsTheFirstReplyAndAppliesOnce) {
+    runEntry(R"({"insert": "c", "documents": [{"_id": 1, "x": 0, "y": "a"},
+        {"_id": 2, "x": 0, "y": "b"}]})");
+    FailPoint* skip = FailPointRegistry::global().find("shardSkipPersistingRetryableWriteReply");
+    ASSERT_NE(skip, nullptr);
+    auto restart = [&] {
+        service.hooks = nullptr;
+        state = std::make_unique<ShardingState>(service, "");
+        ASSERT_TRUE(state->startup().isOK());
+        service.hooks = state.get();
+    };
+    int64_t txn = 20;
+    // Runs `cmd` once with its reply unpersisted, restarts, retries: the retry's reply must be
+    // the first one.
+    auto crashAndRetry = [&](std::string_view cmd) {
+        std::string body = std::string(cmd.substr(0, cmd.size() - 1)) + ", " + kLsid +
+                           R"(, "txnNumber": {"$numberLong": ")" + std::to_string(++txn) + "\"}}";
+        skip->configure(FailPoint::Mode::kAlwaysOn, 0, "");
+        bson::BsonObj first = runEntry(body);
+        skip->configure(FailPoint::Mode::kOff, 0, "");
+        EXPECT_EQ(first["ok"].numberLong(), 1) << first.toJson();
+        restart();
+        bson::BsonObj retried = runEntry(body);
+        EXPECT_TRUE(retried.binaryEqual(first)) << first.toJson() << " vs " << retried.toJson();
+        return first;
+    };
+    auto x = [&](int id) {
+        bson::BsonObj r = ok(R"({"find": "c", "filter": {"_id": )" + std::to_string(id) + "}}");
+        bson::BsonElement batch = r["cursor"].objValue()["firstBatch"];
+        auto it = batch.objValue().begin();
+        return it == batch.objValue().end() ? int64_t(-1) : (*it).objValue()["x"].numberLong();
+    };
+
+    bson::BsonObj preImage = crashAndRetry(
+        R"({"findAndModify": "c", "query": {"_id": 1}, "update": {"$inc": {"x": 1}}})");
+    EXPECT_EQ(preImage["value"].toString(false), R"({ "_id" : 1, "x" : 0, "y" : "a" })");
+    EXPECT_EQ(x(1), 1);
+
+    bson::BsonObj postImage = crashAndRetry(R"({"findandmodify": "c", "query": {"_id": 1},
+        "update": {"$inc": {"x": 1}}, "new": true, "fields": {"_id": 0, "x": 1}})");
+    EXPECT_EQ(postImage["value"].toString(false), R"({ "x" : 2 })");
+    EXPECT_EQ(postImage["lastErrorObject"].toString(false),
+              R"({ "n" : 1, "updatedExisting" : true })");
+    EXPECT_EQ(x(1), 2);
+
+    // A retry that ran again would remove the next document in the sort order.
+    bson::BsonObj removed =
+        crashAndRetry(R"({"findAndModify": "c", "query": {}, "sort": {"_id": 1}, "remove": true})");
+    EXPECT_EQ(removed["value"].toString(false), R"({ "_id" : 1, "x" : 2, "y" : "a" })");
+    EXPECT_EQ(removed["lastErrorObject"].toString(false), R"({ "n" : 1 })");
+    EXPECT_EQ(x(1), -1);
+    EXPECT_EQ(x(2), 0);
+
+    // A retry that ran again would update the upserted document.
+    bson::BsonObj upserted = crashAndRetry(R"({"findAndModify": "c", "query": {"_id": 5},
+        "update": {"$inc": {"x": 1}}, "upsert": true, "new": true})");
+    EXPECT_EQ(upserted["lastErrorObject"].toString(false),
+              R"({ "n" : 1, "updatedExisting" : false, "upserted" : 5 })");
+    EXPECT_EQ(upserted["value"].toString(false), R"({ "_id" : 5, "x" : 1 })");
+    EXPECT_EQ(x(5), 1);
+
+    // One that writes nothing records nothing (the record of the upsert stays): its retry runs
+    // again.
+    std::string lastRecord = service.engine->sideRecords("txn:").at(0).second;
+    bson::BsonObj missed = crashAndRetry(
+        R"({"findAndModify": "c", "query": {"_id": 99}, "update": {"$inc": {"x": 1}}})");
+    EXPECT_EQ(missed["lastErrorObject"].toString(false),
+              R"({ "n" : 0, "updatedExisting" : false })");
+    EXPECT_TRUE(missed["value"].isNull()) << missed.toJson();
+    auto records = service.engine->sideRecords("txn:");
+    ASSERT_EQ(records.size(), 1u);
+    EXPECT_EQ(records[0].second, lastRecord);
+}
+
+// A writeConcernError (failCommand) is appended to the reply after the write and its record:
+// such a reply is persisted after the command instead, so a retry after a restart still gets it.
+TEST_F(RetryableWriteTest, AReplyWithAWriteConcernErrorIsPersistedAfterTheCommand) {
+    runEntry(R"({"insert": "c", "documents": [{"_id": 1, "x": 0}]})");
+    service.enableTestCommands = true;
+    command::failCommand.configure(FailPoint::Mode::kTimes, 1,
+                                   std::string(test::J(R"({"failCommands": ["findAndModify"],
+            "writeConcernError": {"code": 64, "errmsg": "waiting for replication timed out"}})")
+                                                   .bytes()));
+    std::string cmd = std::string(R"({"findAndModify": "c", "query": {"_id": 1},
+        "update": {"$inc": {"x": 1}}, )") +
+                      kLsid + R"(, "txnNumber": {"$numberLong": "30"}})";
+    bson::BsonObj first = runEntry(cmd);
+    command::failCommand.configure(FailPoint::Mode::kOff, 0, "");
+    ASSERT_TRUE(first["writeConcernError"].isObject()) << first.toJson();
+    service.hooks = nullptr;
+    state = std::make_unique<ShardingState>(service, "");
+    ASSERT_TRUE(state->startup().isOK());
+    service.hooks = state.get();
+    bson::BsonObj retried = runEntry(cmd);
+    EXPECT_TRUE(retried.binaryEqual(first)) << first.toJson() << " vs " << retried.toJson();
+    EXPECT_EQ(count(R"({"count": "c", "query": {"x": 1}})"), 1);
 }
 
 TEST_F(RetryableWriteTest, WithoutIdentityVersionsAreIgnored) {

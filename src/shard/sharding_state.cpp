@@ -12,6 +12,7 @@
 #include "net/remote_client.h"
 #include "placement/stale_info.h"
 #include "shard/direct_client.h"
+#include "shard/retryable_write_record.h"
 #include "storage/collection_writer.h"
 #include "storage/engine.h"
 #include "storage/read_snapshot.h"
@@ -28,9 +29,9 @@ struct Frame {
     std::shared_ptr<ShardMetadata> metadata;
     std::vector<std::string> admittedKeys;
     bool retryableWrite = false;
-    // A single-statement retryable write: its document write also records that the txnNumber
-    // ran (kTxnSideRecordPrefix), atomically, so a crash before its reply is persisted cannot
-    // make a retry apply it again.
+    // A single-statement retryable write (insert/update/delete of one statement, findAndModify):
+    // its document write also records its reply (kTxnSideRecordPrefix), atomically, so a crash
+    // before the reply is persisted cannot make a retry apply it again.
     std::unique_ptr<storage::SideRecordScope> sideRecord;
 };
 thread_local std::vector<Frame> tFrames;
@@ -48,46 +49,9 @@ bool isRetryableWriteCommand(std::string_view name) {
 }
 
 // The records of single-statement retryable writes: storage side records keyed by this prefix +
-// lsid bytes, value {txnNum, reply}, written in the statement's own write batch.
+// lsid bytes, value {txnNum, reply} (singleWriteRecordFn), written in the statement's own write
+// batch.
 constexpr std::string_view kTxnSideRecordPrefix = "txn:";
-
-// insert/update/delete with exactly one statement. Its reply follows from the one document
-// write it makes, so the side record holds the whole reply (findAndModify's holds a document:
-// it keeps the config.transactions record).
-bool isSingleStatementWrite(const CommandRequest& request) {
-    std::string_view name = request.commandName;
-    std::string_view field = name == "insert"   ? "documents"
-                             : name == "update" ? "updates"
-                             : name == "delete" ? "deletes"
-                                                : "";
-    if (field.empty()) return false;
-    auto statements = command::writeStatements(request, field);
-    return statements.isOK() && statements.getValue().size() == 1;
-}
-
-// The side record of a single-statement write that wrote `doc` with `op`: {txnNum, reply} with
-// the reply the command gives for it (an update that inserts is an upsert). A statement that
-// writes nothing (no match, no change, an error) writes no record: retried, it does the same.
-std::string singleWriteRecord(int64_t txnNumber, std::string_view cmd,
-                              storage::SideRecordScope::Op op, bson::BsonView doc) {
-    using Op = storage::SideRecordScope::Op;
-    bson::BsonBuilder b;
-    b.appendInt64("txnNum", txnNumber);
-    b.startObject("reply");
-    b.appendInt32("n", 1);
-    if (cmd == "update") {
-        b.appendInt32("nModified", op == Op::kUpdate ? 1 : 0);
-        if (op == Op::kInsert) {
-            b.startArray("upserted").startObject("0").appendInt32("index", 0);
-            b.appendElementAs(doc["_id"], "_id");
-            b.end().end();
-        }
-    }
-    b.appendDouble("ok", 1.0);
-    b.end();
-    bson::BsonObj record = b.obj();
-    return std::string(reinterpret_cast<const char*>(record.data()), record.size());
-}
 
 // Test only: the reply of a retryable write is not persisted, as if the process died right after
 // the write.
@@ -376,13 +340,9 @@ std::optional<bson::BsonObj> ShardingState::replayedReply(OperationContext& opCt
     if (started.isOK() && !started.getValue()) {
         Frame& frame = tFrames.back();
         frame.retryableWrite = true;
-        if (isSingleStatementWrite(request)) {
+        if (auto value = singleWriteRecordFn(opCtx, request, command.name(), *opCtx.txnNumber)) {
             frame.sideRecord = std::make_unique<storage::SideRecordScope>(
-                std::string(kTxnSideRecordPrefix) + *opCtx.lsid,
-                [txn = *opCtx.txnNumber, cmd = std::string(request.commandName)](
-                    storage::SideRecordScope::Op op, bson::BsonView doc) {
-                    return singleWriteRecord(txn, cmd, op, doc);
-                });
+                std::string(kTxnSideRecordPrefix) + *opCtx.lsid, std::move(*value));
         }
         return std::nullopt;  // execute; afterCommand records the reply
     }

@@ -23,8 +23,9 @@ struct WriteOptions {
 class SideRecordScope {
   public:
     enum class Op { kInsert, kUpdate, kRemove };
-    // `doc`: the document written (the new version; empty for kRemove).
-    using ValueFn = std::function<std::string(Op op, bson::BsonView doc)>;
+    // `before`: the version replaced or removed (empty for kInsert); `after`: the version written
+    // (empty for kRemove). Both stay valid only for the call.
+    using ValueFn = std::function<std::string(Op op, bson::BsonView before, bson::BsonView after)>;
 
     SideRecordScope(std::string key, ValueFn value);
     ~SideRecordScope();
@@ -34,7 +35,9 @@ class SideRecordScope {
     // The record of this thread's active scope, or null (for the writer).
     static const SideRecordScope* active();
     const std::string& key() const { return _key; }
-    std::string value(Op op, bson::BsonView doc) const { return _value(op, doc); }
+    std::string value(Op op, bson::BsonView before, bson::BsonView after) const {
+        return _value(op, before, after);
+    }
 
   private:
     std::string _key;

@@ -132,6 +132,7 @@ Status RocksCollectionWriter::computeIndexDeltas(const bson::BsonView* oldDoc,
 
 StatusWith<Timestamp> RocksCollectionWriter::commit(std::string_view movedFrom,
                                                     std::string_view recordKey,
+                                                    const bson::BsonView* oldDoc,
                                                     const bson::BsonView* doc, int64_t countDelta,
                                                     int64_t sizeDelta, const WriteOptions& opts) {
     std::shared_ptr<CollectionInfo> newInfo;
@@ -200,7 +201,8 @@ StatusWith<Timestamp> RocksCollectionWriter::commit(std::string_view movedFrom,
                                      : countDelta < 0 ? SideRecordScope::Op::kRemove
                                                       : SideRecordScope::Op::kUpdate;
             s = _batch.Put(_engine->catalogCf(), key,
-                           side->value(op, doc ? *doc : bson::BsonView()));
+                           side->value(op, oldDoc ? *oldDoc : bson::BsonView(),
+                                       doc ? *doc : bson::BsonView()));
         }
         if (s.ok()) {
             rocksdb::WriteOptions wo;
@@ -240,7 +242,7 @@ StatusWith<Timestamp> RocksCollectionWriter::insert(bson::BsonView doc, const Wr
     // With a cluster key, _id_ is a unique index checked with the others (a record key holds
     // the _id, so an unused _id means an unused record key).
     TRY_STATUS(computeIndexDeltas(nullptr, &doc, {}, recordKey));
-    return commit({}, recordKey, &doc, 1, static_cast<int64_t>(doc.size()), opts);
+    return commit({}, recordKey, nullptr, &doc, 1, static_cast<int64_t>(doc.size()), opts);
 }
 
 StatusWith<Timestamp> RocksCollectionWriter::update(std::string_view recordKey,
@@ -276,7 +278,7 @@ StatusWith<Timestamp> RocksCollectionWriter::update(std::string_view recordKey,
     TRY_STATUS(computeIndexDeltas(&oldDoc, &newDoc, recordKey, newRecordKey));
     int64_t sizeDelta = static_cast<int64_t>(newDoc.size()) - static_cast<int64_t>(oldDoc.size());
     std::string_view movedFrom = newRecordKey == recordKey ? std::string_view() : recordKey;
-    return commit(movedFrom, newRecordKey, &newDoc, 0, sizeDelta, opts);
+    return commit(movedFrom, newRecordKey, &oldDoc, &newDoc, 0, sizeDelta, opts);
 }
 
 StatusWith<Timestamp> RocksCollectionWriter::remove(std::string_view recordKey,
@@ -291,7 +293,7 @@ StatusWith<Timestamp> RocksCollectionWriter::remove(std::string_view recordKey,
     _oldValue.assign(existing);
     bson::BsonView oldDoc(_oldValue.data());
     TRY_STATUS(computeIndexDeltas(&oldDoc, nullptr, recordKey, recordKey));
-    return commit({}, recordKey, nullptr, -1, -static_cast<int64_t>(oldDoc.size()), opts);
+    return commit({}, recordKey, &oldDoc, nullptr, -1, -static_cast<int64_t>(oldDoc.size()), opts);
 }
 
 std::unique_ptr<ReadSnapshot> RocksCollectionWriter::latest() {

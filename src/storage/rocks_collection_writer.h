@@ -51,10 +51,11 @@ class RocksCollectionWriter final : public CollectionWriter {
     Status duplicateKey(const IndexSpec& index, bson::BsonObj keyValue);
     // Writes the batch: a tombstone at `movedFrom` (unless empty), the record version at
     // recordKey (`doc` null: tombstone), index deltas (removed keys point at movedFrom when
-    // set), counts.
+    // set), counts. `oldDoc`: the version replaced or removed (null for an insert), for the
+    // active SideRecordScope.
     StatusWith<Timestamp> commit(std::string_view movedFrom, std::string_view recordKey,
-                                 const bson::BsonView* doc, int64_t countDelta, int64_t sizeDelta,
-                                 const WriteOptions& opts);
+                                 const bson::BsonView* oldDoc, const bson::BsonView* doc,
+                                 int64_t countDelta, int64_t sizeDelta, const WriteOptions& opts);
     const IndexSpec& indexAt(size_t i) const { return _coll->indexes[i + _firstIndex]; }
 
     RocksEngine* _engine;

@@ -274,10 +274,11 @@ TEST_F(WriterTest, SideRecordIsWrittenExactlyWithTheScopedWrites) {
     create("db.c");
     insert("db.c", R"({"_id": 1})");
     {
-        SideRecordScope scope("txn:a", [](SideRecordScope::Op op, bson::BsonView doc) {
-            return std::string(op == SideRecordScope::Op::kInsert ? "insert " : "other ") +
-                   doc["_id"].toString(false);
-        });
+        SideRecordScope scope(
+            "txn:a", [](SideRecordScope::Op op, bson::BsonView, bson::BsonView doc) {
+                return std::string(op == SideRecordScope::Op::kInsert ? "insert " : "other ") +
+                       doc["_id"].toString(false);
+            });
         auto w = writerFor("db.c");
         ASSERT_EQ(w->insert(J(R"({"_id": 1})"), {}).getStatus().code(), 11000);  // nothing written
         EXPECT_TRUE(engine->sideRecords("txn:").empty());
@@ -285,10 +286,11 @@ TEST_F(WriterTest, SideRecordIsWrittenExactlyWithTheScopedWrites) {
     }
     insert("db.c", R"({"_id": 3})");  // no scope: no record
     {
-        SideRecordScope scope("txn:b", [](SideRecordScope::Op op, bson::BsonView doc) {
-            return std::string(op == SideRecordScope::Op::kRemove ? "remove" : "other") +
-                   (doc.isEmpty() ? "" : " with a document");
-        });
+        SideRecordScope scope(
+            "txn:b", [](SideRecordScope::Op op, bson::BsonView, bson::BsonView doc) {
+                return std::string(op == SideRecordScope::Op::kRemove ? "remove" : "other") +
+                       (doc.isEmpty() ? "" : " with a document");
+            });
         auto w = writerFor("db.c");
         ASSERT_TRUE(w->remove(idKey("3"), {}).isOK());
     }
@@ -298,6 +300,37 @@ TEST_F(WriterTest, SideRecordIsWrittenExactlyWithTheScopedWrites) {
     EXPECT_EQ(records[0], (std::pair<std::string, std::string>("txn:a", "insert 2")));
     EXPECT_EQ(records[1], (std::pair<std::string, std::string>("txn:b", "remove")));
     EXPECT_TRUE(engine->sideRecords("other:").empty());
+}
+
+// The value function sees the version a write replaces or removes (`before`) and the version it
+// writes (`after`): {} / new for an insert, old / new for an update, old / {} for a remove.
+TEST_F(WriterTest, SideRecordValueSeesTheVersionBeforeAndAfterTheWrite) {
+    create("db.c");
+    insert("db.c", R"({"_id": 1, "a": 1})");
+    std::vector<std::string> seen;
+    auto describe = [&seen](SideRecordScope::Op op, bson::BsonView before, bson::BsonView after) {
+        std::string s = op == SideRecordScope::Op::kInsert   ? "insert"
+                        : op == SideRecordScope::Op::kUpdate ? "update"
+                                                             : "remove";
+        s += " " + before.toJson() + " " + after.toJson();
+        seen.push_back(s);
+        return s;
+    };
+    {
+        SideRecordScope scope("txn:u", describe);
+        auto w = writerFor("db.c");
+        ASSERT_TRUE(w->update(idKey("1"), J(R"({"_id": 1, "a": 2})"), {}).isOK());
+        ASSERT_TRUE(w->insert(J(R"({"_id": 2, "b": 1})"), {}).isOK());
+        ASSERT_TRUE(w->remove(idKey("1"), {}).isOK());
+    }
+    ASSERT_EQ(seen.size(), 3u);
+    EXPECT_EQ(seen[0], R"(update { "_id" : 1, "a" : 1 } { "_id" : 1, "a" : 2 })");
+    EXPECT_EQ(seen[1], R"(insert { } { "_id" : 2, "b" : 1 })");
+    EXPECT_EQ(seen[2], R"(remove { "_id" : 1, "a" : 2 } { })");
+    reopen();
+    auto records = engine->sideRecords("txn:");
+    ASSERT_EQ(records.size(), 1u);
+    EXPECT_EQ(records[0].second, seen[2]);
 }
 
 }  // namespace
