@@ -123,6 +123,16 @@ class RetryableWriteTest : public CrudFixture {
         service.hooks = state.get();
         service.roleState = state.get();
     }
+    // A process restart as the shard sees it: only what is durable survives (the in-memory
+    // transaction table is rebuilt by startup()).
+    void restartShardingState() {
+        service.hooks = nullptr;
+        service.roleState = nullptr;
+        state = std::make_unique<ShardingState>(service, "");
+        ASSERT_TRUE(state->startup().isOK());
+        service.hooks = state.get();
+        service.roleState = state.get();
+    }
     void TearDown() override {
         service.hooks = nullptr;
         state.reset();
@@ -159,10 +169,7 @@ TEST_F(RetryableWriteTest, RetriedInsertAppliesOnce) {
         << old.toJson();
 
     // The record survives a restart (config.transactions).
-    service.hooks = nullptr;
-    state = std::make_unique<ShardingState>(service, "");
-    ASSERT_TRUE(state->startup().isOK());
-    service.hooks = state.get();
+    restartShardingState();
     runEntry(inc);
     EXPECT_EQ(count(R"({"count": "r", "query": {"x": 1}})"), 1);
 }
@@ -183,10 +190,7 @@ TEST_F(RetryableWriteTest, RetryAfterACrashBeforeTheReplyWasPersistedAppliesOnce
     EXPECT_EQ(first["nModified"].numberLong(), 1) << first.toJson();
 
     // Restart: only what is durable survives (the in-memory table is rebuilt at startup).
-    service.hooks = nullptr;
-    state = std::make_unique<ShardingState>(service, "");
-    ASSERT_TRUE(state->startup().isOK());
-    service.hooks = state.get();
+    restartShardingState();
     bson::BsonObj retried = runEntry(inc);
     EXPECT_EQ(retried["ok"].numberLong(), 1) << retried.toJson();
     EXPECT_EQ(retried["n"].numberLong(), 1) << retried.toJson();
@@ -200,10 +204,7 @@ TEST_F(RetryableWriteTest, RetryAfterACrashBeforeTheReplyWasPersistedAppliesOnce
     bson::BsonObj upserted = runEntry(upsert);
     EXPECT_EQ(upserted["upserted"].toString(false), R"([ { "index" : 0, "_id" : 5 } ])")
         << upserted.toJson();
-    service.hooks = nullptr;
-    state = std::make_unique<ShardingState>(service, "");
-    ASSERT_TRUE(state->startup().isOK());
-    service.hooks = state.get();
+    restartShardingState();
     bson::BsonObj replayed = runEntry(upsert);
     EXPECT_EQ(replayed["n"].numberLong(), 1) << replayed.toJson();
     EXPECT_EQ(replayed["nModified"].numberLong(), 0) << replayed.toJson();
@@ -226,12 +227,6 @@ TEST_F(RetryableWriteTest, FindAndModifyRetryAfterACrashGetsTheFirstReplyAndAppl
         {"_id": 2, "x": 0, "y": "b"}]})");
     FailPoint* skip = FailPointRegistry::global().find("shardSkipPersistingRetryableWriteReply");
     ASSERT_NE(skip, nullptr);
-    auto restart = [&] {
-        service.hooks = nullptr;
-        state = std::make_unique<ShardingState>(service, "");
-        ASSERT_TRUE(state->startup().isOK());
-        service.hooks = state.get();
-    };
     int64_t txn = 20;
     // Runs `cmd` once with its reply unpersisted, restarts, retries: the retry's reply must be
     // the first one.
@@ -242,7 +237,7 @@ TEST_F(RetryableWriteTest, FindAndModifyRetryAfterACrashGetsTheFirstReplyAndAppl
         bson::BsonObj first = runEntry(body);
         skip->configure(FailPoint::Mode::kOff, 0, "");
         EXPECT_EQ(first["ok"].numberLong(), 1) << first.toJson();
-        restart();
+        restartShardingState();
         bson::BsonObj retried = runEntry(body);
         EXPECT_TRUE(retried.binaryEqual(first)) << first.toJson() << " vs " << retried.toJson();
         return first;
@@ -310,10 +305,7 @@ TEST_F(RetryableWriteTest, AReplyWithAWriteConcernErrorIsPersistedAfterTheComman
     bson::BsonObj first = runEntry(cmd);
     command::failCommand.configure(FailPoint::Mode::kOff, 0, "");
     ASSERT_TRUE(first["writeConcernError"].isObject()) << first.toJson();
-    service.hooks = nullptr;
-    state = std::make_unique<ShardingState>(service, "");
-    ASSERT_TRUE(state->startup().isOK());
-    service.hooks = state.get();
+    restartShardingState();
     bson::BsonObj retried = runEntry(cmd);
     EXPECT_TRUE(retried.binaryEqual(first)) << first.toJson() << " vs " << retried.toJson();
     EXPECT_EQ(count(R"({"count": "c", "query": {"x": 1}})"), 1);
