@@ -26,6 +26,7 @@ namespace tessera {
     X(EmptyArrayOperation, 21)                       \
     X(InvalidBSON, 22)                               \
     X(LockTimeout, 24)                               \
+    X(LockBusy, 46)                                  \
     X(NamespaceNotFound, 26)                         \
     X(IndexNotFound, 27)                             \
     X(PathNotViable, 28)                             \
@@ -97,6 +98,15 @@ namespace tessera {
     X(ShardingStateNotInitialized, 193)              \
     X(AlreadyInitialized, 23)                        \
     X(DatabaseDifferCase, 13297)                     \
+    X(OperationNotSupportedInTransaction, 263)       \
+    X(WouldChangeOwningShard, 283)                   \
+    X(NotARetryableWriteCommand, 50768)              \
+    X(UnknownReplWriteConcern, 79)                   \
+    X(UnsatisfiableWriteConcern, 100)                \
+    X(FailedToSatisfyReadPreference, 133)            \
+    X(APIStrictError, 323)                           \
+    X(APIVersionError, 322)                          \
+    X(APIDeprecationError, 324)                      \
     X(Interrupted, 11601)
 
 enum class ErrorCodes : int {

@@ -121,9 +121,7 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
     net::ServerOptions serverOptions;
     serverOptions.bindIp = opts.bindIp;
     serverOptions.port = opts.port;
-    if (opts.workerThreads > 0) {
-        serverOptions.workerThreads = opts.workerThreads;
-    } else if (role == "router") {
+    if (role == "router") {
         // A router's commands mostly wait on shards: targeted finds and single writes are
         // forwarded on the io thread without a thread waiting (ServerOptions::forwardRequests);
         // the rest run on the pool, which bounds the requests in flight, not CPU use.
@@ -133,6 +131,7 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
         // Shards also wait: on critical sections and on other shards during migrations.
         serverOptions.workerThreads = kShardWorkerThreads;
     }
+    if (opts.workerThreads > 0) serverOptions.workerThreads = opts.workerThreads;
     net::Server server(serverOptions, entryPoint);
     Status started = server.start();
     if (!started.isOK()) {
@@ -159,6 +158,7 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
     if (role == "config") {
         configServer = std::make_unique<config::ConfigServer>(service);
         service.roleState = configServer.get();
+        service.hooks = configServer->hooks();
         roleStarted = configServer->startup();
     } else if (role == "shard") {
         shardingState = std::make_unique<shard::ShardingState>(service, opts.configdb);

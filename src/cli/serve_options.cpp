@@ -72,6 +72,7 @@ StatusWith<ServeOptions> parseServeOptions(const std::vector<std::string>& args,
             TRY_STATUS(needValue());
             ASSIGN_OR_RETURN(long long mb, parseInteger(flag, value, 16, 1 << 20));
             opts.cacheSizeMB = static_cast<size_t>(mb);
+            opts.cacheSizeMBGiven = true;
         } else if (flag == "--workerThreads") {
             TRY_STATUS(needValue());
             ASSIGN_OR_RETURN(long long n, parseInteger(flag, value, 1, 256));
@@ -115,6 +116,27 @@ StatusWith<ServeOptions> parseServeOptions(const std::vector<std::string>& args,
         return Status(ErrorCodes::BadValue, "--dbpath is required");
     }
     return opts;
+}
+
+std::vector<std::string> upChildArguments(const ServeOptions& up, const std::string& role, int port,
+                                          const std::string& dbpath,
+                                          const std::string& configHost) {
+    std::vector<std::string> args = {role, "--port", std::to_string(port), "--bind_ip", up.bindIp};
+    if (!dbpath.empty()) {
+        args.insert(args.end(), {"--dbpath", dbpath});
+        if (up.cacheSizeMBGiven) {
+            args.insert(args.end(), {"--cacheSizeMB", std::to_string(up.cacheSizeMB)});
+        } else if (role == "shard") {
+            args.insert(args.end(), {"--cacheSizeMB", "128"});
+        }
+    }
+    if (role == "router" || role == "shard") args.insert(args.end(), {"--configdb", configHost});
+    if (up.workerThreads > 0) {
+        args.insert(args.end(), {"--workerThreads", std::to_string(up.workerThreads)});
+    }
+    if (up.enableTestCommands) args.push_back("--enableTestCommands");
+    if (up.verbose) args.push_back("--verbose");
+    return args;
 }
 
 }  // namespace tessera::cli

@@ -15,7 +15,8 @@ struct ServeOptions {
     std::string dbpath;
     bool enableTestCommands = false;
     size_t cacheSizeMB = 256;
-    int workerThreads = 0;  // 0: chosen from the core count
+    bool cacheSizeMBGiven = false;  // --cacheSizeMB was on the command line
+    int workerThreads = 0;          // 0: chosen from the role and the core count
     bool verbose = false;
     std::string configdb;  // shard, router: the config server "host:port"
     int shards = 2;        // up: number of shards
@@ -30,5 +31,12 @@ StatusWith<ServeOptions> parseServeOptions(const std::vector<std::string>& args,
                                            const std::string& role = "serve");
 
 std::string serveUsage(const std::string& role = "serve");
+
+// `tessera up`'s arguments for one child (argv without the executable): its role, port and
+// dbpath, the config server's address, and every option of `up` that applies to the child —
+// --workerThreads to every child, --cacheSizeMB to every child with storage (shards default to
+// 128 MB, so that a 3-shard cluster on a laptop stays small), --enableTestCommands, --verbose.
+std::vector<std::string> upChildArguments(const ServeOptions& up, const std::string& role, int port,
+                                          const std::string& dbpath, const std::string& configHost);
 
 }  // namespace tessera::cli

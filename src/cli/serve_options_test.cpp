@@ -46,5 +46,45 @@ TEST(ServeOptions, RoleSpecificOptions) {
     EXPECT_FALSE(parseServeOptions({"--dbpath", "d", "--configdb", "h:1"}, "config").isOK());
 }
 
+// `tessera up --help` lists --workerThreads and --cacheSizeMB: they reach the children.
+TEST(ServeOptions, UpPassesItsOptionsToTheChildren) {
+    auto has = [](const std::vector<std::string>& args, const std::string& flag,
+                  const std::string& value) {
+        for (size_t i = 0; i + 1 < args.size(); ++i) {
+            if (args[i] == flag) return args[i + 1] == value;
+        }
+        return false;
+    };
+    auto plain = parseServeOptions({"--dbpath", "d"}, "up").getValue();
+    auto shard = upChildArguments(plain, "shard", 30003, "d/shard0", "127.0.0.1:30002");
+    EXPECT_EQ(shard.front(), "shard");
+    EXPECT_TRUE(has(shard, "--cacheSizeMB", "128"));  // the shards' small default
+    EXPECT_TRUE(has(shard, "--configdb", "127.0.0.1:30002"));
+    EXPECT_TRUE(has(shard, "--dbpath", "d/shard0"));
+    auto config = upChildArguments(plain, "config", 30002, "d/config", "127.0.0.1:30002");
+    EXPECT_FALSE(has(config, "--configdb", "127.0.0.1:30002"));
+    for (const std::string& a : config) EXPECT_NE(a, "--workerThreads");
+
+    auto tuned = parseServeOptions({"--dbpath", "d", "--workerThreads", "6", "--cacheSizeMB=512",
+                                    "--enableTestCommands"},
+                                   "up")
+                     .getValue();
+    for (const std::string role : {"config", "shard"}) {
+        auto args = upChildArguments(tuned, role, 1, "d/x", "h:2");
+        EXPECT_TRUE(has(args, "--workerThreads", "6")) << role;
+        EXPECT_TRUE(has(args, "--cacheSizeMB", "512")) << role;
+        EXPECT_EQ(args.back(), "--enableTestCommands") << role;
+    }
+    auto router = upChildArguments(tuned, "router", 30000, "", "h:2");
+    EXPECT_TRUE(has(router, "--workerThreads", "6"));
+    for (const std::string& a : router) EXPECT_NE(a, "--cacheSizeMB");  // a router stores nothing
+    // Every child accepts what it is given.
+    for (const std::string role : {"config", "shard", "router"}) {
+        auto args = upChildArguments(tuned, role, 1, role == "router" ? "" : "d/x", "h:2");
+        std::vector<std::string> rest(args.begin() + 1, args.end());
+        EXPECT_TRUE(parseServeOptions(rest, role).isOK()) << role;
+    }
+}
+
 }  // namespace
 }  // namespace tessera::cli

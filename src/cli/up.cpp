@@ -21,6 +21,7 @@
 
 #include "bson/bson_builder.h"
 #include "cli/serve.h"
+#include "cli/serve_options.h"
 #include "net/remote_client.h"
 
 namespace tessera::cli {
@@ -49,17 +50,11 @@ std::string selfExe(const std::vector<std::string>& argv) {
 // Starts `child` with stdout/stderr appended to its log file.
 Status spawn(Child& child, const std::string& exe, const ServeOptions& opts,
              const std::string& configHost) {
-    std::vector<std::string> args = {exe,         child.role, "--port", std::to_string(child.port),
-                                     "--bind_ip", opts.bindIp};
-    if (!child.dbpath.empty()) {
-        args.insert(args.end(), {"--dbpath", child.dbpath});
-        if (child.role == "shard") args.insert(args.end(), {"--cacheSizeMB", "128"});
+    std::vector<std::string> args = {exe};
+    for (std::string& a :
+         upChildArguments(opts, child.role, child.port, child.dbpath, configHost)) {
+        args.push_back(std::move(a));
     }
-    if (child.role == "router" || child.role == "shard") {
-        args.insert(args.end(), {"--configdb", configHost});
-    }
-    if (opts.enableTestCommands) args.push_back("--enableTestCommands");
-    if (opts.verbose) args.push_back("--verbose");
 
     int logFd = ::open(child.logPath.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (logFd < 0) {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 
+#include "base/wall_clock.h"
 #include "bson/bson_builder.h"
 #include "cluster/catalog_refresh.h"
 
@@ -210,6 +211,7 @@ StatusWith<DatabaseInfo> CatalogCache::getDatabase(std::string_view db, bool cre
     }
     std::lock_guard lock(_mutex);
     ++_stats.databaseRefreshes;
+    _stats.lastRefreshMillis = wallClockMillis();
     entry->info = info;
     entry->stale = !info || entry->staleMarks != marks;
     if (!info) {
@@ -350,6 +352,7 @@ StatusWith<CollectionRoutingInfo> CatalogCache::getCollectionRoutingInfo(std::st
     if (!last.isOK()) return last;
 
     std::lock_guard lock(_mutex);
+    _stats.lastRefreshMillis = wallClockMillis();
     if (incremental) {
         ++_stats.incrementalCollectionRefreshes;
     } else {
@@ -461,7 +464,10 @@ void CatalogCache::invalidateAll() {
 
 CatalogCache::Stats CatalogCache::stats() const {
     std::lock_guard lock(_mutex);
-    return _stats;
+    Stats s = _stats;
+    s.numDatabaseEntries = static_cast<int64_t>(_dbs.size());
+    s.numCollectionEntries = static_cast<int64_t>(_colls.size());
+    return s;
 }
 
 }  // namespace tessera::cluster

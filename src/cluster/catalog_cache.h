@@ -109,6 +109,10 @@ class CatalogCache {
         int64_t fullCollectionRefreshes = 0;
         int64_t incrementalCollectionRefreshes = 0;
         int64_t changedChunksApplied = 0;  // stale errors resolved without the config service
+        int64_t numDatabaseEntries = 0;    // cached now
+        int64_t numCollectionEntries = 0;
+        // Wall-clock millis of the newest placement read from the config service (0: never).
+        int64_t lastRefreshMillis = 0;
     };
     Stats stats() const;
 

@@ -166,6 +166,7 @@ struct OpResult {
 class BulkWriteCommand final : public Command {
   public:
     std::string_view name() const override { return "bulkWrite"; }
+    bool supportsRetryableWrite() const override { return true; }
     bool adminOnly() const override { return true; }
 
     Status run(OperationContext& opCtx, const CommandRequest& request,
@@ -300,10 +301,9 @@ class BulkWriteCommand final : public Command {
         if (!r.status.isOK()) return r;
         r.status = query::Collator::fromArgument(op.raw["collation"]).getStatus();
         if (!r.status.isOK()) return r;
-        storage::Engine& engine = *opCtx.service->engine;
         switch (op.kind) {
             case OpKind::kInsert:
-                r.status = insert(engine, op, ns, wopts, bypass, &r);
+                r.status = insert(opCtx, op, ns, wopts, bypass, &r);
                 break;
             case OpKind::kUpdate:
                 r.status = update(opCtx, op, ns, wopts, bypass, &r);
@@ -315,10 +315,17 @@ class BulkWriteCommand final : public Command {
         return r;
     }
 
-    static Status insert(storage::Engine& engine, const BulkOp& op, const std::string& ns,
+    static Status insert(OperationContext& opCtx, const BulkOp& op, const std::string& ns,
                          const storage::WriteOptions& wopts, bool bypass, OpResult* r) {
+        storage::Engine& engine = *opCtx.service->engine;
         bson::BsonObj doc = ensureIdFirst(op.document);
         TRY_STATUS(query::validateStorableDocument(doc, /*allowTopLevelDollar=*/true));
+        if (auto ownership = opCtx.ownershipFilter(ns); ownership && !ownership->owns(doc)) {
+            // As the insert command: a shard takes only the documents it owns.
+            return Status(ErrorCodes::InvalidOptions, "This shard does not own the document's " +
+                                                          ownership->describeKey(doc) +
+                                                          ": insert it through a router");
+        }
         ASSIGN_OR_RETURN(storage::CollectionPtr coll, getOrCreateCollection(engine, ns));
         ASSIGN_OR_RETURN(auto writer, engine.writer(coll));
         ASSIGN_OR_RETURN(auto validator,
@@ -355,6 +362,9 @@ class BulkWriteCommand final : public Command {
                          DocumentValidator::forWrites(writer->collection(), bypass));
         exec::UpdateStatement stmt = op.update;
         stmt.validator = validator.get();
+        auto ownership = opCtx.ownershipFilter(ns);
+        stmt.ownership = ownership.get();
+        stmt.retryableWrite = opCtx.txnNumber.has_value();
         exec::UpdateOutcome outcome;
         Status s = exec::executeUpdate(opCtx, *writer, stmt, wopts, &outcome);
         r->n = outcome.nMatched + (outcome.upsertedId ? 1 : 0);

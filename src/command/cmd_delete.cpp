@@ -17,6 +17,7 @@ using bson::BsonType;
 class DeleteCommand final : public Command {
   public:
     std::string_view name() const override { return "delete"; }
+    bool supportsRetryableWrite() const override { return true; }
 
     Status run(OperationContext& opCtx, const CommandRequest& request,
                bson::BsonBuilder& reply) override {

@@ -1,5 +1,8 @@
 // configureFailPoint and the failCommand failpoint (only with --enableTestCommands).
 
+#include <chrono>
+#include <thread>
+
 #include "base/failpoint.h"
 #include "command/fail_command.h"
 #include "command/registry.h"
@@ -76,6 +79,41 @@ class ConfigureFailPointCommand : public Command {
     }
 };
 
+// {waitForFailPoint: name, timesEntered: N, maxTimeMS: M}: waits until the failpoint has fired
+// N times since it was configured (configureFailPoint answers how many before), so a test knows
+// a hang was reached instead of sleeping. MaxTimeMSExpired (50) when it was not reached in time.
+class WaitForFailPointCommand : public Command {
+  public:
+    std::string_view name() const override { return "waitForFailPoint"; }
+    bool adminOnly() const override { return true; }
+    bool testOnly() const override { return true; }
+
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder&) override {
+        bson::BsonElement nameElt = request.firstElement();
+        if (nameElt.type() != bson::BsonType::String) {
+            return Status(ErrorCodes::TypeMismatch, "failpoint name must be a string");
+        }
+        FailPoint* fp = FailPointRegistry::global().find(std::string(nameElt.stringValue()));
+        if (!fp) {
+            return Status(ErrorCodes::BadValue,
+                          "Cannot find failpoint: " + std::string(nameElt.stringValue()));
+        }
+        bson::BsonElement times = request.body["timesEntered"];
+        if (!times.isNumber() || times.numberLong() < 1) {
+            return Status(ErrorCodes::BadValue, "waitForFailPoint needs timesEntered >= 1");
+        }
+        if (!opCtx.deadline) {
+            return Status(ErrorCodes::BadValue, "waitForFailPoint needs maxTimeMS");
+        }
+        while (fp->timesEntered() < times.numberLong()) {
+            TRY_STATUS(opCtx.checkForInterrupt());
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        return Status::OK();
+    }
+};
+
 }  // namespace
 
 std::optional<FailCommandAction> evaluateFailCommand(std::string_view commandName,
@@ -97,6 +135,7 @@ std::optional<FailCommandAction> evaluateFailCommand(std::string_view commandNam
 
 void registerTestCommands(CommandRegistry& registry) {
     registry.add(std::make_unique<ConfigureFailPointCommand>());
+    registry.add(std::make_unique<WaitForFailPointCommand>());
 }
 
 }  // namespace tessera::command

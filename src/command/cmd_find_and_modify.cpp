@@ -21,6 +21,7 @@ using bson::BsonType;
 class FindAndModifyCommand final : public Command {
   public:
     std::string_view name() const override { return "findAndModify"; }
+    bool supportsRetryableWrite() const override { return true; }
     std::vector<std::string_view> aliases() const override { return {"findandmodify"}; }
 
     Status run(OperationContext& opCtx, const CommandRequest& request,
@@ -117,6 +118,9 @@ class FindAndModifyCommand final : public Command {
                 ASSIGN_OR_RETURN(auto validator,
                                  DocumentValidator::forWrites(writer->collection(), bypass));
                 stmt.validator = validator.get();
+                auto ownership = opCtx.ownershipFilter(ns);
+                stmt.ownership = ownership.get();
+                stmt.retryableWrite = opCtx.txnNumber.has_value();
                 Status s = exec::executeUpdate(opCtx, *writer, stmt, wopts, &outcome);
                 if (!s.isOK()) {
                     opCtx.errorExtraInfo = outcome.errorInfo;

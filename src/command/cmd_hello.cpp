@@ -153,11 +153,6 @@ class ListCommandsCommand : public Command {
 
 }  // namespace
 
-OpCounters& OpCounters::global() {
-    static OpCounters counters;
-    return counters;
-}
-
 void registerHandshakeCommands(CommandRegistry& registry) {
     registry.add(std::make_unique<HelloCommand>());
     registry.add(std::make_unique<PingCommand>());

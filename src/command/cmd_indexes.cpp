@@ -161,6 +161,21 @@ class CreateIndexesCommand : public Command {
             return Status(ErrorCodes::BadValue, "Must specify at least one index to create");
         }
         std::string ns = request.db + "." + coll;
+        // On a shard, a unique index of a sharded collection is unique per shard only: refused
+        // unless the shard key is its prefix (MongoDB's rule), until global unique indexes exist.
+        if (auto ownership = opCtx.ownershipFilter(ns)) {
+            for (const storage::IndexSpec& spec : specs) {
+                if (spec.unique && !ownership->isUniqueIndexCompatible(spec.keyPattern)) {
+                    return Status(ErrorCodes::CannotCreateIndex,
+                                  "cannot create unique index over " + spec.keyPattern.toJson() +
+                                      " with shard key pattern " +
+                                      ownership->shardKeyPattern().toJson() +
+                                      ": uniqueness can be maintained only when the shard key "
+                                      "is a prefix of the index (global unique indexes are not "
+                                      "supported yet)");
+                }
+            }
+        }
         storage::Engine& engine = *opCtx.service->engine;
         bool created = false;
         ASSIGN_OR_RETURN(storage::CollectionPtr target, getWritableCollection(engine, ns));

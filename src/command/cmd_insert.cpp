@@ -15,6 +15,7 @@ namespace {
 class InsertCommand final : public Command {
   public:
     std::string_view name() const override { return "insert"; }
+    bool supportsRetryableWrite() const override { return true; }
 
     Status run(OperationContext& opCtx, const CommandRequest& request,
                bson::BsonBuilder& reply) override {
@@ -53,9 +54,27 @@ class InsertCommand final : public Command {
             ASSIGN_OR_RETURN(auto writer, opCtx.service->engine->writer(collPtr));
             ASSIGN_OR_RETURN(auto validator,
                              DocumentValidator::forWrites(writer->collection(), bypass));
+            // On a shard, a sharded collection takes only documents the shard owns: a router
+            // sends each insert to its key's owner (and a stale one is refused by the version
+            // check), so this refuses a direct insert that would be an invisible orphan.
+            auto ownership = opCtx.ownershipFilter(ns);
             std::vector<WriteError> storageErrors;
             for (size_t i = 0; i < stopAt; ++i) {
                 if (!valid[i]) continue;
+                if (ownership && !ownership->owns(prepared[i])) {
+                    storageErrors.push_back(
+                        WriteError{static_cast<int64_t>(i),
+                                   Status(ErrorCodes::InvalidOptions,
+                                          "This shard does not own the document's " +
+                                              ownership->describeKey(prepared[i]) +
+                                              ": insert it through a router"),
+                                   {}});
+                    if (ordered) {
+                        errors.clear();
+                        break;
+                    }
+                    continue;
+                }
                 if (validator) {
                     bson::BsonObj errInfo;
                     Status v = validator->validate(prepared[i], nullptr, &errInfo);

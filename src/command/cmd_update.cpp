@@ -60,6 +60,7 @@ StatusWith<exec::UpdateStatement> parseUpdateStatement(bson::BsonView s) {
 class UpdateCommand final : public Command {
   public:
     std::string_view name() const override { return "update"; }
+    bool supportsRetryableWrite() const override { return true; }
 
     Status run(OperationContext& opCtx, const CommandRequest& request,
                bson::BsonBuilder& reply) override {
@@ -90,10 +91,16 @@ class UpdateCommand final : public Command {
         }
         std::unique_ptr<storage::CollectionWriter> writer;
         std::shared_ptr<const DocumentValidator> validator;
+        std::shared_ptr<const OwnershipFilter> ownership;
         if (coll) {
             ASSIGN_OR_RETURN(writer, engine.writer(coll));
             ASSIGN_OR_RETURN(validator, DocumentValidator::forWrites(writer->collection(), bypass));
-            for (exec::UpdateStatement& stmt : stmts) stmt.validator = validator.get();
+            ownership = opCtx.ownershipFilter(ns);
+            for (exec::UpdateStatement& stmt : stmts) {
+                stmt.validator = validator.get();
+                stmt.ownership = ownership.get();
+                stmt.retryableWrite = opCtx.txnNumber.has_value();
+            }
         }
 
         int64_t n = 0, nModified = 0;

@@ -34,10 +34,25 @@ enum class ClusterRole { kStandalone, kShard, kConfig, kRouter };
 // Read paths skip documents for which owns() is false (orphans: a range being received, or one
 // donated and not yet deleted), so that no read — counts included — ever sees them
 // (ARCHITECTURE.md invariant 3).
+//
+// Writes use it too: a write never leaves a document under a shard key value the shard does not
+// own (exec/write_executor.h, cmd_insert.cpp), so no acknowledged write can become an orphan.
 class OwnershipFilter {
   public:
     virtual ~OwnershipFilter() = default;
     virtual bool owns(bson::BsonView doc) const = 0;
+    // The shard key pattern ({k: 1} / {_id: "hashed"}) and its dotted field paths, in order.
+    virtual bson::BsonView shardKeyPattern() const = 0;
+    virtual const std::vector<std::string_view>& shardKeyPaths() const = 0;
+    // Whether two versions of a document have the same shard key (numbers by value: 1 == 1.0;
+    // hashed fields by their hash). A version whose key cannot be extracted (an array on a key
+    // path) has no key equal to any other.
+    virtual bool sameShardKey(bson::BsonView a, bson::BsonView b) const = 0;
+    // For error messages: "shard key { k: 5 } (owned by shard 'shard1')".
+    virtual std::string describeKey(bson::BsonView doc) const = 0;
+    // Whether a unique index on `indexKey` can be enforced by each shard alone
+    // (placement::ShardKeyPattern::isUniqueIndexCompatible); createIndexes refuses the others.
+    virtual bool isUniqueIndexCompatible(bson::BsonView indexKey) const = 0;
 };
 
 // Role-specific steps around every command, installed by the process's main (the shard's
@@ -163,6 +178,10 @@ class Command {
     virtual bool adminOnly() const { return false; }
     // Only with --enableTestCommands (else it does not exist: CommandNotFound).
     virtual bool testOnly() const { return false; }
+    // Takes a `txnNumber` outside a transaction: a retryable write (insert, update, delete,
+    // findAndModify, bulkWrite). Any other command carrying one is refused with MongoDB's
+    // NotARetryableWriteCommand (50768) before it runs.
+    virtual bool supportsRetryableWrite() const { return false; }
 
     // Runs the command, appending reply fields (without `ok`) to `reply`. An error status becomes
     // {ok: 0, errmsg, code, codeName} plus opCtx.errorExtraInfo; fields already appended to

@@ -1,13 +1,63 @@
 #pragma once
 
+#include <optional>
 #include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "command/command.h"
 
 namespace tessera::command {
 
-// Fields any command may carry that are not the command's own arguments (drivers add them to
-// every command): $db, lsid, $clusterTime, $readPreference, readConcern, writeConcern,
-// maxTimeMS, comment, apiVersion, apiStrict, apiDeprecationErrors, txnNumber, autocommit,
-// startTransaction, ... Strict commands reject other unknown fields (IDL error 40415).
+// The generic arguments: fields any command may carry besides its own (drivers add them to every
+// command). Each has one decision, checked once per request by the service entry point
+// (checkGenericArguments) on every role, so that no field is silently dropped anywhere
+// (src/command/README.md "Generic arguments" lists them; tests/integration/node/
+// cluster_argument_audit.test.mjs asserts each):
+enum class GenericArgKind {
+    kApplied,    // carried out with its meaning (a router forwards it where the shards act on it)
+    kShardOnly,  // set by a router for its shards: accepted on a shard, refused everywhere else
+    kRefused,    // not implemented: refused with a clear error before anything runs
+};
+
+struct GenericArgument {
+    std::string_view name;
+    GenericArgKind kind;
+    std::string_view meaning;  // for errors and the README
+};
+
+// Every generic argument Tessera knows (MongoDB's generic_argument.idl, plus the fields only
+// MongoDB's own processes send, which Tessera refuses).
+const std::vector<GenericArgument>& genericArguments();
+// nullptr when `field` is not a generic argument.
+const GenericArgument* findGenericArgument(std::string_view field);
 bool isGenericArgument(std::string_view field);
+
+// The read concern a request asks for (checkGenericArguments validated it).
+enum class ReadConcernLevel { kLocal, kAvailable, kMajority, kLinearizable };
+
+// The reads that take a read concern other than "local": find, aggregate, count, distinct.
+bool takesReadConcern(std::string_view commandName);
+
+// Checks the generic arguments of `request` for `command` on a process of `role`, before
+// anything runs:
+//  - kShardOnly fields anywhere but on a shard, and kRefused fields: InvalidOptions (72), or
+//    the feature's own error;
+//  - apiVersion must be "1" (APIVersionError 322); apiStrict / apiDeprecationErrors need it
+//    (4886600); apiStrict: true refuses commands outside API version 1 (APIStrictError 323);
+//  - readConcern: level local, available, majority or linearizable (majority and linearizable
+//    only on the reads of takesReadConcern); snapshot and afterClusterTime/atClusterTime/
+//    afterOpTime are refused (InvalidOptions: there are no snapshot reads or cluster times
+//    yet);
+//  - writeConcern: w 0, 1 or "majority" (every process is a one-member set: majority is this
+//    process, journaled), j, fsync, wtimeout; w > 1 is UnsatisfiableWriteConcern (100), a tag
+//    UnknownReplWriteConcern (79), an unknown field 40415;
+//  - $readPreference (or the legacy $queryOptions.$readPreference), on a router: every shard is
+//    one member, its primary, so "secondary" (and "nearest" with tags no primary has) cannot be
+//    satisfied: FailedToSatisfyReadPreference (133). A standalone, a shard or the config server
+//    ignores it as mongod does.
+// On success `*readConcern` is the level asked for (local when none).
+Status checkGenericArguments(const CommandRequest& request, const Command& command,
+                             ClusterRole role, ReadConcernLevel* readConcern);
 
 }  // namespace tessera::command

@@ -7,7 +7,9 @@
 
 #include "base/log.h"
 #include "command/fail_command.h"
+#include "command/generic_args.h"
 #include "command/opcounters.h"
+#include "storage/engine.h"
 #include "wire/op_msg.h"
 
 namespace tessera::command {
@@ -64,15 +66,56 @@ Status applySessionArgs(bson::BsonView body, OperationContext& opCtx) {
     return Status::OK();
 }
 
+// Multi-document transactions do not exist yet. A command that would start, continue, commit or
+// abort one is refused before it is looked up, checked or run, on every role, so no statement of
+// a would-be transaction is ever applied on its own (a router once dropped `startTransaction` and
+// applied the writes). The standalone keeps mongod's answer for session fields (20). Routers and
+// shards answer OperationNotSupportedInTransaction (263): a mongos has no "unsupported" answer
+// to copy, and the Node driver rewrites every IllegalOperation (20) of a write into its
+// "add retryWrites=false" hint, which would hide what to do; 263 reaches the user as written and
+// carries no TransientTransactionError label, so withTransaction does not retry it.
+Status refuseTransaction(const CommandRequest& request, bool acceptsSessions) {
+    bool txnCommand =
+        request.commandName == "commitTransaction" || request.commandName == "abortTransaction";
+    bool txnFields =
+        request.body.hasField("startTransaction") || request.body.hasField("autocommit");
+    if (!acceptsSessions && (txnFields || request.body.hasField("txnNumber"))) {
+        return Status(ErrorCodes::IllegalOperation,
+                      "Transaction numbers are only allowed on a replica set member or mongos");
+    }
+    if (!txnCommand && !txnFields) return Status::OK();
+    return Status(ErrorCodes::OperationNotSupportedInTransaction,
+                  "Transactions are not supported by this Tessera version: '" +
+                      std::string(request.commandName) +
+                      (txnCommand ? "' commits or aborts a multi-document transaction"
+                                  : "' carries startTransaction/autocommit") +
+                      ". Nothing was applied; run the operations without a transaction.");
+}
+
+void countRequest(const CommandRequest& request) {
+    std::vector<std::pair<std::string_view, size_t>> sizes;
+    for (const DocumentSequence& seq : request.sequences) {
+        sizes.emplace_back(seq.identifier, seq.documents.size());
+    }
+    OpCounters::global().countRequest(request.commandName, request.body, sizes);
+}
+
 void logSlow(std::chrono::steady_clock::time_point started, const CommandRequest& request,
              const Status& status) {
     auto elapsed = std::chrono::steady_clock::now() - started;
     if (elapsed >= kSlowOperationThreshold) {
         auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
+        // The client's `comment` goes with it, as MongoDB logs it, so a slow operation can be
+        // traced to the code that sent it.
+        std::string comment;
+        if (bson::BsonElement c = request.body["comment"]; !c.eoo()) {
+            comment = ",\"comment\":\"" + log::jsonEscape(c.toString(false)) + "\"";
+        }
         log::info("COMMAND", 51803, "Slow query",
                   "{\"ns\":\"" + log::jsonEscape(request.db) + "\",\"command\":\"" +
-                      log::jsonEscape(request.commandName) + "\",\"durationMillis\":" +
-                      std::to_string(ms) + ",\"ok\":" + (status.isOK() ? "1" : "0") + "}");
+                      log::jsonEscape(request.commandName) +
+                      "\",\"durationMillis\":" + std::to_string(ms) +
+                      ",\"ok\":" + (status.isOK() ? "1" : "0") + comment + "}");
     }
 }
 
@@ -133,10 +176,19 @@ bson::BsonObj ServiceEntryPoint::handleRequest(const net::Request& request,
 
 void ServiceEntryPoint::onDisconnect(net::ClientContext&) {}
 
+bool ServiceEntryPoint::isControlRequest(const net::Request& request) {
+    std::string_view name = request.msg->commandName();
+    return !name.empty() && name.front() == '_';
+}
+
 std::optional<net::ForwardRequest> ServiceEntryPoint::tryForward(const net::Request& request,
                                                                  net::ClientContext& client) {
     if (_service.hooks || (_service.enableTestCommands && failCommand.active())) {
         return std::nullopt;
+    }
+    if (request.msg->body.hasField("startTransaction") ||
+        request.msg->body.hasField("autocommit")) {
+        return std::nullopt;  // refused by execute()
     }
     // Looked up before anything is allocated: most commands never forward.
     Command* command = _service.registry->find(request.msg->commandName());
@@ -149,9 +201,12 @@ std::optional<net::ForwardRequest> ServiceEntryPoint::tryForward(const net::Requ
         OperationContext& opCtx = state->opCtx;
         opCtx.service = &_service;
         opCtx.client = &clientStateOf(client);
-        if (!applyMaxTimeMS(state->request.body, opCtx).isOK() ||
-            !applySessionArgs(state->request.body, opCtx).isOK()) {
-            return std::nullopt;
+        ReadConcernLevel readConcern = ReadConcernLevel::kLocal;
+        if (!checkGenericArguments(state->request, *command, _service.role, &readConcern).isOK() ||
+            !applyMaxTimeMS(state->request.body, opCtx).isOK() ||
+            !applySessionArgs(state->request.body, opCtx).isOK() ||
+            (opCtx.txnNumber && !command->supportsRetryableWrite())) {
+            return std::nullopt;  // handleRequest reports it
         }
         state->started = std::chrono::steady_clock::now();
         std::optional<ForwardPlan> plan = command->planForward(opCtx, state->request);
@@ -187,7 +242,7 @@ net::ForwardOutcome ServiceEntryPoint::completeForward(const net::Request&, net:
             state.plan = std::move(*plan);
             return outcome;
         }
-        OpCounters::global().command.fetch_add(1, std::memory_order_relaxed);
+        countRequest(state.request);
         logSlow(state.started, state.request, *status);
         if (!status->isOK()) {
             outcome.reply = errorReply(*status, state.opCtx.errorExtraInfo);
@@ -217,6 +272,9 @@ bson::BsonObj ServiceEntryPoint::runCommand(std::string_view db, bson::BsonView 
 bson::BsonObj ServiceEntryPoint::execute(CommandRequest& request, ClientState& client,
                                          bool* closeConnection) {
     auto started = std::chrono::steady_clock::now();
+    if (Status refused = refuseTransaction(request, acceptsSessions()); !refused.isOK()) {
+        return errorReply(refused);
+    }
     Command* command = _service.registry->find(request.commandName);
     if (!command || (command->testOnly() && !_service.enableTestCommands)) {
         return errorReply(Status(ErrorCodes::CommandNotFound,
@@ -227,25 +285,26 @@ bson::BsonObj ServiceEntryPoint::execute(CommandRequest& request, ClientState& c
             Status(ErrorCodes::Unauthorized,
                    std::string(command->name()) + " may only be run against the admin database."));
     }
-    OpCounters::global().command.fetch_add(1, std::memory_order_relaxed);
+    countRequest(request);
 
     OperationContext opCtx;
     opCtx.service = &_service;
     opCtx.client = &client;
-    Status status = applyMaxTimeMS(request.body, opCtx);
+    ReadConcernLevel readConcern = ReadConcernLevel::kLocal;
+    Status status = checkGenericArguments(request, *command, _service.role, &readConcern);
     if (!status.isOK()) return errorReply(status);
-    if (!acceptsSessions() &&
-        (request.body.hasField("txnNumber") || request.body.hasField("autocommit") ||
-         request.body.hasField("startTransaction"))) {
-        // What a standalone mongod answers; drivers then fall back to plain writes.
-        return errorReply(Status(ErrorCodes::IllegalOperation,
-                                 "Transaction numbers are only allowed on a replica set member "
-                                 "or mongos"));
-    }
-
+    status = applyMaxTimeMS(request.body, opCtx);
+    if (!status.isOK()) return errorReply(status);
     if (acceptsSessions()) {
         status = applySessionArgs(request.body, opCtx);
         if (!status.isOK()) return errorReply(status);
+        if (opCtx.txnNumber && !command->supportsRetryableWrite()) {
+            return errorReply(Status(
+                ErrorCodes::NotARetryableWriteCommand,
+                "txnNumber may only be provided for multi-document transactions and retryable "
+                "write commands. autocommit:false was not provided, and " +
+                    std::string(command->name()) + " is not a retryable write command."));
+        }
     }
 
     bson::BsonObj writeConcernError;
@@ -282,7 +341,14 @@ bson::BsonObj ServiceEntryPoint::execute(CommandRequest& request, ClientState& c
                 return std::move(*replayed);
             }
         }
-        status = command->run(opCtx, request, reply);
+        if ((readConcern == ReadConcernLevel::kMajority ||
+             readConcern == ReadConcernLevel::kLinearizable) &&
+            _service.engine && _service.role != ClusterRole::kRouter) {
+            // A one-member set's majority is this process, journaled: everything committed so
+            // far is made durable first, so the read sees nothing a crash could take back.
+            status = _service.engine->syncWal();
+        }
+        if (status.isOK()) status = command->run(opCtx, request, reply);
     } catch (const std::exception& e) {
         status = Status(ErrorCodes::InternalError,
                         std::string("unexpected exception in command: ") + e.what());

@@ -28,15 +28,19 @@ class ServiceEntryPoint : public net::RequestHandler {
                                         net::ForwardRequest& forward,
                                         const StatusWith<bson::BsonObj>& remote) override;
     static constexpr int kMaxForwards = 3;
+    // Internal commands (`_configsvr*`, `_shardsvr*`, `_flush*`: DDL coordination, migration
+    // steps, placement refreshes) run on the control lane: they wait on other processes, and
+    // those wait on this process's workers (a DDL holder needs the shards' refreshes, which read
+    // the catalog here), so they must never occupy the workers.
+    bool isControlRequest(const net::Request& request) override;
 
     // Runs a command given as a document on `db` (tests, internal callers).
     bson::BsonObj runCommand(std::string_view db, bson::BsonView body, ClientState* client);
 
   private:
-    // Shards and routers take lsid/txnNumber; a standalone refuses them as mongod does.
-    bool acceptsSessions() const {
-        return _service.role == ClusterRole::kShard || _service.role == ClusterRole::kRouter;
-    }
+    // Shards, routers and the config server take lsid/txnNumber (retryable writes); a
+    // standalone refuses them as mongod does.
+    bool acceptsSessions() const { return _service.role != ClusterRole::kStandalone; }
     bson::BsonObj execute(CommandRequest& request, ClientState& client, bool* closeConnection);
 
     ServiceContext& _service;

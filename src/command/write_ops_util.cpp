@@ -71,6 +71,9 @@ StatusWith<storage::WriteOptions> parseWriteConcern(bson::BsonView body) {
             if (e.isNumber() && e.numberLong() < 0) {
                 return Status(ErrorCodes::FailedToParse, "w cannot be a negative value");
             }
+            // The majority of a one-member set is this process, journaled (MongoDB's
+            // writeConcernMajorityJournalDefault).
+            if (e.type() == BsonType::String && e.stringValue() == "majority") opts.sync = true;
         } else if (f == "j" || f == "fsync") {
             if (e.type() != BsonType::Bool && !e.isNumber()) {
                 return Status(ErrorCodes::FailedToParse,
@@ -82,7 +85,7 @@ StatusWith<storage::WriteOptions> parseWriteConcern(bson::BsonView body) {
                 return Status(ErrorCodes::FailedToParse, "wtimeout must be a number");
             }
         }
-        // Other fields (provenance, getLastError, ...) are accepted and ignored.
+        // Anything else was refused before the command ran (checkGenericArguments).
     }
     return opts;
 }

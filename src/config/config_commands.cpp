@@ -112,7 +112,11 @@ Status shardCollection(ConfigServerImpl& cs, const CommandRequest& req, BsonBuil
     if (req.body["numInitialChunks"].isNumber()) {
         numInitialChunks = req.body["numInitialChunks"].numberInt();
     }
-    TRY_STATUS(cs.shardCollection(ns, *key, req.body["unique"].trueValue(), numInitialChunks));
+    bool simpleCollation = collation.isObject() && !collation.objValue().isEmpty();
+    bool implicitlyCreateIndex =
+        req.body["implicitlyCreateIndex"].eoo() || req.body["implicitlyCreateIndex"].trueValue();
+    TRY_STATUS(cs.shardCollection(ns, *key, req.body["unique"].trueValue(), numInitialChunks,
+                                  simpleCollation, implicitlyCreateIndex));
     reply.appendString("collectionsharded", ns);
     return Status::OK();
 }

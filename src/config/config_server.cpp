@@ -39,6 +39,8 @@ ConfigServer::~ConfigServer() { shutdown(); }
 
 Status ConfigServer::startup() { return _impl->startup(); }
 
+command::CommandHooks* ConfigServer::hooks() { return _impl->hooks(); }
+
 void ConfigServer::shutdown() { _impl->shutdown(); }
 
 StatusWith<ConfigServerImpl*> configServerImpl(command::OperationContext& opCtx) {
@@ -52,7 +54,11 @@ StatusWith<ConfigServerImpl*> configServerImpl(command::OperationContext& opCtx)
 // ---- ConfigServerImpl: lifecycle ----
 
 ConfigServerImpl::ConfigServerImpl(command::ServiceContext& service)
-    : _service(service), _local(service) {}
+    : _service(service),
+      _local(service),
+      _retryableWrites(service, [this](std::string_view db, const BsonObj& cmd) {
+          return _local.runChecked(db, cmd).getStatus();
+      }) {}
 
 ConfigServerImpl::~ConfigServerImpl() { shutdown(); }
 
@@ -88,6 +94,7 @@ Status ConfigServerImpl::startup() {
     for (const IndexSpec& s : specs) {
         TRY_STATUS(_local.createIndex(s.coll, bson::fromJson(s.json), s.name, s.unique));
     }
+    _retryableWrites.startup();
     _recovery = std::thread([this] { recoverCoordinators(); });
     return Status::OK();
 }
@@ -223,7 +230,7 @@ Status ConfigServerImpl::writeChunk(const ChunkRecord& chunk, const placement::U
 StatusWith<std::string> ConfigServerImpl::addShard(const std::string& host,
                                                    std::optional<std::string> name) {
     TRY_STATUS(net::parseHostAndPort(host).getStatus());
-    std::lock_guard lock(_ddlMutex);
+    std::lock_guard lock(_shardsMutex);
     auto ping = _remote.runCommand(host, "admin", bson::fromJson(R"({"ping": 1})"));
     if (!ping.isOK()) {
         return Status(ErrorCodes::OperationFailed,
@@ -264,7 +271,15 @@ StatusWith<std::string> ConfigServerImpl::addShard(const std::string& host,
 
 StatusWith<BsonObj> ConfigServerImpl::createDatabase(const std::string& db,
                                                      std::optional<std::string> primary) {
-    std::lock_guard lock(_ddlMutex);
+    // An existing database is answered without its lock: collection DDL holds it shared for
+    // long, and databases are only removed under it exclusively (callers that need the
+    // database to stay re-read it under their own lock).
+    if (db != "admin" && db != "config" && db != "local") {
+        ASSIGN_OR_RETURN(auto existing, _local.findOne("databases", idQuery(db)));
+        if (existing) return *existing;
+    }
+    ASSIGN_OR_RETURN(DdlLockManager::Guard lock,
+                     _ddlLocks.lockDatabase(db, "createDatabase " + db));
     return createDatabaseLocked(db, std::move(primary));
 }
 

@@ -37,6 +37,10 @@ class ConfigServer {
 
     // The implementation, for the _configsvr* commands.
     ConfigServerImpl& impl() { return *_impl; }
+    // The command hooks of the config process (service.hooks): retryable writes of the catalog
+    // (txn::RetryableWriteHooks), so that a client's retried write through a router's `config`
+    // passthrough is applied at most once.
+    command::CommandHooks* hooks();
 
   private:
     std::unique_ptr<ConfigServerImpl> _impl;

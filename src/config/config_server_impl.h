@@ -14,9 +14,11 @@
 #include "command/command.h"
 #include "config/catalog_docs.h"
 #include "config/coordinator_state.h"
+#include "config/ddl_lock_manager.h"
 #include "config/local_client.h"
 #include "net/remote_client.h"
 #include "placement/shard_key_pattern.h"
+#include "txn/retryable_write_hooks.h"
 
 namespace tessera::config {
 
@@ -37,9 +39,27 @@ struct ShardedCollection {
     std::vector<ChunkRecord> chunks;  // sorted by min
 };
 
-// The state and operations of the config server role. Every DDL operation runs under `_ddlMutex`
-// (one at a time, as MongoDB's DDL lock per database but coarser), including the recovery of
-// coordinators at startup.
+// What shardCollection was asked (config_commands.cpp parses it).
+struct ShardCollectionRequest {
+    std::string ns;
+    placement::ShardKeyPattern pattern;
+    bool unique = false;
+    int numInitialChunks = 0;
+    bool simpleCollationGiven = false;  // collation: {locale: "simple"}
+    bool implicitlyCreateIndex = true;
+    std::string primary;  // the database's primary shard
+};
+
+// What shardCollection decided, before it is committed.
+struct ShardCollectionPlan {
+    CollectionRecord coll;
+    std::vector<ChunkRecord> chunks;
+};
+
+// The state and operations of the config server role. DDL is serialized per namespace by
+// `_ddlLocks` (ddl_lock_manager.h: a collection's operations exclude each other, a database's
+// exclude every operation in it, independent namespaces run in parallel); the recovery of
+// coordinators at startup takes the same locks per coordinator.
 class ConfigServerImpl {
   public:
     explicit ConfigServerImpl(command::ServiceContext& service);
@@ -47,13 +67,15 @@ class ConfigServerImpl {
 
     Status startup();
     void shutdown();
+    command::CommandHooks* hooks() { return &_retryableWrites; }
 
     // Commands (arguments parsed by config_commands.cpp). Each appends its reply fields.
     StatusWith<std::string> addShard(const std::string& host, std::optional<std::string> name);
     StatusWith<bson::BsonObj> createDatabase(const std::string& db,
                                              std::optional<std::string> primary);
     Status shardCollection(const std::string& ns, bson::BsonView key, bool unique,
-                           int numInitialChunks);
+                           int numInitialChunks, bool simpleCollationGiven,
+                           bool implicitlyCreateIndex);
     Status splitChunk(const std::string& ns, bson::BsonView cmd);
     Status mergeChunks(const std::string& ns, bson::BsonView min, bson::BsonView max);
     Status moveRange(const std::string& ns, std::optional<bson::BsonObj> min,
@@ -90,6 +112,24 @@ class ConfigServerImpl {
     StatusWith<bson::BsonObj> createDatabaseLocked(const std::string& db,
                                                    std::optional<std::string> primary);
     Status dropCollectionLocked(const std::string& ns, bool* dropped);
+
+    // Placement DDL (ddl_collections.cpp, README.md "Placement DDL").
+    Status saveState(const PlacementDdlState& state);
+    // Persists the coordinator document, then enters the critical section of state.target on
+    // every shard of state.shards (undone, and the document removed, if one fails).
+    Status beginPlacementDdl(PlacementDdlState& state);
+    // Exits every critical section of the coordinator and removes its document.
+    Status endPlacementDdl(PlacementDdlState& state);
+    Status shardCollectionLocked(const ShardCollectionRequest& req);
+    StatusWith<ShardCollectionPlan> decideShardCollection(const ShardCollectionRequest& req,
+                                                          PlacementDdlState& state);
+    Status finishShardCollection(PlacementDdlState& state);
+    Status abortShardCollection(PlacementDdlState& state);
+    Status dropShardedCollection(PlacementDdlState& state);
+    Status dropDatabaseSteps(PlacementDdlState& state);
+    Status recoverPlacementDdl(PlacementDdlState& state);
+    // One coordinator document, resumed under the locks its operation takes.
+    Status recoverCoordinator(const bson::BsonObj& doc);
     Status splitAt(ShardedCollection& coll, size_t index, std::vector<bson::BsonObj> points);
     StatusWith<bson::BsonObj> medianKey(const ShardedCollection& coll, size_t index);
 
@@ -109,7 +149,9 @@ class ConfigServerImpl {
     command::ServiceContext& _service;
     LocalClient _local;
     net::RemoteClient _remote;
-    std::mutex _ddlMutex;
+    txn::RetryableWriteHooks _retryableWrites;
+    DdlLockManager _ddlLocks;
+    std::mutex _shardsMutex;  // addShard: one registration at a time
     std::atomic<bool> _shutdown{false};
     std::thread _recovery;
     bson::ObjectId _clusterId;

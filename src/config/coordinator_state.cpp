@@ -108,6 +108,48 @@ std::string movePrimaryCoordinatorId(std::string_view db) {
     return "movePrimary-" + std::string(db);
 }
 
+bson::BsonObj PlacementDdlState::toBson() const {
+    bson::BsonBuilder b;
+    b.appendString("_id", id).appendString("type", type).appendString("target", target);
+    b.startArray("shards");
+    for (size_t i = 0; i < shards.size(); ++i) b.appendString(std::to_string(i), shards[i]);
+    b.end();
+    b.startArray("created");
+    for (size_t i = 0; i < created.size(); ++i) b.appendString(std::to_string(i), created[i]);
+    b.end();
+    b.appendString("phase", phaseName(phase));
+    return b.obj();
+}
+
+StatusWith<PlacementDdlState> PlacementDdlState::parse(bson::BsonView doc) {
+    PlacementDdlState s;
+    ASSIGN_OR_RETURN(s.id, stringField(doc, "_id"));
+    ASSIGN_OR_RETURN(s.type, stringField(doc, "type"));
+    if (s.type != "shardCollection" && s.type != "dropCollection" && s.type != "dropDatabase") {
+        return Status(ErrorCodes::FailedToParse, "not a placement DDL document: " + doc.toJson());
+    }
+    ASSIGN_OR_RETURN(s.target, stringField(doc, "target"));
+    ASSIGN_OR_RETURN(std::string phase, stringField(doc, "phase"));
+    ASSIGN_OR_RETURN(s.phase, parsePhase(phase));
+    for (auto [field, out] : {std::pair{"shards", &s.shards}, std::pair{"created", &s.created}}) {
+        if (!doc[field].isArray()) {
+            return Status(ErrorCodes::FailedToParse,
+                          "placement DDL document without array '" + std::string(field) + "'");
+        }
+        for (bson::BsonElement e : doc[field].objValue()) {
+            if (e.type() != BsonType::String) {
+                return Status(ErrorCodes::FailedToParse, "shard ids must be strings");
+            }
+            out->emplace_back(e.stringValue());
+        }
+    }
+    return s;
+}
+
+std::string placementDdlCoordinatorId(std::string_view type, std::string_view target) {
+    return std::string(type) + "-" + std::string(target);
+}
+
 RecoveryAction recoveryAction(CoordinatorPhase phase, bool catalogNamesRecipient) {
     if (phase == CoordinatorPhase::kCleaned) return RecoveryAction::kForget;
     if (phase == CoordinatorPhase::kCommitted || catalogNamesRecipient) {

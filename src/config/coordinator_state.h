@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 #include "bson/bson_obj.h"
@@ -53,6 +54,26 @@ struct MovePrimaryState {
     static StatusWith<MovePrimaryState> parse(bson::BsonView doc);
 };
 std::string movePrimaryCoordinatorId(std::string_view db);
+
+// {_id: "<type>-<target>", type, target, shards: [...], created: [...], phase}: the coordinators
+// of shardCollection (target: ns), dropCollection (ns) and dropDatabase (db). Each holds writes
+// to `target` on `shards` with a critical section from before it reads anything to decide
+// placement until its commit is visible (src/config/README.md "Placement DDL"): the entered
+// sections are exited on every path that removes the document. `created`: shards on which
+// shardCollection created the collection (an abort drops those copies again, when empty).
+// Phases used: kStart (sections may be entered), kCommitted (catalog written), kCleaned.
+struct PlacementDdlState {
+    std::string id;
+    std::string type;    // "shardCollection", "dropCollection", "dropDatabase"
+    std::string target;  // ns, or db for dropDatabase
+    std::vector<std::string> shards;
+    std::vector<std::string> created;
+    CoordinatorPhase phase = CoordinatorPhase::kStart;
+
+    bson::BsonObj toBson() const;
+    static StatusWith<PlacementDdlState> parse(bson::BsonView doc);
+};
+std::string placementDdlCoordinatorId(std::string_view type, std::string_view target);
 
 // What a resumed coordinator must do.
 enum class RecoveryAction {

@@ -64,6 +64,29 @@ TEST(CoordinatorState, MovePrimaryDocumentRoundTrip) {
         MovePrimaryState::parse(fromJson(R"({"_id": "x", "type": "movePrimary"})")).isOK());
 }
 
+TEST(CoordinatorState, PlacementDdlDocumentRoundTrip) {
+    PlacementDdlState s;
+    s.type = "shardCollection";
+    s.target = "db.c";
+    s.id = placementDdlCoordinatorId(s.type, s.target);
+    s.shards = {"shard0"};
+    s.created = {"shard1", "shard2"};
+    s.phase = CoordinatorPhase::kCommitted;
+    auto parsed = PlacementDdlState::parse(s.toBson());
+    ASSERT_TRUE(parsed.isOK()) << parsed.getStatus().toString();
+    EXPECT_EQ(parsed.getValue().id, "shardCollection-db.c");
+    EXPECT_EQ(parsed.getValue().target, "db.c");
+    EXPECT_EQ(parsed.getValue().shards, std::vector<std::string>{"shard0"});
+    EXPECT_EQ(parsed.getValue().created, (std::vector<std::string>{"shard1", "shard2"}));
+    EXPECT_EQ(parsed.getValue().phase, CoordinatorPhase::kCommitted);
+    EXPECT_FALSE(PlacementDdlState::parse(fromJson(R"({"_id": "x", "type": "moveRange",
+        "target": "a.b", "shards": [], "created": [], "phase": "start"})"))
+                     .isOK());
+    EXPECT_FALSE(PlacementDdlState::parse(fromJson(R"({"_id": "x", "type": "dropDatabase",
+        "target": "a", "shards": [1], "created": [], "phase": "start"})"))
+                     .isOK());
+}
+
 TEST(CoordinatorState, RecoveryAbortsBeforeCommitAndFinishesAfter) {
     EXPECT_EQ(recoveryAction(CoordinatorPhase::kStart, false), RecoveryAction::kAbort);
     EXPECT_EQ(recoveryAction(CoordinatorPhase::kCloning, false), RecoveryAction::kAbort);

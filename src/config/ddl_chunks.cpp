@@ -134,7 +134,7 @@ StatusWith<BsonObj> ConfigServerImpl::medianKey(const ShardedCollection& coll, s
 }
 
 Status ConfigServerImpl::splitChunk(const std::string& ns, BsonView cmd) {
-    std::lock_guard lock(_ddlMutex);
+    ASSIGN_OR_RETURN(DdlLockManager::Guard lock, _ddlLocks.lockCollection(ns, "split " + ns));
     ASSIGN_OR_RETURN(ShardedCollection coll, loadCollection(ns));
     int given = cmd.hasField("middle") + cmd.hasField("find") + cmd.hasField("bounds");
     if (given != 1) {
@@ -199,7 +199,7 @@ Status ConfigServerImpl::splitChunk(const std::string& ns, BsonView cmd) {
 }
 
 Status ConfigServerImpl::mergeChunks(const std::string& ns, BsonView min, BsonView max) {
-    std::lock_guard lock(_ddlMutex);
+    ASSIGN_OR_RETURN(DdlLockManager::Guard lock, _ddlLocks.lockCollection(ns, "mergeChunks " + ns));
     ASSIGN_OR_RETURN(ShardedCollection coll, loadCollection(ns));
     auto exact = findChunkWithBounds(coll.chunks, min, max);
     if (exact) return Status::OK();  // one chunk already covers the range: nothing to merge

@@ -40,7 +40,7 @@ BsonObj primaryDetails(const MovePrimaryState& s) {
 }  // namespace
 
 Status ConfigServerImpl::movePrimary(const std::string& db, const std::string& toShard) {
-    std::lock_guard lock(_ddlMutex);
+    ASSIGN_OR_RETURN(DdlLockManager::Guard lock, _ddlLocks.lockDatabase(db, "movePrimary " + db));
     ASSIGN_OR_RETURN(auto dbDoc, _local.findOne("databases", idQuery(db)));
     if (!dbDoc) return Status(ErrorCodes::NamespaceNotFound, "Database " + db + " not found");
     TRY_STATUS(shardHost(toShard).getStatus());
@@ -120,86 +120,6 @@ Status ConfigServerImpl::abortMovePrimary(MovePrimaryState& state) {
     }
     TRY_STATUS(runOnShard(state.from, "admin", dbCriticalSectionCmd(state.db, false)).getStatus());
     return _local.remove("system.coordinators", idQuery(state.id), false).getStatus();
-}
-
-void ConfigServerImpl::recoverCoordinators() {
-    // Resumes every coordinator left in config.system.coordinators (a crash, or a failure of a
-    // shard during cleanup); retries while some remain, until shutdown.
-    auto sleepFor = [this](std::chrono::milliseconds total) {
-        auto until = std::chrono::steady_clock::now() + total;
-        while (!_shutdown.load() && std::chrono::steady_clock::now() < until) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
-    };
-    while (!_shutdown.load()) {
-        bool remaining = false;
-        {
-            std::lock_guard lock(_ddlMutex);
-            auto docs = _local.find("system.coordinators", BsonView());
-            if (!docs.isOK()) {
-                remaining = true;
-            } else {
-                for (const BsonObj& doc : docs.getValue()) {
-                    if (_shutdown.load()) break;
-                    std::string_view type = doc["type"].stringValue();
-                    Status s = Status::OK();
-                    if (type == "moveRange") {
-                        auto state = MoveRangeState::parse(doc);
-                        if (!state.isOK()) continue;
-                        MoveRangeState st = state.getValue();
-                        auto committed = moveRangeCommitted(st);
-                        if (!committed.isOK()) {
-                            s = committed.getStatus();
-                        } else {
-                            switch (recoveryAction(st.phase, committed.getValue())) {
-                                case RecoveryAction::kAbort:
-                                    s = abortMoveRange(st, Status(ErrorCodes::Interrupted,
-                                                                  "migration interrupted by a "
-                                                                  "config server restart"));
-                                    if (s.is(ErrorCodes::Interrupted)) s = Status::OK();
-                                    break;
-                                case RecoveryAction::kFinishCommit:
-                                    st.phase = CoordinatorPhase::kCommitted;
-                                    s = finishMoveRange(st);
-                                    break;
-                                case RecoveryAction::kForget:
-                                    s = _local.remove("system.coordinators", idQuery(st.id), false)
-                                            .getStatus();
-                                    break;
-                            }
-                        }
-                    } else if (type == "movePrimary") {
-                        auto state = MovePrimaryState::parse(doc);
-                        if (!state.isOK()) continue;
-                        MovePrimaryState st = state.getValue();
-                        auto dbDoc = _local.findOne("databases", idQuery(st.db));
-                        bool committed = dbDoc.isOK() && dbDoc.getValue() &&
-                                         (*dbDoc.getValue())["primary"].stringValue() == st.to;
-                        switch (recoveryAction(st.phase, committed)) {
-                            case RecoveryAction::kAbort:
-                                s = abortMovePrimary(st);
-                                break;
-                            case RecoveryAction::kFinishCommit:
-                                st.phase = CoordinatorPhase::kCommitted;
-                                s = finishMovePrimary(st);
-                                break;
-                            case RecoveryAction::kForget:
-                                s = _local.remove("system.coordinators", idQuery(st.id), false)
-                                        .getStatus();
-                                break;
-                        }
-                    }
-                    if (!s.isOK()) {
-                        remaining = true;
-                        log::warning("SHARDING", 9121, "Coordinator recovery failed, will retry",
-                                     "{\"error\":\"" + log::jsonEscape(s.toString()) + "\"}");
-                    }
-                }
-            }
-        }
-        if (!remaining) return;
-        sleepFor(std::chrono::milliseconds(2000));
-    }
 }
 
 }  // namespace tessera::config

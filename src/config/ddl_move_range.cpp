@@ -71,7 +71,7 @@ Status ConfigServerImpl::moveRange(const std::string& ns, std::optional<BsonObj>
                                    std::optional<BsonObj> max, const std::string& toShard,
                                    bool waitForDelete) {
     if (!min && !max) return Status(ErrorCodes::BadValue, "moveRange needs min or max");
-    std::lock_guard lock(_ddlMutex);
+    ASSIGN_OR_RETURN(DdlLockManager::Guard lock, _ddlLocks.lockCollection(ns, "moveRange " + ns));
     ASSIGN_OR_RETURN(ShardedCollection coll, loadCollection(ns));
     TRY_STATUS(shardHost(toShard).getStatus());
     const auto& pattern = coll.pattern;

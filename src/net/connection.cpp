@@ -262,9 +262,15 @@ asio::awaitable<bson::BsonObj> Connection::runCommand(const Request& request) {
         }
     }
     // `request` and `client` outlive the call: this coroutine is suspended until it returns.
-    co_return co_await runOnPool(_server.workers, [&handler, &client, request] {
-        return callHandler(handler, request, client);
-    });
+    bool control = false;
+    try {
+        control = handler.isControlRequest(request);
+    } catch (...) {
+        control = false;
+    }
+    co_return co_await runOnPool(
+        control ? _server.control : _server.workers,
+        [&handler, &client, request] { return callHandler(handler, request, client); });
 }
 
 asio::awaitable<bool> Connection::writeMessage(const wire::Message& message) {

@@ -70,6 +70,12 @@ class RequestHandler {
                                            const StatusWith<bson::BsonObj>&) {
         return {};
     }
+    // Whether the request runs on the control lane (ServerOptions::controlThreads) instead of
+    // the worker pool: requests that coordinate or wait on other processes (internal DDL and
+    // migration steps), so that they can never take every worker while the requests they wait
+    // for — catalog reads, a shard's refresh, a critical section's exit — queue behind them.
+    // Called on an io thread; must not block.
+    virtual bool isControlRequest(const Request&) { return false; }
     // Runs one command on a worker thread (may block on storage). Returns the reply body
     // ({ok:1,...} or {ok:0, errmsg, code, codeName}). Never throws. When the request has
     // moreToCome, the reply is discarded.

@@ -44,7 +44,7 @@ struct Server::Impl {
     Impl(ServerOptions opts, RequestHandler& handler)
         : options(std::move(opts)),
           state(handler, options.workerThreads > 0 ? options.workerThreads : defaultWorkerThreads(),
-                options.maxConnections) {
+                options.controlThreads, options.maxConnections) {
         if (options.forwardRequests) state.remotes = std::make_unique<AsyncRemoteClient>(state.ioc);
     }
 
@@ -178,6 +178,7 @@ Server::~Server() {
     shutdown();
     if (_impl->started && !_impl->ran.load()) run();
     _impl->state.workers.join();
+    _impl->state.control.join();
 }
 
 Status Server::start() {

@@ -21,6 +21,9 @@ struct ServerOptions {
     // usual. Run such a server with one io thread (AsyncRemoteClient's timeout contract).
     bool forwardRequests = false;
     int64_t maxConnections = 10000;
+    // The control lane's threads (RequestHandler::isControlRequest): requests that wait on other
+    // processes run there, never on the workers that serve what they wait for.
+    int controlThreads = 16;
 };
 
 // For serverStatus `connections`.

@@ -2,6 +2,7 @@
 
 // Internal to src/net: the state shared by the Server and its connections.
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -18,14 +19,18 @@ namespace tessera::net {
 class Connection;
 
 struct ServerState {
-    ServerState(RequestHandler& h, int workerThreads, int64_t maxConns)
-        : handler(h), workers(static_cast<size_t>(workerThreads)), maxConnections(maxConns) {}
+    ServerState(RequestHandler& h, int workerThreads, int controlThreads, int64_t maxConns)
+        : handler(h),
+          workers(static_cast<size_t>(workerThreads)),
+          control(static_cast<size_t>(std::max(1, controlThreads))),
+          maxConnections(maxConns) {}
 
     int32_t nextRequestId() { return _requestIds.fetch_add(1, std::memory_order_relaxed); }
 
     RequestHandler& handler;
     asio::io_context ioc;
     asio::thread_pool workers;
+    asio::thread_pool control;  // RequestHandler::isControlRequest
     // Set with ServerOptions::forwardRequests: the connections' forwarded exchanges.
     std::unique_ptr<AsyncRemoteClient> remotes;
     const int64_t maxConnections;

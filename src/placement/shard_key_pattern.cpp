@@ -212,4 +212,15 @@ std::string ShardKeyPattern::encodeKey(BsonView key) const {
 
 std::string ShardKeyPattern::toString() const { return query::keyPatternSummary(_pattern); }
 
+bool ShardKeyPattern::isUniqueIndexCompatible(bson::BsonView indexKey) const {
+    if (!indexKey.isEmpty() && indexKey.firstElement().fieldName() == "_id") return true;
+    size_t i = 0;
+    for (bson::BsonElement e : indexKey) {
+        if (i == _paths.size()) break;
+        if (e.fieldName() != _paths[i]) return false;
+        ++i;
+    }
+    return i == _paths.size();
+}
+
 }  // namespace tessera::placement

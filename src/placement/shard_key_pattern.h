@@ -67,6 +67,14 @@ class ShardKeyPattern {
     // The order-preserving encoding of a valid key (see invariant 2). Precondition: validateKey.
     std::string encodeKey(bson::BsonView key) const;
 
+    // MongoDB's isUniqueIndexCompatible: a unique index can be enforced by each shard alone
+    // only when every document with one index key lives on one shard, i.e. when this pattern's
+    // field names are a prefix of the index's ({a: "hashed"} is a prefix of {a: 1, b: 1}), or
+    // when the index starts with `_id` (MongoDB's documented exception: `_id` uniqueness is
+    // the application's promise across shards). Until global unique indexes exist, every other
+    // unique index is refused on a sharded collection.
+    bool isUniqueIndexCompatible(bson::BsonView indexKey) const;
+
     // "{ a: 1, b: \"hashed\" }".
     std::string toString() const;
 

@@ -34,6 +34,23 @@ TEST(ShardKeyPattern, AcceptsRangedHashedAndCompound) {
     EXPECT_EQ(pattern(R"({"x$": 1, "x.y$": 1, "r.$id": 1})").numFields(), 3u);
 }
 
+// A unique index each shard can enforce alone: the shard key's fields are its prefix (or it
+// starts with _id, MongoDB's exception).
+TEST(ShardKeyPattern, UniqueIndexCompatibility) {
+    ShardKeyPattern hashedId = pattern(R"({"_id": "hashed"})");
+    EXPECT_FALSE(hashedId.isUniqueIndexCompatible(obj(R"({"email": 1})")));
+    EXPECT_TRUE(hashedId.isUniqueIndexCompatible(obj(R"({"_id": 1})")));
+    EXPECT_TRUE(hashedId.isUniqueIndexCompatible(obj(R"({"_id": 1, "email": 1})")));
+    ShardKeyPattern ck = pattern(R"({"customerId": 1, "createdAt": 1})");
+    EXPECT_TRUE(ck.isUniqueIndexCompatible(obj(R"({"customerId": 1, "createdAt": -1, "n": 1})")));
+    EXPECT_FALSE(ck.isUniqueIndexCompatible(obj(R"({"customerId": 1})")));
+    EXPECT_FALSE(ck.isUniqueIndexCompatible(obj(R"({"createdAt": 1, "customerId": 1})")));
+    ShardKeyPattern hashedA = pattern(R"({"a": "hashed"})");
+    EXPECT_TRUE(hashedA.isUniqueIndexCompatible(obj(R"({"a": 1, "b": 1})")));
+    EXPECT_FALSE(hashedA.isUniqueIndexCompatible(obj(R"({"ab": 1})")));
+    EXPECT_FALSE(hashedA.isUniqueIndexCompatible(obj(R"({"a.b": 1})")));
+}
+
 TEST(ShardKeyPattern, RejectsWhatShardCollectionRejects) {
     expectInvalid("{}", "Shard key is empty");
     expectInvalid(R"({"a": "hashed", "b": "hashed"})", "at most one 'hashed' field");

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "command/exec/local_sessions.h"
 #include "command/exec/pipeline.h"
 #include "command/reply_util.h"
@@ -83,27 +85,42 @@ StatusWith<std::vector<BsonObj>> shardedDataDistribution(command::OperationConte
         BsonBuilder stage;
         stage.startObject("$collStats").startObject("storageStats").end().end();
         BsonObj cmd = collStatsCommand(ns.substr(ns.find('.') + 1), stage.obj());
+        // Every shard, not only the owners in this router's (maybe older) table: a shard that
+        // holds only orphans (a recipient before it learns of a commit, a donor before its
+        // range is deleted) is reported too. Each counts by its own placement.
+        ASSIGN_OR_RETURN(auto allShards, router.shards().allShards());
+        const std::vector<ShardId> owners = info.getValue().table->shards();
         std::vector<ShardRequest> reqs;
-        for (const ShardId& s : info.getValue().table->shards()) reqs.push_back({s, cmd});
+        for (const auto& s : allShards) reqs.push_back({s.id, cmd});
         auto rs = sendToShards(router, ns.substr(0, ns.find('.')), reqs);
         BsonBuilder d;
         d.append("ns", ns);
         d.startArray("shards");
         size_t k = 0;
         for (const ShardResponse& sr : rs) {
+            if (sr.status.isOK() && !sr.reply["ok"].trueValue() &&
+                sr.reply["code"].numberInt() == static_cast<int>(ErrorCodes::NamespaceNotFound)) {
+                continue;  // the shard does not hold the collection
+            }
             TRY_STATUS(shardResponseStatus(sr));
             ASSIGN_OR_RETURN(RemoteCursor c, parseRemoteCursor(sr.shard, sr.host, sr.reply));
             bson::BsonView st = c.buffer.empty() ? bson::BsonView() : c.buffer[0].view();
             bson::BsonView ss =
                 st["storageStats"].isObject() ? st["storageStats"].objValue() : bson::BsonView();
-            int64_t count = ss["count"].numberLong(), size = ss["size"].numberLong();
+            bool owner = std::find(owners.begin(), owners.end(), sr.shard) != owners.end();
+            if (!owner && ss["count"].numberLong() == 0 && ss["numOrphanDocs"].numberLong() == 0) {
+                continue;  // an empty copy on a shard that owns nothing
+            }
+            // A shard's storageStats count and size are of its owned documents already
+            // (src/shard/README.md invariant 3); numOrphanDocs is what it holds beyond them.
+            int64_t owned = ss["count"].numberLong(), ownedBytes = ss["size"].numberLong();
             int64_t orphans = ss["numOrphanDocs"].numberLong();
-            int64_t avg = count > 0 ? size / count : 0;
+            int64_t avg = owned > 0 ? ownedBytes / owned : 0;
             d.startObject(std::to_string(k++));
             d.append("shardName", sr.shard);
             d.appendInt64("numOrphanedDocs", orphans);
-            d.appendInt64("numOwnedDocuments", count - orphans);
-            d.appendInt64("ownedSizeBytes", size - orphans * avg);
+            d.appendInt64("numOwnedDocuments", owned);
+            d.appendInt64("ownedSizeBytes", ownedBytes);
             d.appendInt64("orphanedSizeBytes", orphans * avg);
             d.end();
         }
@@ -237,7 +254,16 @@ class ClusterAggregateCommand final : public command::Command {
         options.createDbIfMissing = touchesOther;  // $out/$merge create the database
         auto routed = runRouted(opCtx, router, ns, makeRequests, options);
         if (routed.getStatus().is(ErrorCodes::NamespaceNotFound)) {
-            return replyWithCursor(opCtx, router, emptySource(router, ns), ns, 0, true, false,
+            // No such database: the pipeline runs over no documents, built (so parsed and
+            // validated) as a shard builds it; stages that make documents ($documents) still
+            // make them.
+            command::exec::PipelineContext pctx;
+            pctx.collator = collator;
+            pctx.allowDiskUse = allowDiskUse;
+            ASSIGN_OR_RETURN(auto root,
+                             command::exec::buildPipelineStages(
+                                 pctx, nullptr, ns, command::exec::pipelineArray(stages)));
+            return replyWithCursor(opCtx, router, std::move(root), ns, batchSize, false, false,
                                    reply);
         }
         ASSIGN_OR_RETURN(auto responses, std::move(routed));

@@ -2,6 +2,8 @@
 
 #include "bson/compare.h"
 #include "command/reply_util.h"
+#include "command/write_ops_util.h"
+#include "query/matcher.h"
 #include "router/cluster_find.h"
 
 namespace tessera::router::reads {
@@ -14,6 +16,20 @@ using bson::BsonObj;
 BsonObj queryArgument(bson::BsonView body) {
     bson::BsonElement q = body["query"];
     return q.type() == bson::BsonType::Object ? q.objValue().copy() : BsonObj();
+}
+
+// For a read of a database that does not exist (answered empty): the `query` argument parsed as
+// a shard parses it, so that a bad filter is an error there too.
+Status parseQueryOnMissingDatabase(bson::BsonView body, const query::CollatorPtr& collator,
+                                   std::string_view command) {
+    bson::BsonElement q = body["query"];
+    if (!q.eoo() && !q.isNull() && q.type() != bson::BsonType::Object) {
+        return Status(ErrorCodes::TypeMismatch,
+                      "BSON field '" + std::string(command) + ".query' is the wrong type '" +
+                          std::string(bson::typeName(q.type())) + "', expected type 'object'");
+    }
+    ASSIGN_OR_RETURN(auto let, command::parseLet(body, command));
+    return query::Matcher::parse(queryArgument(body), collator, let).getStatus();
 }
 
 // Targets `ns` by `filter` and sends `bodyFor(multi)` (with versions) to the shards.
@@ -79,6 +95,7 @@ class ClusterCountCommand final : public command::Command {
             },
             &multi);
         if (routed.getStatus().is(ErrorCodes::NamespaceNotFound)) {  // no such database
+            TRY_STATUS(parseQueryOnMissingDatabase(request.body, collator, "count"));
             reply.appendNumber("n", int64_t{0});
             return Status::OK();
         }
@@ -108,6 +125,11 @@ class ClusterDistinctCommand final : public command::Command {
             opCtx, router, ns, queryArgument(request.body), collator == nullptr,
             [&](bool) { return shardBody(request.body, {}); }, &multi);
         if (routed.getStatus().is(ErrorCodes::NamespaceNotFound)) {  // no such database
+            TRY_STATUS(parseQueryOnMissingDatabase(request.body, collator, "distinct"));
+            if (request.body["key"].type() != bson::BsonType::String) {
+                return Status(ErrorCodes::TypeMismatch,
+                              "BSON field 'distinct.key' is missing or not a string");
+            }
             reply.appendArray("values", bson::BsonArrayBuilder().arr());
             return Status::OK();
         }

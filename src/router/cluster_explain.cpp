@@ -1,3 +1,8 @@
+#include "command/exec/find_request.h"
+#include "command/exec/pipeline.h"
+#include "command/exec/query_executor.h"
+#include "command/write_ops_util.h"
+#include "query/matcher.h"
 #include "router/cluster_find.h"
 #include "router/pipeline_split.h"
 
@@ -21,6 +26,62 @@ BsonObj explainBody(bson::BsonView reply) {
 bson::BsonView objField(bson::BsonView doc, std::string_view name) {
     bson::BsonElement e = doc[name];
     return e.isObject() ? e.objValue() : bson::BsonView();
+}
+
+// The explain of a read of a database that does not exist: the command is parsed as a shard
+// would parse it (a bad filter or stage is an error, as on a single node), then explained as
+// what it is — a plan over no data (EOF), on no shard.
+Status explainOnMissingDatabase(Router& router, const std::string& db, const std::string& ns,
+                                bson::BsonView inner, const std::vector<BsonObj>& stages,
+                                const query::CollatorPtr& collator, std::string_view verbosity,
+                                BsonBuilder& reply) {
+    std::string_view cmdName = inner.firstElement().fieldName();
+    if (cmdName == "find") {
+        command::CommandRequest req;
+        req.db = db;
+        req.commandName = cmdName;
+        req.body = inner;
+        ASSIGN_OR_RETURN(command::exec::FindRequest find,
+                         command::exec::parseFindRequest(req, inner));
+        find.query.collator = collator;
+        TRY_STATUS(command::exec::buildQueryExecutor(nullptr, nullptr, ns, find.query).getStatus());
+    } else if (cmdName == "aggregate") {
+        command::exec::PipelineContext pctx;
+        pctx.collator = collator;
+        TRY_STATUS(command::exec::buildPipelineStages(pctx, nullptr, ns,
+                                                      command::exec::pipelineArray(stages))
+                       .getStatus());
+    } else if (cmdName == "count" || cmdName == "distinct") {
+        bson::BsonElement q = inner["query"];
+        ASSIGN_OR_RETURN(auto let, command::parseLet(inner, cmdName));
+        TRY_STATUS(
+            query::Matcher::parse(q.isObject() ? q.objValue() : bson::BsonView(), collator, let)
+                .getStatus());
+    }
+    reply.startObject("queryPlanner");
+    reply.appendInt32("mongosPlannerVersion", 1);
+    reply.append("namespace", ns);
+    reply.startObject("winningPlan");
+    reply.append("stage", "EOF");
+    reply.appendArray("shards", bson::BsonArrayBuilder().arr());
+    reply.end();
+    reply.end();
+    if (verbosity != "queryPlanner") {
+        reply.startObject("executionStats");
+        reply.appendInt64("nReturned", 0);
+        reply.appendInt64("executionTimeMillis", 0);
+        reply.appendInt64("totalKeysExamined", 0);
+        reply.appendInt64("totalDocsExamined", 0);
+        reply.startObject("executionStages");
+        reply.append("stage", "EOF");
+        reply.appendInt64("nReturned", 0);
+        reply.appendArray("shards", bson::BsonArrayBuilder().arr());
+        reply.end();
+        reply.end();
+    }
+    reply.startObject("serverInfo").append("host", router.selfHost()).end();
+    reply.append("command", inner);
+    return Status::OK();
 }
 
 }  // namespace
@@ -91,7 +152,12 @@ Status runClusterExplain(command::OperationContext& opCtx, Router& router,
         for (const ShardId& s : shards) out.push_back({s, attachVersion(c, info, s)});
         return out;
     };
-    ASSIGN_OR_RETURN(auto responses, runRouted(opCtx, router, ns, makeRequests));
+    auto routed = runRouted(opCtx, router, ns, makeRequests);
+    if (routed.getStatus().is(ErrorCodes::NamespaceNotFound)) {
+        return explainOnMissingDatabase(router, request.db, ns, inner, stages, collator, verbosity,
+                                        reply);
+    }
+    ASSIGN_OR_RETURN(auto responses, std::move(routed));
     for (const ShardResponse& r : responses) TRY_STATUS(shardResponseStatus(r));
 
     const char* stage = responses.size() == 1 ? "SINGLE_SHARD"

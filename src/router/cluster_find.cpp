@@ -1,11 +1,13 @@
 #include "router/cluster_find.h"
 
 #include "command/exec/find_request.h"
+#include "command/exec/query_executor.h"
 #include "command/registry.h"
 #include "command/reply_util.h"
 #include "query/projection.h"
 #include "router/cluster_forward.h"
 #include "router/router_commands.h"
+#include "router/router_util.h"
 
 namespace tessera::router {
 namespace reads {
@@ -139,7 +141,12 @@ class ClusterFindCommand final : public command::Command {
         };
         auto routed = runRouted(opCtx, router, ns, makeRequests);
         if (routed.getStatus().is(ErrorCodes::NamespaceNotFound)) {
-            // No such database: an empty result, as a missing collection.
+            // No such database: the answer of a missing collection, after the same parsing of
+            // the filter, sort and projection that a shard would do (a bad filter is an error,
+            // not an empty result).
+            command::exec::QuerySpec spec = q;
+            spec.collator = collator;
+            TRY_STATUS(command::exec::buildQueryExecutor(nullptr, nullptr, ns, spec).getStatus());
             return replyWithCursor(opCtx, router, emptySource(router, ns), ns, 0, true, false,
                                    reply);
         }
@@ -179,6 +186,7 @@ class ClusterGetMoreCommand final : public command::Command {
     Status run(command::OperationContext& opCtx, const command::CommandRequest& request,
                BsonBuilder& reply) override {
         if (request.db == "config") return forwardToConfig(opCtx, request, reply);
+        TRY_STATUS(checkKnownFields(request, {"collection", "batchSize"}));
         ASSIGN_OR_RETURN(int64_t id, cursorIdArgument(request.firstElement(), "getMore"));
         bson::BsonElement collElem = request.body["collection"];
         if (collElem.eoo()) {
@@ -212,6 +220,7 @@ class ClusterKillCursorsCommand final : public command::Command {
     Status run(command::OperationContext& opCtx, const command::CommandRequest& request,
                BsonBuilder& reply) override {
         if (request.db == "config") return forwardToConfig(opCtx, request, reply);
+        TRY_STATUS(checkKnownFields(request, {"cursors"}));
         ASSIGN_OR_RETURN(std::string coll,
                          command::collectionName(request.firstElement(), "killCursors"));
         bson::BsonElement cursors = request.body["cursors"];

@@ -20,9 +20,11 @@
 
 namespace tessera::router::reads {
 
-// Whether a top-level field of a client's command is consumed by this router and must not be
-// sent on to a shard ($db, lsid, $clusterTime, $readPreference, txnNumber, readConcern,
-// shardVersion, databaseVersion, ...).
+// Whether a top-level field of a client's read is carried out by this router itself and not
+// sent on to a shard ($db; lsid: the router owns the cursors; $readPreference and the API
+// parameters: checked here; ...). readConcern, writeConcern, maxTimeMS and comment go on to
+// the shards (src/router/README.md "Fields").
+
 bool isRouterOnlyField(std::string_view name);
 
 // The client's body without router-only fields and without `drop`; `extra` appends fields.

@@ -17,7 +17,6 @@ bool isRouterOnlyField(std::string_view name) {
                                            "txnNumber",
                                            "autocommit",
                                            "startTransaction",
-                                           "readConcern",
                                            "shardVersion",
                                            "databaseVersion",
                                            "$audit",

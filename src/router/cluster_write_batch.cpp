@@ -4,28 +4,12 @@
 
 #include "base/error_codes.h"
 #include "placement/targeter.h"
+#include "query/update_paths.h"
 
 namespace tessera::router {
 namespace {
 
 using bson::BsonType;
-
-// True when two dotted paths overlap: equal, or one is a prefix of the other at a dot.
-bool pathsOverlap(std::string_view a, std::string_view b) {
-    if (a.size() > b.size()) std::swap(a, b);
-    return b.substr(0, a.size()) == a && (b.size() == a.size() || b[a.size()] == '.');
-}
-
-bool overlapsKey(const placement::ShardKeyPattern& pattern, std::string_view path) {
-    // Positional and array-filter parts ("a.$.b", "a.$[x]") stop the comparison: they write
-    // inside arrays, which a shard key never holds, so only the prefix before them matters.
-    std::string_view prefix = path;
-    if (size_t pos = path.find(".$"); pos != std::string_view::npos) prefix = path.substr(0, pos);
-    for (size_t i = 0; i < pattern.numFields(); ++i) {
-        if (pathsOverlap(prefix, pattern.fieldPath(i))) return true;
-    }
-    return false;
-}
 
 bool isSimpleCollation(bson::BsonView stmt) {
     bson::BsonElement c = stmt["collation"];
@@ -73,44 +57,10 @@ std::string_view writeStatementsField(WriteKind kind) {
 
 bool isStaleCode(int code) { return code == 13388 || code == 249 || code == 343; }
 
-bool hasIdEquality(bson::BsonView filter) {
-    bson::BsonElement id = filter["_id"];
-    if (id.eoo()) return false;
-    switch (id.type()) {
-        case BsonType::Array:
-        case BsonType::Regex:
-        case BsonType::Undefined:
-            return false;
-        case BsonType::Object: {
-            bson::BsonView o = id.objValue();
-            if (o.isEmpty()) return true;
-            std::string_view first = o.firstElement().fieldName();
-            if (first.empty() || first[0] != '$') return true;
-            if (o.nFields() != 1 || first != "$eq") return false;
-            BsonType t = o.firstElement().type();
-            return t != BsonType::Array && t != BsonType::Regex && t != BsonType::Undefined;
-        }
-        default:
-            return true;
-    }
-}
-
 bool updateMayChangeShardKey(const placement::ShardKeyPattern& pattern, bson::BsonElement u) {
-    if (!u.isObject()) return true;  // pipeline (or malformed: the shard reports it)
-    bson::BsonView ops = u.objValue();
-    if (ops.isEmpty()) return true;                                       // empty replacement
-    if (ops.firstElement().fieldName().substr(0, 1) != "$") return true;  // replacement
-    for (bson::BsonElement op : ops) {
-        if (!op.isObject()) continue;
-        bool rename = op.fieldName() == "$rename";
-        for (bson::BsonElement f : op.objValue()) {
-            if (overlapsKey(pattern, f.fieldName())) return true;
-            if (rename && f.type() == BsonType::String && overlapsKey(pattern, f.stringValue())) {
-                return true;
-            }
-        }
-    }
-    return false;
+    std::vector<std::string_view> paths;
+    for (size_t i = 0; i < pattern.numFields(); ++i) paths.push_back(pattern.fieldPath(i));
+    return query::updateMayModifyPaths(u, paths);
 }
 
 StatementTarget targetStatement(const placement::RoutingTable& table, WriteKind kind,
@@ -160,7 +110,7 @@ StatementTarget targetStatement(const placement::RoutingTable& table, WriteKind 
         bool opUpdate = !u.isEmpty() && u.firstElement().fieldName().substr(0, 1) == "$";
         bool keyHasId = false;
         for (size_t i = 0; i < table.shardKeyPattern().numFields(); ++i) {
-            keyHasId = keyHasId || pathsOverlap(table.shardKeyPattern().fieldPath(i), "_id");
+            keyHasId = keyHasId || query::pathsOverlap(table.shardKeyPattern().fieldPath(i), "_id");
         }
         if (!opUpdate && (!keyHasId || u.hasField("_id")) && t.shardKey) {
             auto newKey = table.shardKeyPattern().extractShardKeyFromDoc(u);
@@ -175,10 +125,9 @@ StatementTarget targetStatement(const placement::RoutingTable& table, WriteKind 
         out.shards = t.shards;  // only that shard may hold a match
         return out;
     }
-    if (!upsert && !keyChange && hasIdEquality(q.objValue())) {
-        out.shards = simple ? t.shards : table.shards();
-        return out;
-    }
+    // An `_id` equality that is not an exact shard key (the key is not `_id`) is not broadcast:
+    // `_id` is unique per shard only, so each shard could apply "one" write and the statement
+    // would change several documents. The two-phase protocol picks exactly one.
     out.mode = StatementTarget::Mode::kWithoutShardKey;
     out.shards = simple ? t.shards : table.shards();
     return out;

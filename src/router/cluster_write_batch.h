@@ -41,9 +41,6 @@ struct StatementTarget {
     Status error = Status::OK();
 };
 
-// True when the filter has a top-level `_id` equality (a plain value or {$eq: v}).
-bool hasIdEquality(bson::BsonView filter);
-
 // True when an update's `u` (replacement, operators or pipeline: `u` is the element) may change
 // a shard key field: a replacement always may, operators when a path they write overlaps a key
 // path ($rename: source and destination), a pipeline always.
@@ -53,8 +50,10 @@ bool updateMayChangeShardKey(const placement::ShardKeyPattern& pattern, bson::Bs
 //  - insert: the chunk of the document's shard key (the document must have its `_id` already);
 //  - multi update/delete: every shard the filter may match on;
 //  - single update/delete: the shard of an exact key (an upsert needs one; an update that may
-//    change the shard key goes through the two-phase protocol so the router sees the document);
-//    otherwise an `_id` equality is broadcast to the possible shards; otherwise two-phase.
+//    change the shard key goes through the two-phase protocol so the router sees the document),
+//    or the one shard the filter can match on; otherwise two-phase — also for an `_id`
+//    equality, which MongoDB broadcasts although `_id` is unique per shard only (so "one" write
+//    could change one document per shard).
 // A statement with a non-simple collation is never exact (targeting assumes binary strings).
 StatementTarget targetStatement(const placement::RoutingTable& table, WriteKind kind,
                                 bson::BsonView stmt);

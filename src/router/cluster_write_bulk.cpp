@@ -7,6 +7,7 @@
 #include "command/write_ops_util.h"
 #include "router/cluster_write_batch.h"
 #include "router/cluster_write_commands.h"
+#include "router/router_util.h"
 
 namespace tessera::router {
 namespace {
@@ -27,12 +28,15 @@ bool isForwardedField(std::string_view f, bool keepSession) {
 class ClusterBulkWriteCommand final : public command::Command {
   public:
     std::string_view name() const override { return "bulkWrite"; }
+    bool supportsRetryableWrite() const override { return true; }
     bool adminOnly() const override { return true; }
 
     Status run(OperationContext& opCtx, const CommandRequest& request,
                bson::BsonBuilder& reply) override {
         Router& router = Router::get(opCtx);
         BsonView body = request.body;
+        TRY_STATUS(checkKnownFields(request, {"ops", "nsInfo", "ordered", "errorsOnly",
+                                              "bypassDocumentValidation", "let", "cursor"}));
         ASSIGN_OR_RETURN(auto ops, command::writeStatements(request, "ops"));
         std::vector<BsonView> nsInfo;
         if (const command::DocumentSequence* seq = request.sequence("nsInfo")) {

@@ -5,8 +5,11 @@
 // are retried alone after a refresh, so the client never sees a stale error.
 #include "router/cluster_write_commands.h"
 
+#include <algorithm>
+#include <chrono>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "base/error_codes.h"
 #include "command/reply_util.h"
@@ -95,6 +98,7 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
     std::set<ShardId> sessionUsed;
     auto keepSession = [&](const ShardId& s) { return sessionUsed.count(s) == 0; };
     bool stop = false;
+    int staleRounds = 0;
 
     while (!stop) {
         TRY_STATUS(opCtx.checkForInterrupt());
@@ -210,6 +214,8 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
                 return buildSubCommand(body, field, {s}, true, keepSession(shard));
             };
             write.matched = [](bson::BsonView r) { return r["n"].numberLong(); };
+            write.session = sessionFields(body);
+            write.sessionGoesTo = keepSession;
             auto outcome = runTwoPhaseWrite(router, info, db, write);
             if (!outcome.isOK()) {
                 merger.addError(i, outcome.getStatus());
@@ -257,6 +263,12 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
         }
 
         if (sawStale && !stop) {
+            // As runRouted: repeated stale answers mean a shard is in a critical section or
+            // refreshing; from the third round on, give it time before asking again.
+            if (++staleRounds >= 3) {
+                std::this_thread::sleep_for(
+                    std::chrono::milliseconds(20 << std::min(staleRounds - 3, 4)));
+            }
             auto refreshed = router.catalog().getCollectionRoutingInfo(ns, true);
             if (!refreshed.isOK()) {
                 for (size_t i = 0; i < n; ++i) {
@@ -298,6 +310,7 @@ class ClusterWriteCommand final : public command::Command {
   public:
     explicit ClusterWriteCommand(WriteKind kind) : _kind(kind) {}
     std::string_view name() const override { return writeCommandName(_kind); }
+    bool supportsRetryableWrite() const override { return true; }
 
     std::optional<command::ForwardPlan> planForward(OperationContext& opCtx,
                                                     const CommandRequest& request) override {

@@ -52,6 +52,7 @@ bool isSimpleCollation(bson::BsonElement c) {
 class ClusterFindAndModifyCommand final : public command::Command {
   public:
     std::string_view name() const override { return "findAndModify"; }
+    bool supportsRetryableWrite() const override { return true; }
     std::vector<std::string_view> aliases() const override { return {"findandmodify"}; }
 
     Status run(OperationContext& opCtx, const CommandRequest& request,
@@ -127,6 +128,7 @@ class ClusterFindAndModifyCommand final : public command::Command {
             write.makeWriteCommand = [&](bson::BsonView filter, const ShardId&) {
                 return withQuery(cmd, filter);
             };
+            write.session = sessionFields(cmd);
             write.matched = [](bson::BsonView r) {
                 bson::BsonElement leo = r["lastErrorObject"];
                 return leo.isObject() ? leo.objValue()["n"].numberLong() : 0;

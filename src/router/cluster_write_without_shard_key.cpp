@@ -116,12 +116,14 @@ Status checkShardKeyChange(const placement::RoutingTable& table, bson::BsonView 
     if (oldKey.isOK() && oldKey.getValue().binaryEqual(newKey.getValue())) return Status::OK();
     const placement::Chunk& chunk = table.findChunk(newKey.getValue());
     if (chunk.shard == owner) return Status::OK();
+    // The same refusal as the shard's (command/exec/write_executor.cpp), made before anything
+    // is sent.
     return Status(ErrorCodes::InvalidOptions,
-                  "Updating the shard key of a document would move it from shard '" + owner +
-                      "' to shard '" + chunk.shard + "' (new shard key " +
-                      newKey.getValue().toJson() +
-                      "); changing the owning shard of a document requires a transaction, "
-                      "which is not supported");
+                  "This update would move the document from shard '" + owner + "' to shard '" +
+                      chunk.shard + "' (its new shard key " + newKey.getValue().toJson() +
+                      "); moving a document between shards needs a multi-document transaction, "
+                      "which this Tessera version does not support. Nothing was written: delete "
+                      "the document and insert it with its new shard key instead.");
 }
 
 StatusWith<UpsertTarget> targetUpsertInsert(const placement::RoutingTable& table,
@@ -139,8 +141,20 @@ StatusWith<UpsertTarget> targetUpsertInsert(const placement::RoutingTable& table
     ASSIGN_OR_RETURN(bson::BsonObj key,
                      table.shardKeyPattern().extractShardKeyFromDoc(out.document));
     out.shard = table.findChunk(key).shard;
-    out.filter = filterWithId(filter, out.document["_id"]);
+    // The shard must build the same document: its `_id` is pinned by the filter, or added to it
+    // (adding it to a filter that already has an `_id` equality would match `_id` twice).
+    out.filter = eqs.hasField("_id") ? bson::BsonObj(filter.copy())
+                                     : filterWithId(filter, out.document["_id"]);
     return out;
+}
+
+bson::BsonObj sessionFields(bson::BsonView body) {
+    bson::BsonBuilder b;
+    if (!body["txnNumber"].eoo() && !body["lsid"].eoo()) {
+        b.appendElement(body["lsid"]);
+        b.appendElement(body["txnNumber"]);
+    }
+    return b.obj();
 }
 
 StatusWith<TwoPhaseOutcome> runTwoPhaseWrite(Router& router, const CollectionRoutingInfo& info,
@@ -153,15 +167,37 @@ StatusWith<TwoPhaseOutcome> runTwoPhaseWrite(Router& router, const CollectionRou
         twoPhaseFindCommand(write.coll, write.filter, write.sort, projection,
                             write.collation.firstElement(), write.let.firstElement());
     TwoPhaseOutcome outcome;
+    // A retryable statement also asks, in the same round, whether a shard executed it already.
+    bson::BsonObj probe;
+    if (!write.session.isEmpty()) {
+        bson::BsonBuilder b;
+        b.appendInt32("_shardsvrRetryableWriteStatus", 1);
+        b.appendElements(write.session);
+        probe = b.obj();
+    }
     // A concurrent write may change the chosen document between the phases: try again a few
     // times (MongoDB retries until it succeeds or nothing matches).
     for (int attempt = 0; attempt < 10; ++attempt) {
-        std::vector<ShardRequest> finds;
-        for (const ShardId& s : write.shards) finds.push_back({s, attachVersion(find, info, s)});
-        std::vector<ShardResponse> found = sendToShards(router, db, finds);
+        std::vector<ShardRequest> requests;
+        for (const ShardId& s : write.shards) requests.push_back({s, attachVersion(find, info, s)});
+        const size_t numFinds = requests.size();
+        if (!probe.isEmpty()) {
+            for (const ShardId& s : write.shards) {
+                if (!write.sessionGoesTo || write.sessionGoesTo(s)) requests.push_back({s, probe});
+            }
+        }
+        std::vector<ShardResponse> responses = sendToShards(router, db, requests);
+        std::optional<ShardId> executedOn;
+        for (size_t i = numFinds; i < responses.size(); ++i) {
+            const ShardResponse& r = responses[i];
+            if (!r.status.isOK()) return r.status;
+            TRY_STATUS(net::replyStatus(r.reply));
+            if (r.reply["executed"].trueValue()) executedOn = r.shard;
+        }
+        responses.erase(responses.begin() + static_cast<std::ptrdiff_t>(numFinds), responses.end());
         std::vector<bson::BsonObj> docs;
         std::vector<ShardId> owners;
-        for (const ShardResponse& r : found) {
+        for (const ShardResponse& r : responses) {
             if (!r.status.isOK()) return r.status;
             if (!r.reply["ok"].trueValue()) {
                 if (isStaleCode(r.reply["code"].numberInt())) {
@@ -182,11 +218,25 @@ StatusWith<TwoPhaseOutcome> runTwoPhaseWrite(Router& router, const CollectionRou
                 break;
             }
         }
+        if (executedOn) {
+            // A retry of a statement that shard applied: it answers from its record.
+            bson::BsonObj cmd = write.makeWriteCommand(write.filter, *executedOn);
+            std::vector<ShardResponse> replayed = sendToShards(
+                router, db, {ShardRequest{*executedOn, attachVersion(cmd, info, *executedOn)}});
+            outcome.found = true;
+            outcome.response = std::move(replayed.front());
+            return outcome;
+        }
         std::optional<size_t> pick = pickFirstMatch(docs, write.sort);
         if (!pick) return outcome;  // nothing matches anywhere
         const bson::BsonObj& doc = docs[*pick];
         const ShardId& owner = owners[*pick];
-        if (write.update) {
+        // A retryable write the shard would accept only if the new key stayed on it: refused
+        // here already. A non-retryable one is the shard's to refuse (IllegalOperation first,
+        // in MongoDB's order of checks).
+        bool retryable =
+            !write.session.isEmpty() && (!write.sessionGoesTo || write.sessionGoesTo(owner));
+        if (write.update && retryable) {
             TRY_STATUS(checkShardKeyChange(table, doc, *write.update, write.arrayFilters, owner));
         }
         bson::BsonObj cmd = write.makeWriteCommand(filterWithId(write.filter, doc["_id"]), owner);

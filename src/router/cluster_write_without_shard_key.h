@@ -57,6 +57,9 @@ StatusWith<UpsertTarget> targetUpsertInsert(const placement::RoutingTable& table
                                             bson::BsonView filter, bson::BsonElement u,
                                             bson::BsonView arrayFilters);
 
+// {lsid, txnNumber} of a retryable write's body (empty when it has no txnNumber).
+bson::BsonObj sessionFields(bson::BsonView body);
+
 // One single-document write run with the protocol. The caller builds the phase-2 command for
 // the filter it is given (versions not attached) and says how many documents a reply matched.
 struct TwoPhaseWrite {
@@ -70,6 +73,12 @@ struct TwoPhaseWrite {
     bson::BsonObj arrayFilters;
     std::function<bson::BsonObj(bson::BsonView filter, const ShardId& shard)> makeWriteCommand;
     std::function<int64_t(bson::BsonView reply)> matched;
+    // A retryable statement: {lsid, txnNumber} of the client, and the shards its write would
+    // carry them to (the others got this txnNumber for another sub-command already). Phase 1
+    // asks those shards, with the same fields, whether they executed it; one that did gets the
+    // write, which it answers from its record, so a retry is never applied on a second shard.
+    bson::BsonObj session;
+    std::function<bool(const ShardId&)> sessionGoesTo;
 };
 struct TwoPhaseOutcome {
     bool stale = false;  // a stale placement error was noted: refresh and run it again

@@ -3,6 +3,9 @@
 
 #include "router/router.h"
 
+#include <algorithm>
+#include <thread>
+
 #include "base/log.h"
 #include "base/wall_clock.h"
 #include "bson/bson_builder.h"
@@ -82,8 +85,21 @@ Router& Router::get(command::OperationContext& opCtx) {
 
 void Router::appendServerStatus(BsonBuilder& b) const {
     cluster::CatalogCache::Stats s = _catalog.stats();
+    // mongos's `sharding` section. There is no replicated config optime: lastSeenConfigServerOpTime
+    // carries the wall-clock time (seconds) of the newest placement this router read from the
+    // config server, with term -1.
+    b.startObject("sharding")
+        .append("configsvrConnectionString", configHost())
+        .startObject("lastSeenConfigServerOpTime")
+        .appendTimestamp("ts", (static_cast<uint64_t>(s.lastRefreshMillis / 1000) << 32) | 1)
+        .appendInt64("t", -1)
+        .end()
+        .appendInt64("maxChunkSizeInBytes", int64_t{128} << 20)
+        .end();
     b.startObject("shardingStatistics")
         .startObject("catalogCache")
+        .appendInt64("numDatabaseEntries", s.numDatabaseEntries)
+        .appendInt64("numCollectionEntries", s.numCollectionEntries)
         .appendInt64("countFullRefreshesStarted", s.fullCollectionRefreshes)
         .appendInt64("countIncrementalRefreshesStarted", s.incrementalCollectionRefreshes)
         .appendInt64("countDatabaseRefreshesStarted", s.databaseRefreshes)
@@ -255,9 +271,12 @@ StatusWith<std::vector<ShardResponse>> runRouted(
         }
         if (!stale || round + 1 >= kMaxStaleRetries) return responses;
         if (options.retryOnStale && !options.retryOnStale(responses)) return responses;
-        // A shard that does not know its placement yet (vWanted absent) refreshes in the
-        // background: from the third round on, give it a little time (at most ~0.5 s in all).
-        if (round >= 2) std::this_thread::sleep_for(std::chrono::milliseconds(10 * round));
+        // A shard that could not say which version it wants (vWanted absent: it is in a
+        // critical section, or does not know its placement yet) needs time, not a refresh of
+        // ours: from the third round on, back off (20, 40, ... 320 ms; ~2.5 s in all).
+        if (round >= 2) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20 << std::min(round - 2, 4)));
+        }
     }
 }
 

@@ -32,6 +32,7 @@ StatusWith<std::string> stringArgument(const CommandRequest& request, std::strin
 
 // enableSharding: db, primaryShard? → _configsvrCreateDatabase. Reply {}.
 Status enableSharding(OperationContext& opCtx, const CommandRequest& request, BsonBuilder&) {
+    TRY_STATUS(checkKnownFields(request, {"primaryShard"}));
     auto first = request.firstElement();
     if (first.type() != BsonType::String || first.stringValue().empty()) {
         return Status(ErrorCodes::InvalidNamespace, "enableSharding requires a database name");
@@ -53,6 +54,23 @@ Status enableSharding(OperationContext& opCtx, const CommandRequest& request, Bs
 
 // shardCollection: ns, key, unique?, numInitialChunks?, collation? → {collectionsharded: ns}.
 Status shardCollection(OperationContext& opCtx, const CommandRequest& request, BsonBuilder& reply) {
+    TRY_STATUS(checkKnownFields(
+        request, {"key", "unique", "numInitialChunks", "collation", "presplitHashedZones",
+                  "implicitlyCreateIndex", "enforceUniquenessCheck", "timeseries"}));
+    if (request.body["presplitHashedZones"].trueValue()) {
+        return Status(ErrorCodes::InvalidOptions,
+                      "presplitHashedZones needs zones, which this Tessera version does not "
+                      "support");
+    }
+    if (request.body.hasField("timeseries")) {
+        return Status(ErrorCodes::NotImplemented,
+                      "time-series collections are not supported by this Tessera version");
+    }
+    if (auto e = request.body["enforceUniquenessCheck"]; !e.eoo() && !e.trueValue()) {
+        return Status(ErrorCodes::InvalidOptions,
+                      "enforceUniquenessCheck: false is not supported: a unique shard key is "
+                      "always enforced by its unique index");
+    }
     ASSIGN_OR_RETURN(std::string ns, nsArgument(request));
     auto key = request.body["key"];
     if (!key.isObject()) {
@@ -67,7 +85,9 @@ Status shardCollection(OperationContext& opCtx, const CommandRequest& request, B
         cmd.appendInt64("numInitialChunks", n.numberLong());
     }
     if (auto c = request.body["collation"]; c.isObject()) cmd.append("collation", c.objValue());
-    if (auto p = request.body["presplitHashedZones"]; !p.eoo()) cmd.appendElement(p);
+    if (auto i = request.body["implicitlyCreateIndex"]; !i.eoo()) {
+        cmd.appendBool("implicitlyCreateIndex", i.trueValue());
+    }
     auto r = runConfigsvrCommand(router, cmd.obj());
     router.catalog().invalidateCollection(ns);
     if (!r.isOK()) {
@@ -87,6 +107,7 @@ void noteChunksChanged(Router& router, const std::string& ns) {
 
 // split: ns, middle | find | bounds → _configsvrSplitChunk.
 Status split(OperationContext& opCtx, const CommandRequest& request, BsonBuilder&) {
+    TRY_STATUS(checkKnownFields(request, {"middle", "find", "bounds"}));
     ASSIGN_OR_RETURN(std::string ns, nsArgument(request));
     int given = request.body.hasField("middle") + request.body.hasField("find") +
                 request.body.hasField("bounds");
@@ -107,6 +128,7 @@ Status split(OperationContext& opCtx, const CommandRequest& request, BsonBuilder
 
 // mergeChunks: ns, bounds → _configsvrMergeChunks.
 Status mergeChunks(OperationContext& opCtx, const CommandRequest& request, BsonBuilder&) {
+    TRY_STATUS(checkKnownFields(request, {"bounds"}));
     ASSIGN_OR_RETURN(std::string ns, nsArgument(request));
     auto bounds = request.body["bounds"];
     if (!bounds.isArray()) {
@@ -131,6 +153,11 @@ Status moveRangeOnConfig(Router& router, const std::string& ns, const BsonObj& c
 
 // moveChunk: ns, find | bounds, to → the chunk's [min, max) → _configsvrMoveRange. {millis}.
 Status moveChunk(OperationContext& opCtx, const CommandRequest& request, BsonBuilder& reply) {
+    // _secondaryThrottle: there are no secondaries to wait for; forceJumbo: no chunk is jumbo;
+    // the donor's range is always deleted before the command answers (waitForDelete).
+    TRY_STATUS(
+        checkKnownFields(request, {"find", "bounds", "to", "_waitForDelete", "waitForDelete",
+                                   "_secondaryThrottle", "secondaryThrottle", "forceJumbo"}));
     auto start = std::chrono::steady_clock::now();
     ASSIGN_OR_RETURN(std::string ns, nsArgument(request));
     ASSIGN_OR_RETURN(std::string to, stringArgument(request, "to"));
@@ -140,6 +167,9 @@ Status moveChunk(OperationContext& opCtx, const CommandRequest& request, BsonBui
         return Status(ErrorCodes::InvalidOptions, "need to specify either 'find' or 'bounds'");
     }
     Router& router = Router::get(opCtx);
+    // The chunk is looked up in fresh placement (another router may have split it), as mongos's
+    // getCollectionRoutingInfoWithRefresh.
+    noteChunksChanged(router, ns);
     ASSIGN_OR_RETURN(auto info, router.catalog().getCollectionRoutingInfo(ns));
     if (!info.isSharded()) {
         return Status(ErrorCodes::NamespaceNotSharded, "ns: " + ns + " is not sharded");
@@ -167,6 +197,18 @@ Status moveChunk(OperationContext& opCtx, const CommandRequest& request, BsonBui
     }
     TRY_STATUS(table.shardKeyPattern().validateKey(key));
     const placement::Chunk& chunk = table.findChunk(key);
+    if (!bounds.eoo()) {
+        // The bounds name one chunk exactly, or nothing is moved (MongoDB's 656452): moving the
+        // chunk that merely contains bounds[0] would move data the caller did not name.
+        BsonObj max = bounds.objValue()["1"].objValue().copy();
+        TRY_STATUS(table.shardKeyPattern().validateKey(max));
+        const auto& pattern = table.shardKeyPattern();
+        if (pattern.encodeKey(chunk.min) != pattern.encodeKey(key) ||
+            pattern.encodeKey(chunk.max) != pattern.encodeKey(max)) {
+            return Status(656452, "no chunk found with the shard key bounds [" + key.toJson() +
+                                      ", " + max.toJson() + ")");
+        }
+    }
 
     BsonBuilder cmd;
     cmd.append("_configsvrMoveRange", ns)
@@ -185,6 +227,9 @@ Status moveChunk(OperationContext& opCtx, const CommandRequest& request, BsonBui
 
 // moveRange: ns, toShard, min?, max? → _configsvrMoveRange.
 Status moveRange(OperationContext& opCtx, const CommandRequest& request, BsonBuilder&) {
+    TRY_STATUS(
+        checkKnownFields(request, {"min", "max", "toShard", "waitForDelete", "_waitForDelete",
+                                   "forceJumbo", "secondaryThrottle", "_secondaryThrottle"}));
     ASSIGN_OR_RETURN(std::string ns, nsArgument(request));
     ASSIGN_OR_RETURN(std::string to, stringArgument(request, "toShard"));
     auto min = request.body["min"];
@@ -205,6 +250,7 @@ Status moveRange(OperationContext& opCtx, const CommandRequest& request, BsonBui
 
 // movePrimary: db, to → _configsvrMovePrimary.
 Status movePrimary(OperationContext& opCtx, const CommandRequest& request, BsonBuilder&) {
+    TRY_STATUS(checkKnownFields(request, {"to"}));
     auto first = request.firstElement();
     if (first.type() != BsonType::String || first.stringValue().empty()) {
         return Status(ErrorCodes::InvalidNamespace, "movePrimary requires a database name");
@@ -223,6 +269,7 @@ Status movePrimary(OperationContext& opCtx, const CommandRequest& request, BsonB
 
 // addShard: "h:p" | "rs/h:p,...", name? → _configsvrAddShard. {shardAdded}.
 Status addShard(OperationContext& opCtx, const CommandRequest& request, BsonBuilder& reply) {
+    TRY_STATUS(checkKnownFields(request, {"name"}));
     auto first = request.firstElement();
     if (first.type() != BsonType::String || first.stringValue().empty()) {
         return Status(ErrorCodes::BadValue, "addShard requires a host string");
@@ -245,6 +292,7 @@ Status addShard(OperationContext& opCtx, const CommandRequest& request, BsonBuil
 
 // listShards: {shards: [config.shards docs]}.
 Status listShards(OperationContext& opCtx, const CommandRequest& request, BsonBuilder& reply) {
+    TRY_STATUS(checkKnownFields(request, {"filter"}));
     Router& router = Router::get(opCtx);
     BsonBuilder find;
     find.append("find", "shards");
@@ -265,7 +313,8 @@ Status listShards(OperationContext& opCtx, const CommandRequest& request, BsonBu
 }
 
 // getShardMap: {map, hosts, connStrings}.
-Status getShardMap(OperationContext& opCtx, const CommandRequest&, BsonBuilder& reply) {
+Status getShardMap(OperationContext& opCtx, const CommandRequest& request, BsonBuilder& reply) {
+    TRY_STATUS(checkKnownFields(request, {}));
     Router& router = Router::get(opCtx);
     ASSIGN_OR_RETURN(auto shards, router.shards().allShards(true));
     reply.startObject("map");
@@ -286,6 +335,7 @@ Status getShardMap(OperationContext& opCtx, const CommandRequest&, BsonBuilder& 
 // flushRouterConfig: 1 | "db" | "db.coll" → {flushed: true}.
 Status flushRouterConfig(OperationContext& opCtx, const CommandRequest& request,
                          BsonBuilder& reply) {
+    TRY_STATUS(checkKnownFields(request, {}));
     Router& router = Router::get(opCtx);
     auto first = request.firstElement();
     if (first.type() == BsonType::String && !first.stringValue().empty()) {
@@ -304,6 +354,7 @@ Status flushRouterConfig(OperationContext& opCtx, const CommandRequest& request,
 
 // getShardVersion: ns, fullMetadata? → the router's cached version.
 Status getShardVersion(OperationContext& opCtx, const CommandRequest& request, BsonBuilder& reply) {
+    TRY_STATUS(checkKnownFields(request, {"fullMetadata"}));
     ASSIGN_OR_RETURN(std::string ns, nsArgument(request));
     Router& router = Router::get(opCtx);
     auto found = router.catalog().getCollectionRoutingInfo(ns);
@@ -334,7 +385,9 @@ Status getShardVersion(OperationContext& opCtx, const CommandRequest& request, B
 
 // balancerStart / balancerStop / balancerStatus → _configsvrBalancer*, reply relayed.
 CommandFn balancerCommand(std::string configsvrName) {
-    return [configsvrName](OperationContext& opCtx, const CommandRequest&, BsonBuilder& reply) {
+    return [configsvrName](OperationContext& opCtx, const CommandRequest& request,
+                           BsonBuilder& reply) {
+        TRY_STATUS(checkKnownFields(request, {}));
         Router& router = Router::get(opCtx);
         BsonBuilder cmd;
         cmd.appendInt32(configsvrName, 1);

@@ -55,21 +55,32 @@ std::vector<ShardId> ownersAndPrimary(const CollectionRoutingInfo& info) {
     return {shards.begin(), shards.end()};
 }
 
-// Runs `body` on the primary when ns is unsharded, else on ownersAndPrimary. Stale retried.
-StatusWith<std::vector<ShardResponse>> runOnCollectionShards(OperationContext& opCtx,
-                                                             Router& router, const std::string& ns,
-                                                             const BsonObj& body, bool createDb,
-                                                             bool* sharded = nullptr) {
+// Which shards a command on a collection goes to when it is sharded.
+enum class ShardedTargets {
+    kOwnersAndPrimary,  // the shards that hold its data
+    kEveryShard,        // also shards that held chunks before (they keep an empty copy)
+};
+
+// Runs `body` on the primary when ns is unsharded, else on `targets`. Stale retried.
+StatusWith<std::vector<ShardResponse>> runOnCollectionShards(
+    OperationContext& opCtx, Router& router, const std::string& ns, const BsonObj& body,
+    bool createDb, bool* sharded = nullptr,
+    ShardedTargets targets = ShardedTargets::kOwnersAndPrimary) {
     RoutedOptions options;
     options.createDbIfMissing = createDb;
     return runRouted(
         opCtx, router, ns,
         [&](const CollectionRoutingInfo& info) -> StatusWith<std::vector<ShardRequest>> {
             if (sharded) *sharded = info.isSharded();
-            std::vector<ShardRequest> requests;
-            for (const auto& s : ownersAndPrimary(info)) {
-                requests.push_back({s, attachVersion(body, info, s)});
+            std::vector<ShardId> ids = ownersAndPrimary(info);
+            if (info.isSharded() && targets == ShardedTargets::kEveryShard) {
+                ASSIGN_OR_RETURN(auto all, router.shards().allShards());
+                for (const auto& s : all) {
+                    if (std::find(ids.begin(), ids.end(), s.id) == ids.end()) ids.push_back(s.id);
+                }
             }
+            std::vector<ShardRequest> requests;
+            for (const auto& s : ids) requests.push_back({s, attachVersion(body, info, s)});
             return requests;
         },
         options);
@@ -223,14 +234,60 @@ Status listIndexes(OperationContext& opCtx, const CommandRequest& request, BsonB
     return relayRemoteReply(opCtx, responses.getValue().front().reply, reply);
 }
 
-// createIndexes / dropIndexes / collMod: the primary when unsharded, else owners + primary.
+// The unique indexes a createIndexes asks for that a sharded collection cannot enforce (each
+// shard is unique on its own only): MongoDB's CannotCreateIndex (67), before any shard is asked.
+Status checkUniqueIndexesAgainstShardKey(Router& router, const std::string& ns,
+                                         const CommandRequest& request) {
+    bson::BsonElement indexes = request.body["indexes"];
+    if (!indexes.isArray()) return Status::OK();  // the shard reports it
+    auto info = router.catalog().getCollectionRoutingInfo(ns);
+    if (!info.isOK() || !info.getValue().isSharded()) return Status::OK();
+    const placement::ShardKeyPattern& pattern = info.getValue().table->shardKeyPattern();
+    for (bson::BsonElement spec : indexes.objValue()) {
+        if (!spec.isObject() || !spec.objValue()["unique"].trueValue()) continue;
+        bson::BsonElement key = spec.objValue()["key"];
+        if (!key.isObject() || pattern.isUniqueIndexCompatible(key.objValue())) continue;
+        return Status(ErrorCodes::CannotCreateIndex,
+                      "cannot create unique index over " + key.objValue().toJson() +
+                          " with shard key pattern " + pattern.toBson().toJson() +
+                          ": uniqueness can be maintained only when the shard key is a prefix of "
+                          "the index (global unique indexes are not supported yet)");
+    }
+    return Status::OK();
+}
+
+// createIndexes: the primary when unsharded, else the shards holding data (a shard that
+// receives its first chunk later gets the donor's indexes with it). collMod / dropIndexes:
+// every shard of a sharded collection, so that a shard holding an old empty copy (it gave its
+// chunks away) is not left with a stale validator or index; shards without the collection
+// answer NamespaceNotFound, which only counts when no shard has it.
 CommandFn collectionWideCommand(bool createDb) {
     return [createDb](OperationContext& opCtx, const CommandRequest& request,
                       BsonBuilder& reply) -> Status {
         ASSIGN_OR_RETURN(std::string ns, commandNamespace(request));
         Router& router = Router::get(opCtx);
-        ASSIGN_OR_RETURN(auto responses, runOnCollectionShards(opCtx, router, ns,
-                                                               forwardableBody(request), createDb));
+        const bool create = request.commandName == "createIndexes";
+        if (create) TRY_STATUS(checkUniqueIndexesAgainstShardKey(router, ns, request));
+        bool sharded = false;
+        ASSIGN_OR_RETURN(
+            auto responses,
+            runOnCollectionShards(
+                opCtx, router, ns, forwardableBody(request), createDb, &sharded,
+                create ? ShardedTargets::kOwnersAndPrimary : ShardedTargets::kEveryShard));
+        if (sharded && !create) {
+            std::vector<ShardResponse> holding;
+            for (ShardResponse& r : responses) {
+                bool missing =
+                    r.status.isOK() && !r.reply["ok"].trueValue() &&
+                    r.reply["code"].numberInt() == static_cast<int>(ErrorCodes::NamespaceNotFound);
+                if (!missing) holding.push_back(std::move(r));
+            }
+            if (!holding.empty()) {
+                responses = std::move(holding);
+            } else if (responses.size() > 1) {
+                responses.erase(responses.begin() + 1, responses.end());
+            }
+        }
         return mergeMultiShardReplies(opCtx, responses, reply);
     };
 }

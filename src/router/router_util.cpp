@@ -1,7 +1,9 @@
 #include "router/router_util.h"
 
+#include <algorithm>
 #include <set>
 
+#include "command/generic_args.h"
 #include "command/registry.h"
 
 namespace tessera::router {
@@ -73,13 +75,14 @@ class PassthroughCommand final : public command::Command {
     std::vector<std::string_view> aliases() const override { return _inner->aliases(); }
     bool adminOnly() const override { return _inner->adminOnly(); }
     bool testOnly() const override { return _inner->testOnly(); }
+    bool supportsRetryableWrite() const override { return _inner->supportsRetryableWrite(); }
     Status run(OperationContext& opCtx, const CommandRequest& request,
                BsonBuilder& reply) override {
         if (_forward && request.db == "config") {
             Router& router = Router::get(opCtx);
-            // The config server is a single process: retryable-write fields would be refused
-            // (the write is then at-least-once, like a retry by hand).
-            BsonObj body = withoutFields(forwardableBody(request), {"txnNumber"});
+            // lsid/txnNumber go along: the config server applies a retried write at most once
+            // (txn::RetryableWriteHooks).
+            BsonObj body = forwardableBody(request);
             ASSIGN_OR_RETURN(BsonObj remote, runOnConfig(router, "config", body));
             return relayRemoteReply(opCtx, remote, reply);
         }
@@ -203,6 +206,23 @@ void registerWithConfigPassthrough(command::CommandRegistry& registry,
     for (const command::Command* c : families->all()) {
         registry.add(std::make_unique<PassthroughCommand>(families->find(c->name()), families));
     }
+}
+
+Status checkKnownFields(const CommandRequest& request,
+                        std::initializer_list<std::string_view> known) {
+    bool first = true;
+    for (auto e : request.body) {
+        std::string_view name = e.fieldName();
+        if (first) {
+            first = false;
+            continue;  // the command's name
+        }
+        if (command::isGenericArgument(name)) continue;
+        if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+        return Status(40415, "BSON field '" + std::string(request.commandName) + "." +
+                                 std::string(name) + "' is an unknown field.");
+    }
+    return Status::OK();
 }
 
 }  // namespace tessera::router

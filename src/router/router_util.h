@@ -45,6 +45,12 @@ StatusWith<std::string> commandNamespace(const command::CommandRequest& request)
 // A full namespace argument ({shardCollection: "db.c"}); InvalidNamespace when malformed.
 StatusWith<std::string> nsArgument(const command::CommandRequest& request);
 
+// The router's own commands parse their arguments strictly, as MongoDB's IDL does: a field that
+// is neither the command's (`known`) nor a generic argument is refused with 40415 "BSON field
+// '<command>.<field>' is an unknown field." — never silently dropped.
+Status checkKnownFields(const command::CommandRequest& request,
+                        std::initializer_list<std::string_view> known);
+
 // Internal to registerRouterCommands: wraps every registered command so that commands run on the
 // `config` database are forwarded unchanged to the config server (router_passthrough.cpp).
 void registerWithConfigPassthrough(command::CommandRegistry& registry,

@@ -36,10 +36,11 @@ class CriticalSections {
     bool isEntered(const std::string& key) const;
 
     // At most this many operations block in waitForExit at once (over all keys); more return
-    // false at once. Waiters hold worker threads, and the commands that end a critical section
-    // (its exit, the recipient's range reads from the donor) need free ones: a shard's pool has
-    // 32 threads (src/cli/serve.cpp), so at most half of them may wait here.
-    static constexpr int kMaxBlockedWaiters = 16;
+    // false at once (their routers back off and retry). Waiters hold worker threads; the
+    // commands that end a critical section (its exit, the recipient's range reads, placement
+    // refreshes) run on the control lane (src/net) and never need one, so the bound only keeps
+    // a few of a shard's 32 workers (src/cli/serve.cpp) for other namespaces.
+    static constexpr int kMaxBlockedWaiters = 24;
 
     // Waits until `key` is not entered. Returns false when the deadline passed first (or too
     // many operations are waiting already, see kMaxBlockedWaiters); sets

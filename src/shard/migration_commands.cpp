@@ -2,12 +2,15 @@
 // its range (_shardsvrReadRange), the recipient pulls it (_shardsvrReceiveRange), and either
 // side deletes what it does not own afterwards (_shardsvrDeleteRange).
 
+#include <set>
+
 #include "base/log.h"
 #include "command/registry.h"
 #include "net/remote_client.h"
 #include "shard/command_util.h"
 #include "shard/direct_client.h"
 #include "shard/range_ops.h"
+#include "storage/engine.h"
 
 namespace tessera::shard {
 namespace {
@@ -197,8 +200,57 @@ class DeleteRangeCommand final : public ShardCommand {
 
 }  // namespace
 
-// Creates `ns` locally like the donor's (options and indexes) if it does not exist, and adds
-// the donor's indexes that are missing.
+namespace {
+
+// The option fields collMod can change on an existing collection.
+constexpr std::string_view kModifiableOptions[] = {"validator", "validationLevel",
+                                                   "validationAction"};
+
+bool sameElement(bson::BsonElement a, bson::BsonElement b) {
+    if (a.eoo() || b.eoo()) return a.eoo() == b.eoo();
+    bson::BsonBuilder x, y;
+    x.appendElementAs(a, "v");
+    y.appendElementAs(b, "v");
+    return x.obj().binaryEqual(y.obj());
+}
+
+// Makes the existing local collection's validator and validation settings those of the donor.
+Status alignOptions(command::ServiceContext& service, const std::string& db,
+                    const std::string& coll, bson::BsonView donorOptions,
+                    bson::BsonView localOptions) {
+    if (!sameElement(donorOptions["collation"], localOptions["collation"])) {
+        return Status(ErrorCodes::InvalidOptions,
+                      "this shard holds " + db + "." + coll +
+                          " with another default collation than the donor's; it is a leftover of "
+                          "an older collection of that name: drop it on this shard, then retry");
+    }
+    bson::BsonBuilder mod;
+    mod.append("collMod", coll);
+    bool differs = false;
+    for (std::string_view field : kModifiableOptions) {
+        bson::BsonElement want = donorOptions[field];
+        if (sameElement(want, localOptions[field])) continue;
+        differs = true;
+        if (!want.eoo()) {
+            mod.appendElement(want);
+        } else if (field == "validator") {
+            mod.startObject("validator").end();  // none
+        } else if (field == "validationLevel") {
+            mod.append("validationLevel", "strict");
+        } else {
+            mod.append("validationAction", "error");
+        }
+    }
+    if (!differs) return Status::OK();
+    return runLocalCommand(service, db, mod.obj()).getStatus();
+}
+
+}  // namespace
+
+// Makes the local `ns` like the donor's: created with the donor's options if missing, else its
+// validator and validation settings aligned (a shard that held the collection before may have
+// missed a collMod); the donor's indexes created, and indexes the donor no longer has dropped,
+// so that every shard holding the collection's data enforces exactly the donor's indexes.
 Status createCollectionLike(command::ServiceContext& service, net::RemoteClient& client,
                             const std::string& donorHost, const std::string& db,
                             const std::string& coll) {
@@ -211,7 +263,10 @@ Status createCollectionLike(command::ServiceContext& service, net::RemoteClient&
     bson::BsonView options;
     if (!colls.empty() && colls[0]["options"].isObject()) options = colls[0]["options"].objValue();
 
-    if (!service.engine->getCollection(db + "." + coll)) {
+    const std::string ns = db + "." + coll;
+    if (storage::CollectionPtr local = service.engine->getCollection(ns)) {
+        TRY_STATUS(alignOptions(service, db, coll, options, local->options));
+    } else {
         bson::BsonBuilder create;
         create.append("create", coll);
         for (bson::BsonElement e : options) {
@@ -227,15 +282,27 @@ Status createCollectionLike(command::ServiceContext& service, net::RemoteClient&
     ASSIGN_OR_RETURN(bson::BsonObj liReply, client.runCommand(donorHost, db, li.obj()));
     TRY_STATUS(net::replyStatus(liReply));
     bson::BsonArrayBuilder specs;
+    std::set<std::string, std::less<>> donorNames;
     for (const bson::BsonObj& spec : cursorBatch(liReply, "firstBatch")) {
-        if (spec["name"].type() == bson::BsonType::String && spec["name"].stringValue() == "_id_") {
-            continue;
-        }
+        if (spec["name"].type() != bson::BsonType::String) continue;
+        donorNames.emplace(spec["name"].stringValue());
+        if (spec["name"].stringValue() == "_id_") continue;
         bson::BsonBuilder s;
         for (bson::BsonElement e : spec) {
             if (e.fieldName() != "ns") s.appendElement(e);
         }
         specs.append(s.obj());
+    }
+    if (storage::CollectionPtr local = service.engine->getCollection(ns)) {
+        for (const storage::IndexSpec& index : local->indexes) {
+            if (index.isIdIndex() || donorNames.count(index.name)) continue;
+            bson::BsonBuilder drop;
+            drop.append("dropIndexes", coll).append("index", index.name);
+            TRY_STATUS(runLocalCommand(service, db, drop.obj()).getStatus());
+            log::info("SHARDING", 22031, "Dropped an index the donor does not have",
+                      "{\"ns\":\"" + log::jsonEscape(ns) + "\",\"index\":\"" +
+                          log::jsonEscape(index.name) + "\"}");
+        }
     }
     if (specs.count() == 0) return Status::OK();
     bson::BsonBuilder ci;
@@ -244,7 +311,7 @@ Status createCollectionLike(command::ServiceContext& service, net::RemoteClient&
     auto indexed = runLocalCommand(service, db, ci.obj());
     if (!indexed.isOK()) {
         log::warning("SHARDING", 22030, "Could not create the donor's indexes",
-                     "{\"ns\":\"" + log::jsonEscape(db + "." + coll) + "\",\"error\":\"" +
+                     "{\"ns\":\"" + log::jsonEscape(ns) + "\",\"error\":\"" +
                          log::jsonEscape(indexed.getStatus().toString()) + "\"}");
         return indexed.getStatus();
     }

@@ -7,6 +7,8 @@ namespace tessera::shard {
 ChunkOwnershipFilter::ChunkOwnershipFilter(std::shared_ptr<const placement::RoutingTable> table,
                                            placement::ShardId shard)
     : _table(std::move(table)), _shard(std::move(shard)) {
+    const placement::ShardKeyPattern& pattern = _table->shardKeyPattern();
+    for (size_t i = 0; i < pattern.numFields(); ++i) _paths.push_back(pattern.fieldPath(i));
     const placement::ChunkMap& map = _table->chunkMap();
     for (size_t i = 0; i < map.size(); ++i) {
         if (map.chunk(i).shard != _shard) continue;
@@ -40,6 +42,22 @@ bool ChunkOwnershipFilter::ownsKey(bson::BsonView shardKey) const {
     if (encoded < it->second) return true;
     // The global max key itself belongs to the last chunk.
     return _ownsGlobalMax && &*it == &_ranges.back() && encoded == it->second;
+}
+
+bool ChunkOwnershipFilter::sameShardKey(bson::BsonView a, bson::BsonView b) const {
+    const placement::ShardKeyPattern& pattern = _table->shardKeyPattern();
+    auto ka = pattern.extractShardKeyFromDoc(a);
+    auto kb = pattern.extractShardKeyFromDoc(b);
+    if (!ka.isOK() || !kb.isOK()) return false;
+    return pattern.encodeKey(ka.getValue()) == pattern.encodeKey(kb.getValue());
+}
+
+std::string ChunkOwnershipFilter::describeKey(bson::BsonView doc) const {
+    auto key = _table->shardKeyPattern().extractShardKeyFromDoc(doc);
+    if (!key.isOK())
+        return "a shard key that cannot be extracted (" + key.getStatus().reason() + ")";
+    return "shard key " + key.getValue().toJson() + " (owned by shard '" +
+           _table->findChunk(key.getValue()).shard + "')";
 }
 
 }  // namespace tessera::shard

@@ -19,6 +19,13 @@ class ChunkOwnershipFilter final : public command::OwnershipFilter {
                          placement::ShardId shard);
 
     bool owns(bson::BsonView doc) const override;
+    bson::BsonView shardKeyPattern() const override { return _table->shardKeyPattern().toBson(); }
+    const std::vector<std::string_view>& shardKeyPaths() const override { return _paths; }
+    bool sameShardKey(bson::BsonView a, bson::BsonView b) const override;
+    std::string describeKey(bson::BsonView doc) const override;
+    bool isUniqueIndexCompatible(bson::BsonView indexKey) const override {
+        return _table->shardKeyPattern().isUniqueIndexCompatible(indexKey);
+    }
     // The same decision for an already extracted shard key.
     bool ownsKey(bson::BsonView shardKey) const;
     // Whether the shard owns any chunk at all.
@@ -33,6 +40,7 @@ class ChunkOwnershipFilter final : public command::OwnershipFilter {
     // (which also holds the global max key) is owned.
     std::vector<std::pair<std::string, std::string>> _ranges;
     bool _ownsGlobalMax = false;
+    std::vector<std::string_view> _paths;  // views of the table's pattern
 };
 
 }  // namespace tessera::shard

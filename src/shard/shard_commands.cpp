@@ -72,6 +72,31 @@ class FlushCommand final : public ShardCommand {
     bool _database;
 };
 
+// {_shardsvrRetryableWriteStatus: 1, lsid, txnNumber} → {executed: bool}: whether this shard
+// executed the session's txnNumber. A router asks it, next to the read phase of a retryable
+// write without shard key (src/router/cluster_write_without_shard_key.h), so that a retry goes
+// to the shard that applied the statement (which replays its reply) and never to a second one.
+class RetryableWriteStatusCommand final : public ShardCommand {
+  public:
+    std::string_view name() const override { return "_shardsvrRetryableWriteStatus"; }
+    bool supportsRetryableWrite() const override { return true; }  // it reads the txnNumber
+    // Sent on the collection's database, in the same round as the read phase's finds.
+    bool adminOnly() const override { return false; }
+    Status run(OperationContext& opCtx, const CommandRequest&, bson::BsonBuilder& reply) override {
+        ASSIGN_OR_RETURN(ShardingState * state, shardingStateOf(opCtx));
+        if (!opCtx.lsid || !opCtx.txnNumber) {
+            return Status(ErrorCodes::InvalidOptions,
+                          "_shardsvrRetryableWriteStatus needs lsid and txnNumber");
+        }
+        auto deadline =
+            opCtx.deadline.value_or(std::chrono::steady_clock::now() + std::chrono::seconds(60));
+        ASSIGN_OR_RETURN(bool executed,
+                         state->transactions().executed(*opCtx.lsid, *opCtx.txnNumber, deadline));
+        reply.appendBool("executed", executed);
+        return Status::OK();
+    }
+};
+
 // Records (or removes) an entered critical section in config.criticalSections {_id: key,
 // reason}.
 Status persistCriticalSection(command::ServiceContext& service, const std::string& key,
@@ -147,6 +172,7 @@ class CriticalSectionCommand final : public ShardCommand {
 
 void registerShardServerCommands(command::CommandRegistry& registry) {
     registry.add(std::make_unique<SetShardIdentityCommand>());
+    registry.add(std::make_unique<RetryableWriteStatusCommand>());
     registry.add(std::make_unique<FlushCommand>("_flushRoutingTableCacheUpdates", false));
     registry.add(
         std::make_unique<FlushCommand>("_flushRoutingTableCacheUpdatesWithWriteConcern", false));

@@ -16,6 +16,7 @@
 #include "storage/collection_writer.h"
 #include "storage/engine.h"
 #include "storage/read_snapshot.h"
+#include "txn/session_records.h"
 
 namespace tessera::shard {
 namespace {
@@ -41,11 +42,6 @@ void releaseFrame(Frame& frame) {
         frame.metadata->criticalSections().leave(key);
     }
     frame.admittedKeys.clear();
-}
-
-bool isRetryableWriteCommand(std::string_view name) {
-    return name == "insert" || name == "update" || name == "delete" || name == "findAndModify" ||
-           name == "findandmodify";
 }
 
 // The records of single-statement retryable writes: storage side records keyed by this prefix +
@@ -145,27 +141,9 @@ Status ShardingState::startup() {
         _transactions.restore(key.substr(kTxnSideRecordPrefix.size()), txn.numberLong(),
                               reply.objValue().copy());
     }
-    if (storage::CollectionPtr coll = engine.getCollection("config.transactions")) {
-        auto cursor = snapshot->scan(*coll);
-        size_t n = 0;
-        while (auto rec = cursor->next()) {
-            bson::BsonView doc = rec->doc;
-            bson::BsonElement id = doc["_id"];
-            if (!id.isObject()) continue;
-            bson::BsonElement lsid = id.objValue()["id"];
-            bson::BsonElement txn = doc["txnNum"];
-            bson::BsonElement result = doc["result"];
-            if (lsid.type() != bson::BsonType::BinData || !txn.isNumber() || !result.isObject()) {
-                continue;
-            }
-            _transactions.restore(std::string(lsid.binaryValue().data), txn.numberLong(),
-                                  result.objValue().copy());
-            ++n;
-        }
-        if (n > 0) {
-            log::info("SHARDING", 22101, "Restored retryable write records",
-                      "{\"count\":" + std::to_string(n) + "}");
-        }
+    if (size_t n = txn::restoreTransactionRecords(engine, _transactions); n > 0) {
+        log::info("SHARDING", 22101, "Restored retryable write records",
+                  "{\"count\":" + std::to_string(n) + "}");
     }
     return Status::OK();
 }
@@ -250,31 +228,11 @@ Status ShardingState::setShardIdentity(const std::string& shardName, const std::
 Status ShardingState::persistTransaction(const std::string& lsid, int64_t txnNumber,
                                          const bson::BsonObj& reply) {
     if (shardSkipPersistingRetryableWriteReply.shouldFail()) return Status::OK();
-    // Only ever moves forward: the filter on txnNum makes an older record's upsert collide on
-    // _id (DuplicateKey, ignored) instead of overwriting a newer one.
-    bson::BsonBuilder id;
-    id.appendBinary("id", 4, lsid);
-    bson::BsonObj idObj = id.obj();
-    bson::BsonBuilder u;
-    u.append("_id", idObj);
-    u.appendInt64("txnNum", txnNumber);
-    u.startObject("lastWriteOpTime")
-        .appendTimestamp("ts", _service.engine->lastCommitTimestamp().value)
-        .appendInt64("t", -1)
-        .end();
-    u.appendDate("lastWriteDate", wallClockMillis());
-    u.append("result", reply);
-    bson::BsonBuilder cmd;
-    cmd.append("update", "transactions");
-    cmd.startArray("updates");
-    cmd.startObject("0");
-    cmd.startObject("q").append("_id", idObj).startObject("txnNum").appendInt64("$lt", txnNumber);
-    cmd.end().end();
-    cmd.append("u", u.obj());
-    cmd.append("upsert", true);
-    cmd.end();
-    cmd.end();
-    return runLocalCommand(_service, "config", cmd.obj()).getStatus();
+    return runLocalCommand(_service, "config",
+                           txn::transactionRecordUpsert(lsid, txnNumber, reply,
+                                                        _service.engine->lastCommitTimestamp(),
+                                                        wallClockMillis()))
+        .getStatus();
 }
 
 Status ShardingState::beforeCommand(OperationContext& opCtx, const CommandRequest& request,
@@ -331,7 +289,7 @@ std::optional<bson::BsonObj> ShardingState::replayedReply(OperationContext& opCt
                                                           const CommandRequest& request,
                                                           const command::Command& command) {
     if (tFrames.empty()) return std::nullopt;
-    if (!opCtx.lsid || !opCtx.txnNumber || !isRetryableWriteCommand(command.name())) {
+    if (!opCtx.lsid || !opCtx.txnNumber || !txn::isRetryableWriteCommand(command.name())) {
         return std::nullopt;
     }
     auto deadline =

@@ -10,7 +10,7 @@
 #include "bson/bson_obj.h"
 #include "command/command.h"
 #include "shard/shard_metadata.h"
-#include "shard/transaction_table.h"
+#include "txn/transaction_table.h"
 
 namespace tessera::net {
 class RemoteClient;
@@ -74,7 +74,7 @@ class ShardingState : public command::CommandHooks {
     std::shared_ptr<ShardMetadata> metadata() const;
     // A client for shard-to-shard and shard-to-config traffic (migrations, movePrimary cloning).
     net::RemoteClient& remoteClient() { return *_client; }
-    TransactionTable& transactions() { return _transactions; }
+    txn::TransactionTable& transactions() { return _transactions; }
 
   private:
     // Everything that exists once the shard knows its name and config server. Member order is
@@ -99,7 +99,7 @@ class ShardingState : public command::CommandHooks {
     std::unique_ptr<net::RemoteClient> _client;
     mutable std::mutex _mutex;
     std::shared_ptr<Identity> _identity;
-    TransactionTable _transactions;
+    txn::TransactionTable _transactions;
 };
 
 // Registers every _shardsvr* and _flush* command (they find the ShardingState through

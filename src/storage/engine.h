@@ -112,6 +112,10 @@ class Engine {
     // Writes every memtable out to data files and syncs the write-ahead log (MongoDB's fsync
     // command): afterwards reads find nothing in memory that is not also in a data file.
     virtual Status flush() = 0;
+    // Makes every write committed so far durable (syncs the write-ahead log), as a j: true write
+    // would have: a read after it sees only what survives a crash (readConcern "majority" of a
+    // one-member set). Concurrent callers share one sync.
+    virtual Status syncWal() = 0;
     // Forces a garbage-collection pass of versions older than the history window (tests).
     // The side records (SideRecordScope) whose key starts with `prefix`, in key order.
     virtual std::vector<std::pair<std::string, std::string>> sideRecords(

@@ -757,6 +757,8 @@ Status RocksEngine::flush() {
     return fromRocks(_db->FlushWAL(/*sync=*/true), "sync the write-ahead log");
 }
 
+Status RocksEngine::syncWal() { return fromRocks(_db->SyncWAL(), "sync the write-ahead log"); }
+
 Status RocksEngine::collectGarbageForTest() {
     rocksdb::FlushOptions flush;
     flush.wait = true;

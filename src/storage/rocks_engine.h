@@ -52,6 +52,7 @@ class RocksEngine final : public Engine {
     int64_t approximateDiskBytes(std::string_view db) const override;
     Timestamp lastCommitTimestamp() const override;
     Status flush() override;
+    Status syncWal() override;
     Status collectGarbageForTest() override;
     std::vector<std::pair<std::string, std::string>> sideRecords(
         std::string_view prefix) const override;

@@ -7,6 +7,7 @@
 #include "command/exec/query_executor.h"
 #include "query/matcher.h"
 #include "query/update_driver.h"
+#include "query/update_paths.h"
 
 namespace tessera::command::exec {
 
@@ -61,6 +62,29 @@ std::vector<std::pair<std::string, bson::BsonElement>> equalityPairs(bson::BsonV
     return out;
 }
 
+// MongoDB's rules for an update that changes a sharded document's shard key
+// (UpdateStatement::ownership): `after` is the new version, `keyChanged` whether its shard key
+// differs from the stored version's (an upsert's new document: whether it is owned at all).
+Status checkShardKeyRules(const UpdateStatement& stmt, bson::BsonView after, bool keyChanged) {
+    if (!keyChanged) return Status::OK();
+    if (stmt.multi) {
+        return Status(ErrorCodes::InvalidOptions,
+                      "Multi-update operations are not allowed when updating the shard key field.");
+    }
+    if (!stmt.retryableWrite) {
+        return Status(ErrorCodes::IllegalOperation,
+                      "Must run update to shard key field in a multi-statement transaction or with "
+                      "retryWrites: true.");
+    }
+    if (stmt.ownership->owns(after)) return Status::OK();
+    return Status(ErrorCodes::InvalidOptions,
+                  "This update would move the document to another shard (its new " +
+                      stmt.ownership->describeKey(after) +
+                      "); moving a document between shards needs a multi-document transaction, "
+                      "which this Tessera version does not support. Nothing was written: delete "
+                      "the document and insert it with its new shard key instead.");
+}
+
 }  // namespace
 
 StatusWith<query::UpdateDriver> parseUpdate(const UpdateStatement& stmt) {
@@ -108,6 +132,28 @@ Status executeUpdate(const OperationContext& opCtx, storage::CollectionWriter& w
     ASSIGN_OR_RETURN(std::vector<Target> targets,
                      collectTargets(opCtx, writer, matcher, spec, &exec));
 
+    const bool checkKeys =
+        stmt.ownership && query::updateMayModifyPaths(stmt.update, stmt.updateIsPipeline,
+                                                      stmt.ownership->shardKeyPaths());
+    if (checkKeys && stmt.multi) {
+        // Every target first, so that a refused key change leaves nothing of the statement
+        // written (the write lock keeps the targets as they are meanwhile).
+        for (const Target& t : targets) {
+            TRY_STATUS(opCtx.checkForInterrupt());
+            auto doc = exec->snapshot()->findByRecordKey(writer.collection(), t.recordKey);
+            if (!doc) continue;
+            query::ApplyContext ctx;
+            if (driver.usesPositional()) TRY_STATUS(positionalIndex(t.elemMatchKey, &ctx));
+            bson::BsonObj updated;
+            bool modified = false;
+            TRY_STATUS(driver.apply(*doc, ctx, &updated, &modified));
+            if (modified) {
+                TRY_STATUS(checkShardKeyRules(stmt, updated,
+                                              !stmt.ownership->sameShardKey(*doc, updated)));
+            }
+        }
+    }
+
     for (const Target& t : targets) {
         TRY_STATUS(opCtx.checkForInterrupt());
         // The snapshot the targets came from still shows each target as it is now: the write
@@ -119,6 +165,10 @@ Status executeUpdate(const OperationContext& opCtx, storage::CollectionWriter& w
         bson::BsonObj updated;
         bool modified = false;
         TRY_STATUS(driver.apply(*doc, ctx, &updated, &modified));
+        if (modified && checkKeys && !stmt.multi) {
+            TRY_STATUS(
+                checkShardKeyRules(stmt, updated, !stmt.ownership->sameShardKey(*doc, updated)));
+        }
         ++outcome->nMatched;
         if (stmt.wantPreImage) outcome->preImage = *doc;
         if (modified && stmt.validator) {
@@ -151,6 +201,11 @@ Status executeUpdate(const OperationContext& opCtx, storage::CollectionWriter& w
     query::ApplyContext ctx;
     ctx.isUpsertInsert = true;
     TRY_STATUS(driver.applyForUpsert(seed, &newDoc, ctx));  // validates the result for storage
+    if (stmt.ownership) {
+        // The router sends an upsert to the owner of its query's shard key; only an update that
+        // sets the key elsewhere makes a document this shard does not own.
+        TRY_STATUS(checkShardKeyRules(stmt, newDoc, !stmt.ownership->owns(newDoc)));
+    }
     if (stmt.validator) {
         TRY_STATUS(stmt.validator->validate(newDoc, nullptr, &outcome->errorInfo));
     }

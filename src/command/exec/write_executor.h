@@ -41,6 +41,14 @@ struct UpdateStatement {
     // {collation: <argument>} when the statement has one, else empty (the collection's default
     // collation applies).
     bson::BsonObj collationArg;
+    // On a shard, for a sharded collection: the documents the shard owns (else null). An update
+    // that changes a document's shard key is then held to MongoDB's rules — not in a multi-update
+    // (InvalidOptions 72), only in a retryable write (IllegalOperation 20) — and to ownership: a
+    // document never ends up under a key another shard owns (72: moving it needs a transaction,
+    // which Tessera does not have yet), an upserted one included. Nothing of the statement is
+    // written when it fails so: a multi-update checks every target before it writes any.
+    const OwnershipFilter* ownership = nullptr;
+    bool retryableWrite = false;  // the command carried a txnNumber
 };
 
 struct UpdateOutcome {

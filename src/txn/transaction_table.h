@@ -11,7 +11,7 @@
 #include "base/status.h"
 #include "bson/bson_obj.h"
 
-namespace tessera::shard {
+namespace tessera::txn {
 
 // At-most-once execution of retryable writes (a simple version of MongoDB's session catalog,
 // without per-statement ids): per logical session (`lsid.id` bytes) the last txnNumber and the
@@ -45,6 +45,12 @@ class TransactionTable {
     void finish(const std::string& lsid, int64_t txnNumber, const bson::BsonObj* reply,
                 bool persist = true);
 
+    // Whether the session executed `txnNumber` (waiting while it runs): the router's check,
+    // before it picks a shard for a retried write without a shard key, of whether some shard
+    // already applied it. TransactionTooOld when the session has a newer txnNumber.
+    StatusWith<bool> executed(const std::string& lsid, int64_t txnNumber,
+                              Clock::time_point deadline);
+
     size_t size() const;
 
   private:
@@ -65,4 +71,4 @@ class TransactionTable {
     Persister _persister;
 };
 
-}  // namespace tessera::shard
+}  // namespace tessera::txn

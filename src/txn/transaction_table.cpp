@@ -1,8 +1,8 @@
-#include "shard/transaction_table.h"
+#include "txn/transaction_table.h"
 
 #include "base/log.h"
 
-namespace tessera::shard {
+namespace tessera::txn {
 
 void TransactionTable::setPersister(Persister persister) {
     std::lock_guard lk(_mutex);
@@ -98,9 +98,32 @@ void TransactionTable::finish(const std::string& lsid, int64_t txnNumber,
     }
 }
 
+StatusWith<bool> TransactionTable::executed(const std::string& lsid, int64_t txnNumber,
+                                            Clock::time_point deadline) {
+    std::unique_lock lk(_mutex);
+    for (;;) {
+        auto it = _sessions.find(lsid);
+        if (it == _sessions.end()) return false;
+        const Session& s = it->second;
+        if (txnNumber < s.txnNumber) {
+            return Status(ErrorCodes::TransactionTooOld,
+                          "Cannot start transaction " + std::to_string(txnNumber) +
+                              " on session because a newer transaction " +
+                              std::to_string(s.txnNumber) + " has already started");
+        }
+        if (txnNumber > s.txnNumber) return false;
+        if (!s.running) return s.executed;
+        if (_finished.wait_until(lk, deadline) == std::cv_status::timeout) {
+            return Status(ErrorCodes::MaxTimeMSExpired,
+                          "timed out waiting for a concurrent execution of the same retryable "
+                          "write");
+        }
+    }
+}
+
 size_t TransactionTable::size() const {
     std::lock_guard lk(_mutex);
     return _sessions.size();
 }
 
-}  // namespace tessera::shard
+}  // namespace tessera::txn

@@ -1,15 +1,15 @@
-#include "shard/transaction_table.h"
+#include "txn/transaction_table.h"
 
 #include <gtest/gtest.h>
 
 #include <future>
 
-#include "shard/shard_test_util.h"
+#include "bson/bson_obj.h"
 
-namespace tessera::shard {
+namespace tessera::txn {
 namespace {
 
-using test::J;
+bson::BsonObj J(std::string_view json) { return bson::fromJson(json); }
 using Clock = std::chrono::steady_clock;
 
 Clock::time_point soon() { return Clock::now() + std::chrono::seconds(5); }
@@ -100,4 +100,4 @@ TEST(TransactionTable, RestoreKeepsTheNewest) {
 }
 
 }  // namespace
-}  // namespace tessera::shard
+}  // namespace tessera::txn

@@ -1,0 +1,57 @@
+#include "txn/retryable_write_hooks.h"
+
+#include <chrono>
+
+#include "base/log.h"
+#include "base/wall_clock.h"
+#include "command/service_entry_point.h"
+#include "storage/engine.h"
+#include "txn/session_records.h"
+
+namespace tessera::txn {
+namespace {
+
+bool isRetryableWrite(const command::OperationContext& opCtx, const command::Command& command) {
+    return opCtx.lsid && opCtx.txnNumber && isRetryableWriteCommand(command.name());
+}
+
+}  // namespace
+
+RetryableWriteHooks::RetryableWriteHooks(command::ServiceContext& service, RunLocal runLocal)
+    : _service(service), _runLocal(std::move(runLocal)) {
+    _table.setPersister([this](const std::string& lsid, int64_t txn, const bson::BsonObj& reply) {
+        return _runLocal("config", transactionRecordUpsert(lsid, txn, reply,
+                                                           _service.engine->lastCommitTimestamp(),
+                                                           wallClockMillis()));
+    });
+}
+
+void RetryableWriteHooks::startup() {
+    size_t n = restoreTransactionRecords(*_service.engine, _table);
+    if (n > 0) {
+        log::info("SHARDING", 22101, "Restored retryable write records",
+                  "{\"count\":" + std::to_string(n) + "}");
+    }
+}
+
+std::optional<bson::BsonObj> RetryableWriteHooks::replayedReply(command::OperationContext& opCtx,
+                                                                const command::CommandRequest&,
+                                                                const command::Command& command) {
+    if (!isRetryableWrite(opCtx, command)) return std::nullopt;
+    auto deadline =
+        opCtx.deadline.value_or(std::chrono::steady_clock::now() + std::chrono::seconds(60));
+    auto started = _table.begin(*opCtx.lsid, *opCtx.txnNumber, deadline);
+    if (!started.isOK()) return command::errorReply(started.getStatus());
+    return std::move(started).getValue();  // nullopt: execute; afterCommand records it
+}
+
+void RetryableWriteHooks::afterCommand(command::OperationContext& opCtx,
+                                       const command::CommandRequest&,
+                                       const command::Command& command, const Status& status,
+                                       const bson::BsonObj& reply) {
+    if (!isRetryableWrite(opCtx, command)) return;
+    // A command-level error wrote nothing: forget the attempt, so that a retry executes.
+    _table.finish(*opCtx.lsid, *opCtx.txnNumber, status.isOK() ? &reply : nullptr);
+}
+
+}  // namespace tessera::txn

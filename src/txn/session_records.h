@@ -1,0 +1,36 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "base/hlc.h"
+#include "bson/bson_obj.h"
+#include "txn/transaction_table.h"
+
+namespace tessera::storage {
+class Engine;
+}
+
+namespace tessera::txn {
+
+// The durable record of a session's last retryable write, in MongoDB's shape:
+// config.transactions {_id: {id: <lsid UUID>}, txnNum, lastWriteOpTime: {ts, t: -1},
+// lastWriteDate, result}; `result` (Tessera's) is the reply a retry gets.
+inline constexpr std::string_view kTransactionsCollection = "transactions";  // in db "config"
+
+// The update command (on db "config") that upserts the record of (lsid, txnNumber). Records only
+// move forward: the filter on txnNum makes an older record's upsert collide on _id (a duplicate
+// key error, to be ignored) instead of overwriting a newer one.
+bson::BsonObj transactionRecordUpsert(const std::string& lsid, int64_t txnNumber,
+                                      const bson::BsonObj& reply, Timestamp lastWrite,
+                                      int64_t lastWriteDateMillis);
+
+// Loads every record of config.transactions into `table` (the newest txnNumber of a session
+// wins). Returns how many records it read.
+size_t restoreTransactionRecords(storage::Engine& engine, TransactionTable& table);
+
+// insert, update, delete, findAndModify (both spellings), bulkWrite.
+bool isRetryableWriteCommand(std::string_view name);
+
+}  // namespace tessera::txn

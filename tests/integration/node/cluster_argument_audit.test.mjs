@@ -1,0 +1,162 @@
+// The audit of the fields a router strips or passes through (src/router/README.md "Fields"):
+// for every generic argument, and for every router command's own arguments, the decision —
+// carried out, forwarded with its meaning, or refused with MongoDB's error — asserted through the
+// Node driver against `tessera up --shards 2 --routers 1`. A field this file does not list is
+// refused as unknown (40415) by the router's own commands.
+import assert from 'node:assert/strict';
+import { BSON, MongoClient } from 'mongodb';
+import { uniqueDbName } from './harness.mjs';
+import { describeWithCluster } from './cluster_harness.mjs';
+
+const { Long, Timestamp } = BSON;
+
+async function outcome(promise) {
+    try {
+        const r = await promise;
+        return { ok: r.ok, reply: r };
+    } catch (e) {
+        return { code: e.originalError?.code ?? e.code, message: e.message };
+    }
+}
+
+describeWithCluster(
+    'the fields a router carries out, forwards or refuses',
+    (ctx) => {
+        const test = ctx.test;
+        const db = uniqueDbName('audit');
+        const router = () => ctx.cluster.router(0);
+        const run = async (cmd, dbName = db) => outcome((await router()).db(dbName).command(cmd));
+
+        test('setup: a sharded collection on both shards', async () => {
+            const admin = (await router()).db('admin');
+            await admin.command({ enableSharding: db });
+            await admin.command({ shardCollection: `${db}.c`, key: { _id: 'hashed' } });
+            await (await router()).db(db).collection('c').insertMany([{ _id: 1 }, { _id: 2 }, { _id: 3 }]);
+        });
+
+        // [field value, command, expected]: expected is 'ok' or a server error code.
+        const generic = [
+            ['maxTimeMS', { find: 'c', maxTimeMS: 5000 }, 'ok'],
+            ['comment', { find: 'c', comment: 'audit' }, 'ok'],
+            ['txnNumber on a read', { find: 'c', txnNumber: Long.fromNumber(1) }, 50768],
+            ['txnNumber on a retryable write', { insert: 'c', documents: [{ _id: 10 }], txnNumber: Long.fromNumber(7) }, 'ok'],
+            ['autocommit', { find: 'c', txnNumber: Long.fromNumber(2), autocommit: false }, 263],
+            ['startTransaction', { find: 'c', txnNumber: Long.fromNumber(3), startTransaction: true, autocommit: false }, 263],
+            ['readConcern local', { find: 'c', readConcern: { level: 'local' } }, 'ok'],
+            ['readConcern available', { find: 'c', readConcern: { level: 'available' } }, 'ok'],
+            ['readConcern majority', { find: 'c', readConcern: { level: 'majority' } }, 'ok'],
+            ['readConcern linearizable', { count: 'c', readConcern: { level: 'linearizable' } }, 'ok'],
+            ['readConcern snapshot', { find: 'c', readConcern: { level: 'snapshot' } }, 72],
+            ['readConcern afterClusterTime', { find: 'c', readConcern: { level: 'majority', afterClusterTime: new Timestamp({ t: 1, i: 1 }) } }, 72],
+            ['readConcern bad level', { find: 'c', readConcern: { level: 'sometimes' } }, 2],
+            ['readConcern majority on a write', { insert: 'c', documents: [{ _id: 11 }], readConcern: { level: 'majority' } }, 72],
+            ['writeConcern majority', { insert: 'c', documents: [{ _id: 12 }], writeConcern: { w: 'majority' } }, 'ok'],
+            ['writeConcern j', { insert: 'c', documents: [{ _id: 13 }], writeConcern: { w: 1, j: true, wtimeout: 100 } }, 'ok'],
+            ['writeConcern w: 2', { insert: 'c', documents: [{ _id: 14 }], writeConcern: { w: 2 } }, 100],
+            ['writeConcern tag', { insert: 'c', documents: [{ _id: 15 }], writeConcern: { w: 'dc1' } }, 79],
+            ['writeConcern unknown field', { insert: 'c', documents: [{ _id: 16 }], writeConcern: { w: 1, x: 1 } }, 40415],
+            ['$readPreference secondaryPreferred', { find: 'c', $readPreference: { mode: 'secondaryPreferred' } }, 'ok'],
+            ['$readPreference nearest', { find: 'c', $readPreference: { mode: 'nearest' } }, 'ok'],
+            ['$readPreference secondary', { find: 'c', $readPreference: { mode: 'secondary' } }, 133],
+            ['$readPreference nearest with tags', { find: 'c', $readPreference: { mode: 'nearest', tags: [{ dc: 'x' }] } }, 133],
+            ['apiVersion 1', { find: 'c', apiVersion: '1', apiStrict: true }, 'ok'],
+            ['apiVersion 2', { find: 'c', apiVersion: '2' }, 322],
+            ['apiStrict without apiVersion', { find: 'c', apiStrict: true }, 4886600],
+            ['apiStrict outside API 1', { listCommands: 1, apiVersion: '1', apiStrict: true }, 323],
+            ['shardVersion from a client', { find: 'c', shardVersion: [new Timestamp({ t: 1, i: 0 }), new BSON.ObjectId()] }, 72],
+            ['databaseVersion from a client', { find: 'c', databaseVersion: { uuid: new BSON.UUID(), timestamp: new Timestamp({ t: 1, i: 1 }), lastMod: 1 } }, 72],
+            ['$clusterTime', { find: 'c', $clusterTime: { clusterTime: new Timestamp({ t: 1, i: 1 }), signature: {} } }, 72],
+            ['stmtIds', { insert: 'c', documents: [{ _id: 17 }], stmtIds: [0] }, 72],
+            ['$audit', { find: 'c', $audit: {} }, 72],
+            ['$client', { find: 'c', $client: {} }, 72],
+            ['mayBypassWriteBlocking', { insert: 'c', documents: [{ _id: 18 }], mayBypassWriteBlocking: true }, 72],
+            ['$configTime', { find: 'c', $configTime: new Timestamp({ t: 1, i: 1 }) }, 72],
+            ['$topologyTime', { find: 'c', $topologyTime: new Timestamp({ t: 1, i: 1 }) }, 72],
+        ];
+        test('every generic argument gets its decision through the router', async () => {
+            const wrong = [];
+            for (const [label, cmd, expected] of generic) {
+                const got = await run(cmd);
+                const gotKey = got.code === undefined ? 'ok' : got.code;
+                if (gotKey !== expected) wrong.push(`${label}: expected ${expected}, got ${JSON.stringify(got)}`);
+            }
+            assert.deepEqual(wrong, []);
+            // What the writes that succeeded wrote, once each.
+            const c = (await router()).db(db).collection('c');
+            assert.deepEqual((await c.find({ _id: { $gte: 10 } }).sort({ _id: 1 }).toArray()).map((d) => d._id), [10, 12, 13]);
+        });
+
+        test('a shard reached directly takes shardVersion but refuses what a router refuses', async () => {
+            const shard = await ctx.cluster.shard(0);
+            const got = await outcome(shard.db(db).command({ find: 'c', $clusterTime: { clusterTime: new Timestamp({ t: 1, i: 1 }) } }));
+            assert.equal(got.code, 72, JSON.stringify(got));
+            const wc = await outcome(shard.db(db).command({ insert: 'c', documents: [{ _id: 99 }], writeConcern: { w: 3 } }));
+            assert.equal(wc.code, 100, JSON.stringify(wc));
+        });
+
+        // The router's own commands: an unknown field is refused, not dropped.
+        const own = [
+            { enableSharding: db, bogus: 1 },
+            { shardCollection: `${db}.d`, key: { a: 1 }, bogus: 1 },
+            { split: `${db}.c`, middle: { _id: 0 }, bogus: 1 },
+            { mergeChunks: `${db}.c`, bounds: [{ _id: 0 }, { _id: 1 }], bogus: 1 },
+            { moveChunk: `${db}.c`, bounds: [{ _id: 0 }, { _id: 1 }], to: 'shard0', bogus: 1 },
+            { moveRange: `${db}.c`, min: { _id: 0 }, toShard: 'shard0', bogus: 1 },
+            { movePrimary: db, to: 'shard0', bogus: 1 },
+            { addShard: '127.0.0.1:1', maxSize: 10 },
+            { listShards: 1, bogus: 1 },
+            { getShardMap: 1, bogus: 1 },
+            { flushRouterConfig: 1, bogus: 1 },
+            { getShardVersion: `${db}.c`, bogus: 1 },
+            { balancerStatus: 1, bogus: 1 },
+            { balancerStart: 1, bogus: 1 },
+            { balancerStop: 1, bogus: 1 },
+        ];
+        test("the router's own admin commands refuse unknown fields (40415)", async () => {
+            const wrong = [];
+            for (const cmd of own) {
+                const got = await run(cmd, 'admin');
+                if (got.code !== 40415) wrong.push(`${Object.keys(cmd)[0]}: ${JSON.stringify(got)}`);
+            }
+            for (const cmd of [{ getMore: Long.fromNumber(1), collection: 'c', bogus: 1 }, { killCursors: 'c', cursors: [], bogus: 1 }]) {
+                const got = await run(cmd);
+                if (got.code !== 40415) wrong.push(`${Object.keys(cmd)[0]}: ${JSON.stringify(got)}`);
+            }
+            assert.deepEqual(wrong, []);
+        });
+
+        test('shardCollection options it cannot carry out are refused', async () => {
+            const admin = async (cmd) => run(cmd, 'admin');
+            assert.equal((await admin({ shardCollection: `${db}.z`, key: { _id: 'hashed' }, presplitHashedZones: true })).code, 72);
+            assert.equal((await admin({ shardCollection: `${db}.t`, key: { m: 1 }, timeseries: { timeField: 't' } })).code, 238);
+            assert.equal((await admin({ shardCollection: `${db}.u`, key: { u: 1 }, unique: true, enforceUniquenessCheck: false })).code, 72);
+            const noIndex = await admin({ shardCollection: `${db}.v`, key: { v: 1 }, implicitlyCreateIndex: false });
+            assert.equal(noIndex.code, 72, JSON.stringify(noIndex));
+            assert.equal(await (await router()).db('config').collection('collections').countDocuments({ _id: { $in: [`${db}.z`, `${db}.t`, `${db}.u`, `${db}.v`] } }), 0);
+            // Accepted with their meaning.
+            assert.equal((await admin({ shardCollection: `${db}.w`, key: { w: 1 }, presplitHashedZones: false, enforceUniquenessCheck: true })).ok, 1);
+        });
+
+        test('a retried write through the config passthrough is applied once', async () => {
+            const client = new MongoClient(ctx.cluster.routerUri(0), { monitorCommands: true });
+            await client.connect();
+            const sent = [];
+            client.on('commandStarted', (e) => e.commandName === 'update' && sent.push(e.command));
+            try {
+                const settings = client.db('config').collection('settings');
+                const session = client.startSession();
+                const cmd = { update: 'settings', updates: [{ q: { _id: 'audit' }, u: { $inc: { n: 1 } }, upsert: true }], txnNumber: Long.fromNumber(1) };
+                const first = await client.db('config').command(cmd, { session });
+                const second = await client.db('config').command(cmd, { session });
+                await session.endSession();
+                assert.equal(first.n, 1);
+                assert.equal(second.n, 1, 'the retry answers the first reply');
+                assert.equal((await settings.findOne({ _id: 'audit' })).n, 1, 'applied once');
+                assert.ok(sent.every((c) => c.txnNumber !== undefined));
+            } finally {
+                await client.close();
+            }
+        });
+    },
+    { shards: 2, routers: 1 },
+);

@@ -1,0 +1,320 @@
+// Writes a sharded cluster must refuse or route differently so that no document is lost, doubled
+// or half-written (issue "Ways a cluster silently loses or misreports data"), through the Node
+// driver against `tessera up --shards 2 --routers 2`:
+//  - transactions are refused (OperationNotSupportedInTransaction) and nothing of them applies;
+//  - a write that would change a document's owning shard fails with MongoDB's error, nothing
+//    written, in every write form and batch position, through the router and on the shard;
+//  - unique indexes a sharded collection cannot enforce are refused on every path;
+//  - a single write by `_id` changes at most one document when `_id` does not pick the shard.
+// Each case ends with checkConsistency (every document on exactly one owning shard, exact count).
+import assert from 'node:assert/strict';
+import { BSON, MongoBulkWriteError, MongoClient, MongoServerError } from 'mongodb';
+import { uniqueDbName } from './harness.mjs';
+import { describeWithCluster } from './cluster_harness.mjs';
+
+const kNotInTxn = 263; // OperationNotSupportedInTransaction
+
+// The server's code. The Node driver replaces an IllegalOperation (20) of a write with its own
+// "add retryWrites=false" error and keeps the server's as originalError.
+const codeOf = (e) => e.originalError?.code ?? e.code;
+
+async function rejects(promise) {
+    return promise.then(
+        (v) => assert.fail(`expected an error, got ${JSON.stringify(v)}`),
+        (e) => e,
+    );
+}
+
+describeWithCluster(
+    'write safety through routers (2 shards, 2 routers)',
+    (ctx) => {
+        const test = ctx.test;
+        const router = (i = 0) => ctx.cluster.router(i);
+        const admin = async (cmd) => (await router()).db('admin').command(cmd);
+        const shardNames = async () =>
+            (await (await router()).db('config').collection('shards').find().sort({ _id: 1 }).toArray()).map((s) => s._id);
+        const primaryOf = async (db) => (await (await router()).db('config').collection('databases').findOne({ _id: db })).primary;
+
+        // --- 1. transactions ----------------------------------------------------------------------
+
+        const bank = uniqueDbName('txbank');
+        const accounts = `${bank}.accounts`;
+
+        test('setup: two accounts on two shards, sharded by {_id: 1}', async () => {
+            await admin({ enableSharding: bank });
+            await admin({ shardCollection: accounts, key: { _id: 1 } });
+            const c = (await router()).db(bank).collection('accounts');
+            await c.insertMany([
+                { _id: 1, balance: 100 },
+                { _id: 2, balance: 100 },
+            ]);
+            await admin({ split: accounts, middle: { _id: 2 } });
+            const primary = await primaryOf(bank);
+            const other = (await shardNames()).find((s) => s !== primary);
+            await admin({ moveChunk: accounts, find: { _id: 2 }, to: other });
+            const { chunks } = await ctx.cluster.checkConsistency(accounts, 2);
+            assert.deepEqual(new Set(chunks.map((ch) => ch.shard)).size, 2);
+        });
+
+        test('a transaction through a router is refused and applies nothing, before or after abort', async () => {
+            const client = await router(0);
+            const observer = (await router(1)).db(bank).collection('accounts');
+            const c = client.db(bank).collection('accounts');
+            const session = client.startSession();
+            try {
+                session.startTransaction();
+                const e1 = await rejects(c.updateOne({ _id: 1 }, { $inc: { balance: -10 } }, { session }));
+                assert.equal(e1.code, kNotInTxn, `${e1}`);
+                assert.match(e1.message, /Transactions are not supported/);
+                // While the "transaction" is open, another router sees nothing of it.
+                assert.deepEqual((await observer.find().sort({ _id: 1 }).toArray()).map((d) => d.balance), [100, 100]);
+                const e2 = await rejects(c.updateOne({ _id: 2 }, { $inc: { balance: 10 } }, { session }));
+                assert.ok(e2 instanceof MongoServerError, `${e2}`);
+                await session.abortTransaction().catch(() => {});
+            } finally {
+                await session.endSession();
+            }
+            assert.deepEqual((await observer.find().sort({ _id: 1 }).toArray()).map((d) => d.balance), [100, 100]);
+            // commitTransaction / abortTransaction are refused with the same error, not 59.
+            for (const name of ['commitTransaction', 'abortTransaction']) {
+                const e = await rejects(client.db('admin').command({ [name]: 1 }));
+                assert.equal(e.code, kNotInTxn, `${name}: ${e}`);
+            }
+            // withTransaction does not retry the refusal (no TransientTransactionError label).
+            const s2 = client.startSession();
+            let attempts = 0;
+            const e3 = await rejects(
+                s2.withTransaction(async () => {
+                    attempts++;
+                    await c.insertOne({ _id: 3, balance: 0 }, { session: s2 });
+                }),
+            );
+            await s2.endSession();
+            assert.equal(e3.code, kNotInTxn, `${e3}`);
+            assert.equal(attempts, 1);
+            await ctx.cluster.checkConsistency(accounts, 2);
+        });
+
+        test('a shard reached directly refuses transaction commands too', async () => {
+            const primary = await primaryOf(bank);
+            const shard = await ctx.cluster.shardByName(primary);
+            const db = shard.db(bank);
+            const lsid = { id: new BSON.UUID() };
+            const e = await rejects(
+                db.command({
+                    update: 'accounts',
+                    updates: [{ q: { _id: 1 }, u: { $inc: { balance: 1 } } }],
+                    lsid,
+                    txnNumber: 1,
+                    startTransaction: true,
+                    autocommit: false,
+                }),
+            );
+            assert.equal(e.code, kNotInTxn, `${e}`);
+            const find = await rejects(db.command({ find: 'accounts', lsid, txnNumber: 2, autocommit: false }));
+            assert.equal(find.code, kNotInTxn);
+            const commit = await rejects(shard.db('admin').command({ commitTransaction: 1, lsid, txnNumber: 1, autocommit: false }));
+            assert.equal(commit.code, kNotInTxn);
+            assert.equal((await db.collection('accounts').findOne({ _id: 1 })).balance, 100);
+        });
+
+        // --- 2. writes that would change the owning shard -------------------------------------------
+
+        const orders = uniqueDbName('skchange');
+        const ordersNs = `${orders}.orders`;
+        let orderCount = 0;
+        let lowShard = null;
+        let highShard = null;
+
+        test('setup: orders sharded by {customerId, createdAt}, customerId >= 500 on the other shard', async () => {
+            await admin({ enableSharding: orders });
+            await admin({ shardCollection: ordersNs, key: { customerId: 1, createdAt: 1 } });
+            await admin({ split: ordersNs, middle: { customerId: 500, createdAt: new Date(0) } });
+            lowShard = await primaryOf(orders);
+            highShard = (await shardNames()).find((s) => s !== lowShard);
+            await admin({ moveChunk: ordersNs, find: { customerId: 900, createdAt: new Date(0) }, to: highShard });
+            const c = (await router()).db(orders).collection('orders');
+            const docs = [];
+            for (let i = 0; i < 40; i++) docs.push({ _id: i, customerId: i * 25, createdAt: new Date(1000 * i), total: i });
+            await c.insertMany(docs);
+            orderCount = docs.length;
+            await ctx.cluster.checkConsistency(ordersNs, orderCount);
+        });
+
+        test('updateMany that changes the shard key fails with 72 and writes nothing', async () => {
+            const c = (await router()).db(orders).collection('orders');
+            const before = await c.findOne({ _id: 19 });
+            assert.equal(before.customerId, 475);
+            const e = await rejects(c.updateMany({ _id: 19 }, { $set: { customerId: 901 } }));
+            assert.equal(e.code, 72, `${e}`);
+            assert.deepEqual(await c.findOne({ _id: 19 }), before);
+            // Several matching documents on one shard: none is changed.
+            const e2 = await rejects(c.updateMany({ customerId: { $lt: 100 } }, { $inc: { customerId: 1 } }));
+            assert.equal(e2.code, 72);
+            assert.equal(await c.countDocuments({ customerId: { $in: [1, 26, 51, 76] } }), 0);
+            // The key unchanged (Eloquent's save() sets every field): allowed.
+            const ok = await c.updateMany({ _id: 19 }, { $set: { customerId: 475, total: 190 } });
+            assert.equal(ok.modifiedCount, 1);
+            await ctx.cluster.checkConsistency(ordersNs, orderCount);
+        });
+
+        test('single-document writes that would move a document are refused in every form', async () => {
+            const c = (await router()).db(orders).collection('orders');
+            const snapshot = await c.find().sort({ _id: 1 }).toArray();
+            // Retryable (the driver's default): MongoDB would move it in an internal transaction.
+            let e = await rejects(c.updateOne({ _id: 3 }, { $set: { customerId: 950 } }));
+            assert.equal(e.code, 72, `${e}`);
+            assert.match(e.message, /would move the document/);
+            e = await rejects(c.replaceOne({ _id: 3 }, { customerId: 950, createdAt: new Date(3000), total: 3 }));
+            assert.equal(e.code, 72, `${e}`);
+            e = await rejects(c.findOneAndUpdate({ _id: 3 }, { $set: { customerId: 950 } }));
+            assert.equal(e.code, 72, `${e}`);
+            // An upsert that matches nothing inserts its new document where its new key lives
+            // (the router builds it, as MongoDB 8.0 does), not where its query pointed.
+            const up = await c.updateOne(
+                { _id: 2000, customerId: 10, createdAt: new Date(5) },
+                { $set: { customerId: 990 } },
+                { upsert: true },
+            );
+            assert.equal(up.upsertedCount, 1);
+            orderCount += 1;
+            // Not retryable: MongoDB's IllegalOperation (the driver words it as its retryWrites hint).
+            const plain = new MongoClient(ctx.cluster.routerUri(1), { retryWrites: false });
+            await plain.connect();
+            try {
+                const pc = plain.db(orders).collection('orders');
+                e = await rejects(pc.updateOne({ _id: 3 }, { $set: { customerId: 950 } }));
+                assert.equal(codeOf(e), 20, `${e}`);
+                assert.match(e.originalError.message, /retryWrites: true/);
+                e = await rejects(pc.updateOne({ _id: 3 }, { $set: { customerId: 60 } }));
+                assert.equal(codeOf(e), 20, `a non-retryable key change on the same shard: ${e}`);
+            } finally {
+                await plain.close();
+            }
+            // Bulk writes: the failing statement at any position; ordered stops there.
+            e = await rejects(
+                c.bulkWrite(
+                    [
+                        { insertOne: { document: { _id: 1000, customerId: 7, createdAt: new Date(7), total: 0 } } },
+                        { updateMany: { filter: { _id: 4 }, update: { $set: { customerId: 960 } } } },
+                        { insertOne: { document: { _id: 1001, customerId: 8, createdAt: new Date(8), total: 0 } } },
+                    ],
+                    { ordered: true },
+                ),
+            );
+            assert.ok(e instanceof MongoBulkWriteError, `${e}`);
+            assert.deepEqual(e.writeErrors.map((w) => [w.index, w.code]), [[1, 72]]);
+            assert.equal(e.result.insertedCount, 1);
+            orderCount += 1;
+            e = await rejects(
+                c.bulkWrite(
+                    [
+                        { updateOne: { filter: { _id: 5 }, update: { $set: { customerId: 970 } } } },
+                        { insertOne: { document: { _id: 1002, customerId: 9, createdAt: new Date(9), total: 0 } } },
+                    ],
+                    { ordered: false },
+                ),
+            );
+            assert.deepEqual(e.writeErrors.map((w) => [w.index, w.code]), [[0, 72]]);
+            orderCount += 1;
+            // MongoDB 8.0's client bulkWrite, updateMany in the middle.
+            const client = await router();
+            e = await rejects(
+                client.bulkWrite([
+                    { name: 'insertOne', namespace: ordersNs, document: { _id: 1003, customerId: 11, createdAt: new Date(11), total: 0 } },
+                    { name: 'updateMany', namespace: ordersNs, filter: { _id: 6 }, update: { $set: { customerId: 980 } } },
+                ]),
+            );
+            assert.equal(e.writeErrors?.get?.(1)?.code ?? e.code, 72, `${e}`);
+            orderCount += 1;
+            for (const id of [3, 4, 5, 6]) {
+                assert.deepEqual(await c.findOne({ _id: id }), snapshot.find((d) => d._id === id), `doc ${id} unchanged`);
+            }
+            // A retryable key change that stays on the shard works.
+            const same = await c.updateOne({ _id: 3 }, { $set: { customerId: 80 } });
+            assert.equal(same.modifiedCount, 1);
+            await ctx.cluster.checkConsistency(ordersNs, orderCount);
+        });
+
+        test('the shard itself refuses writes that leave a document under a key it does not own', async () => {
+            const low = (await ctx.cluster.shardByName(lowShard)).db(orders).collection('orders');
+            let e = await rejects(low.updateMany({ _id: 19 }, { $set: { customerId: 901 } }));
+            assert.equal(e.code, 72, `${e}`);
+            e = await rejects(low.insertOne({ _id: 5000, customerId: 999, createdAt: new Date(1) }));
+            assert.equal(e.code, 72, `${e}`);
+            assert.match(e.message, /does not own/);
+            e = await rejects(low.updateOne({ _id: 19 }, { $set: { customerId: 901 } }));
+            assert.equal(codeOf(e), 20, `${e}`); // direct to a shard: not a retryable write
+            await ctx.cluster.checkConsistency(ordersNs, orderCount);
+        });
+
+        // --- 3. unique indexes a sharded collection cannot enforce -----------------------------------
+
+        const users = uniqueDbName('uniq');
+
+        test('shardCollection over a unique index the shard key is not a prefix of is refused (72)', async () => {
+            await admin({ enableSharding: users });
+            const c = (await router()).db(users).collection('byEmail');
+            await c.createIndex({ email: 1 }, { unique: true });
+            await c.insertMany([{ email: 'a@x' }, { email: 'b@x' }]);
+            const e = await rejects(admin({ shardCollection: `${users}.byEmail`, key: { _id: 'hashed' } }));
+            assert.equal(e.code, 72, `${e}`);
+            assert.match(e.message, /Uniqueness can't be maintained unless shard key is a prefix/);
+            assert.equal(await (await router()).db('config').collection('collections').countDocuments({ _id: `${users}.byEmail` }), 0);
+            await ctx.cluster.checkConsistency(`${users}.byEmail`, 2);
+            // A compatible key is accepted.
+            assert.equal((await admin({ shardCollection: `${users}.byEmail`, key: { email: 1 } })).ok, 1);
+        });
+
+        test('createIndex of such a unique index on a sharded collection is refused (67), router and shard', async () => {
+            const ns = `${users}.hashed`;
+            await admin({ shardCollection: ns, key: { _id: 'hashed' } });
+            const c = (await router()).db(users).collection('hashed');
+            const e = await rejects(c.createIndex({ email: 1 }, { unique: true }));
+            assert.equal(e.code, 67, `${e}`);
+            for (const name of await shardNames()) {
+                const direct = (await ctx.cluster.shardByName(name)).db(users).collection('hashed');
+                const d = await rejects(direct.createIndex({ email: 1 }, { unique: true }));
+                assert.equal(d.code, 67, `${name}: ${d}`);
+                assert.ok(!(await direct.indexes()).some((i) => i.name === 'email_1'));
+            }
+            // Non-unique, and unique starting with _id, are fine.
+            await c.createIndex({ email: 1 });
+            await c.createIndex({ _id: 1, email: 1 }, { unique: true });
+            await c.insertMany([{ email: 'same@x' }, { email: 'same@x' }]);
+            await ctx.cluster.checkConsistency(ns, 2);
+        });
+
+        // --- 12. a single write by _id changes at most one document ---------------------------------
+
+        test('updateOne / deleteOne / findOneAndUpdate by a repeated _id change one document', async () => {
+            const db = uniqueDbName('dupid');
+            const ns = `${db}.orders`;
+            await admin({ enableSharding: db });
+            await admin({ shardCollection: ns, key: { k: 1 } });
+            await admin({ split: ns, middle: { k: 0 } });
+            const primary = await primaryOf(db);
+            const other = (await shardNames()).find((s) => s !== primary);
+            await admin({ moveChunk: ns, find: { k: 5 }, to: other });
+            const c = (await router()).db(db).collection('orders');
+            await c.insertOne({ _id: 'ORD-1', k: -5 });
+            await c.insertOne({ _id: 'ORD-1', k: 5 }); // _id is unique per shard only
+            const u = await c.updateOne({ _id: 'ORD-1' }, { $set: { seen: 1 } });
+            assert.equal(u.matchedCount, 1);
+            assert.equal(u.modifiedCount, 1);
+            assert.equal(await c.countDocuments({ seen: 1 }), 1);
+            const f = await c.findOneAndUpdate({ _id: 'ORD-1' }, { $inc: { n: 1 } }, { returnDocument: 'after' });
+            assert.equal(f.n, 1);
+            assert.equal(await c.countDocuments({ n: 1 }), 1);
+            const b = await c.bulkWrite([{ updateOne: { filter: { _id: 'ORD-1' }, update: { $set: { b: 1 } } } }]);
+            assert.equal(b.modifiedCount, 1);
+            const d = await c.deleteOne({ _id: 'ORD-1' });
+            assert.equal(d.deletedCount, 1);
+            assert.equal(await c.countDocuments({ _id: 'ORD-1' }), 1);
+            // deleteMany by _id still removes every match.
+            assert.equal((await c.deleteMany({ _id: 'ORD-1' })).deletedCount, 1);
+            await ctx.cluster.checkConsistency(ns, 0);
+        });
+    },
+    { shards: 2, routers: 2 },
+);
