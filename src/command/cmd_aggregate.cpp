@@ -94,7 +94,7 @@ class AggregateCommand final : public Command {
         pctx.engine = &engine;
         pctx.host = opCtx.service->host;
         pctx.allowDiskUse = allowDiskUse;
-        pctx.ownership = opCtx.ownershipFilter(ns);
+        ASSIGN_OR_RETURN(pctx.ownership, opCtx.ownershipFilter(ns));
         ASSIGN_OR_RETURN(pctx.collator, resolveCollation(body["collation"], coll.get()));
         ASSIGN_OR_RETURN(auto exec, exec::buildPipelineExecutor(pctx, std::move(snapshot), coll, ns,
                                                                 stages, hint));
@@ -147,7 +147,7 @@ class CollStatsCommand final : public Command {
             return Status(ErrorCodes::NamespaceNotFound, "Collection [" + ns + "] not found.");
         }
         reply.append("ns", ns);
-        auto ownership = opCtx.ownershipFilter(ns);
+        ASSIGN_OR_RETURN(auto ownership, opCtx.ownershipFilter(ns));
         exec::appendStorageStats(reply, *opCtx.service->engine, *coll, scale.value_or(1),
                                  ownership.get());
         return Status::OK();

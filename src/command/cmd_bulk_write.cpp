@@ -320,14 +320,15 @@ class BulkWriteCommand final : public Command {
         storage::Engine& engine = *opCtx.service->engine;
         bson::BsonObj doc = ensureIdFirst(op.document);
         TRY_STATUS(query::validateStorableDocument(doc, /*allowTopLevelDollar=*/true));
-        if (auto ownership = opCtx.ownershipFilter(ns); ownership && !ownership->owns(doc)) {
+        ASSIGN_OR_RETURN(auto ownership, opCtx.ownershipFilter(ns));
+        if (ownership && !ownership->owns(doc)) {
             // As the insert command: a shard takes only the documents it owns.
             return Status(ErrorCodes::InvalidOptions, "This shard does not own the document's " +
                                                           ownership->describeKey(doc) +
                                                           ": insert it through a router");
         }
         ASSIGN_OR_RETURN(storage::CollectionPtr coll, getOrCreateCollection(engine, ns));
-        ASSIGN_OR_RETURN(auto writer, engine.writer(coll));
+        ASSIGN_OR_RETURN(auto writer, engine.writer(coll, &opCtx.writeUnit));
         ASSIGN_OR_RETURN(auto validator,
                          DocumentValidator::forWrites(writer->collection(), bypass));
         if (validator) TRY_STATUS(validator->validate(doc, nullptr, &r->errorInfo));
@@ -357,12 +358,12 @@ class BulkWriteCommand final : public Command {
             TRY_STATUS(exec::parseUpdate(op.update).getStatus());
             return Status::OK();
         }
-        ASSIGN_OR_RETURN(auto writer, engine.writer(coll));
+        ASSIGN_OR_RETURN(auto writer, engine.writer(coll, &opCtx.writeUnit));
         ASSIGN_OR_RETURN(auto validator,
                          DocumentValidator::forWrites(writer->collection(), bypass));
         exec::UpdateStatement stmt = op.update;
         stmt.validator = validator.get();
-        auto ownership = opCtx.ownershipFilter(ns);
+        ASSIGN_OR_RETURN(auto ownership, opCtx.ownershipFilter(ns));
         stmt.ownership = ownership.get();
         stmt.retryableWrite = opCtx.txnNumber.has_value();
         exec::UpdateOutcome outcome;
@@ -379,7 +380,7 @@ class BulkWriteCommand final : public Command {
         storage::Engine& engine = *opCtx.service->engine;
         ASSIGN_OR_RETURN(storage::CollectionPtr coll, getWritableCollection(engine, ns));
         if (!coll) return query::Matcher::parse(op.del.query, nullptr, op.del.let).getStatus();
-        ASSIGN_OR_RETURN(auto writer, engine.writer(coll));
+        ASSIGN_OR_RETURN(auto writer, engine.writer(coll, &opCtx.writeUnit));
         return exec::executeDelete(opCtx, *writer, op.del, wopts, &r->n);
     }
 };

@@ -54,10 +54,14 @@ class CountCommand final : public Command {
             reply.appendNumber("n", n);
             return Status::OK();
         }
+        std::shared_ptr<const OwnershipFilter> ownership;
+        if (coll) {
+            ASSIGN_OR_RETURN(ownership, opCtx.ownershipFilter(ns));
+        }
         if (!coll) {
             ASSIGN_OR_RETURN(auto m, query::Matcher::parse(query));  // still validate
             (void)m;
-        } else if (query.isEmpty() && hint.isEmpty() && !opCtx.ownershipFilter(ns)) {
+        } else if (query.isEmpty() && hint.isEmpty() && !ownership) {
             // The maintained count is exact only when every stored document is owned (on a
             // shard with orphans the scan below filters them out).
             n = engine.stats(*coll).count;

@@ -105,7 +105,7 @@ class FindAndModifyCommand final : public Command {
         if (remove) {
             int64_t n = 0;
             if (coll) {
-                ASSIGN_OR_RETURN(auto writer, engine.writer(coll));
+                ASSIGN_OR_RETURN(auto writer, engine.writer(coll, &opCtx.writeUnit));
                 exec::DeleteStatement del{
                     query.copy(), hint, sort.copy(), false, true, collationArgument(body), let};
                 TRY_STATUS(exec::executeDelete(opCtx, *writer, del, wopts, &n, &value));
@@ -114,11 +114,11 @@ class FindAndModifyCommand final : public Command {
         } else {
             exec::UpdateOutcome outcome;
             if (coll) {
-                ASSIGN_OR_RETURN(auto writer, engine.writer(coll));
+                ASSIGN_OR_RETURN(auto writer, engine.writer(coll, &opCtx.writeUnit));
                 ASSIGN_OR_RETURN(auto validator,
                                  DocumentValidator::forWrites(writer->collection(), bypass));
                 stmt.validator = validator.get();
-                auto ownership = opCtx.ownershipFilter(ns);
+                ASSIGN_OR_RETURN(auto ownership, opCtx.ownershipFilter(ns));
                 stmt.ownership = ownership.get();
                 stmt.retryableWrite = opCtx.txnNumber.has_value();
                 Status s = exec::executeUpdate(opCtx, *writer, stmt, wopts, &outcome);

@@ -163,7 +163,8 @@ class CreateIndexesCommand : public Command {
         std::string ns = request.db + "." + coll;
         // On a shard, a unique index of a sharded collection is unique per shard only: refused
         // unless the shard key is its prefix (MongoDB's rule), until global unique indexes exist.
-        if (auto ownership = opCtx.ownershipFilter(ns)) {
+        ASSIGN_OR_RETURN(auto ownership, opCtx.ownershipFilter(ns));
+        if (ownership) {
             for (const storage::IndexSpec& spec : specs) {
                 if (spec.unique && !ownership->isUniqueIndexCompatible(spec.keyPattern)) {
                     return Status(ErrorCodes::CannotCreateIndex,

@@ -51,13 +51,13 @@ class InsertCommand final : public Command {
         if (anyValid) {
             ASSIGN_OR_RETURN(storage::CollectionPtr collPtr,
                              getOrCreateCollection(*opCtx.service->engine, ns));
-            ASSIGN_OR_RETURN(auto writer, opCtx.service->engine->writer(collPtr));
+            ASSIGN_OR_RETURN(auto writer, opCtx.service->engine->writer(collPtr, &opCtx.writeUnit));
             ASSIGN_OR_RETURN(auto validator,
                              DocumentValidator::forWrites(writer->collection(), bypass));
             // On a shard, a sharded collection takes only documents the shard owns: a router
             // sends each insert to its key's owner (and a stale one is refused by the version
             // check), so this refuses a direct insert that would be an invisible orphan.
-            auto ownership = opCtx.ownershipFilter(ns);
+            ASSIGN_OR_RETURN(auto ownership, opCtx.ownershipFilter(ns));
             std::vector<WriteError> storageErrors;
             for (size_t i = 0; i < stopAt; ++i) {
                 if (!valid[i]) continue;

@@ -11,6 +11,7 @@
 #include "base/status.h"
 #include "bson/bson_builder.h"
 #include "bson/bson_obj.h"
+#include "storage/write_observer.h"
 
 namespace tessera::storage {
 class Engine;
@@ -64,10 +65,10 @@ class CommandHooks {
     // error becomes the reply (with opCtx.errorExtraInfo, e.g. StaleConfig's vReceived/vWanted).
     virtual Status beforeCommand(OperationContext& opCtx, const CommandRequest& request,
                                  const Command& command) = 0;
-    // The filter for reads of `ns`, or nullptr when every stored document is owned (unsharded
-    // collections, no orphans).
-    virtual std::shared_ptr<const OwnershipFilter> ownershipFilter(OperationContext& opCtx,
-                                                                   std::string_view ns) = 0;
+    // The filter for reads and writes of `ns`, or nullptr when every stored document is owned
+    // (unsharded collections, no orphans); an error when the placement cannot be known.
+    virtual StatusWith<std::shared_ptr<const OwnershipFilter>> ownershipFilter(
+        OperationContext& opCtx, std::string_view ns) = 0;
     // Runs after beforeCommand succeeded: a reply to send instead of running the command (the
     // stored reply of a retried retryable write, without executing it again), or nullopt.
     virtual std::optional<bson::BsonObj> replayedReply(OperationContext&, const CommandRequest&,
@@ -132,7 +133,17 @@ struct ClientState {
     bson::BsonObj clientMetadata;  // handshake `client` document
 };
 
-// Per-request state: what a command needs beyond its arguments.
+// What a role's hooks decided when they admitted one operation (CommandHooks::beforeCommand): a
+// shard's admissions under its critical sections and the retryable write in progress. Owned by
+// the operation (OperationContext::admission), so it ends with it on every path; the role that
+// made it reads it back in its other hooks.
+class OperationAdmission {
+  public:
+    virtual ~OperationAdmission() = default;
+};
+
+// Per-request state: what a command needs beyond its arguments. Everything an operation carries
+// across layers is here, explicit (no thread-local), so a command can run on any thread.
 struct OperationContext {
     ServiceContext* service = nullptr;
     ClientState* client = nullptr;
@@ -147,13 +158,23 @@ struct OperationContext {
     // failCommand will append a writeConcernError to a successful reply (after the command and
     // its hooks' record of the write: the shard then persists the reply itself).
     bool replyGetsWriteConcernError = false;
+    // The role's admission of this operation (set by CommandHooks::beforeCommand), or null.
+    std::unique_ptr<OperationAdmission> admission;
+    // Every collection writer the operation opens takes this unit: its observers add to the
+    // atomic batch of each document write (the shard's retryable-write record).
+    storage::WriteUnit writeUnit;
 
     // MaxTimeMSExpired if the deadline has passed.
     Status checkForInterrupt() const;
-    // The ownership filter of `ns` from the role's hooks (nullptr: read everything).
-    std::shared_ptr<const OwnershipFilter> ownershipFilter(std::string_view ns) {
-        return service && service->hooks ? service->hooks->ownershipFilter(*this, ns) : nullptr;
-    }
+    // The ownership filter of `ns` (nullptr: every stored document is owned), decided once per
+    // namespace for the whole operation: the role's hooks are asked the first time, and every
+    // later read or write of the operation uses the same placement. An error when the placement
+    // cannot be known (a shard that can reach neither the config server nor its own copy):
+    // reading without a filter would show orphans.
+    StatusWith<std::shared_ptr<const OwnershipFilter>> ownershipFilter(std::string_view ns);
+
+  private:
+    std::vector<std::pair<std::string, std::shared_ptr<const OwnershipFilter>>> _ownership;
 };
 
 // A command: MongoDB's name, arguments and reply shape. Implementations live one (or a small

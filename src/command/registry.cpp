@@ -16,6 +16,17 @@ Status OperationContext::checkForInterrupt() const {
     return Status::OK();
 }
 
+StatusWith<std::shared_ptr<const OwnershipFilter>> OperationContext::ownershipFilter(
+    std::string_view ns) {
+    if (!service || !service->hooks) return std::shared_ptr<const OwnershipFilter>();
+    for (const auto& [name, filter] : _ownership) {
+        if (name == ns) return filter;
+    }
+    ASSIGN_OR_RETURN(auto filter, service->hooks->ownershipFilter(*this, ns));
+    _ownership.emplace_back(std::string(ns), filter);
+    return filter;
+}
+
 void CommandRegistry::add(std::unique_ptr<Command> command) {
     Command* raw = command.get();
     _byName.emplace(std::string(raw->name()), raw);

@@ -4,10 +4,6 @@
 #include "net/remote_client.h"
 
 namespace tessera::shard {
-namespace {
-thread_local int tUnfilteredDepth = 0;
-}
-
 StatusWith<bson::BsonObj> runLocalCommand(command::ServiceContext& service, std::string_view db,
                                           bson::BsonView cmd) {
     command::ServiceEntryPoint sep(service);
@@ -15,9 +11,5 @@ StatusWith<bson::BsonObj> runLocalCommand(command::ServiceContext& service, std:
     TRY_STATUS(net::replyStatus(reply));
     return reply;
 }
-
-UnfilteredReadsScope::UnfilteredReadsScope() { ++tUnfilteredDepth; }
-UnfilteredReadsScope::~UnfilteredReadsScope() { --tUnfilteredDepth; }
-bool UnfilteredReadsScope::active() { return tUnfilteredDepth > 0; }
 
 }  // namespace tessera::shard

@@ -14,16 +14,4 @@ namespace tessera::shard {
 StatusWith<bson::BsonObj> runLocalCommand(command::ServiceContext& service, std::string_view db,
                                           bson::BsonView cmd);
 
-// While alive, reads on this thread are not ownership-filtered: the shard's own maintenance
-// (range deletion, a migration donor reading its range) must see orphans. Nests.
-class UnfilteredReadsScope {
-  public:
-    UnfilteredReadsScope();
-    ~UnfilteredReadsScope();
-    UnfilteredReadsScope(const UnfilteredReadsScope&) = delete;
-    UnfilteredReadsScope& operator=(const UnfilteredReadsScope&) = delete;
-
-    static bool active();
-};
-
 }  // namespace tessera::shard

@@ -155,11 +155,20 @@ StatusWith<int64_t> deleteUnownedInRange(storage::Engine& engine, std::string_vi
     for (size_t i = 0; i < keys.size(); i += kBatch) {
         ASSIGN_OR_RETURN(auto writer, engine.writer(coll));
         for (size_t j = i; j < std::min(keys.size(), i + kBatch); ++j) {
-            auto st = writer->remove(keys[j], storage::WriteOptions{});
-            if (st.isOK()) {
-                ++deleted;
-            } else if (!st.getStatus().is(ErrorCodes::NoSuchKey)) {
-                return st.getStatus();
+            // The version removed is the one stored now, still unowned (first writer wins: a
+            // concurrent write in between is a conflict, and the document is looked at again).
+            for (int attempt = 0;; ++attempt) {
+                std::optional<bson::BsonObj> doc = writer->current(keys[j]);
+                if (!doc || (filter && filter->owns(*doc))) break;
+                auto st = writer->remove(keys[j], *doc, storage::WriteOptions{});
+                if (st.isOK()) {
+                    ++deleted;
+                    break;
+                }
+                if (st.getStatus().is(ErrorCodes::NoSuchKey)) break;
+                if (!st.getStatus().is(ErrorCodes::WriteConflict) || attempt > 1000) {
+                    return st.getStatus();
+                }
             }
         }
     }

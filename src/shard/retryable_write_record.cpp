@@ -13,7 +13,7 @@ namespace tessera::shard {
 namespace {
 
 using command::CommandRequest;
-using Op = storage::SideRecordScope::Op;
+using Op = storage::WriteObserver::Op;
 
 std::string recordBytes(int64_t txnNumber, const bson::BsonObj& reply) {
     bson::BsonBuilder b;
@@ -116,26 +116,29 @@ std::string findAndModifyReply(const FindAndModifyArgs& args, Op op, bson::BsonV
 
 }  // namespace
 
-std::optional<storage::SideRecordScope::ValueFn> singleWriteRecordFn(
-    const command::OperationContext& opCtx, const CommandRequest& request,
-    std::string_view commandName, int64_t txnNumber) {
+std::unique_ptr<RetryableWriteRecorder> singleWriteRecorder(const command::OperationContext& opCtx,
+                                                            const CommandRequest& request,
+                                                            std::string_view commandName,
+                                                            std::string key, int64_t txnNumber) {
     // failCommand's writeConcernError is appended to the reply after the command ran; the
     // record could not hold it, so such a reply is persisted after the command.
-    if (opCtx.replyGetsWriteConcernError) return std::nullopt;
+    if (opCtx.replyGetsWriteConcernError) return nullptr;
     if (commandName == "findAndModify") {
         // One document by definition.
         std::optional<FindAndModifyArgs> args = parseFindAndModify(request);
-        if (!args) return std::nullopt;
-        return [args = std::move(*args), txnNumber](Op op, bson::BsonView before,
-                                                    bson::BsonView after) {
-            return findAndModifyReply(args, op, before, after, txnNumber);
-        };
+        if (!args) return nullptr;
+        return std::make_unique<RetryableWriteRecorder>(
+            std::move(key), [args = std::move(*args), txnNumber](Op op, bson::BsonView before,
+                                                                 bson::BsonView after) {
+                return findAndModifyReply(args, op, before, after, txnNumber);
+            });
     }
-    if (!isSingleStatementCrud(request, commandName)) return std::nullopt;
-    return
+    if (!isSingleStatementCrud(request, commandName)) return nullptr;
+    return std::make_unique<RetryableWriteRecorder>(
+        std::move(key),
         [cmd = std::string(commandName), txnNumber](Op op, bson::BsonView, bson::BsonView after) {
             return crudReply(cmd, op, after, txnNumber);
-        };
+        });
 }
 
 }  // namespace tessera::shard

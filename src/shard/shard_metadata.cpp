@@ -138,15 +138,17 @@ std::optional<DatabaseVersion> ShardMetadata::databaseVersion(std::string_view d
     return info.version;
 }
 
-std::shared_ptr<const command::OwnershipFilter> ShardMetadata::ownershipFilter(
+StatusWith<std::shared_ptr<const command::OwnershipFilter>> ShardMetadata::ownershipFilter(
     std::string_view ns) {
     auto entry = getCollEntry(ns);
     if (!entry.isOK()) {
-        log::warning("SHARDING", 22002, "Reading without an ownership filter: placement unknown",
-                     "{\"ns\":\"" + log::jsonEscape(ns) + "\"}");
-        return nullptr;
+        // Never "no filter": a read of a sharded collection without one would show orphans.
+        return entry.getStatus().withContext(
+            "the placement of " + std::string(ns) +
+            " is unknown on this shard (neither the config server nor the shard's own copy "
+            "could be read), so it cannot tell which documents it owns: ");
     }
-    return entry.getValue().filter;
+    return std::shared_ptr<const command::OwnershipFilter>(entry.getValue().filter);
 }
 
 namespace {

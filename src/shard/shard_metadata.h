@@ -73,9 +73,11 @@ class ShardMetadata {
     Status refreshCollection(std::string_view ns);
     Status refreshDatabase(std::string_view db);
 
-    // The ownership filter of reads of ns: nullptr when unsharded (or unknown and unloadable:
-    // then reads are not filtered, logged).
-    std::shared_ptr<const command::OwnershipFilter> ownershipFilter(std::string_view ns);
+    // The ownership filter of reads and writes of ns: nullptr when unsharded; an error when the
+    // placement cannot be loaded (from the source, which falls back to the shard's persisted
+    // copy): never unfiltered.
+    StatusWith<std::shared_ptr<const command::OwnershipFilter>> ownershipFilter(
+        std::string_view ns);
 
     // The check of a request carrying shardVersion `received` for ns. On success the operation
     // is admitted on the collection's critical section key (the caller must call

@@ -96,8 +96,8 @@ TEST_F(ShardMetadataTest, UnshardedCollection) {
     // A router that thinks kNs is unsharded is stale.
     EXPECT_EQ(check(ChunkVersion::unsharded(), &extra).code(),
               static_cast<int>(ErrorCodes::StaleConfig));
-    EXPECT_EQ(md.ownershipFilter("db.u"), nullptr);
-    EXPECT_NE(md.ownershipFilter(kNs), nullptr);
+    EXPECT_EQ(md.ownershipFilter("db.u").getValue(), nullptr);
+    EXPECT_NE(md.ownershipFilter(kNs).getValue(), nullptr);
 }
 
 TEST_F(ShardMetadataTest, UnknownPlacementIsStaleWithoutWanted) {
@@ -108,7 +108,10 @@ TEST_F(ShardMetadataTest, UnknownPlacementIsStaleWithoutWanted) {
     auto info = placement::StaleConfigInfo::parse(extra);
     ASSERT_TRUE(info.isOK());
     EXPECT_FALSE(info.getValue().wanted.has_value());
-    EXPECT_EQ(md.ownershipFilter(kNs), nullptr);  // unknown: logged, unfiltered
+    // Unknown and unloadable: an error, never an unfiltered read.
+    auto filter = md.ownershipFilter(kNs);
+    ASSERT_FALSE(filter.isOK());
+    EXPECT_EQ(filter.getStatus().code(), static_cast<int>(ErrorCodes::HostUnreachable));
     source.error = Status::OK();
     EXPECT_TRUE(check(ChunkVersion(gen(), 1, 2), &extra).isOK());
 }

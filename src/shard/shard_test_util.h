@@ -55,9 +55,9 @@ class FixedHooks : public command::CommandHooks {
                          const command::Command&) override {
         return Status::OK();
     }
-    std::shared_ptr<const command::OwnershipFilter> ownershipFilter(command::OperationContext&,
-                                                                    std::string_view ns) override {
-        return ns == "test.c" ? filter : nullptr;
+    StatusWith<std::shared_ptr<const command::OwnershipFilter>> ownershipFilter(
+        command::OperationContext&, std::string_view ns) override {
+        return ns == "test.c" ? filter : std::shared_ptr<const command::OwnershipFilter>();
     }
     std::shared_ptr<const command::OwnershipFilter> filter;
 };

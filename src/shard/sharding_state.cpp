@@ -24,24 +24,25 @@ namespace {
 using command::CommandRequest;
 using command::OperationContext;
 
-// What beforeCommand admitted, undone by afterCommand (or by a replay). Hooks run on the thread
-// that runs the command, and internal commands nest (direct client), hence a stack.
-struct Frame {
+// What beforeCommand admitted for one operation (OperationContext::admission): its admissions on
+// critical sections, left when the operation ends (whatever the path: the admission is owned by
+// the operation), and the retryable write it executes.
+struct ShardAdmission final : command::OperationAdmission {
+    ~ShardAdmission() override {
+        for (const std::string& key : admittedKeys) metadata->criticalSections().leave(key);
+    }
     std::shared_ptr<ShardMetadata> metadata;
     std::vector<std::string> admittedKeys;
     bool retryableWrite = false;
     // A single-statement retryable write (insert/update/delete of one statement, findAndModify):
     // its document write also records its reply (kTxnSideRecordPrefix), atomically, so a crash
-    // before the reply is persisted cannot make a retry apply it again.
-    std::unique_ptr<storage::SideRecordScope> sideRecord;
+    // before the reply is persisted cannot make a retry apply it again. Observes the operation's
+    // write unit while the operation runs.
+    std::unique_ptr<RetryableWriteRecorder> recorder;
 };
-thread_local std::vector<Frame> tFrames;
 
-void releaseFrame(Frame& frame) {
-    for (const std::string& key : frame.admittedKeys) {
-        frame.metadata->criticalSections().leave(key);
-    }
-    frame.admittedKeys.clear();
+ShardAdmission* admissionOf(OperationContext& opCtx) {
+    return static_cast<ShardAdmission*>(opCtx.admission.get());
 }
 
 // The records of single-statement retryable writes: storage side records keyed by this prefix +
@@ -237,105 +238,100 @@ Status ShardingState::persistTransaction(const std::string& lsid, int64_t txnNum
 
 Status ShardingState::beforeCommand(OperationContext& opCtx, const CommandRequest& request,
                                     const command::Command&) {
-    Frame frame;
+    auto admission = std::make_unique<ShardAdmission>();
     auto id = identity();
-    if (id && !isLocalOnlyDb(request.db)) {
-        frame.metadata = id->metadata;
-        bson::BsonView body = request.body;
-        bson::BsonView inner;
-        if (request.commandName == "explain" && request.firstElement().isObject()) {
-            inner = request.firstElement().objValue();
-        }
-        auto field = [&](std::string_view name) {
-            bson::BsonElement e = body[name];
-            return e.eoo() && !inner.isEmpty() ? inner[name] : e;
-        };
-        bson::BsonElement shardVersion = field("shardVersion");
-        bson::BsonElement dbVersion = field("databaseVersion");
-        if (!shardVersion.eoo()) {
-            bson::BsonElement first = inner.isEmpty() ? body.firstElement() : inner.firstElement();
-            if (first.type() == bson::BsonType::String && !first.stringValue().empty()) {
-                std::string ns = request.db + "." + std::string(first.stringValue());
-                ASSIGN_OR_RETURN(placement::ChunkVersion received,
-                                 placement::ChunkVersion::parse(shardVersion));
-                TRY_STATUS(frame.metadata->checkShardVersion(ns, received, opCtx.deadline,
-                                                             &opCtx.errorExtraInfo));
-                frame.admittedKeys.push_back(CriticalSections::collectionKey(ns));
-            }
-        }
-        if (!dbVersion.eoo()) {
-            if (!dbVersion.isObject()) {
-                releaseFrame(frame);
-                return Status(ErrorCodes::TypeMismatch, "databaseVersion must be an object");
-            }
-            auto received = placement::DatabaseVersion::parse(dbVersion.objValue());
-            Status st = received.getStatus();
-            if (st.isOK()) {
-                st = frame.metadata->checkDatabaseVersion(request.db, received.getValue(),
-                                                          opCtx.deadline, &opCtx.errorExtraInfo);
-            }
-            if (!st.isOK()) {
-                releaseFrame(frame);
-                return st;
-            }
-            frame.admittedKeys.push_back(CriticalSections::databaseKey(request.db));
-        }
+    if (!id || isLocalOnlyDb(request.db)) {
+        opCtx.admission = std::move(admission);
+        return Status::OK();
     }
-    tFrames.push_back(std::move(frame));
+    admission->metadata = id->metadata;
+    ShardAdmission& a = *admission;
+    opCtx.admission = std::move(admission);  // leaves what it admitted, also on the errors below
+    bson::BsonView body = request.body;
+    bson::BsonView inner;
+    if (request.commandName == "explain" && request.firstElement().isObject()) {
+        inner = request.firstElement().objValue();
+    }
+    auto field = [&](std::string_view name) {
+        bson::BsonElement e = body[name];
+        return e.eoo() && !inner.isEmpty() ? inner[name] : e;
+    };
+    bson::BsonElement first = inner.isEmpty() ? body.firstElement() : inner.firstElement();
+    std::optional<std::string> ns;
+    if (first.type() == bson::BsonType::String && !first.stringValue().empty() &&
+        !request.commandName.starts_with("_")) {
+        ns = request.db + "." + std::string(first.stringValue());
+    }
+    bson::BsonElement shardVersion = field("shardVersion");
+    bson::BsonElement dbVersion = field("databaseVersion");
+    if (!shardVersion.eoo() && ns) {
+        ASSIGN_OR_RETURN(placement::ChunkVersion received,
+                         placement::ChunkVersion::parse(shardVersion));
+        TRY_STATUS(
+            a.metadata->checkShardVersion(*ns, received, opCtx.deadline, &opCtx.errorExtraInfo));
+        a.admittedKeys.push_back(CriticalSections::collectionKey(*ns));
+    }
+    if (!dbVersion.eoo()) {
+        if (!dbVersion.isObject()) {
+            return Status(ErrorCodes::TypeMismatch, "databaseVersion must be an object");
+        }
+        ASSIGN_OR_RETURN(auto received, placement::DatabaseVersion::parse(dbVersion.objValue()));
+        TRY_STATUS(a.metadata->checkDatabaseVersion(request.db, received, opCtx.deadline,
+                                                    &opCtx.errorExtraInfo));
+        a.admittedKeys.push_back(CriticalSections::databaseKey(request.db));
+    }
+    // The placement this operation reads and writes its own namespace with, decided now, for
+    // the whole operation (after the version check, so at the version it admitted).
+    if (ns) TRY_STATUS(opCtx.ownershipFilter(*ns).getStatus());
     return Status::OK();
 }
 
 std::optional<bson::BsonObj> ShardingState::replayedReply(OperationContext& opCtx,
                                                           const CommandRequest& request,
                                                           const command::Command& command) {
-    if (tFrames.empty()) return std::nullopt;
-    if (!opCtx.lsid || !opCtx.txnNumber || !txn::isRetryableWriteCommand(command.name())) {
+    ShardAdmission* a = admissionOf(opCtx);
+    if (!a || !opCtx.lsid || !opCtx.txnNumber || !txn::isRetryableWriteCommand(command.name())) {
         return std::nullopt;
     }
     auto deadline =
         opCtx.deadline.value_or(std::chrono::steady_clock::now() + std::chrono::seconds(60));
     auto started = _transactions.begin(*opCtx.lsid, *opCtx.txnNumber, deadline);
-    if (started.isOK() && !started.getValue()) {
-        Frame& frame = tFrames.back();
-        frame.retryableWrite = true;
-        if (auto value = singleWriteRecordFn(opCtx, request, command.name(), *opCtx.txnNumber)) {
-            frame.sideRecord = std::make_unique<storage::SideRecordScope>(
-                std::string(kTxnSideRecordPrefix) + *opCtx.lsid, std::move(*value));
-        }
-        return std::nullopt;  // execute; afterCommand records the reply
-    }
-    Frame frame = std::move(tFrames.back());
-    tFrames.pop_back();
-    if (frame.metadata) releaseFrame(frame);
     if (!started.isOK()) return command::errorReply(started.getStatus());
-    return std::move(*started.getValue());
+    if (started.getValue()) return std::move(*started.getValue());  // executed: replay
+    a->retryableWrite = true;
+    a->recorder =
+        singleWriteRecorder(opCtx, request, command.name(),
+                            std::string(kTxnSideRecordPrefix) + *opCtx.lsid, *opCtx.txnNumber);
+    if (a->recorder) opCtx.writeUnit.addObserver(a->recorder.get());
+    return std::nullopt;  // execute; afterCommand records the reply
 }
 
 void ShardingState::afterCommand(OperationContext& opCtx, const CommandRequest&,
                                  const command::Command&, const Status& status,
                                  const bson::BsonObj& reply) {
-    if (tFrames.empty()) return;
-    Frame frame = std::move(tFrames.back());
-    tFrames.pop_back();
-    if (frame.metadata) releaseFrame(frame);
-    if (frame.retryableWrite) {
+    ShardAdmission* a = admissionOf(opCtx);
+    if (!a) return;
+    if (a->recorder) opCtx.writeUnit.removeObserver(a->recorder.get());
+    if (a->retryableWrite) {
         // A command-level error wrote nothing: forget the attempt so that a retry executes. A
         // single statement's record is already durable with its write (or it wrote nothing).
         _transactions.finish(*opCtx.lsid, *opCtx.txnNumber, status.isOK() ? &reply : nullptr,
-                             /*persist=*/!frame.sideRecord);
+                             /*persist=*/!a->recorder);
     }
+    opCtx.admission.reset();  // leaves the critical sections now, before the reply is sent
 }
 
-std::shared_ptr<const command::OwnershipFilter> ShardingState::ownershipFilter(
+StatusWith<std::shared_ptr<const command::OwnershipFilter>> ShardingState::ownershipFilter(
     OperationContext&, std::string_view ns) {
-    if (UnfilteredReadsScope::active()) return nullptr;
     auto dot = ns.find('.');
-    if (dot == std::string_view::npos) return nullptr;
+    if (dot == std::string_view::npos) return std::shared_ptr<const command::OwnershipFilter>();
     std::string_view db = ns.substr(0, dot);
     std::string_view coll = ns.substr(dot + 1);
-    if (isLocalOnlyDb(db) || coll.starts_with("system.")) return nullptr;
+    if (isLocalOnlyDb(db) || coll.starts_with("system.")) {
+        return std::shared_ptr<const command::OwnershipFilter>();
+    }
     auto id = identity();
-    if (!id) return nullptr;
+    if (!id) return std::shared_ptr<const command::OwnershipFilter>();
     return id->metadata->ownershipFilter(ns);
 }
 

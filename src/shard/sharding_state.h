@@ -51,7 +51,7 @@ class ShardingState : public command::CommandHooks {
     // CommandHooks
     Status beforeCommand(command::OperationContext& opCtx, const command::CommandRequest& request,
                          const command::Command& command) override;
-    std::shared_ptr<const command::OwnershipFilter> ownershipFilter(
+    StatusWith<std::shared_ptr<const command::OwnershipFilter>> ownershipFilter(
         command::OperationContext& opCtx, std::string_view ns) override;
     std::optional<bson::BsonObj> replayedReply(command::OperationContext& opCtx,
                                                const command::CommandRequest& request,

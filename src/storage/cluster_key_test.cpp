@@ -19,6 +19,8 @@ namespace {
 using test::EngineTest;
 using test::idKey;
 using test::J;
+using test::removeCurrent;
+using test::updateCurrent;
 
 IndexSpec spec(std::string name, std::string_view keyPattern, bool unique = false) {
     IndexSpec s;
@@ -185,18 +187,20 @@ TEST_F(ClusteredTest, UpdateThatChangesTheClusterKeyMovesTheRecord) {
     {
         auto w = writerFor("db.c");
         // Same cluster key: updated in place.
-        ASSERT_TRUE(w->update(keyA, J(R"({"_id": "a", "k": 1, "b": 10, "u": 1})"), {}).isOK());
+        ASSERT_TRUE(
+            updateCurrent(*w, keyA, J(R"({"_id": "a", "k": 1, "b": 10, "u": 1})"), {}).isOK());
         // k 1 -> 5 moves "a" after "c"; b and u keep pointing at it.
-        ASSERT_TRUE(w->update(keyA, J(R"({"_id": "a", "k": 5, "b": 10, "u": 1})"), {}).isOK());
+        ASSERT_TRUE(
+            updateCurrent(*w, keyA, J(R"({"_id": "a", "k": 5, "b": 10, "u": 1})"), {}).isOK());
         EXPECT_FALSE(w->latest()->findByRecordKey(*coll(), keyA).has_value());
         // A move onto a unique key someone else holds fails and changes nothing.
         std::string keyB = makeRecordKey(*coll(), J(R"({"_id": "b", "k": 2})")).getValue();
-        auto dup = w->update(keyB, J(R"({"_id": "b", "k": 9, "b": 2, "u": 3})"), {});
+        auto dup = updateCurrent(*w, keyB, J(R"({"_id": "b", "k": 9, "b": 2, "u": 3})"), {});
         EXPECT_EQ(dup.getStatus().code(), 11000);
         // _id stays immutable.
-        EXPECT_EQ(w->update(keyB, J(R"({"_id": "z", "k": 2})"), {}).getStatus().code(),
+        EXPECT_EQ(updateCurrent(*w, keyB, J(R"({"_id": "z", "k": 2})"), {}).getStatus().code(),
                   static_cast<int>(ErrorCodes::ImmutableField));
-        EXPECT_EQ(w->update(keyB, J(R"({"_id": "b", "k": [2]})"), {}).getStatus().code(),
+        EXPECT_EQ(updateCurrent(*w, keyB, J(R"({"_id": "b", "k": [2]})"), {}).getStatus().code(),
                   static_cast<int>(ErrorCodes::ShardKeyNotFound));
     }
     EXPECT_EQ(naturalOrder("_id"), (std::vector<std::string>{"\"b\"", "\"c\"", "\"a\""}));
@@ -223,7 +227,7 @@ TEST_F(ClusteredTest, UpdateThatChangesTheClusterKeyMovesTheRecord) {
     {
         auto w = writerFor("db.c");
         std::string keyA5 = makeRecordKey(*coll(), J(R"({"_id": "a", "k": 5})")).getValue();
-        ASSERT_TRUE(w->remove(keyA5, {}).isOK());
+        ASSERT_TRUE(removeCurrent(*w, keyA5, {}).isOK());
     }
     EXPECT_FALSE(byId("\"a\"").has_value());
     EXPECT_EQ(indexOrder("b_1"), (std::vector<std::string>{"\"b\"", "\"c\""}));

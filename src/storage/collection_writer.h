@@ -9,6 +9,7 @@
 #include "bson/bson_obj.h"
 #include "storage/catalog_types.h"
 #include "storage/read_snapshot.h"
+#include "storage/write_observer.h"
 
 namespace tessera::storage {
 
@@ -16,41 +17,22 @@ struct WriteOptions {
     bool sync = false;  // j:true — fsync the WAL before acknowledging
 };
 
-// A key/value that every document write of this thread makes in the same atomic batch while the
-// scope lives (the shard's retryable-write record: a write and the proof that it ran become
-// durable together or not at all). The value is computed per write from what the write did.
-// Read back with Engine::sideRecords. Scopes do not nest.
-class SideRecordScope {
-  public:
-    enum class Op { kInsert, kUpdate, kRemove };
-    // `before`: the version replaced or removed (empty for kInsert); `after`: the version written
-    // (empty for kRemove). Both stay valid only for the call.
-    using ValueFn = std::function<std::string(Op op, bson::BsonView before, bson::BsonView after)>;
-
-    SideRecordScope(std::string key, ValueFn value);
-    ~SideRecordScope();
-    SideRecordScope(const SideRecordScope&) = delete;
-    SideRecordScope& operator=(const SideRecordScope&) = delete;
-
-    // The record of this thread's active scope, or null (for the writer).
-    static const SideRecordScope* active();
-    const std::string& key() const { return _key; }
-    std::string value(Op op, bson::BsonView before, bson::BsonView after) const {
-        return _value(op, before, after);
-    }
-
-  private:
-    std::string _key;
-    ValueFn _value;
-};
-
-// Exclusive writer for one collection (holds its write lock while alive). Each mutating call is
-// one atomic RocksDB write: the document version, every index entry and the collection's counts
-// change together, stamped with one HLC commit timestamp. Reads through the writer see the
-// latest committed state (including this writer's earlier calls).
+// A writer of one collection's documents. Writers of one collection run concurrently (each
+// holds the collection's access lock shared for its lifetime, so DDL waits for them) and exclude
+// each other per document: a write locks its record key(s) and the unique-index values it adds or
+// removes while it checks the latest state and commits (KeyLocks, internal). Each mutating call is
+// one atomic RocksDB write: the document version, every index entry, the collection's counts and
+// what the write unit's observers add (write_observer.h) change together, stamped with one HLC
+// commit timestamp; concurrent writers share RocksDB's group commit (one WAL sync for many
+// `j: true` writes).
 //
-// Uniqueness (the _id index and unique secondary indexes) is checked against the latest state;
-// a violation returns DuplicateKey (11000) with MongoDB's message
+// First writer wins: update() and remove() name the version they were computed from; when the
+// stored version is another one by then (a concurrent write got there first) they fail with
+// WriteConflict (112) and change nothing — the caller reads the document again and retries
+// (exec/write_executor.cpp), or, inside a future transaction, reports it.
+//
+// Uniqueness (the _id index and unique secondary indexes) is checked against the latest state
+// under the key's lock; a violation returns DuplicateKey (11000) with MongoDB's message
 //   "E11000 duplicate key error collection: db.c index: a_1 dup key: { a: 1 }"
 // and nothing is written. Use duplicateKeyInfo() to get keyPattern/keyValue for the reply.
 class CollectionWriter {
@@ -60,13 +42,20 @@ class CollectionWriter {
 
     // `doc` must already have an `_id` (first field) and be valid for storage.
     virtual StatusWith<Timestamp> insert(bson::BsonView doc, const WriteOptions& opts) = 0;
-    // Replaces the document at recordKey with newDoc (same _id). NoSuchKey if it is gone.
-    virtual StatusWith<Timestamp> update(std::string_view recordKey, bson::BsonView newDoc,
+    // Replaces the document at recordKey, which must still be `expected` (WriteConflict
+    // otherwise; NoSuchKey if it is gone), with newDoc (same _id).
+    virtual StatusWith<Timestamp> update(std::string_view recordKey, bson::BsonView expected,
+                                         bson::BsonView newDoc, const WriteOptions& opts) = 0;
+    // Removes the document at recordKey, which must still be `expected` (WriteConflict
+    // otherwise; NoSuchKey if it is gone).
+    virtual StatusWith<Timestamp> remove(std::string_view recordKey, bson::BsonView expected,
                                          const WriteOptions& opts) = 0;
-    virtual StatusWith<Timestamp> remove(std::string_view recordKey, const WriteOptions& opts) = 0;
 
-    // Latest committed state, for read-modify-write under the lock.
+    // The latest state (every committed write, also those not yet visible to new snapshots),
+    // for finding what to write.
     virtual std::unique_ptr<ReadSnapshot> latest() = 0;
+    // The document at recordKey now (nullopt: none), for re-reading after a WriteConflict.
+    virtual std::optional<bson::BsonObj> current(std::string_view recordKey) = 0;
 
     // After a DuplicateKey error: {keyPattern: {...}, keyValue: {...}} for the error reply.
     virtual bson::BsonObj duplicateKeyInfo() const = 0;

@@ -10,6 +10,7 @@
 #include "base/status.h"
 #include "bson/bson_obj.h"
 #include "storage/catalog_types.h"
+#include "storage/write_observer.h"
 
 namespace tessera::storage {
 
@@ -96,12 +97,15 @@ class Engine {
     // window (its versions may already be garbage-collected).
     virtual StatusWith<std::unique_ptr<ReadSnapshot>> openSnapshot(std::optional<Timestamp> at) = 0;
 
-    // ---- Writes. Holds the collection's write lock until the writer is destroyed (do not hold
-    // two writers of one collection, nor run DDL on it, from the thread holding its writer: it
-    // deadlocks). The writer maintains every index of the collection's *current* metadata: use
-    // writer->collection(), which may be newer than `coll`. NamespaceNotFound if the collection
-    // was dropped.
-    virtual StatusWith<std::unique_ptr<CollectionWriter>> writer(const CollectionPtr& coll) = 0;
+    // ---- Writes. A writer holds the collection's access lock shared until it is destroyed:
+    // writers of one collection run concurrently, DDL on it waits for them (do not hold two
+    // writers of one collection, nor run DDL on it, from one thread: it deadlocks once DDL
+    // waits). The writer maintains every index of the collection's *current* metadata: use
+    // writer->collection(), which may be newer than `coll`. Its document writes call the
+    // observers of `unit` (may be null; must outlive the writer). NamespaceNotFound if the
+    // collection was dropped.
+    virtual StatusWith<std::unique_ptr<CollectionWriter>> writer(
+        const CollectionPtr& coll, const WriteUnit* unit = nullptr) = 0;
 
     virtual CollectionStats stats(const CollectionInfo& coll) const = 0;
     // Bytes on disk of the whole database (for listDatabases sizeOnDisk / dbStats).

@@ -10,6 +10,8 @@ namespace {
 using test::EngineTest;
 using test::idKey;
 using test::J;
+using test::removeCurrent;
+using test::updateCurrent;
 
 class GcTest : public EngineTest {
   protected:
@@ -38,8 +40,8 @@ TEST_F(GcTest, DropsVersionsOlderThanTheNewestBeyondTheWindow) {
     {
         auto w = writerFor("db.c");
         ASSERT_TRUE(w->insert(J(R"({"_id": 1, "a": 1})"), {}).isOK());
-        ASSERT_TRUE(w->update(idKey("1"), J(R"({"_id": 1, "a": 2})"), {}).isOK());
-        ASSERT_TRUE(w->update(idKey("1"), J(R"({"_id": 1, "a": 3})"), {}).isOK());
+        ASSERT_TRUE(updateCurrent(*w, idKey("1"), J(R"({"_id": 1, "a": 2})"), {}).isOK());
+        ASSERT_TRUE(updateCurrent(*w, idKey("1"), J(R"({"_id": 1, "a": 3})"), {}).isOK());
     }
     EXPECT_EQ(records(), 3u);
     EXPECT_EQ(indexEntries(), 5u);  // +1, (-1 +2), (-2 +3)
@@ -65,7 +67,7 @@ TEST_F(GcTest, KeepsVersionsInsideTheWindow) {
     Timestamp t2;
     {
         auto w = writerFor("db.c");
-        t2 = w->update(idKey("1"), J(R"({"_id": 1, "a": 2})"), {}).getValue();
+        t2 = updateCurrent(*w, idKey("1"), J(R"({"_id": 1, "a": 2})"), {}).getValue();
     }
     ASSERT_TRUE(engine->collectGarbageForTest().isOK());
     // v1 is the newest version at the horizon: a read inside the window may need it.
@@ -87,7 +89,7 @@ TEST_F(GcTest, DeletedDocumentsDisappearCompletely) {
         auto w = writerFor("db.c");
         ASSERT_TRUE(w->insert(J(R"({"_id": 1, "a": 1})"), {}).isOK());
         ASSERT_TRUE(w->insert(J(R"({"_id": 2, "a": 2})"), {}).isOK());
-        ASSERT_TRUE(w->remove(idKey("1"), {}).isOK());
+        ASSERT_TRUE(removeCurrent(*w, idKey("1"), {}).isOK());
     }
     EXPECT_EQ(records(), 3u);
     passWindow();
@@ -102,7 +104,7 @@ TEST_F(GcTest, LiveSnapshotPinsItsVersions) {
     auto old = engine->snapshot(t1);
     {
         auto w = writerFor("db.c");
-        ASSERT_TRUE(w->update(idKey("1"), J(R"({"_id": 1, "a": 2})"), {}).isOK());
+        ASSERT_TRUE(updateCurrent(*w, idKey("1"), J(R"({"_id": 1, "a": 2})"), {}).isOK());
     }
     passWindow(1000);
     ASSERT_TRUE(engine->collectGarbageForTest().isOK());
@@ -117,7 +119,7 @@ TEST_F(GcTest, GcSurvivesReopen) {
     {
         auto w = writerFor("db.c");
         ASSERT_TRUE(w->insert(J(R"({"_id": 1, "a": 1})"), {}).isOK());
-        ASSERT_TRUE(w->update(idKey("1"), J(R"({"_id": 1, "a": 2})"), {}).isOK());
+        ASSERT_TRUE(updateCurrent(*w, idKey("1"), J(R"({"_id": 1, "a": 2})"), {}).isOK());
     }
     reopen();
     coll = engine->getCollection("db.c");

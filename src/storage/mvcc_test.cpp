@@ -11,6 +11,8 @@ using test::EngineTest;
 using test::idKey;
 using test::indexKey;
 using test::J;
+using test::removeCurrent;
+using test::updateCurrent;
 
 using MvccTest = EngineTest;
 
@@ -35,8 +37,8 @@ TEST_F(MvccTest, ReadsAtPastTimestamps) {
     auto coll = create("db.c");
     auto w = writerFor("db.c");
     Timestamp t1 = w->insert(J(R"({"_id": 1, "v": 1})"), {}).getValue();
-    Timestamp t2 = w->update(idKey("1"), J(R"({"_id": 1, "v": 2})"), {}).getValue();
-    Timestamp t3 = w->remove(idKey("1"), {}).getValue();
+    Timestamp t2 = updateCurrent(*w, idKey("1"), J(R"({"_id": 1, "v": 2})"), {}).getValue();
+    Timestamp t3 = removeCurrent(*w, idKey("1"), {}).getValue();
     Timestamp t4 = w->insert(J(R"({"_id": 1, "v": 4})"), {}).getValue();
     w.reset();
     EXPECT_LT(t1, t2);
@@ -72,7 +74,7 @@ TEST_F(MvccTest, SnapshotDoesNotSeeLaterWrites) {
     insert("db.c", R"({"_id": 2})");
     {
         auto w = writerFor("db.c");
-        ASSERT_TRUE(w->remove(idKey("1"), {}).isOK());
+        ASSERT_TRUE(removeCurrent(*w, idKey("1"), {}).isOK());
     }
     EXPECT_EQ(scanAll(*snap, "db.c"), std::vector<std::string>{R"({ "_id" : 1 })"});
     EXPECT_TRUE(snap->findByRecordKey(*coll, idKey("1")).has_value());
@@ -118,8 +120,8 @@ TEST_F(MvccTest, IndexEntriesAreVersioned) {
     auto coll = engine->getCollection("db.c");
     auto w = writerFor("db.c");
     Timestamp t1 = w->insert(J(R"({"_id": 1, "a": 1})"), {}).getValue();
-    Timestamp t2 = w->update(idKey("1"), J(R"({"_id": 1, "a": 2})"), {}).getValue();
-    Timestamp t3 = w->remove(idKey("1"), {}).getValue();
+    Timestamp t2 = updateCurrent(*w, idKey("1"), J(R"({"_id": 1, "a": 2})"), {}).getValue();
+    Timestamp t3 = removeCurrent(*w, idKey("1"), {}).getValue();
     w.reset();
     EXPECT_EQ(indexKeys(*engine->snapshot(t1), *coll, "a_1"),
               std::vector<std::string>{indexKey("[1]")});

@@ -1,6 +1,7 @@
 #include "storage/rocks_collection_writer.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "bson/bson_builder.h"
 #include "keystring/keystring.h"
@@ -34,27 +35,17 @@ void appendIndexUserKey(std::string& out, uint64_t collId, const IndexSpec& inde
     if (!index.unique) out.append(recordKey);
 }
 
-thread_local const SideRecordScope* tSideRecord = nullptr;
-
 }  // namespace
-
-SideRecordScope::SideRecordScope(std::string key, ValueFn value)
-    : _key(std::move(key)), _value(std::move(value)) {
-    invariant(tSideRecord == nullptr);
-    tSideRecord = this;
-}
-
-SideRecordScope::~SideRecordScope() { tSideRecord = nullptr; }
-
-const SideRecordScope* SideRecordScope::active() { return tSideRecord; }
 
 RocksCollectionWriter::RocksCollectionWriter(RocksEngine* engine, CollectionPtr coll,
                                              std::shared_ptr<CollectionState> state,
-                                             std::unique_lock<std::mutex> lock)
+                                             std::shared_lock<CollectionLock> lock,
+                                             const WriteUnit* unit)
     : _engine(engine),
       _coll(std::move(coll)),
       _state(std::move(state)),
       _lock(std::move(lock)),
+      _unit(unit),
       _firstIndex(_coll->idIndexIsRecords() ? 1 : 0),
       _records(engine->db(), engine->recordsCf(), nullptr),
       _indexes(engine->db(), engine->indexesCf(), nullptr) {
@@ -85,7 +76,6 @@ Status RocksCollectionWriter::computeIndexDeltas(const bson::BsonView* oldDoc,
     bool moved = oldDoc && newDoc && oldRecordKey != newRecordKey;
     std::vector<std::string> oldKeys, newKeys;
     for (size_t i = 0; i < _generators.size(); ++i) {
-        const IndexSpec& index = indexAt(i);
         IndexDelta& delta = _deltas[i];
         delta.removed.clear();
         delta.added.clear();
@@ -107,8 +97,39 @@ Status RocksCollectionWriter::computeIndexDeltas(const bson::BsonView* oldDoc,
             std::set_difference(newKeys.begin(), newKeys.end(), oldKeys.begin(), oldKeys.end(),
                                 std::back_inserter(delta.added));
         }
+    }
+    return Status::OK();
+}
+
+std::vector<std::string> RocksCollectionWriter::lockKeys(
+    std::initializer_list<std::string_view> recordKeys) const {
+    std::vector<std::string> keys;
+    for (std::string_view rk : recordKeys) {
+        if (!rk.empty()) keys.push_back("r" + std::string(rk));
+    }
+    for (size_t i = 0; i < _deltas.size(); ++i) {
+        const IndexSpec& index = indexAt(i);
+        if (!index.unique) continue;  // its entries hold the record key: the record lock covers
+        for (const auto* list : {&_deltas[i].added, &_deltas[i].removed}) {
+            for (const std::string& key : *list) {
+                std::string k = "u";
+                keys::appendBigEndian32(k, index.id);
+                k.append(key);
+                keys.push_back(std::move(k));
+            }
+        }
+    }
+    return keys;
+}
+
+Status RocksCollectionWriter::checkUnique(const bson::BsonView* oldDoc,
+                                          const bson::BsonView& newDoc,
+                                          std::string_view oldRecordKey,
+                                          std::string_view newRecordKey) {
+    for (size_t i = 0; i < _generators.size(); ++i) {
+        const IndexSpec& index = indexAt(i);
         if (!index.unique) continue;
-        for (const std::string& key : delta.added) {
+        for (const std::string& key : _deltas[i].added) {
             appendIndexUserKey(_keyBuf, _coll->id, index, key, newRecordKey);
             std::string_view owner;
             // The document's own entry (before a move: at its old record key) is no conflict; on
@@ -120,7 +141,7 @@ Status RocksCollectionWriter::computeIndexDeltas(const bson::BsonView* oldDoc,
             // Report the values of the conflicting key as the document has them.
             std::vector<std::string> keys;
             std::vector<bson::BsonObj> values;
-            Status s = _generators[i].getKeys(*newDoc, &keys, nullptr, &values);
+            Status s = _generators[i].getKeys(newDoc, &keys, nullptr, &values);
             invariant(s.isOK());
             auto it = std::find(keys.begin(), keys.end(), key);
             invariant(it != keys.end());
@@ -130,21 +151,60 @@ Status RocksCollectionWriter::computeIndexDeltas(const bson::BsonView* oldDoc,
     return Status::OK();
 }
 
+Status RocksCollectionWriter::checkExpected(std::string_view recordKey, bson::BsonView expected) {
+    _keyBuf.clear();
+    keys::appendBigEndian64(_keyBuf, _coll->id);
+    _keyBuf.append(recordKey);
+    std::string_view existing;
+    if (!_records.get(_keyBuf, Timestamp::max(), &existing)) {
+        return Status(ErrorCodes::NoSuchKey, "the document no longer exists");
+    }
+    if (existing.size() != expected.size() ||
+        std::memcmp(existing.data(), expected.data(), existing.size()) != 0) {
+        return Status(ErrorCodes::WriteConflict,
+                      "WriteConflict: the document was changed by a concurrent write");
+    }
+    return Status::OK();
+}
+
 StatusWith<Timestamp> RocksCollectionWriter::commit(std::string_view movedFrom,
                                                     std::string_view recordKey,
                                                     const bson::BsonView* oldDoc,
                                                     const bson::BsonView* doc, int64_t countDelta,
                                                     int64_t sizeDelta, const WriteOptions& opts) {
-    std::shared_ptr<CollectionInfo> newInfo;
+    // An index that becomes multikey changes the collection's metadata in this write's batch;
+    // concurrent writers serialize those changes and build them on the published metadata.
+    bool becomesMultikey = false;
     for (size_t i = 0; i < _deltas.size(); ++i) {
-        if (_deltas[i].multikey && !indexAt(i).multikey) {
-            if (!newInfo) newInfo = std::make_shared<CollectionInfo>(*_coll);
-            newInfo->indexes[i + _firstIndex].multikey = true;
+        becomesMultikey = becomesMultikey || (_deltas[i].multikey && !indexAt(i).multikey);
+    }
+    std::unique_lock<std::mutex> catalogLock;
+    std::shared_ptr<CollectionInfo> newInfo;
+    if (becomesMultikey) {
+        catalogLock = std::unique_lock(_state->catalogUpdate);
+        CollectionPtr published = _engine->currentInfo(_coll->id);
+        if (!published) published = _coll;
+        for (size_t i = 0; i < _deltas.size(); ++i) {
+            size_t at = i + _firstIndex;
+            if (_deltas[i].multikey && at < published->indexes.size() &&
+                !published->indexes[at].multikey) {
+                if (!newInfo) newInfo = std::make_shared<CollectionInfo>(*published);
+                newInfo->indexes[at].multikey = true;
+            }
+        }
+        if (!newInfo) _coll = published;  // another writer published it meanwhile
+    }
+    if (_unit) {
+        _sideRecords.clear();
+        WriteObserver::Op op = countDelta > 0   ? WriteObserver::Op::kInsert
+                               : countDelta < 0 ? WriteObserver::Op::kRemove
+                                                : WriteObserver::Op::kUpdate;
+        for (WriteObserver* observer : _unit->observers()) {
+            observer->onWrite(*_coll, op, oldDoc ? *oldDoc : bson::BsonView(),
+                              doc ? *doc : bson::BsonView(), &_sideRecords);
         }
     }
     std::string_view removedRecordKey = movedFrom.empty() ? recordKey : movedFrom;
-    int64_t newCount = _state->count.load() + countDelta;
-    int64_t newSize = _state->dataSize.load() + sizeDelta;
 
     rocksdb::Status s;
     Timestamp ts;
@@ -193,16 +253,12 @@ StatusWith<Timestamp> RocksCollectionWriter::commit(std::string_view movedFrom,
                 _engine->catalogCf(), keys::catalogCollKey(_coll->id),
                 rocksdb::Slice(reinterpret_cast<const char*>(entry.data()), entry.size()));
         }
-        _engine->putCounts(&_batch, _coll->id, newCount, newSize, ts);
-        if (const SideRecordScope* side = SideRecordScope::active(); side && s.ok()) {
-            std::string key(keys::kSideRecordPrefix);
-            key.append(side->key());
-            SideRecordScope::Op op = countDelta > 0   ? SideRecordScope::Op::kInsert
-                                     : countDelta < 0 ? SideRecordScope::Op::kRemove
-                                                      : SideRecordScope::Op::kUpdate;
-            s = _batch.Put(_engine->catalogCf(), key,
-                           side->value(op, oldDoc ? *oldDoc : bson::BsonView(),
-                                       doc ? *doc : bson::BsonView()));
+        _engine->mergeCounts(&_batch, _coll->id, countDelta, sizeDelta, ts);
+        for (const auto& [key, value] : _sideRecords) {
+            if (!s.ok()) break;
+            std::string k(keys::kSideRecordPrefix);
+            k.append(key);
+            s = _batch.Put(_engine->catalogCf(), k, value);
         }
         if (s.ok()) {
             rocksdb::WriteOptions wo;
@@ -210,11 +266,9 @@ StatusWith<Timestamp> RocksCollectionWriter::commit(std::string_view movedFrom,
             s = _engine->db()->Write(wo, &_batch);
         }
     }
-    _records.markStale();
-    _indexes.markStale();
     if (!s.ok()) return Status(ErrorCodes::InternalError, "storage write failed: " + s.ToString());
-    _state->count.store(newCount);
-    _state->dataSize.store(newSize);
+    _state->count.fetch_add(countDelta);
+    _state->dataSize.fetch_add(sizeDelta);
     if (newInfo) {
         _engine->publish(newInfo);
         _coll = std::move(newInfo);
@@ -227,7 +281,11 @@ StatusWith<Timestamp> RocksCollectionWriter::insert(bson::BsonView doc, const Wr
     if (id.eoo() || id.fieldName() != "_id") id = doc.getField("_id");
     if (id.eoo()) return Status(ErrorCodes::BadValue, "document to insert has no _id");
     ASSIGN_OR_RETURN(std::string recordKey, makeRecordKey(*_coll, doc));
-
+    TRY_STATUS(computeIndexDeltas(nullptr, &doc, {}, recordKey));
+    std::vector<std::string> keys = lockKeys({recordKey});
+    KeyLocks::Guard guard = _engine->keyLocks().lock(_coll->id, {keys.begin(), keys.end()});
+    _records.markStale();
+    _indexes.markStale();
     if (_coll->idIndexIsRecords()) {
         // The record key is the _id: the uniqueness check of _id_ is this lookup.
         _keyBuf.clear();
@@ -241,12 +299,12 @@ StatusWith<Timestamp> RocksCollectionWriter::insert(bson::BsonView doc, const Wr
     }
     // With a cluster key, _id_ is a unique index checked with the others (a record key holds
     // the _id, so an unused _id means an unused record key).
-    TRY_STATUS(computeIndexDeltas(nullptr, &doc, {}, recordKey));
+    TRY_STATUS(checkUnique(nullptr, doc, {}, recordKey));
     return commit({}, recordKey, nullptr, &doc, 1, static_cast<int64_t>(doc.size()), opts);
 }
 
 StatusWith<Timestamp> RocksCollectionWriter::update(std::string_view recordKey,
-                                                    bson::BsonView newDoc,
+                                                    bson::BsonView expected, bson::BsonView newDoc,
                                                     const WriteOptions& opts) {
     auto immutableId = [] {
         return Status(ErrorCodes::ImmutableField,
@@ -258,46 +316,51 @@ StatusWith<Timestamp> RocksCollectionWriter::update(std::string_view recordKey,
     if (_coll->idIndexIsRecords() && keystring::encodeValue(id) != recordKey) {
         return immutableId();
     }
-    _keyBuf.clear();
-    keys::appendBigEndian64(_keyBuf, _coll->id);
-    _keyBuf.append(recordKey);
-    std::string_view existing;
-    if (!_records.get(_keyBuf, Timestamp::max(), &existing)) {
-        return Status(ErrorCodes::NoSuchKey, "document to update no longer exists");
-    }
-    _oldValue.assign(existing);
-    bson::BsonView oldDoc(_oldValue.data());
     std::string newRecordKey(recordKey);
     if (!_coll->idIndexIsRecords()) {
-        if (keystring::encodeValue(oldDoc.getField("_id")) != keystring::encodeValue(id)) {
+        if (keystring::encodeValue(expected.getField("_id")) != keystring::encodeValue(id)) {
             return immutableId();
         }
         // A changed cluster key moves the record (tombstone at the old key, in the same batch).
         ASSIGN_OR_RETURN(newRecordKey, makeRecordKey(*_coll, newDoc));
     }
-    TRY_STATUS(computeIndexDeltas(&oldDoc, &newDoc, recordKey, newRecordKey));
-    int64_t sizeDelta = static_cast<int64_t>(newDoc.size()) - static_cast<int64_t>(oldDoc.size());
+    TRY_STATUS(computeIndexDeltas(&expected, &newDoc, recordKey, newRecordKey));
+    std::vector<std::string> keys =
+        lockKeys({recordKey, newRecordKey == recordKey ? std::string_view() : newRecordKey});
+    KeyLocks::Guard guard = _engine->keyLocks().lock(_coll->id, {keys.begin(), keys.end()});
+    _records.markStale();
+    _indexes.markStale();
+    TRY_STATUS(checkExpected(recordKey, expected));
+    TRY_STATUS(checkUnique(&expected, newDoc, recordKey, newRecordKey));
+    int64_t sizeDelta = static_cast<int64_t>(newDoc.size()) - static_cast<int64_t>(expected.size());
     std::string_view movedFrom = newRecordKey == recordKey ? std::string_view() : recordKey;
-    return commit(movedFrom, newRecordKey, &oldDoc, &newDoc, 0, sizeDelta, opts);
+    return commit(movedFrom, newRecordKey, &expected, &newDoc, 0, sizeDelta, opts);
 }
 
 StatusWith<Timestamp> RocksCollectionWriter::remove(std::string_view recordKey,
+                                                    bson::BsonView expected,
                                                     const WriteOptions& opts) {
-    _keyBuf.clear();
-    keys::appendBigEndian64(_keyBuf, _coll->id);
-    _keyBuf.append(recordKey);
-    std::string_view existing;
-    if (!_records.get(_keyBuf, Timestamp::max(), &existing)) {
-        return Status(ErrorCodes::NoSuchKey, "document to remove no longer exists");
-    }
-    _oldValue.assign(existing);
-    bson::BsonView oldDoc(_oldValue.data());
-    TRY_STATUS(computeIndexDeltas(&oldDoc, nullptr, recordKey, recordKey));
-    return commit({}, recordKey, &oldDoc, nullptr, -1, -static_cast<int64_t>(oldDoc.size()), opts);
+    TRY_STATUS(computeIndexDeltas(&expected, nullptr, recordKey, recordKey));
+    std::vector<std::string> keys = lockKeys({recordKey});
+    KeyLocks::Guard guard = _engine->keyLocks().lock(_coll->id, {keys.begin(), keys.end()});
+    _records.markStale();
+    TRY_STATUS(checkExpected(recordKey, expected));
+    return commit({}, recordKey, &expected, nullptr, -1, -static_cast<int64_t>(expected.size()),
+                  opts);
 }
 
 std::unique_ptr<ReadSnapshot> RocksCollectionWriter::latest() {
     return std::make_unique<RocksReadSnapshot>(_engine, Timestamp::max(), nullptr, nullptr);
+}
+
+std::optional<bson::BsonObj> RocksCollectionWriter::current(std::string_view recordKey) {
+    _records.markStale();
+    _keyBuf.clear();
+    keys::appendBigEndian64(_keyBuf, _coll->id);
+    _keyBuf.append(recordKey);
+    std::string_view existing;
+    if (!_records.get(_keyBuf, Timestamp::max(), &existing)) return std::nullopt;
+    return bson::BsonObj::fromBytes(existing);
 }
 
 }  // namespace tessera::storage

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -15,24 +16,29 @@ namespace tessera::storage {
 
 class RocksEngine;
 struct CollectionState;
+class CollectionLock;
 
-// CollectionWriter over RocksDB. Every call: check uniqueness against the latest state (stable,
-// since this writer holds the collection's write lock), take a commit timestamp, write one
-// WriteBatch (record version, index entry versions, counts, multikey catalog change), wait for
-// visibility (VisibilityTracker invariant 2).
+// CollectionWriter over RocksDB. Every call: compute the index deltas of the write from the
+// version it was asked to replace, lock the record key(s) and the unique-index values touched
+// (KeyLocks), check the latest state (the expected version still stored, no duplicate key), take
+// a commit timestamp, write one WriteBatch (record version, index entry versions, the counts'
+// delta, the observers' side records, a multikey catalog change), wait for visibility
+// (VisibilityTracker invariant 2), unlock.
 class RocksCollectionWriter final : public CollectionWriter {
   public:
     RocksCollectionWriter(RocksEngine* engine, CollectionPtr coll,
                           std::shared_ptr<CollectionState> state,
-                          std::unique_lock<std::mutex> lock);
+                          std::shared_lock<CollectionLock> lock, const WriteUnit* unit);
     ~RocksCollectionWriter() override;
 
     const CollectionInfo& collection() const override { return *_coll; }
     StatusWith<Timestamp> insert(bson::BsonView doc, const WriteOptions& opts) override;
-    StatusWith<Timestamp> update(std::string_view recordKey, bson::BsonView newDoc,
+    StatusWith<Timestamp> update(std::string_view recordKey, bson::BsonView expected,
+                                 bson::BsonView newDoc, const WriteOptions& opts) override;
+    StatusWith<Timestamp> remove(std::string_view recordKey, bson::BsonView expected,
                                  const WriteOptions& opts) override;
-    StatusWith<Timestamp> remove(std::string_view recordKey, const WriteOptions& opts) override;
     std::unique_ptr<ReadSnapshot> latest() override;
+    std::optional<bson::BsonObj> current(std::string_view recordKey) override;
     bson::BsonObj duplicateKeyInfo() const override { return _dupInfo; }
 
   private:
@@ -43,16 +49,25 @@ class RocksCollectionWriter final : public CollectionWriter {
         std::vector<std::string> added;
         bool multikey = false;
     };
-    // Computes the deltas for all maintained indexes (old or new may be null) and checks unique
-    // indexes; DuplicateKey with _dupInfo set on a violation. The old version is (or was) at
-    // oldRecordKey, the new one goes to newRecordKey (different when the record moves).
+    // Computes the deltas for all maintained indexes (old or new may be null). The old version is
+    // (or was) at oldRecordKey, the new one goes to newRecordKey (different when it moves).
     Status computeIndexDeltas(const bson::BsonView* oldDoc, const bson::BsonView* newDoc,
                               std::string_view oldRecordKey, std::string_view newRecordKey);
+    // The keys to lock for a write of `recordKeys` with the current deltas: the record keys and
+    // the user keys of every unique-index entry added or removed.
+    std::vector<std::string> lockKeys(std::initializer_list<std::string_view> recordKeys) const;
+    // Under the locks: DuplicateKey (with _dupInfo) when an added unique entry is owned by
+    // another record than oldRecordKey / newRecordKey.
+    Status checkUnique(const bson::BsonView* oldDoc, const bson::BsonView& newDoc,
+                       std::string_view oldRecordKey, std::string_view newRecordKey);
+    // Under the locks: OK when the latest version at recordKey is `expected` (NoSuchKey when
+    // there is none, WriteConflict when it is another).
+    Status checkExpected(std::string_view recordKey, bson::BsonView expected);
     Status duplicateKey(const IndexSpec& index, bson::BsonObj keyValue);
     // Writes the batch: a tombstone at `movedFrom` (unless empty), the record version at
     // recordKey (`doc` null: tombstone), index deltas (removed keys point at movedFrom when
-    // set), counts. `oldDoc`: the version replaced or removed (null for an insert), for the
-    // active SideRecordScope.
+    // set), the counts' delta, the observers' records. `oldDoc`: the version replaced or removed
+    // (null for an insert).
     StatusWith<Timestamp> commit(std::string_view movedFrom, std::string_view recordKey,
                                  const bson::BsonView* oldDoc, const bson::BsonView* doc,
                                  int64_t countDelta, int64_t sizeDelta, const WriteOptions& opts);
@@ -61,7 +76,8 @@ class RocksCollectionWriter final : public CollectionWriter {
     RocksEngine* _engine;
     CollectionPtr _coll;
     std::shared_ptr<CollectionState> _state;
-    std::unique_lock<std::mutex> _lock;
+    std::shared_lock<CollectionLock> _lock;
+    const WriteUnit* _unit;  // may be null
     // 1 when _id_ is the records keyspace (clustered by _id), else 0 (_id_ is maintained too).
     size_t _firstIndex;
     std::vector<IndexKeyGenerator> _generators;  // one per _coll->indexes[i], i >= _firstIndex
@@ -72,6 +88,7 @@ class RocksCollectionWriter final : public CollectionWriter {
     std::string _keyBuf;
     std::string _oldValue;
     bson::BsonObj _dupInfo;
+    std::vector<std::pair<std::string, std::string>> _sideRecords;
 };
 
 }  // namespace tessera::storage

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <random>
 #include <set>
+#include <shared_mutex>
 
 #include "bson/bson_builder.h"
 #include "bson/compare.h"
@@ -60,14 +61,6 @@ std::string newUuid() {
     u[6] = static_cast<char>((u[6] & 0x0f) | 0x40);  // version 4
     u[8] = static_cast<char>((u[8] & 0x3f) | 0x80);  // RFC 4122 variant
     return u;
-}
-
-std::string encodeCounts(int64_t count, int64_t dataSize, Timestamp lastTs) {
-    std::string v;
-    keys::appendBigEndian64(v, static_cast<uint64_t>(count));
-    keys::appendBigEndian64(v, static_cast<uint64_t>(dataSize));
-    keys::appendBigEndian64(v, lastTs.value);
-    return v;
 }
 
 }  // namespace
@@ -159,6 +152,7 @@ Status RocksEngine::openDb() {
         table.block_cache = cache;
         catalogOptions.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
         catalogOptions.write_buffer_size = 4 << 20;
+        catalogOptions.merge_operator = newCountsMergeOperator();
     }
     std::vector<rocksdb::ColumnFamilyDescriptor> descriptors = {
         {rocksdb::kDefaultColumnFamilyName, catalogOptions},
@@ -276,6 +270,12 @@ void RocksEngine::putCounts(rocksdb::WriteBatch* batch, uint64_t collId, int64_t
         .PermitUncheckedError();
 }
 
+void RocksEngine::mergeCounts(rocksdb::WriteBatch* batch, uint64_t collId, int64_t countDelta,
+                              int64_t sizeDelta, Timestamp ts) {
+    batch->Merge(_catalog, keys::catalogCountKey(collId), encodeCounts(countDelta, sizeDelta, ts))
+        .PermitUncheckedError();
+}
+
 // ---- Catalog reads
 
 std::vector<std::string> RocksEngine::listDatabases() const {
@@ -387,7 +387,7 @@ void RocksEngine::addDropToBatch(rocksdb::WriteBatch* batch, const CollectionInf
 Status RocksEngine::dropCollectionLocked(const CollectionPtr& coll) {
     auto state = stateFor(coll->id);
     invariant(state != nullptr);
-    std::lock_guard writeLock(state->writeMutex);
+    std::lock_guard writeLock(state->access);
     rocksdb::WriteBatch batch;
     addDropToBatch(&batch, *coll);
     TRY_STATUS(writeSync(&batch));
@@ -423,9 +423,9 @@ Status RocksEngine::renameCollection(std::string_view from, std::string_view to,
     }
     auto sourceState = stateFor(source->id);
     std::shared_ptr<CollectionState> targetState = target ? stateFor(target->id) : nullptr;
-    std::lock_guard sourceLock(sourceState->writeMutex);
-    std::unique_lock<std::mutex> targetLock;
-    if (targetState) targetLock = std::unique_lock(targetState->writeMutex);
+    std::lock_guard sourceLock(sourceState->access);
+    std::unique_lock<CollectionLock> targetLock;
+    if (targetState) targetLock = std::unique_lock(targetState->access);
 
     auto renamed = std::make_shared<CollectionInfo>(*source);
     auto [db, name] = splitNamespace(to);
@@ -454,7 +454,7 @@ StatusWith<Engine::CreateIndexesResult> RocksEngine::createIndexes(std::string_v
                       "Collection " + std::string(ns) + " does not exist.");
     }
     auto state = stateFor(coll->id);
-    std::lock_guard writeLock(state->writeMutex);
+    std::lock_guard writeLock(state->access);
     coll = getCollection(ns);  // current under the lock
 
     CreateIndexesResult result;
@@ -622,7 +622,7 @@ Status RocksEngine::dropIndex(std::string_view ns, std::string_view indexName) {
         return Status(ErrorCodes::InvalidOptions, "cannot drop _id index");
     }
     auto state = stateFor(coll->id);
-    std::lock_guard writeLock(state->writeMutex);
+    std::lock_guard writeLock(state->access);
     coll = getCollection(ns);
     const IndexSpec* index = coll->findIndex(indexName);
     if (!index) {
@@ -646,7 +646,7 @@ Status RocksEngine::setCollectionOptions(std::string_view ns, bson::BsonView opt
     CollectionPtr coll = getCollection(ns);
     if (!coll) return Status(ErrorCodes::NamespaceNotFound, "ns not found " + std::string(ns));
     auto state = stateFor(coll->id);
-    std::lock_guard writeLock(state->writeMutex);
+    std::lock_guard writeLock(state->access);
     coll = getCollection(ns);  // current under the lock
     auto info = std::make_shared<CollectionInfo>(*coll);
     info->options = options.copy();
@@ -686,12 +686,18 @@ StatusWith<std::unique_ptr<ReadSnapshot>> RocksEngine::openSnapshot(std::optiona
     return snapshot(at);
 }
 
-StatusWith<std::unique_ptr<CollectionWriter>> RocksEngine::writer(const CollectionPtr& coll) {
+CollectionPtr RocksEngine::currentInfo(uint64_t id) const {
+    std::lock_guard lock(_catalogMutex);
+    return byIdLocked(id);
+}
+
+StatusWith<std::unique_ptr<CollectionWriter>> RocksEngine::writer(const CollectionPtr& coll,
+                                                                  const WriteUnit* unit) {
     auto state = stateFor(coll->id);
     if (!state) {
         return Status(ErrorCodes::NamespaceNotFound, "collection " + coll->ns() + " was dropped");
     }
-    std::unique_lock lock(state->writeMutex);
+    std::shared_lock lock(state->access);
     CollectionPtr current;
     {
         std::lock_guard catalogLock(_catalogMutex);
@@ -703,7 +709,7 @@ StatusWith<std::unique_ptr<CollectionWriter>> RocksEngine::writer(const Collecti
         return Status(ErrorCodes::NamespaceNotFound, "collection " + coll->ns() + " was dropped");
     }
     return std::unique_ptr<CollectionWriter>(std::make_unique<RocksCollectionWriter>(
-        this, std::move(current), std::move(state), std::move(lock)));
+        this, std::move(current), std::move(state), std::move(lock), unit));
 }
 
 // ---- Stats and maintenance

@@ -9,17 +9,23 @@
 #include <string>
 #include <unordered_map>
 
+#include "storage/collection_lock.h"
 #include "storage/engine.h"
+#include "storage/key_locks.h"
 #include "storage/visibility.h"
 
 namespace tessera::storage {
 
 // Per-collection mutable state that is not part of the immutable CollectionInfo.
 struct CollectionState {
-    // Held by a CollectionWriter for its lifetime and by DDL touching the collection.
-    // Lock order: Engine::_ddlMutex -> writeMutex -> Engine::_catalogMutex.
-    std::mutex writeMutex;
-    // Exact counts; changed only under writeMutex, after the batch that persists them committed.
+    // Shared by every CollectionWriter for its lifetime, exclusive for DDL touching the
+    // collection. Lock order: Engine::_ddlMutex -> access -> catalogUpdate -> KeyLocks ->
+    // Engine::_catalogMutex.
+    CollectionLock access;
+    // Serializes the writers' metadata changes (an index becoming multikey), which go into the
+    // batch of the document write that causes them.
+    std::mutex catalogUpdate;
+    // Exact counts: each document write adds its delta after its batch committed.
     std::atomic<int64_t> count{0};
     std::atomic<int64_t> dataSize{0};
 };
@@ -46,7 +52,8 @@ class RocksEngine final : public Engine {
 
     std::unique_ptr<ReadSnapshot> snapshot(std::optional<Timestamp> at = {}) override;
     StatusWith<std::unique_ptr<ReadSnapshot>> openSnapshot(std::optional<Timestamp> at) override;
-    StatusWith<std::unique_ptr<CollectionWriter>> writer(const CollectionPtr& coll) override;
+    StatusWith<std::unique_ptr<CollectionWriter>> writer(const CollectionPtr& coll,
+                                                         const WriteUnit* unit) override;
 
     CollectionStats stats(const CollectionInfo& coll) const override;
     int64_t approximateDiskBytes(std::string_view db) const override;
@@ -66,9 +73,15 @@ class RocksEngine final : public Engine {
     VisibilityTracker& visibility() { return _visibility; }
     // Publishes a new version of a collection's metadata (same id and ns).
     void publish(CollectionPtr info);
+    // The published metadata of collection `id` (nullptr once dropped).
+    CollectionPtr currentInfo(uint64_t id) const;
     // Adds the persisted counts (count, dataSize, last commit ts) of a collection to `batch`.
     void putCounts(rocksdb::WriteBatch* batch, uint64_t collId, int64_t count, int64_t dataSize,
                    Timestamp lastTs);
+    // Adds a document write's change of the counts (a merge, rocks_options.h).
+    void mergeCounts(rocksdb::WriteBatch* batch, uint64_t collId, int64_t countDelta,
+                     int64_t sizeDelta, Timestamp ts);
+    KeyLocks& keyLocks() { return _keyLocks; }
 
   private:
     explicit RocksEngine(const EngineOptions& options);
@@ -107,6 +120,7 @@ class RocksEngine final : public Engine {
     // finds the current collection. Entries go when the replacing id is dropped.
     std::unordered_map<uint64_t, uint64_t> _replacedBy;
     uint64_t _nextCollectionId = 1;
+    KeyLocks _keyLocks;
 };
 
 }  // namespace tessera::storage

@@ -1,5 +1,6 @@
 #include "storage/rocks_options.h"
 
+#include <algorithm>
 #include <string>
 
 #include "storage/key_format.h"
@@ -50,7 +51,42 @@ class MvccGcFilter : public rocksdb::CompactionFilter {
     mutable bool _seenAtOrBelowHorizon = false;
 };
 
+class CountsMergeOperator : public rocksdb::AssociativeMergeOperator {
+  public:
+    bool Merge(const rocksdb::Slice&, const rocksdb::Slice* existing, const rocksdb::Slice& value,
+               std::string* newValue, rocksdb::Logger*) const override {
+        if (value.size() != 24 || (existing && existing->size() != 24)) return false;
+        auto field = [](const rocksdb::Slice& s, size_t i) {
+            return keys::readBigEndian64(std::string_view(s.data() + 8 * i, 8));
+        };
+        uint64_t count = field(value, 0), size = field(value, 1), ts = field(value, 2);
+        if (existing) {
+            count += field(*existing, 0);  // unsigned: two's complement wrap is the int64 sum
+            size += field(*existing, 1);
+            ts = std::max(ts, field(*existing, 2));
+        }
+        newValue->clear();
+        keys::appendBigEndian64(*newValue, count);
+        keys::appendBigEndian64(*newValue, size);
+        keys::appendBigEndian64(*newValue, ts);
+        return true;
+    }
+    const char* Name() const override { return "tessera.CountsMerge"; }
+};
+
 }  // namespace
+
+std::shared_ptr<rocksdb::MergeOperator> newCountsMergeOperator() {
+    return std::make_shared<CountsMergeOperator>();
+}
+
+std::string encodeCounts(int64_t count, int64_t dataSize, Timestamp lastTs) {
+    std::string v;
+    keys::appendBigEndian64(v, static_cast<uint64_t>(count));
+    keys::appendBigEndian64(v, static_cast<uint64_t>(dataSize));
+    keys::appendBigEndian64(v, lastTs.value);
+    return v;
+}
 
 std::shared_ptr<const rocksdb::SliceTransform> newVersionPrefixExtractor() {
     return std::make_shared<VersionPrefixExtractor>();

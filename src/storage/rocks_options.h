@@ -4,6 +4,7 @@
 // lookups of a versioned key use bloom filters, and the MVCC garbage-collecting compaction filter.
 
 #include <rocksdb/compaction_filter.h>
+#include <rocksdb/merge_operator.h>
 #include <rocksdb/options.h>
 #include <rocksdb/slice_transform.h>
 
@@ -37,5 +38,14 @@ class MvccGcFilterFactory : public rocksdb::CompactionFilterFactory {
   private:
     std::function<Timestamp()> _horizon;
 };
+
+// The catalog's counts entries ("n" collId: count(8) | dataSize(8) | lastCommitTs(8), big-endian
+// two's complement) are written by concurrent writers as deltas (RocksDB merges) instead of
+// absolute values, so that no writer has to serialize with the others to compute them: the
+// merge adds counts and sizes and keeps the greatest timestamp. A Put sets an absolute value
+// (collection creation, reclustering).
+std::shared_ptr<rocksdb::MergeOperator> newCountsMergeOperator();
+// The 24-byte value (or delta) of a counts entry.
+std::string encodeCounts(int64_t count, int64_t dataSize, Timestamp lastTs);
 
 }  // namespace tessera::storage

@@ -83,7 +83,7 @@ Status RocksEngine::clusterCollection(std::string_view ns, bson::BsonView cluste
                       "Collection " + std::string(ns) + " does not exist.");
     }
     auto state = stateFor(coll->id);
-    std::lock_guard writeLock(state->writeMutex);
+    std::lock_guard writeLock(state->access);
     coll = getCollection(ns);  // current under the lock
     if (bson::compareObjects(coll->clusterKey, clusterKey) == 0) return Status::OK();
 

@@ -91,8 +91,9 @@ class EngineTest : public ::testing::Test {
         EXPECT_TRUE(sw.isOK()) << sw.getStatus().toString();
         return sw.isOK() ? sw.getValue() : nullptr;
     }
-    std::unique_ptr<CollectionWriter> writerFor(std::string_view ns) {
-        auto sw = engine->writer(engine->getCollection(ns));
+    std::unique_ptr<CollectionWriter> writerFor(std::string_view ns,
+                                                const WriteUnit* unit = nullptr) {
+        auto sw = engine->writer(engine->getCollection(ns), unit);
         EXPECT_TRUE(sw.isOK()) << sw.getStatus().toString();
         return std::move(sw.getValue());
     }
@@ -119,5 +120,20 @@ class EngineTest : public ::testing::Test {
     HybridLogicalClock _clock;
     std::unique_ptr<Engine> engine;
 };
+
+// update / remove of whatever version is stored now (tests that do not race other writers;
+// NoSuchKey when there is none).
+inline StatusWith<Timestamp> updateCurrent(CollectionWriter& w, std::string_view key,
+                                           bson::BsonView doc, const WriteOptions& opts = {}) {
+    std::optional<bson::BsonObj> current = w.current(key);
+    if (!current) return Status(ErrorCodes::NoSuchKey, "the document no longer exists");
+    return w.update(key, *current, doc, opts);
+}
+inline StatusWith<Timestamp> removeCurrent(CollectionWriter& w, std::string_view key,
+                                           const WriteOptions& opts = {}) {
+    std::optional<bson::BsonObj> current = w.current(key);
+    if (!current) return Status(ErrorCodes::NoSuchKey, "the document no longer exists");
+    return w.remove(key, *current, opts);
+}
 
 }  // namespace tessera::storage::test

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "storage/storage_test_util.h"
 
 namespace tessera::storage {
@@ -11,6 +13,8 @@ using test::EngineTest;
 using test::idKey;
 using test::indexKey;
 using test::J;
+using test::removeCurrent;
+using test::updateCurrent;
 
 IndexSpec spec(std::string name, std::string_view keyPattern, bool unique = false,
                bool sparse = false) {
@@ -44,15 +48,17 @@ TEST_F(WriterTest, InsertFindUpdateRemove) {
     auto latest = w->latest();
     EXPECT_EQ(latest->findByRecordKey(*coll, idKey("\"k\""))->toJson(), doc.toJson());
 
-    ASSERT_TRUE(w->update(idKey("\"k\""), J(R"({"_id": "k", "x": 2, "y": "long"})"), {}).isOK());
+    ASSERT_TRUE(
+        updateCurrent(*w, idKey("\"k\""), J(R"({"_id": "k", "x": 2, "y": "long"})"), {}).isOK());
     EXPECT_EQ(w->latest()->findByRecordKey(*coll, idKey("\"k\""))->toJson(),
               R"({ "_id" : "k", "x" : 2, "y" : "long" })");
-    EXPECT_EQ(w->update(idKey("\"k\""), J(R"({"_id": "other"})"), {}).getStatus().code(), 66);
-    EXPECT_EQ(w->update(idKey("\"zz\""), J(R"({"_id": "zz"})"), {}).getStatus().code(), 4);
+    EXPECT_EQ(updateCurrent(*w, idKey("\"k\""), J(R"({"_id": "other"})"), {}).getStatus().code(),
+              66);
+    EXPECT_EQ(updateCurrent(*w, idKey("\"zz\""), J(R"({"_id": "zz"})"), {}).getStatus().code(), 4);
 
-    ASSERT_TRUE(w->remove(idKey("\"k\""), {}).isOK());
+    ASSERT_TRUE(removeCurrent(*w, idKey("\"k\""), {}).isOK());
     EXPECT_FALSE(w->latest()->findByRecordKey(*coll, idKey("\"k\"")).has_value());
-    EXPECT_EQ(w->remove(idKey("\"k\""), {}).getStatus().code(), 4);
+    EXPECT_EQ(removeCurrent(*w, idKey("\"k\""), {}).getStatus().code(), 4);
     // Re-insert after delete.
     ASSERT_TRUE(w->insert(doc, {}).isOK());
     w.reset();
@@ -91,7 +97,8 @@ TEST_F(WriterTest, UniqueIndexViolationWritesNothing) {
               R"({ "keyPattern" : { "a" : 1 }, "keyValue" : { "a" : 1 } })");
     // Update into a duplicate is rejected too.
     ASSERT_TRUE(w->insert(J(R"({"_id": 3, "a": 3, "b": 3})"), {}).isOK());
-    EXPECT_EQ(w->update(idKey("3"), J(R"({"_id": 3, "a": [5, 1]})"), {}).getStatus().code(), 11000);
+    EXPECT_EQ(updateCurrent(*w, idKey("3"), J(R"({"_id": 3, "a": [5, 1]})"), {}).getStatus().code(),
+              11000);
     EXPECT_EQ(w->duplicateKeyInfo()["keyValue"].objValue().toJson(), R"({ "a" : 1 })");
     w.reset();
     EXPECT_EQ(scanAll("db.c").size(), 2u);
@@ -101,8 +108,8 @@ TEST_F(WriterTest, UniqueIndexViolationWritesNothing) {
     EXPECT_FALSE(engine->getCollection("db.c")->indexes[1].multikey);
     // A document may keep its own unique key, and a freed key can be reused.
     auto w2 = writerFor("db.c");
-    EXPECT_TRUE(w2->update(idKey("1"), J(R"({"_id": 1, "a": 1, "b": 9})"), {}).isOK());
-    EXPECT_TRUE(w2->remove(idKey("1"), {}).isOK());
+    EXPECT_TRUE(updateCurrent(*w2, idKey("1"), J(R"({"_id": 1, "a": 1, "b": 9})"), {}).isOK());
+    EXPECT_TRUE(removeCurrent(*w2, idKey("1"), {}).isOK());
     EXPECT_TRUE(w2->insert(J(R"({"_id": 4, "a": 1})"), {}).isOK());
 }
 
@@ -116,10 +123,10 @@ TEST_F(WriterTest, IndexMaintenanceOnInsertUpdateRemove) {
     std::vector<bool> dirs{false, true};
     EXPECT_EQ(entries("a_1_b_-1"),
               (E{{indexKey("[1, 3]", dirs), idKey("2")}, {indexKey("[1, 2]", dirs), idKey("1")}}));
-    ASSERT_TRUE(w->update(idKey("1"), J(R"({"_id": 1, "a": 0})"), {}).isOK());
+    ASSERT_TRUE(updateCurrent(*w, idKey("1"), J(R"({"_id": 1, "a": 0})"), {}).isOK());
     EXPECT_EQ(entries("a_1_b_-1"), (E{{indexKey("[0, null]", dirs), idKey("1")},
                                       {indexKey("[1, 3]", dirs), idKey("2")}}));
-    ASSERT_TRUE(w->remove(idKey("2"), {}).isOK());
+    ASSERT_TRUE(removeCurrent(*w, idKey("2"), {}).isOK());
     EXPECT_EQ(entries("a_1_b_-1"), (E{{indexKey("[0, null]", dirs), idKey("1")}}));
 }
 
@@ -156,7 +163,7 @@ TEST_F(WriterTest, SparseIndexSkipsDocumentsWithoutTheField) {
     EXPECT_EQ(entries("s_1").size(), 1u);
     auto w = writerFor("db.c");
     EXPECT_EQ(w->insert(J(R"({"_id": 4, "s": 1})"), {}).getStatus().code(), 11000);
-    ASSERT_TRUE(w->update(idKey("3"), J(R"({"_id": 3})"), {}).isOK());
+    ASSERT_TRUE(updateCurrent(*w, idKey("3"), J(R"({"_id": 3})"), {}).isOK());
     w.reset();
     EXPECT_TRUE(entries("s_1").empty());
 }
@@ -210,19 +217,19 @@ TEST_F(WriterTest, CountsAreExactAfterMixedOperationsAndReopen) {
         for (int i = 0; i < 100; i += 3) {
             bson::BsonObj old =
                 *w->latest()->findByRecordKey(w->collection(), idKey(std::to_string(i)));
-            ASSERT_TRUE(w->remove(idKey(std::to_string(i)), {}).isOK());
+            ASSERT_TRUE(removeCurrent(*w, idKey(std::to_string(i)), {}).isOK());
             expectedSize -= static_cast<int64_t>(old.size());
         }
         for (int i = 1; i < 100; i += 3) {
             bson::BsonObj old =
                 *w->latest()->findByRecordKey(w->collection(), idKey(std::to_string(i)));
             bson::BsonObj d = J("{\"_id\": " + std::to_string(i) + ", \"n\": 1}");
-            ASSERT_TRUE(w->update(idKey(std::to_string(i)), d, {}).isOK());
+            ASSERT_TRUE(updateCurrent(*w, idKey(std::to_string(i)), d, {}).isOK());
             expectedSize += static_cast<int64_t>(d.size()) - static_cast<int64_t>(old.size());
         }
         // Failed operations change nothing.
         EXPECT_FALSE(w->insert(J(R"({"_id": 1})"), {}).isOK());
-        EXPECT_FALSE(w->remove(idKey("0"), {}).isOK());
+        EXPECT_FALSE(removeCurrent(*w, idKey("0"), {}).isOK());
     }
     EXPECT_EQ(stats().count, 66);
     EXPECT_EQ(stats().dataSize, expectedSize);
@@ -267,32 +274,51 @@ TEST_F(WriterTest, TimestampsSurviveRestartEvenIfTheClockGoesBack) {
     engine.reset();
 }
 
-// A side record is written in the same batch as the document write of its scope: present when
-// the write committed (also after a reopen), absent when the write failed or came after the
-// scope ended.
-TEST_F(WriterTest, SideRecordIsWrittenExactlyWithTheScopedWrites) {
+// A write observer that records one side record per document write, its value made by `fn`.
+class RecordingObserver final : public WriteObserver {
+  public:
+    using Fn = std::function<std::string(Op, bson::BsonView, bson::BsonView)>;
+    RecordingObserver(std::string key, Fn fn) : _key(std::move(key)), _fn(std::move(fn)) {}
+    void onWrite(const CollectionInfo&, Op op, bson::BsonView before, bson::BsonView after,
+                 std::vector<std::pair<std::string, std::string>>* out) override {
+        out->emplace_back(_key, _fn(op, before, after));
+    }
+
+  private:
+    std::string _key;
+    Fn _fn;
+};
+
+// An observer's side record is written in the same batch as the document write it observes:
+// present when the write committed (also after a reopen), absent when the write failed, and
+// never made by a writer opened without the observer's write unit.
+TEST_F(WriterTest, SideRecordIsWrittenExactlyWithTheObservedWrites) {
     create("db.c");
     insert("db.c", R"({"_id": 1})");
     {
-        SideRecordScope scope(
-            "txn:a", [](SideRecordScope::Op op, bson::BsonView, bson::BsonView doc) {
-                return std::string(op == SideRecordScope::Op::kInsert ? "insert " : "other ") +
+        RecordingObserver observer(
+            "txn:a", [](WriteObserver::Op op, bson::BsonView, bson::BsonView doc) {
+                return std::string(op == WriteObserver::Op::kInsert ? "insert " : "other ") +
                        doc["_id"].toString(false);
             });
-        auto w = writerFor("db.c");
+        WriteUnit unit;
+        unit.addObserver(&observer);
+        auto w = writerFor("db.c", &unit);
         ASSERT_EQ(w->insert(J(R"({"_id": 1})"), {}).getStatus().code(), 11000);  // nothing written
         EXPECT_TRUE(engine->sideRecords("txn:").empty());
         ASSERT_TRUE(w->insert(J(R"({"_id": 2})"), {}).isOK());
     }
-    insert("db.c", R"({"_id": 3})");  // no scope: no record
+    insert("db.c", R"({"_id": 3})");  // another writer, no unit: no record
     {
-        SideRecordScope scope(
-            "txn:b", [](SideRecordScope::Op op, bson::BsonView, bson::BsonView doc) {
-                return std::string(op == SideRecordScope::Op::kRemove ? "remove" : "other") +
+        RecordingObserver observer(
+            "txn:b", [](WriteObserver::Op op, bson::BsonView, bson::BsonView doc) {
+                return std::string(op == WriteObserver::Op::kRemove ? "remove" : "other") +
                        (doc.isEmpty() ? "" : " with a document");
             });
-        auto w = writerFor("db.c");
-        ASSERT_TRUE(w->remove(idKey("3"), {}).isOK());
+        WriteUnit unit;
+        unit.addObserver(&observer);
+        auto w = writerFor("db.c", &unit);
+        ASSERT_TRUE(removeCurrent(*w, idKey("3"), {}).isOK());
     }
     reopen();
     auto records = engine->sideRecords("txn:");
@@ -302,26 +328,28 @@ TEST_F(WriterTest, SideRecordIsWrittenExactlyWithTheScopedWrites) {
     EXPECT_TRUE(engine->sideRecords("other:").empty());
 }
 
-// The value function sees the version a write replaces or removes (`before`) and the version it
+// The observer sees the version a write replaces or removes (`before`) and the version it
 // writes (`after`): {} / new for an insert, old / new for an update, old / {} for a remove.
-TEST_F(WriterTest, SideRecordValueSeesTheVersionBeforeAndAfterTheWrite) {
+TEST_F(WriterTest, ObserverSeesTheVersionBeforeAndAfterTheWrite) {
     create("db.c");
     insert("db.c", R"({"_id": 1, "a": 1})");
     std::vector<std::string> seen;
-    auto describe = [&seen](SideRecordScope::Op op, bson::BsonView before, bson::BsonView after) {
-        std::string s = op == SideRecordScope::Op::kInsert   ? "insert"
-                        : op == SideRecordScope::Op::kUpdate ? "update"
-                                                             : "remove";
-        s += " " + before.toJson() + " " + after.toJson();
-        seen.push_back(s);
-        return s;
-    };
+    RecordingObserver observer(
+        "txn:u", [&seen](WriteObserver::Op op, bson::BsonView before, bson::BsonView after) {
+            std::string s = op == WriteObserver::Op::kInsert   ? "insert"
+                            : op == WriteObserver::Op::kUpdate ? "update"
+                                                               : "remove";
+            s += " " + before.toJson() + " " + after.toJson();
+            seen.push_back(s);
+            return s;
+        });
+    WriteUnit unit;
+    unit.addObserver(&observer);
     {
-        SideRecordScope scope("txn:u", describe);
-        auto w = writerFor("db.c");
-        ASSERT_TRUE(w->update(idKey("1"), J(R"({"_id": 1, "a": 2})"), {}).isOK());
+        auto w = writerFor("db.c", &unit);
+        ASSERT_TRUE(updateCurrent(*w, idKey("1"), J(R"({"_id": 1, "a": 2})"), {}).isOK());
         ASSERT_TRUE(w->insert(J(R"({"_id": 2, "b": 1})"), {}).isOK());
-        ASSERT_TRUE(w->remove(idKey("1"), {}).isOK());
+        ASSERT_TRUE(removeCurrent(*w, idKey("1"), {}).isOK());
     }
     ASSERT_EQ(seen.size(), 3u);
     EXPECT_EQ(seen[0], R"(update { "_id" : 1, "a" : 1 } { "_id" : 1, "a" : 2 })");
@@ -331,6 +359,20 @@ TEST_F(WriterTest, SideRecordValueSeesTheVersionBeforeAndAfterTheWrite) {
     auto records = engine->sideRecords("txn:");
     ASSERT_EQ(records.size(), 1u);
     EXPECT_EQ(records[0].second, seen[2]);
+}
+
+// First writer wins: an update or remove computed from a version that is no longer stored
+// changes nothing and says WriteConflict.
+TEST_F(WriterTest, StaleExpectedVersionIsAWriteConflict) {
+    create("db.c");
+    insert("db.c", R"({"_id": 1, "a": 1})");
+    auto w = writerFor("db.c");
+    bson::BsonObj v1 = *w->current(idKey("1"));
+    ASSERT_TRUE(w->update(idKey("1"), v1, J(R"({"_id": 1, "a": 2})"), {}).isOK());
+    EXPECT_EQ(w->update(idKey("1"), v1, J(R"({"_id": 1, "a": 3})"), {}).getStatus().code(), 112);
+    EXPECT_EQ(w->remove(idKey("1"), v1, {}).getStatus().code(), 112);
+    EXPECT_EQ(w->current(idKey("1"))->toJson(), R"({ "_id" : 1, "a" : 2 })");
+    EXPECT_EQ(engine->stats(*engine->getCollection("db.c")).count, 1);
 }
 
 }  // namespace

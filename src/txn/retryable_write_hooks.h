@@ -31,9 +31,9 @@ class RetryableWriteHooks : public command::CommandHooks {
                          const command::Command&) override {
         return Status::OK();
     }
-    std::shared_ptr<const command::OwnershipFilter> ownershipFilter(command::OperationContext&,
-                                                                    std::string_view) override {
-        return nullptr;
+    StatusWith<std::shared_ptr<const command::OwnershipFilter>> ownershipFilter(
+        command::OperationContext&, std::string_view) override {
+        return std::shared_ptr<const command::OwnershipFilter>();
     }
     std::optional<bson::BsonObj> replayedReply(command::OperationContext& opCtx,
                                                const command::CommandRequest& request,

@@ -10,23 +10,15 @@ Status ExecContext::checkForInterrupt() {
     return opCtx->checkForInterrupt();
 }
 
-void OwnershipCheck::resolve(ExecContext& ctx) {
-    if (_resolved) return;
-    _resolved = true;
+Status OwnershipCheck::resolve(ExecContext& ctx) {
+    if (_resolved) return Status::OK();
     if (ctx.opCtx && ctx.collection) {
-        // The hooks take a mutable context; the filter lookup does not change the operation.
-        _filter = const_cast<OperationContext*>(ctx.opCtx)->ownershipFilter(ctx.collection->ns());
+        // The operation's cache of decided filters is the only thing the lookup changes.
+        ASSIGN_OR_RETURN(_filter, const_cast<OperationContext*>(ctx.opCtx)->ownershipFilter(
+                                      ctx.collection->ns()));
     }
-}
-
-bool OwnershipCheck::active(ExecContext& ctx) {
-    resolve(ctx);
-    return _filter != nullptr;
-}
-
-bool OwnershipCheck::owns(ExecContext& ctx, bson::BsonView doc) {
-    resolve(ctx);
-    return !_filter || _filter->owns(doc);
+    _resolved = true;
+    return Status::OK();
 }
 
 StatusWith<bool> PlanStage::next(ExecContext& ctx, WorkingMember* out) {
@@ -55,10 +47,11 @@ void PlanStage::explain(bson::BsonBuilder& b, bool withStats) const {
 
 StatusWith<bool> CollScanStage::doNext(ExecContext& ctx, WorkingMember* out) {
     if (_done || !ctx.collection) return false;
+    TRY_STATUS(_ownership.resolve(ctx));
     if (!_cursor) _cursor = ctx.snapshot->scan(*ctx.collection, _forward);
     TRY_STATUS(ctx.checkForInterrupt());
     auto rec = _cursor->next();
-    while (rec && !_ownership.owns(ctx, rec->doc)) {  // orphans are skipped
+    while (rec && !_ownership.owns(rec->doc)) {  // orphans are skipped
         ++_stats.docsExamined;
         TRY_STATUS(ctx.checkForInterrupt());
         rec = _cursor->next();
@@ -83,12 +76,13 @@ void CollScanStage::appendDetails(bson::BsonBuilder& b, bool) const {
 
 StatusWith<bool> IdHackStage::doNext(ExecContext& ctx, WorkingMember* out) {
     if (_done || !ctx.collection) return false;
+    TRY_STATUS(_ownership.resolve(ctx));
     _done = true;
     ++_stats.keysExamined;
     auto rec = ctx.snapshot->findById(*ctx.collection, _id.firstElement());
     if (!rec) return false;
     ++_stats.docsExamined;
-    if (!_ownership.owns(ctx, rec->doc)) return false;
+    if (!_ownership.owns(rec->doc)) return false;
     out->recordKey = std::move(rec->recordKey);
     out->indexKey.clear();
     out->doc = std::move(rec->doc);
@@ -99,6 +93,7 @@ StatusWith<bool> IdHackStage::doNext(ExecContext& ctx, WorkingMember* out) {
 
 StatusWith<bool> IndexScanStage::doNext(ExecContext& ctx, WorkingMember* out) {
     if (!ctx.collection) return false;
+    TRY_STATUS(_ownership.resolve(ctx));
     while (_rangeIdx < _ranges.size()) {
         if (!_cursor) {
             _cursor =
@@ -119,11 +114,11 @@ StatusWith<bool> IndexScanStage::doNext(ExecContext& ctx, WorkingMember* out) {
                 continue;
             }
         }
-        if (_ownership.active(ctx)) {
+        if (_ownership.active()) {
             // Ownership is decided on the document: fetch it here (FETCH then passes it on;
             // covered plans get it too, so they cannot return orphans either).
             auto doc = ctx.snapshot->findByRecordKey(*ctx.collection, entry->recordKey);
-            if (!doc || !_ownership.owns(ctx, *doc)) continue;
+            if (!doc || !_ownership.owns(*doc)) continue;
             out->recordKey = std::move(entry->recordKey);
             out->indexKey = std::move(entry->key);
             out->doc = std::move(*doc);

@@ -11,19 +11,22 @@
 
 namespace tessera::command::exec {
 
-// The ownership filter of the scanned collection (OperationContext::ownershipFilter), resolved
-// once per stage on first use: on a shard, the scan stages below skip documents the shard does
-// not own (orphans), so that every read built on them — finds, counts, updates and deletes —
-// ignores orphans. Null (no filtering) everywhere else.
+// The ownership filter of the scanned collection: on a shard, the scan stages below skip
+// documents the shard does not own (orphans), so that every read built on them — finds, counts,
+// updates and deletes — ignores orphans. The filter is the operation's
+// (OperationContext::ownershipFilter: decided once per namespace, at admission for the command's
+// own namespace), taken by the stage when it first runs. Null (no filtering) everywhere else;
+// when the operation cannot know the placement, the scan fails with that error.
 class OwnershipCheck {
   public:
-    // Whether the document may be returned.
-    bool owns(ExecContext& ctx, bson::BsonView doc);
+    // Takes the operation's filter (first call only).
+    Status resolve(ExecContext& ctx);
+    // Whether the document may be returned (after resolve).
+    bool owns(bson::BsonView doc) const { return !_filter || _filter->owns(doc); }
     // Whether a filter applies (then index scans must fetch to decide).
-    bool active(ExecContext& ctx);
+    bool active() const { return _filter != nullptr; }
 
   private:
-    void resolve(ExecContext& ctx);
     bool _resolved = false;
     std::shared_ptr<const OwnershipFilter> _filter;
 };

@@ -192,7 +192,9 @@ Status MergeStage::run(ExecContext& ctx) {
         ASSIGN_OR_RETURN(target, getOrCreateCollection(*_engine, ns));
     }
     ASSIGN_OR_RETURN(auto writer, _engine->writer(target));
-    for (const auto& input : docs) {
+    // One source document; WriteConflict when the matched target changed under a concurrent
+    // write (then the whole match is done again).
+    auto mergeOne = [&](const bson::BsonObj& input) -> Status {
         bson::BsonObj doc = onId ? ensureIdFirst(input) : input;
         bson::BsonBuilder filter;
         for (const auto& f : _spec.on) {
@@ -207,7 +209,7 @@ Status MergeStage::run(ExecContext& ctx) {
         bson::BsonObj filterObj = filter.obj();
         ASSIGN_OR_RETURN(auto existing, findMatch(ctx, *writer, filterObj));
         if (!existing) {
-            if (_spec.whenNotMatched == "discard") continue;
+            if (_spec.whenNotMatched == "discard") return Status::OK();
             if (_spec.whenNotMatched == "fail") {
                 return Status(13113,
                               "$merge could not find a matching document in the target "
@@ -217,12 +219,12 @@ Status MergeStage::run(ExecContext& ctx) {
             TRY_STATUS(query::validateStorableDocument(toInsert, true));
             auto sw = writer->insert(toInsert, storage::WriteOptions{});
             if (!sw.isOK()) return sw.getStatus();
-            continue;
+            return Status::OK();
         }
         const std::string& wm = _spec.whenMatched;
         bson::BsonObj newDoc;
         if (wm == "keepExisting") {
-            continue;
+            return Status::OK();
         } else if (wm == "fail") {
             // As MongoDB: the document is inserted and the insert's DuplicateKey error (with
             // keyPattern / keyValue) is the stage's error.
@@ -271,13 +273,23 @@ Status MergeStage::run(ExecContext& ctx) {
             ASSIGN_OR_RETURN(auto root, _factory(pipeline, input));
             WorkingMember m;
             ASSIGN_OR_RETURN(bool got, root->next(ctx, &m));
-            if (!got) continue;
+            if (!got) return Status::OK();
             TRY_STATUS(checkSameId(existing->doc, m.doc));
             newDoc = withId(existing->doc, m.doc);
         }
         TRY_STATUS(query::validateStorableDocument(newDoc, true));
-        auto sw = writer->update(existing->recordKey, newDoc, storage::WriteOptions{});
-        if (!sw.isOK()) return sw.getStatus();
+        // First writer wins: a target changed since findMatch read it is looked up again.
+        return writer->update(existing->recordKey, existing->doc, newDoc, storage::WriteOptions{})
+            .getStatus();
+        return Status::OK();
+    };
+    for (const auto& input : docs) {
+        for (int attempt = 0;; ++attempt) {
+            Status s = mergeOne(input);
+            if (s.is(ErrorCodes::WriteConflict) && attempt < 10000) continue;
+            TRY_STATUS(s);
+            break;
+        }
     }
     return Status::OK();
 }

@@ -1,6 +1,9 @@
 #include "command/exec/write_executor.h"
 
+#include <algorithm>
 #include <charconv>
+#include <chrono>
+#include <thread>
 
 #include "command/collation_util.h"
 #include "command/document_validation.h"
@@ -16,7 +19,21 @@ namespace {
 struct Target {
     std::string recordKey;
     std::optional<std::string> elemMatchKey;
+    std::optional<bson::BsonObj> doc;  // the version the scan matched, when it fetched it
 };
+
+// Internal retries of one statement after WriteConflicts (a concurrent write changed a target
+// first): each conflict re-reads the document, so the count only bounds a pathological loop.
+constexpr int kMaxWriteConflictRetries = 10000;
+
+// A short wait between conflict retries, growing with their number (at most ~1 ms).
+void backoff(int attempt) {
+    if (attempt < 4) {
+        std::this_thread::yield();
+    } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(std::min(attempt, 1000)));
+    }
+}
 
 // Record keys (and positional matches) of the documents a write statement targets, collected
 // before any document is changed.
@@ -34,7 +51,9 @@ StatusWith<std::vector<Target>> collectTargets(const OperationContext& opCtx,
     while (true) {
         ASSIGN_OR_RETURN(bool more, exec->next(opCtx, &m));
         if (!more) break;
-        targets.push_back(Target{std::move(m.recordKey), m.details.elemMatchKey});
+        Target t{std::move(m.recordKey), m.details.elemMatchKey, std::nullopt};
+        if (m.hasDoc) t.doc = std::move(m.doc);
+        targets.push_back(std::move(t));
     }
     *execOut = std::move(exec);
     return targets;
@@ -109,6 +128,83 @@ StatusWith<bson::BsonObj> buildUpsertDocument(const UpdateStatement& stmt) {
     return out;
 }
 
+namespace {
+
+// The version of target `t` to write from: the one the scan matched, else read from `snapshot`.
+std::optional<bson::BsonObj> targetVersion(Target& t, storage::ReadSnapshot& snapshot,
+                                           const storage::CollectionInfo& coll) {
+    if (t.doc) return std::move(t.doc);
+    return snapshot.findByRecordKey(coll, t.recordKey);
+}
+
+// After a WriteConflict on `recordKey`: its latest version if it still matches the statement's
+// filter (with the positional match in *elemMatchKey), else nullopt.
+std::optional<bson::BsonObj> rematch(storage::CollectionWriter& writer,
+                                     const query::Matcher& matcher, std::string_view recordKey,
+                                     std::optional<std::string>* elemMatchKey) {
+    std::optional<bson::BsonObj> doc = writer.current(recordKey);
+    if (!doc) return std::nullopt;
+    query::MatchDetails details;
+    if (!matcher.matches(*doc, &details)) return std::nullopt;
+    *elemMatchKey = details.elemMatchKey;
+    return doc;
+}
+
+enum class TargetResult { kWritten, kUnchanged, kGone };
+
+// Updates one target, first writer wins: when a concurrent write changed the document after the
+// scan (WriteConflict), its latest version is matched against the filter again and updated if it
+// still matches; kGone when it no longer exists or matches.
+StatusWith<TargetResult> updateTarget(
+    const OperationContext& opCtx, storage::CollectionWriter& writer, const UpdateStatement& stmt,
+    const query::UpdateDriver& driver, const query::Matcher& matcher, bool checkKeys, Target t,
+    bson::BsonObj doc, const storage::WriteOptions& wopts, UpdateOutcome* outcome) {
+    std::optional<std::string> elemMatchKey = t.elemMatchKey;
+    for (int attempt = 0;; ++attempt) {
+        TRY_STATUS(opCtx.checkForInterrupt());
+        query::ApplyContext ctx;
+        if (driver.usesPositional()) TRY_STATUS(positionalIndex(elemMatchKey, &ctx));
+        bson::BsonObj updated;
+        bool modified = false;
+        TRY_STATUS(driver.apply(doc, ctx, &updated, &modified));
+        if (modified && checkKeys) {
+            TRY_STATUS(
+                checkShardKeyRules(stmt, updated, !stmt.ownership->sameShardKey(doc, updated)));
+        }
+        if (modified && stmt.validator) {
+            bson::BsonView before = doc;
+            TRY_STATUS(stmt.validator->validate(updated, &before, &outcome->errorInfo));
+        }
+        if (!modified) {
+            ++outcome->nMatched;
+            if (stmt.wantPreImage) outcome->preImage = doc;
+            if (stmt.wantPostImage) outcome->postImage = doc;
+            return TargetResult::kUnchanged;
+        }
+        auto sw = writer.update(t.recordKey, doc, updated, wopts);
+        if (sw.isOK()) {
+            ++outcome->nMatched;
+            ++outcome->nModified;
+            if (stmt.wantPreImage) outcome->preImage = doc;
+            if (stmt.wantPostImage) outcome->postImage = std::move(updated);
+            return TargetResult::kWritten;
+        }
+        if (sw.getStatus().is(ErrorCodes::NoSuchKey)) return TargetResult::kGone;
+        if (!sw.getStatus().is(ErrorCodes::WriteConflict) || attempt >= kMaxWriteConflictRetries) {
+            if (sw.getStatus().is(ErrorCodes::DuplicateKey)) {
+                outcome->errorInfo = writer.duplicateKeyInfo();
+            }
+            return sw.getStatus();
+        }
+        backoff(attempt);
+        std::optional<bson::BsonObj> latest = rematch(writer, matcher, t.recordKey, &elemMatchKey);
+        if (!latest) return TargetResult::kGone;
+        doc = std::move(*latest);
+    }
+}
+
+}  // namespace
+
 Status executeUpdate(const OperationContext& opCtx, storage::CollectionWriter& writer,
                      const UpdateStatement& stmt, const storage::WriteOptions& wopts,
                      UpdateOutcome* outcome) {
@@ -128,99 +224,91 @@ Status executeUpdate(const OperationContext& opCtx, storage::CollectionWriter& w
     spec.hint = stmt.hint;
     spec.sort = stmt.sort;
     if (!stmt.multi) spec.limit = 1;
-    std::unique_ptr<PlanExecutor> exec;
-    ASSIGN_OR_RETURN(std::vector<Target> targets,
-                     collectTargets(opCtx, writer, matcher, spec, &exec));
-
     const bool checkKeys =
         stmt.ownership && query::updateMayModifyPaths(stmt.update, stmt.updateIsPipeline,
                                                       stmt.ownership->shardKeyPaths());
-    if (checkKeys && stmt.multi) {
-        // Every target first, so that a refused key change leaves nothing of the statement
-        // written (the write lock keeps the targets as they are meanwhile).
-        for (const Target& t : targets) {
-            TRY_STATUS(opCtx.checkForInterrupt());
-            auto doc = exec->snapshot()->findByRecordKey(writer.collection(), t.recordKey);
-            if (!doc) continue;
-            query::ApplyContext ctx;
-            if (driver.usesPositional()) TRY_STATUS(positionalIndex(t.elemMatchKey, &ctx));
-            bson::BsonObj updated;
-            bool modified = false;
-            TRY_STATUS(driver.apply(*doc, ctx, &updated, &modified));
-            if (modified) {
-                TRY_STATUS(checkShardKeyRules(stmt, updated,
-                                              !stmt.ownership->sameShardKey(*doc, updated)));
-            }
-        }
-    }
 
-    for (const Target& t : targets) {
-        TRY_STATUS(opCtx.checkForInterrupt());
-        // The snapshot the targets came from still shows each target as it is now: the write
-        // lock excludes other writers and this loop writes each record once.
-        auto doc = exec->snapshot()->findByRecordKey(writer.collection(), t.recordKey);
-        if (!doc) continue;
-        query::ApplyContext ctx;
-        if (driver.usesPositional()) TRY_STATUS(positionalIndex(t.elemMatchKey, &ctx));
-        bson::BsonObj updated;
-        bool modified = false;
-        TRY_STATUS(driver.apply(*doc, ctx, &updated, &modified));
-        if (modified && checkKeys && !stmt.multi) {
-            TRY_STATUS(
-                checkShardKeyRules(stmt, updated, !stmt.ownership->sameShardKey(*doc, updated)));
-        }
-        ++outcome->nMatched;
-        if (stmt.wantPreImage) outcome->preImage = *doc;
-        if (modified && stmt.validator) {
-            bson::BsonView before = *doc;
-            Status valid = stmt.validator->validate(updated, &before, &outcome->errorInfo);
-            if (!valid.isOK()) {
-                --outcome->nMatched;
-                return valid;
-            }
-        }
-        if (modified) {
-            auto sw = writer.update(t.recordKey, updated, wopts);
-            if (!sw.isOK()) {
-                --outcome->nMatched;
-                if (sw.getStatus().is(ErrorCodes::DuplicateKey)) {
-                    outcome->errorInfo = writer.duplicateKeyInfo();
+    // A single-document statement whose target vanished under a concurrent write looks for its
+    // document again (MongoDB retries the whole write on a conflict); an upsert whose insert lost
+    // a race for a unique key too, and then updates the winner's document.
+    for (int round = 0;; ++round) {
+        std::unique_ptr<PlanExecutor> exec;
+        ASSIGN_OR_RETURN(std::vector<Target> targets,
+                         collectTargets(opCtx, writer, matcher, spec, &exec));
+        if (checkKeys && stmt.multi) {
+            // Every target first, so that a refused key change leaves nothing of the statement
+            // written (a concurrent change meanwhile is still checked at its write).
+            for (Target& t : targets) {
+                TRY_STATUS(opCtx.checkForInterrupt());
+                auto doc =
+                    t.doc ? t.doc
+                          : exec->snapshot()->findByRecordKey(writer.collection(), t.recordKey);
+                if (!doc) continue;
+                query::ApplyContext ctx;
+                if (driver.usesPositional()) TRY_STATUS(positionalIndex(t.elemMatchKey, &ctx));
+                bson::BsonObj updated;
+                bool modified = false;
+                TRY_STATUS(driver.apply(*doc, ctx, &updated, &modified));
+                if (modified) {
+                    TRY_STATUS(checkShardKeyRules(stmt, updated,
+                                                  !stmt.ownership->sameShardKey(*doc, updated)));
                 }
-                return sw.getStatus();
             }
-            ++outcome->nModified;
         }
-        if (stmt.wantPostImage) outcome->postImage = modified ? updated : *doc;
-    }
-    if (outcome->nMatched > 0 || !targets.empty() || !stmt.upsert) return Status::OK();
+        bool vanished = false;
+        for (Target& t : targets) {
+            TRY_STATUS(opCtx.checkForInterrupt());
+            std::optional<bson::BsonObj> doc =
+                targetVersion(t, *exec->snapshot(), writer.collection());
+            if (!doc) {
+                vanished = true;
+                continue;
+            }
+            ASSIGN_OR_RETURN(TargetResult r,
+                             updateTarget(opCtx, writer, stmt, driver, *matcher, checkKeys, t,
+                                          std::move(*doc), wopts, outcome));
+            vanished = vanished || r == TargetResult::kGone;
+        }
+        if (outcome->nMatched > 0) return Status::OK();
+        if (!targets.empty()) {
+            // Every target went under concurrent writes: a single-document statement looks again.
+            if (stmt.multi || !vanished || round >= kMaxWriteConflictRetries) return Status::OK();
+            backoff(round);
+            continue;
+        }
+        if (!stmt.upsert) return Status::OK();
 
-    // Upsert: nothing matched.
-    ASSIGN_OR_RETURN(bson::BsonObj eqs, query::Matcher::collectEqualities(stmt.query));
-    bson::BsonObj seed = query::UpdateDriver::seedFromEqualities(equalityPairs(eqs));
-    bson::BsonObj newDoc;
-    query::ApplyContext ctx;
-    ctx.isUpsertInsert = true;
-    TRY_STATUS(driver.applyForUpsert(seed, &newDoc, ctx));  // validates the result for storage
-    if (stmt.ownership) {
-        // The router sends an upsert to the owner of its query's shard key; only an update that
-        // sets the key elsewhere makes a document this shard does not own.
-        TRY_STATUS(checkShardKeyRules(stmt, newDoc, !stmt.ownership->owns(newDoc)));
-    }
-    if (stmt.validator) {
-        TRY_STATUS(stmt.validator->validate(newDoc, nullptr, &outcome->errorInfo));
-    }
-    auto sw = writer.insert(newDoc, wopts);
-    if (!sw.isOK()) {
-        if (sw.getStatus().is(ErrorCodes::DuplicateKey)) {
-            outcome->errorInfo = writer.duplicateKeyInfo();
+        // Upsert: nothing matched.
+        ASSIGN_OR_RETURN(bson::BsonObj eqs, query::Matcher::collectEqualities(stmt.query));
+        bson::BsonObj seed = query::UpdateDriver::seedFromEqualities(equalityPairs(eqs));
+        bson::BsonObj newDoc;
+        query::ApplyContext ctx;
+        ctx.isUpsertInsert = true;
+        TRY_STATUS(driver.applyForUpsert(seed, &newDoc, ctx));  // validates it for storage
+        if (stmt.ownership) {
+            // The router sends an upsert to the owner of its query's shard key; only an update
+            // that sets the key elsewhere makes a document this shard does not own.
+            TRY_STATUS(checkShardKeyRules(stmt, newDoc, !stmt.ownership->owns(newDoc)));
         }
-        return sw.getStatus();
+        if (stmt.validator) {
+            TRY_STATUS(stmt.validator->validate(newDoc, nullptr, &outcome->errorInfo));
+        }
+        auto sw = writer.insert(newDoc, wopts);
+        if (!sw.isOK()) {
+            if (sw.getStatus().is(ErrorCodes::DuplicateKey)) {
+                // A concurrent upsert inserted the document first: update it instead, once (as
+                // MongoDB retries an upsert on a duplicate key of its own query).
+                if (round == 0) continue;
+                outcome->errorInfo = writer.duplicateKeyInfo();
+            }
+            return sw.getStatus();
+        }
+        bson::BsonBuilder idHolder;
+        idHolder.appendElementAs(newDoc["_id"], "");
+        outcome->upsertedId = idHolder.obj();
+        if (stmt.wantPostImage) outcome->postImage = newDoc;
+        return Status::OK();
     }
-    bson::BsonBuilder idHolder;
-    idHolder.appendElementAs(newDoc["_id"], "");
-    outcome->upsertedId = idHolder.obj();
-    if (stmt.wantPostImage) outcome->postImage = newDoc;
-    return Status::OK();
 }
 
 Status executeDelete(const OperationContext& opCtx, storage::CollectionWriter& writer,
@@ -231,32 +319,49 @@ Status executeDelete(const OperationContext& opCtx, storage::CollectionWriter& w
                      resolveCollation(stmt.collationArg.firstElement(), &writer.collection()));
     ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> parsed,
                      query::Matcher::parse(stmt.query, collator, stmt.let));
+    std::shared_ptr<const query::Matcher> matcher(std::move(parsed));
     QuerySpec spec;
     spec.collator = collator;
     spec.filter = stmt.query;
     spec.hint = stmt.hint;
     spec.sort = stmt.sort;
     if (!stmt.multi) spec.limit = 1;
-    std::unique_ptr<PlanExecutor> exec;
-    ASSIGN_OR_RETURN(
-        std::vector<Target> targets,
-        collectTargets(opCtx, writer, std::shared_ptr<const query::Matcher>(std::move(parsed)),
-                       spec, &exec));
-    for (const Target& t : targets) {
-        TRY_STATUS(opCtx.checkForInterrupt());
-        if (preImage) {
-            auto doc = exec->snapshot()->findByRecordKey(writer.collection(), t.recordKey);
-            if (!doc) continue;
-            *preImage = std::move(*doc);
+    for (int round = 0;; ++round) {
+        std::unique_ptr<PlanExecutor> exec;
+        ASSIGN_OR_RETURN(std::vector<Target> targets,
+                         collectTargets(opCtx, writer, matcher, spec, &exec));
+        bool vanished = false;
+        for (Target& t : targets) {
+            TRY_STATUS(opCtx.checkForInterrupt());
+            std::optional<bson::BsonObj> doc =
+                targetVersion(t, *exec->snapshot(), writer.collection());
+            std::optional<std::string> ignored;
+            for (int attempt = 0; doc; ++attempt) {
+                auto sw = writer.remove(t.recordKey, *doc, wopts);
+                if (sw.isOK()) {
+                    ++*nDeleted;
+                    if (preImage) *preImage = std::move(*doc);
+                    break;
+                }
+                if (sw.getStatus().is(ErrorCodes::NoSuchKey)) {
+                    doc.reset();
+                    break;
+                }
+                if (!sw.getStatus().is(ErrorCodes::WriteConflict) ||
+                    attempt >= kMaxWriteConflictRetries) {
+                    return sw.getStatus();
+                }
+                backoff(attempt);
+                TRY_STATUS(opCtx.checkForInterrupt());
+                doc = rematch(writer, *matcher, t.recordKey, &ignored);
+            }
+            vanished = vanished || !doc;
         }
-        auto sw = writer.remove(t.recordKey, wopts);
-        if (!sw.isOK()) {
-            if (sw.getStatus().is(ErrorCodes::NoSuchKey)) continue;
-            return sw.getStatus();
+        if (*nDeleted > 0 || stmt.multi || !vanished || round >= kMaxWriteConflictRetries) {
+            return Status::OK();
         }
-        ++*nDeleted;
+        backoff(round);  // the one document went under a concurrent write: look again
     }
-    return Status::OK();
 }
 
 }  // namespace tessera::command::exec

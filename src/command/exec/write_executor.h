@@ -61,13 +61,16 @@ struct UpdateOutcome {
     bson::BsonObj errorInfo;
 };
 
-// Runs one update statement under `writer` (the collection's write lock):
-//  1. finds the matching record keys first (all for multi, else the first in `sort` order) on a
-//     snapshot of the latest state, so a multi-update never revisits a document it already
-//     moved (Halloween problem);
+// Runs one update statement through `writer`:
+//  1. finds the matching record keys first (all for multi, else the first in `sort` order) on the
+//     latest state, so a multi-update never revisits a document it already moved (Halloween
+//     problem);
 //  2. applies the update to each (positional `$` from the filter's match details) and writes the
-//     documents that changed;
-//  3. inserts an upsert document (query equalities + update) when nothing matched.
+//     documents that changed. First writer wins: when a concurrent write changed a target after
+//     the scan (WriteConflict from the writer), its latest version is matched again and updated
+//     if it still matches; a single-document statement whose target went away looks again;
+//  3. inserts an upsert document (query equalities + update) when nothing matched; losing that
+//     insert to a concurrent upsert of the same unique key updates the winner's document.
 // `outcome` holds what was done even when an error stops the statement midway. Errors:
 // FailedToParse (9) for multi with a replacement, the matcher's/driver's parse errors, BadValue
 // for a positional update without a matching array, ImmutableField (66), DuplicateKey (11000,
@@ -86,8 +89,9 @@ struct DeleteStatement {
     std::shared_ptr<const query::Variables> let;  // as UpdateStatement::let
 };
 
-// Deletes the matching documents (record keys collected first). *nDeleted counts what was
-// removed even on error.
+// Deletes the matching documents (record keys collected first; a target changed by a concurrent
+// write is deleted if it still matches, as updates). *nDeleted counts what was removed even on
+// error.
 Status executeDelete(const OperationContext& opCtx, storage::CollectionWriter& writer,
                      const DeleteStatement& stmt, const storage::WriteOptions& wopts,
                      int64_t* nDeleted, std::optional<bson::BsonObj>* preImage = nullptr);

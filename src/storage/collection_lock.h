@@ -1,0 +1,52 @@
+#pragma once
+
+#include <condition_variable>
+#include <mutex>
+
+namespace tessera::storage {
+
+// A collection's access lock (internal to the storage engine): document writers hold it shared
+// (CollectionWriter, for its lifetime), DDL of the collection exclusively (index builds, drops,
+// renames, reclustering), so DDL sees no write in flight and writers see stable metadata. A
+// waiting exclusive request holds back new shared ones, so a steady stream of writes cannot
+// starve DDL. Satisfies SharedMutex (std::shared_lock / std::unique_lock). Not recursive: a
+// thread holding it shared must not ask for it again while DDL may be waiting.
+class CollectionLock {
+  public:
+    void lock() {
+        std::unique_lock lk(_mutex);
+        ++_exclusiveWaiting;
+        _changed.wait(lk, [&] { return !_exclusive && _shared == 0; });
+        --_exclusiveWaiting;
+        _exclusive = true;
+    }
+    void unlock() {
+        {
+            std::lock_guard lk(_mutex);
+            _exclusive = false;
+        }
+        _changed.notify_all();
+    }
+    void lock_shared() {
+        std::unique_lock lk(_mutex);
+        _changed.wait(lk, [&] { return !_exclusive && _exclusiveWaiting == 0; });
+        ++_shared;
+    }
+    void unlock_shared() {
+        bool last;
+        {
+            std::lock_guard lk(_mutex);
+            last = --_shared == 0;
+        }
+        if (last) _changed.notify_all();
+    }
+
+  private:
+    std::mutex _mutex;
+    std::condition_variable _changed;
+    int _shared = 0;
+    int _exclusiveWaiting = 0;
+    bool _exclusive = false;
+};
+
+}  // namespace tessera::storage
