@@ -12,6 +12,7 @@
 #include "net/remote_client.h"
 #include "placement/stale_info.h"
 #include "shard/direct_client.h"
+#include "shard/persisted_placement.h"
 #include "shard/retryable_write_record.h"
 #include "storage/collection_writer.h"
 #include "storage/engine.h"
@@ -180,7 +181,8 @@ void ShardingState::applyIdentity(const std::string& shardName, const std::strin
     id->clusterId = clusterId;
     id->registry = std::make_unique<cluster::ShardRegistry>(*_client, id->configHost);
     id->catalog = std::make_unique<cluster::CatalogCache>(*_client, *id->registry);
-    id->source = std::make_unique<CatalogPlacementSource>(*id->catalog);
+    id->source = std::make_unique<PersistedPlacementSource>(
+        std::make_unique<CatalogPlacementSource>(*id->catalog), _service);
     id->metadata = std::make_shared<ShardMetadata>(shardName, *id->source);
     std::lock_guard lk(_mutex);
     _identity = std::move(id);

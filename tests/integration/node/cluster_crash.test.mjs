@@ -115,11 +115,11 @@ describeWithManualCluster('crash recovery of migrations and movePrimary (kill -9
         return chunks.find((ch) => ch.min.x === min);
     }
 
-    /** Documents stored on a shard, orphans included (collStats counts storage). */
+    /** Documents stored on a shard, orphans included (collStats: owned count + numOrphanDocs). */
     async function storedCount(shardName, dbName, collName) {
         try {
             const r = await (await c().shardByName(shardName)).db(dbName).command({ collStats: collName });
-            return Number(r.count);
+            return Number(r.count) + Number(r.numOrphanDocs || 0);
         } catch (err) {
             if (err.code === 26) return 0; // NamespaceNotFound: never created there
             throw err;
@@ -273,6 +273,37 @@ describeWithManualCluster('crash recovery of migrations and movePrimary (kill -9
         try {
             const setup = await rangedCollection('crrecip');
             await shardCrashBeforeCommit(t, setup, setup.recipient);
+        } finally {
+            await restoreCluster();
+        }
+    });
+
+    // ARCHITECTURE.md invariant 4: a shard that cannot reach the config server filters by its own
+    // persisted copy of its placement — never unfiltered (the recipient's copy of a range it does
+    // not own yet would be returned as data), and not failing every read either.
+    test('recipient restarted while the config server is down hides its uncommitted copy (persisted placement)', async () => {
+        try {
+            const setup = await rangedCollection('crpersist');
+            const { dbName, recipient } = setup;
+            const onRecipient = async () =>
+                (await c().shardByName(recipient)).db(dbName).collection('c').countDocuments({}, { maxTimeMS: 20000 });
+            // A direct read makes the recipient load (and persist) its placement: it owns nothing.
+            assert.equal(await onRecipient(), 0);
+            const { moving } = await moveAndHang(setup, 'moveRangeHangBeforeCommit', 'cloning');
+            assert.equal(await storedCount(recipient, dbName, 'c'), 100, 'the recipient holds the cloned range');
+            await c().kill9(c().configProc);
+            const victim = c().shardProc(recipient);
+            await c().kill9(victim);
+            await c().restart(victim);
+            assert.equal(await onRecipient(), 0, 'the uncommitted copy is not visible with the config server down');
+            assert.equal(
+                await (await c().shardByName(recipient)).db(dbName).collection('c').findOne({ x: 150 }),
+                null,
+                'a point read does not see it either',
+            );
+            await c().restart(c().configProc);
+            await waitRecovered();
+            await checkAborted(setup, moving);
         } finally {
             await restoreCluster();
         }
