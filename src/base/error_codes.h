@@ -107,7 +107,12 @@ namespace tessera {
     X(APIStrictError, 323)                           \
     X(APIVersionError, 322)                          \
     X(APIDeprecationError, 324)                      \
-    X(Interrupted, 11601)
+    X(Interrupted, 11601)                            \
+    X(ReadConcernMajorityNotAvailableYet, 134)       \
+    X(PrimarySteppedDown, 189)                       \
+    X(InterruptedDueToReplStateChange, 11602)        \
+    X(NotPrimaryNoSecondaryOk, 13435)                \
+    X(NotPrimaryOrSecondary, 13436)
 
 enum class ErrorCodes : int {
 #define TESSERA_DECLARE_CODE(name, value) name = value,

@@ -3,6 +3,7 @@
 #include "command/exec/query_executor.h"
 #include "command/exec/write_executor.h"
 #include "command/reply_util.h"
+#include "command/retryable_statements.h"
 #include "command/write_ops_util.h"
 #include "query/matcher.h"
 #include "storage/engine.h"
@@ -61,7 +62,24 @@ class DeleteCommand final : public Command {
         }
         int64_t n = 0;
         std::vector<WriteError> errors;
+        // A retryable write's statements that an earlier attempt executed are answered from
+        // their record, not applied again (retryable_statements.h).
+        RetryableStatements* retryable = opCtx.statements;
+        std::vector<int32_t> stmtIds;
+        std::vector<int32_t> retried;
+        if (retryable) {
+            ASSIGN_OR_RETURN(stmtIds, statementIds(request, stmts.size()));
+        }
         for (size_t i = 0; i < stmts.size(); ++i) {
+            if (retryable) {
+                if (auto done = retryable->executed(stmtIds[i])) {
+                    n += done->n;
+                    retried.push_back(stmtIds[i]);
+                    continue;
+                }
+                retryable->beginStatement(stmtIds[i], RetryableStatements::Kind::kDelete,
+                                          !stmts[i].multi);
+            }
             Status s = query::Collator::fromArgument(raw[i]["collation"]).getStatus();
             int64_t deleted = 0;
             if (s.isOK() && writer) {
@@ -70,6 +88,7 @@ class DeleteCommand final : public Command {
                 auto parsed = query::Matcher::parse(stmts[i].query, nullptr, stmts[i].let);
                 if (!parsed.isOK()) s = parsed.getStatus();
             }
+            if (retryable) retryable->endStatement(s);
             n += deleted;
             if (!s.isOK()) {
                 errors.push_back(WriteError{static_cast<int64_t>(i), s, {}});
@@ -77,6 +96,7 @@ class DeleteCommand final : public Command {
             }
         }
         reply.appendNumber("n", n);
+        appendRetriedStatementIds(reply, retried);
         appendWriteErrors(reply, errors);
         return Status::OK();
     }

@@ -3,6 +3,7 @@
 #include "command/crud_commands.h"
 #include "command/document_validation.h"
 #include "command/reply_util.h"
+#include "command/retryable_statements.h"
 #include "command/write_ops_util.h"
 #include "query/update_driver.h"
 #include "storage/engine.h"
@@ -46,6 +47,22 @@ class InsertCommand final : public Command {
         int64_t n = 0;
         size_t stopAt =
             ordered && !errors.empty() ? static_cast<size_t>(errors.front().index) : docs.size();
+        // A retryable write's statements that an earlier attempt executed are answered from
+        // their record, not inserted again (retryable_statements.h).
+        RetryableStatements* retryable = opCtx.statements;
+        std::vector<int32_t> stmtIds;
+        std::vector<int32_t> retried;
+        if (retryable) {
+            ASSIGN_OR_RETURN(stmtIds, statementIds(request, docs.size()));
+            for (size_t i = 0; i < stopAt; ++i) {
+                if (!valid[i]) continue;
+                if (auto done = retryable->executed(stmtIds[i])) {
+                    n += done->n;
+                    retried.push_back(stmtIds[i]);
+                    valid[i] = false;  // settled
+                }
+            }
+        }
         bool anyValid = false;
         for (size_t i = 0; i < stopAt; ++i) anyValid = anyValid || valid[i];
         if (anyValid) {
@@ -87,7 +104,11 @@ class InsertCommand final : public Command {
                         continue;
                     }
                 }
+                if (retryable) {
+                    retryable->beginStatement(stmtIds[i], RetryableStatements::Kind::kInsert, true);
+                }
                 auto sw = writer->insert(prepared[i], wopts);
+                if (retryable) retryable->endStatement(sw.getStatus());
                 if (sw.isOK()) {
                     ++n;
                     continue;
@@ -104,6 +125,7 @@ class InsertCommand final : public Command {
                       [](const WriteError& a, const WriteError& b) { return a.index < b.index; });
         }
         reply.appendNumber("n", n);
+        appendRetriedStatementIds(reply, retried);
         appendWriteErrors(reply, errors);
         return Status::OK();
     }

@@ -4,6 +4,7 @@
 #include "command/exec/query_executor.h"
 #include "command/exec/write_executor.h"
 #include "command/reply_util.h"
+#include "command/retryable_statements.h"
 #include "command/write_ops_util.h"
 #include "query/update_driver.h"
 #include "storage/engine.h"
@@ -106,11 +107,39 @@ class UpdateCommand final : public Command {
         int64_t n = 0, nModified = 0;
         std::vector<WriteError> errors;
         bson::BsonArrayBuilder upserted;
+        auto appendUpserted = [&](size_t i, bson::BsonElement id) {
+            bson::BsonBuilder u;
+            u.appendNumber("index", static_cast<int64_t>(i));
+            u.appendElementAs(id, "_id");
+            upserted.append(u.obj());
+        };
+        // A retryable write's statements that an earlier attempt executed are answered from
+        // their record, not applied again (retryable_statements.h).
+        RetryableStatements* retryable = opCtx.statements;
+        std::vector<int32_t> stmtIds;
+        std::vector<int32_t> retried;
+        if (retryable) {
+            ASSIGN_OR_RETURN(stmtIds, statementIds(request, stmts.size()));
+        }
         for (size_t i = 0; i < stmts.size(); ++i) {
             const exec::UpdateStatement& stmt = stmts[i];
+            if (retryable) {
+                if (auto done = retryable->executed(stmtIds[i])) {
+                    n += done->n;
+                    nModified += done->nModified;
+                    if (!done->upsertedId.isEmpty()) {
+                        appendUpserted(i, done->upsertedId.firstElement());
+                    }
+                    retried.push_back(stmtIds[i]);
+                    continue;
+                }
+                retryable->beginStatement(stmtIds[i], RetryableStatements::Kind::kUpdate,
+                                          !stmt.multi);
+            }
             exec::UpdateOutcome outcome;
             Status s = query::Collator::fromArgument(raw[i]["collation"]).getStatus();
             if (s.isOK() && writer) s = exec::executeUpdate(opCtx, *writer, stmt, wopts, &outcome);
+            if (retryable) retryable->endStatement(s);
             if (s.isOK() && !writer) {
                 // Validate the update even though there is nothing to update.
                 auto parsed = exec::parseUpdate(stmt);
@@ -120,10 +149,7 @@ class UpdateCommand final : public Command {
             nModified += outcome.nModified;
             if (outcome.upsertedId) {
                 ++n;
-                bson::BsonBuilder u;
-                u.appendNumber("index", static_cast<int64_t>(i));
-                u.appendElementAs(outcome.upsertedId->firstElement(), "_id");
-                upserted.append(u.obj());
+                appendUpserted(i, outcome.upsertedId->firstElement());
             }
             if (!s.isOK()) {
                 errors.push_back(WriteError{static_cast<int64_t>(i), s, outcome.errorInfo});
@@ -133,6 +159,7 @@ class UpdateCommand final : public Command {
         reply.appendNumber("n", n);
         reply.appendNumber("nModified", nModified);
         if (upserted.count() > 0) reply.appendArray("upserted", upserted.arr());
+        appendRetriedStatementIds(reply, retried);
         appendWriteErrors(reply, errors);
         return Status::OK();
     }

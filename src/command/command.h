@@ -22,6 +22,7 @@ namespace tessera::command {
 class CursorManager;
 class CommandRegistry;
 class CommandHooks;
+class RetryableStatements;
 struct OperationContext;
 struct CommandRequest;
 class Command;
@@ -155,14 +156,14 @@ struct OperationContext {
     std::optional<int64_t> txnNumber;
     // Extra fields appended to an error reply (e.g. keyPattern/keyValue of DuplicateKey).
     bson::BsonObj errorExtraInfo;
-    // failCommand will append a writeConcernError to a successful reply (after the command and
-    // its hooks' record of the write: the shard then persists the reply itself).
-    bool replyGetsWriteConcernError = false;
     // The role's admission of this operation (set by CommandHooks::beforeCommand), or null.
     std::unique_ptr<OperationAdmission> admission;
     // Every collection writer the operation opens takes this unit: its observers add to the
     // atomic batch of each document write (the shard's retryable-write record).
     storage::WriteUnit writeUnit;
+    // The retryable write's per-statement state (retryable_statements.h), or null: set by the
+    // role's hooks for an insert/update/delete with lsid + txnNumber (owned by the admission).
+    RetryableStatements* statements = nullptr;
 
     // MaxTimeMSExpired if the deadline has passed.
     Status checkForInterrupt() const;

@@ -17,7 +17,9 @@ extern FailPoint failCommand;
 struct FailCommandAction {
     bool closeConnection = false;
     std::optional<int> errorCode;
-    bson::BsonObj errorLabels;        // array, may be empty
+    // failCommand's `errorLabels`: when given (even []), the reply carries exactly these labels
+    // instead of the ones the server would decide (MongoDB's semantics).
+    std::optional<bson::BsonObj> errorLabels;
     bson::BsonObj writeConcernError;  // document, may be empty
     int blockTimeMS = 0;              // when blockConnection
 };

@@ -249,7 +249,9 @@ const std::vector<GenericArgument>& genericArguments() {
         {"shardVersion", K::kShardOnly, "the placement version a router attaches"},
         {"databaseVersion", K::kShardOnly, "the database version a router attaches"},
         {"$clusterTime", K::kRefused, "cluster time gossip; Tessera replies carry none"},
-        {"stmtIds", K::kRefused, "per-statement ids of retryable writes"},
+        {"stmtIds", K::kShardOnly,
+         "the client's statement ids of a router's sub-batch of a retryable insert, update or "
+         "delete"},
         {"$audit", K::kRefused, "audit metadata of MongoDB's processes"},
         {"$client", K::kRefused, "client metadata relayed by mongos"},
         {"mayBypassWriteBlocking", K::kRefused, "MongoDB's user write blocking"},
@@ -293,6 +295,12 @@ Status checkGenericArguments(const CommandRequest& request, const Command& comma
                           "The field '" + std::string(arg->name) + "' (" +
                               std::string(arg->meaning) +
                               ") is set by routers for their shards, never by a client");
+        }
+        if (arg->name == "stmtIds" && request.commandName != "insert" &&
+            request.commandName != "update" && request.commandName != "delete") {
+            return Status(ErrorCodes::InvalidOptions,
+                          "stmtIds is only taken by insert, update and delete, not by " +
+                              std::string(command.name()));
         }
         // Transactions have their own refusal (service_entry_point.cpp), made before this.
         if (arg->kind == GenericArgKind::kRefused && arg->name != "autocommit" &&

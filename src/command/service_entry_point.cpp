@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "command/error_labels.h"
 #include "command/fail_command.h"
 #include "command/generic_args.h"
 #include "command/opcounters.h"
@@ -45,6 +46,14 @@ Status applyMaxTimeMS(bson::BsonView body, OperationContext& opCtx) {
 }
 
 void appendOk(bson::BsonBuilder& reply) { reply.appendDouble("ok", 1.0); }
+
+// failCommand's writeConcernError (and its errorLabels, if it named any) on a successful reply.
+void appendWriteConcernError(bson::BsonBuilder& reply, const bson::BsonObj& writeConcernError,
+                             const std::optional<bson::BsonObj>& labels) {
+    if (writeConcernError.isEmpty()) return;
+    reply.appendObject("writeConcernError", writeConcernError);
+    if (labels) reply.appendArray("errorLabels", *labels);
+}
 
 // Fills opCtx.lsid (the 16 bytes of `lsid.id`) and opCtx.txnNumber from the generic arguments.
 Status applySessionArgs(bson::BsonView body, OperationContext& opCtx) {
@@ -250,6 +259,10 @@ net::ForwardOutcome ServiceEntryPoint::completeForward(const net::Request&, net:
             appendOk(reply);
             outcome.reply = reply.obj();
         }
+        LabelContext labels;
+        labels.retryableWrite =
+            state.opCtx.txnNumber.has_value();  // tryForward checked the command
+        outcome.reply = withServerErrorLabels(std::move(*outcome.reply), labels);
     } catch (const std::exception& e) {
         outcome.reply =
             errorReply(Status(ErrorCodes::InternalError,
@@ -307,6 +320,15 @@ bson::BsonObj ServiceEntryPoint::execute(CommandRequest& request, ClientState& c
         }
     }
 
+    // Error labels (error_labels.h): nothing is written until run() starts.
+    LabelContext labels;
+    labels.retryableWrite = opCtx.txnNumber.has_value() && command->supportsRetryableWrite();
+    labels.wroteNothing = true;
+    std::optional<bson::BsonObj> failCommandLabels;
+    auto finish = [&](bson::BsonObj reply) {
+        return withServerErrorLabels(std::move(reply), labels);
+    };
+
     bson::BsonObj writeConcernError;
     if (_service.enableTestCommands) {
         if (auto action = evaluateFailCommand(request.commandName, client.appName)) {
@@ -317,17 +339,18 @@ bson::BsonObj ServiceEntryPoint::execute(CommandRequest& request, ClientState& c
                 *closeConnection = true;
                 return bson::BsonObj();
             }
+            if (action->errorLabels) {
+                failCommandLabels = std::move(*action->errorLabels);
+                labels.retryableWrite = false;  // exactly the labels failCommand names
+            }
             if (action->errorCode) {
                 bson::BsonBuilder extra;
-                if (!action->errorLabels.isEmpty()) {
-                    extra.appendArray("errorLabels", action->errorLabels);
-                }
-                return errorReply(
+                if (failCommandLabels) extra.appendArray("errorLabels", *failCommandLabels);
+                return finish(errorReply(
                     Status(*action->errorCode, "Failing command via 'failCommand' failpoint"),
-                    extra.obj());
+                    extra.obj()));
             }
             writeConcernError = action->writeConcernError;
-            opCtx.replyGetsWriteConcernError = !writeConcernError.isEmpty();
         }
     }
 
@@ -335,10 +358,10 @@ bson::BsonObj ServiceEntryPoint::execute(CommandRequest& request, ClientState& c
     try {
         if (_service.hooks) {
             status = _service.hooks->beforeCommand(opCtx, request, *command);
-            if (!status.isOK()) return errorReply(status, opCtx.errorExtraInfo);
+            if (!status.isOK()) return finish(errorReply(status, opCtx.errorExtraInfo));
             if (std::optional<bson::BsonObj> replayed =
                     _service.hooks->replayedReply(opCtx, request, *command)) {
-                return std::move(*replayed);
+                return finish(std::move(*replayed));
             }
         }
         if ((readConcern == ReadConcernLevel::kMajority ||
@@ -348,7 +371,10 @@ bson::BsonObj ServiceEntryPoint::execute(CommandRequest& request, ClientState& c
             // far is made durable first, so the read sees nothing a crash could take back.
             status = _service.engine->syncWal();
         }
-        if (status.isOK()) status = command->run(opCtx, request, reply);
+        if (status.isOK()) {
+            labels.wroteNothing = false;
+            status = command->run(opCtx, request, reply);
+        }
     } catch (const std::exception& e) {
         status = Status(ErrorCodes::InternalError,
                         std::string("unexpected exception in command: ") + e.what());
@@ -359,22 +385,19 @@ bson::BsonObj ServiceEntryPoint::execute(CommandRequest& request, ClientState& c
         if (!status.isOK()) {
             full = errorReply(status, opCtx.errorExtraInfo);
         } else {
-            if (!writeConcernError.isEmpty()) {
-                reply.appendObject("writeConcernError", writeConcernError);
-                writeConcernError = bson::BsonObj();
-            }
+            appendWriteConcernError(reply, writeConcernError, failCommandLabels);
             appendOk(reply);
             full = reply.obj();
         }
         _service.hooks->afterCommand(opCtx, request, *command, status, full);
         logSlow(started, request, status);
-        return full;
+        return finish(std::move(full));
     }
     logSlow(started, request, status);
-    if (!status.isOK()) return errorReply(status, opCtx.errorExtraInfo);
-    if (!writeConcernError.isEmpty()) reply.appendObject("writeConcernError", writeConcernError);
+    if (!status.isOK()) return finish(errorReply(status, opCtx.errorExtraInfo));
+    appendWriteConcernError(reply, writeConcernError, failCommandLabels);
     appendOk(reply);
-    return reply.obj();
+    return finish(reply.obj());
 }
 
 }  // namespace tessera::command

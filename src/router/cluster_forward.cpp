@@ -150,7 +150,7 @@ std::optional<ForwardPlan> planWriteForward(command::OperationContext& opCtx,
     }
     auto state = std::make_shared<WriteForward>();
     bson::BsonObj cmd =
-        buildSubCommand(request.body, writeStatementsField(kind), {stmt}, ordered.getValue(), true);
+        buildSubCommand(request.body, writeStatementsField(kind), {stmt}, ordered.getValue());
     auto plan = planFor(router, request.db, *info, shard, cmd, false, &state->host);
     if (!plan) return std::nullopt;
     state->shard = shard;
@@ -172,6 +172,10 @@ std::optional<Status> completeWriteForward(command::OperationContext& opCtx, For
     if (!state.sharded) return relayShardReply(opCtx, r, reply);  // as runOnPrimary's caller
     WriteBatchMerger merger(state.kind);
     merger.addResponse({state.shard, {0}}, r, state.ordered);
+    if (!plan.cmd["txnNumber"].eoo()) {
+        // As runShardedWriteBatch: a retriable failure fails the command, for the driver to retry.
+        if (std::optional<Status> retriable = merger.firstRetriableError()) return *retriable;
+    }
     merger.appendReply(reply, state.ordered);
     return Status::OK();
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/error_codes.h"
+#include "command/error_labels.h"
 #include "placement/targeter.h"
 #include "query/update_paths.h"
 
@@ -347,7 +348,7 @@ bool isReplyMetadataField(std::string_view name) {
 
 bson::BsonObj buildSubCommand(bson::BsonView body, std::string_view field,
                               const std::vector<bson::BsonView>& stmts, bool ordered,
-                              bool keepSession) {
+                              const std::vector<size_t>& clientIndexes) {
     bson::BsonBuilder b;
     bool first = true;
     for (bson::BsonElement e : body) {
@@ -365,10 +366,36 @@ bson::BsonObj buildSubCommand(bson::BsonView body, std::string_view field,
             name == "databaseVersion" || name == "stmtIds" || name == "$clusterTime") {
             continue;
         }
-        if (!keepSession && (name == "lsid" || name == "txnNumber")) continue;
         b.appendElement(e);
     }
+    if (!body["txnNumber"].eoo()) {
+        // The ids of the client's statements; a body that has ids of its own (the per-op
+        // commands of the router's bulkWrite) maps the indexes through them.
+        invariant(clientIndexes.empty() || clientIndexes.size() == stmts.size());
+        std::vector<int32_t> own;
+        if (bson::BsonElement given = body["stmtIds"]; given.isArray()) {
+            for (bson::BsonElement e : given.objValue()) own.push_back(e.numberInt());
+        }
+        bson::BsonArrayBuilder ids;
+        for (size_t k = 0; k < stmts.size(); ++k) {
+            size_t i = clientIndexes.empty() ? k : clientIndexes[k];
+            ids.append(i < own.size() ? own[i] : static_cast<int32_t>(i));
+        }
+        b.appendArray("stmtIds", ids.arr());
+    }
     return b.obj();
+}
+
+std::optional<Status> WriteBatchMerger::firstRetriableError() const {
+    for (const Error& e : _errors) {
+        int code = e.fields["code"].numberInt();
+        if (command::isRetriableErrorCode(code)) {
+            bson::BsonElement msg = e.fields["errmsg"];
+            return Status(code, std::string(msg.type() == BsonType::String ? msg.stringValue()
+                                                                           : "retriable error"));
+        }
+    }
+    return std::nullopt;
 }
 
 }  // namespace tessera::router

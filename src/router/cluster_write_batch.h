@@ -108,6 +108,8 @@ class WriteBatchMerger {
     bool hasErrors() const { return !_errors.empty(); }
     // Index of the first write error, if any.
     std::optional<size_t> firstErrorIndex() const;
+    // The first write error whose code is a retriable one (command/error_labels.h), if any.
+    std::optional<Status> firstRetriableError() const;
 
     // {n, nModified? (update), upserted?, writeErrors?, writeConcernError?}. Errors and upserts
     // sorted by index; an ordered batch keeps only its first error.
@@ -132,9 +134,13 @@ bool isReplyMetadataField(std::string_view name);
 
 // The body of a command for a shard: `body`'s generic fields (lsid, txnNumber, writeConcern,
 // bypassDocumentValidation, let, comment, maxTimeMS, ...) without $db, versions, and the
-// statements array `field`, followed by `field: [stmts...]`.
+// statements array `field`, followed by `field: [stmts...]`. A retryable write (txnNumber) gets
+// `stmtIds: [...]`, the client's indexes of `stmts` (`clientIndexes`, one per statement; empty:
+// the statements are the client's own 0..n-1) — mapped through `body`'s own `stmtIds` when it
+// has them — so that each shard runs every statement of the client's command at most once,
+// whichever sub-command carries it (MongoDB's stmtIds).
 bson::BsonObj buildSubCommand(bson::BsonView body, std::string_view field,
                               const std::vector<bson::BsonView>& stmts, bool ordered,
-                              bool keepSession);
+                              const std::vector<size_t>& clientIndexes = {});
 
 }  // namespace tessera::router

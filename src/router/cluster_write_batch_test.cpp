@@ -290,13 +290,26 @@ TEST(ClusterWriteSubCommand, KeepsGenericFieldsAndReplacesStatements) {
         "shardVersion": {"e": 1}, "bypassDocumentValidation": true})");
     bson::BsonObj s1 = obj(R"({"_id": 1})");
     bson::BsonObj s2 = obj(R"({"_id": 2})");
-    EXPECT_EQ(buildSubCommand(body, "documents", {s1, s2}, true, true),
+    // A retryable write's sub-command carries the client's indexes of its statements.
+    EXPECT_EQ(buildSubCommand(body, "documents", {s1, s2}, true, {1, 3}),
               obj(R"({"insert": "c", "documents": [{"_id": 1}, {"_id": 2}], "ordered": true,
                   "lsid": {"id": 1}, "txnNumber": 5, "writeConcern": {"w": 1},
-                  "bypassDocumentValidation": true})"));
-    EXPECT_EQ(buildSubCommand(body, "documents", {s1}, false, false),
+                  "bypassDocumentValidation": true, "stmtIds": [1, 3]})"));
+    EXPECT_EQ(buildSubCommand(body, "documents", {s1}, false),
               obj(R"({"insert": "c", "documents": [{"_id": 1}], "ordered": false,
-                  "writeConcern": {"w": 1}, "bypassDocumentValidation": true})"));
+                  "lsid": {"id": 1}, "txnNumber": 5, "writeConcern": {"w": 1},
+                  "bypassDocumentValidation": true, "stmtIds": [0]})"));
+    // A body with ids of its own (the router's bulkWrite per-op commands) maps through them.
+    bson::BsonObj op = obj(R"({"insert": "c", "lsid": {"id": 1}, "txnNumber": 5,
+        "stmtIds": [7]})");
+    EXPECT_EQ(buildSubCommand(op, "documents", {s1}, true, {0}),
+              obj(R"({"insert": "c", "documents": [{"_id": 1}], "ordered": true,
+                  "lsid": {"id": 1}, "txnNumber": 5, "stmtIds": [7]})"));
+    // Not a retryable write: no ids.
+    bson::BsonObj plain = obj(R"({"insert": "c", "documents": [], "writeConcern": {"w": 1}})");
+    EXPECT_EQ(buildSubCommand(plain, "documents", {s1}, true, {4}),
+              obj(R"({"insert": "c", "documents": [{"_id": 1}], "ordered": true,
+                  "writeConcern": {"w": 1}})"));
 }
 
 }  // namespace

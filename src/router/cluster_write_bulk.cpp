@@ -18,11 +18,11 @@ using bson::BsonView;
 using command::CommandRequest;
 using command::OperationContext;
 
-// Generic fields of the bulkWrite body that every per-op command carries.
-bool isForwardedField(std::string_view f, bool keepSession) {
-    if (f == "lsid" || f == "txnNumber") return keepSession;
-    return f == "writeConcern" || f == "bypassDocumentValidation" || f == "let" || f == "comment" ||
-           f == "maxTimeMS";
+// Generic fields of the bulkWrite body that every per-op command carries (a retryable one also
+// carries the op's index as its statement id).
+bool isForwardedField(std::string_view f) {
+    return f == "lsid" || f == "txnNumber" || f == "writeConcern" ||
+           f == "bypassDocumentValidation" || f == "let" || f == "comment" || f == "maxTimeMS";
 }
 
 class ClusterBulkWriteCommand final : public command::Command {
@@ -103,7 +103,6 @@ class ClusterBulkWriteCommand final : public command::Command {
         int64_t nErrors = 0, nInserted = 0, nMatched = 0, nModified = 0, nUpserted = 0,
                 nDeleted = 0;
         std::vector<bson::BsonObj> batch;
-        bool keepSession = ops.size() == 1;
         for (size_t i = 0; i < ops.size(); ++i) {
             BsonView op = ops[i];
             WriteKind kind = kinds[i];
@@ -111,7 +110,10 @@ class ClusterBulkWriteCommand final : public command::Command {
             bson::BsonBuilder cb;
             cb.append(writeCommandName(kind), ns.coll);
             for (BsonElement e : body) {
-                if (isForwardedField(e.fieldName(), keepSession)) cb.appendElement(e);
+                if (isForwardedField(e.fieldName())) cb.appendElement(e);
+            }
+            if (!body["txnNumber"].eoo()) {
+                cb.startArray("stmtIds").appendInt32("0", static_cast<int32_t>(i)).end();
             }
             bson::BsonObj cmdBody = cb.obj();
             bson::BsonBuilder sb;

@@ -92,11 +92,9 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
     std::vector<bool> done(n, false);
     std::vector<std::set<ShardId>> doneShards(n);
     std::vector<int> staleRetries(n, 0);
-    // A shard gets the client's lsid/txnNumber on its first sub-command only: its at-most-once
-    // record is per txnNumber, so a second, different sub-command with the same number would be
-    // answered with the first one's stored reply.
-    std::set<ShardId> sessionUsed;
-    auto keepSession = [&](const ShardId& s) { return sessionUsed.count(s) == 0; };
+    // A retryable write's sub-commands all carry the client's lsid/txnNumber and their
+    // statements' client indexes (stmtIds): a shard runs each statement at most once, whichever
+    // sub-command (or retry of the client's command) carries it.
     bool stop = false;
     int staleRounds = 0;
 
@@ -146,8 +144,7 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
         for (const SubBatch& batch : plan.batches) {
             std::vector<bson::BsonView> subStmts;
             for (size_t i : batch.indexes) subStmts.push_back(stmts[i]);
-            bson::BsonObj cmd =
-                buildSubCommand(body, field, subStmts, ordered, keepSession(batch.shard));
+            bson::BsonObj cmd = buildSubCommand(body, field, subStmts, ordered, batch.indexes);
             requests.push_back({batch.shard, attachVersion(cmd, info, batch.shard)});
         }
         std::vector<ShardResponse> responses;
@@ -156,11 +153,7 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
             const SubBatch& batch = plan.batches[b];
             const ShardResponse& resp = responses[b];
             SubBatchOutcome out = merger.addResponse(batch, resp, ordered);
-            if (out.sawStale) {
-                noteStaleError(router, resp.reply);
-            } else if (resp.status.isOK()) {
-                sessionUsed.insert(batch.shard);
-            }
+            if (out.sawStale) noteStaleError(router, resp.reply);
             for (size_t i : out.completed) doneShards[i].insert(batch.shard);
             for (size_t i : out.stale) onStale(i);
             if (!out.skipped.empty() || (out.sawError && ordered)) stop = true;
@@ -209,13 +202,13 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
                 }
                 return s.obj();
             };
-            write.makeWriteCommand = [&](bson::BsonView filter, const ShardId& shard) {
+            write.makeWriteCommand = [&](bson::BsonView filter, const ShardId&) {
                 bson::BsonObj s = rewrite(filter);
-                return buildSubCommand(body, field, {s}, true, keepSession(shard));
+                return buildSubCommand(body, field, {s}, true, {i});
             };
             write.matched = [](bson::BsonView r) { return r["n"].numberLong(); };
             write.session = sessionFields(body);
-            write.sessionGoesTo = keepSession;
+            write.stmtId = static_cast<int32_t>(i);
             auto outcome = runTwoPhaseWrite(router, info, db, write);
             if (!outcome.isOK()) {
                 merger.addError(i, outcome.getStatus());
@@ -230,7 +223,6 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
             if (outcome.getValue().found) {
                 const ShardResponse& r = outcome.getValue().response;
                 SubBatchOutcome out = merger.addResponse({r.shard, {i}}, r, true, true);
-                if (r.status.isOK()) sessionUsed.insert(r.shard);
                 done[i] = true;
                 stop = stop || (out.sawError && ordered);
                 continue;
@@ -246,7 +238,7 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
                 }
                 const ShardId& shard = target.getValue().shard;
                 bson::BsonObj s = rewrite(target.getValue().filter);
-                bson::BsonObj cmd = buildSubCommand(body, field, {s}, true, keepSession(shard));
+                bson::BsonObj cmd = buildSubCommand(body, field, {s}, true, {i});
                 auto rs = sendToShards(router, db, {{shard, attachVersion(cmd, info, shard)}});
                 SubBatchOutcome out = merger.addResponse({shard, {i}}, rs.front(), true);
                 if (out.sawStale) {
@@ -254,7 +246,6 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
                     onStale(i);
                     continue;
                 }
-                if (rs.front().status.isOK()) sessionUsed.insert(shard);
                 done[i] = true;
                 stop = stop || (out.sawError && ordered);
                 continue;
@@ -282,6 +273,14 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
             info = std::move(refreshed).getValue();
         }
     }
+    if (!body["txnNumber"].eoo()) {
+        // A retryable write that could not reach (or was refused by a stopping) shard: the
+        // client's command fails as a whole with that error and its RetryableWriteError label,
+        // so the driver retries it with the same txnNumber — the shards replay the statements
+        // they executed and run the others (mongos would leave it in writeErrors, which drivers
+        // never retry).
+        if (std::optional<Status> retriable = merger.firstRetriableError()) return *retriable;
+    }
     merger.appendReply(reply, ordered);
     return Status::OK();
 }
@@ -293,7 +292,7 @@ Status runWriteCommand(OperationContext& opCtx, Router& router, std::string_view
     ASSIGN_OR_RETURN(CollectionRoutingInfo info,
                      router.catalog().getCollectionRoutingInfo(ns, true));
     if (!info.isSharded()) {
-        bson::BsonObj cmd = buildSubCommand(body, writeStatementsField(kind), stmts, ordered, true);
+        bson::BsonObj cmd = buildSubCommand(body, writeStatementsField(kind), stmts, ordered);
         auto resp = runOnPrimary(opCtx, router, ns, cmd);
         if (resp.isOK()) return relayShardReply(opCtx, resp.getValue(), reply);
         if (!isBecameSharded(resp.getStatus())) return resp.getStatus();

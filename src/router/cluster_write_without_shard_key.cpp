@@ -173,6 +173,7 @@ StatusWith<TwoPhaseOutcome> runTwoPhaseWrite(Router& router, const CollectionRou
         bson::BsonBuilder b;
         b.appendInt32("_shardsvrRetryableWriteStatus", 1);
         b.appendElements(write.session);
+        b.appendInt32("stmtId", write.stmtId);
         probe = b.obj();
     }
     // A concurrent write may change the chosen document between the phases: try again a few
@@ -182,9 +183,7 @@ StatusWith<TwoPhaseOutcome> runTwoPhaseWrite(Router& router, const CollectionRou
         for (const ShardId& s : write.shards) requests.push_back({s, attachVersion(find, info, s)});
         const size_t numFinds = requests.size();
         if (!probe.isEmpty()) {
-            for (const ShardId& s : write.shards) {
-                if (!write.sessionGoesTo || write.sessionGoesTo(s)) requests.push_back({s, probe});
-            }
+            for (const ShardId& s : write.shards) requests.push_back({s, probe});
         }
         std::vector<ShardResponse> responses = sendToShards(router, db, requests);
         std::optional<ShardId> executedOn;
@@ -234,8 +233,7 @@ StatusWith<TwoPhaseOutcome> runTwoPhaseWrite(Router& router, const CollectionRou
         // A retryable write the shard would accept only if the new key stayed on it: refused
         // here already. A non-retryable one is the shard's to refuse (IllegalOperation first,
         // in MongoDB's order of checks).
-        bool retryable =
-            !write.session.isEmpty() && (!write.sessionGoesTo || write.sessionGoesTo(owner));
+        bool retryable = !write.session.isEmpty();
         if (write.update && retryable) {
             TRY_STATUS(checkShardKeyChange(table, doc, *write.update, write.arrayFilters, owner));
         }

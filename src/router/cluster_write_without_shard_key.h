@@ -73,12 +73,12 @@ struct TwoPhaseWrite {
     bson::BsonObj arrayFilters;
     std::function<bson::BsonObj(bson::BsonView filter, const ShardId& shard)> makeWriteCommand;
     std::function<int64_t(bson::BsonView reply)> matched;
-    // A retryable statement: {lsid, txnNumber} of the client, and the shards its write would
-    // carry them to (the others got this txnNumber for another sub-command already). Phase 1
-    // asks those shards, with the same fields, whether they executed it; one that did gets the
-    // write, which it answers from its record, so a retry is never applied on a second shard.
+    // A retryable statement: {lsid, txnNumber} of the client and the statement's id (the
+    // client's index; txn::kWholeCommand, -1, for findAndModify). Phase 1 asks the shards, with
+    // the same fields, whether they executed that statement; one that did gets the write, which
+    // it answers from its record, so a retry is never applied on a second shard.
     bson::BsonObj session;
-    std::function<bool(const ShardId&)> sessionGoesTo;
+    int32_t stmtId = -1;
 };
 struct TwoPhaseOutcome {
     bool stale = false;  // a stale placement error was noted: refresh and run it again

@@ -8,47 +8,13 @@
 #include "command/service_entry_point.h"
 #include "command/write_ops_util.h"
 #include "query/matcher.h"
+#include "txn/session_records.h"
 
 namespace tessera::shard {
 namespace {
 
 using command::CommandRequest;
 using Op = storage::WriteObserver::Op;
-
-std::string recordBytes(int64_t txnNumber, const bson::BsonObj& reply) {
-    bson::BsonBuilder b;
-    b.appendInt64("txnNum", txnNumber);
-    b.append("reply", reply);
-    bson::BsonObj record = b.obj();
-    return std::string(reinterpret_cast<const char*>(record.data()), record.size());
-}
-
-// insert/update/delete with exactly one statement: {n, nModified?, upserted?, ok} (an update
-// that inserts is an upsert).
-std::string crudReply(std::string_view cmd, Op op, bson::BsonView after, int64_t txnNumber) {
-    bson::BsonBuilder b;
-    b.appendInt32("n", 1);
-    if (cmd == "update") {
-        b.appendInt32("nModified", op == Op::kUpdate ? 1 : 0);
-        if (op == Op::kInsert) {
-            b.startArray("upserted").startObject("0").appendInt32("index", 0);
-            b.appendElementAs(after["_id"], "_id");
-            b.end().end();
-        }
-    }
-    b.appendDouble("ok", 1.0);
-    return recordBytes(txnNumber, b.obj());
-}
-
-bool isSingleStatementCrud(const CommandRequest& request, std::string_view name) {
-    std::string_view field = name == "insert"   ? "documents"
-                             : name == "update" ? "updates"
-                             : name == "delete" ? "deletes"
-                                                : "";
-    if (field.empty()) return false;
-    auto statements = command::writeStatements(request, field);
-    return statements.isOK() && statements.getValue().size() == 1;
-}
 
 // What cmd_find_and_modify.cpp answers, rebuilt from the one write it made. Must stay in step
 // with that command's reply (field order and types included): a retry after a restart is
@@ -78,8 +44,8 @@ std::optional<FindAndModifyArgs> parseFindAndModify(const CommandRequest& reques
     return args;
 }
 
-std::string findAndModifyReply(const FindAndModifyArgs& args, Op op, bson::BsonView before,
-                               bson::BsonView after, int64_t txnNumber) {
+bson::BsonObj findAndModifyReply(const FindAndModifyArgs& args, Op op, bson::BsonView before,
+                                 bson::BsonView after) {
     bson::BsonBuilder b;
     b.startObject("lastErrorObject");
     b.appendNumber("n", 1);
@@ -101,7 +67,7 @@ std::string findAndModifyReply(const FindAndModifyArgs& args, Op op, bson::BsonV
     if (value && args.projection) {
         auto sw = (*args.projection)(*value, query::MatchDetails{});
         // The command fails after its write with this error: that is its reply.
-        if (!sw.isOK()) return recordBytes(txnNumber, command::errorReply(sw.getStatus()));
+        if (!sw.isOK()) return command::errorReply(sw.getStatus());
         projected = std::move(sw.getValue());
         value = *projected;
     }
@@ -111,33 +77,66 @@ std::string findAndModifyReply(const FindAndModifyArgs& args, Op op, bson::BsonV
         b.appendNull("value");
     }
     b.appendDouble("ok", 1.0);
-    return recordBytes(txnNumber, b.obj());
+    return b.obj();
 }
 
 }  // namespace
 
-std::unique_ptr<RetryableWriteRecorder> singleWriteRecorder(const command::OperationContext& opCtx,
-                                                            const CommandRequest& request,
-                                                            std::string_view commandName,
-                                                            std::string key, int64_t txnNumber) {
-    // failCommand's writeConcernError is appended to the reply after the command ran; the
-    // record could not hold it, so such a reply is persisted after the command.
-    if (opCtx.replyGetsWriteConcernError) return nullptr;
-    if (commandName == "findAndModify") {
-        // One document by definition.
-        std::optional<FindAndModifyArgs> args = parseFindAndModify(request);
-        if (!args) return nullptr;
-        return std::make_unique<RetryableWriteRecorder>(
-            std::move(key), [args = std::move(*args), txnNumber](Op op, bson::BsonView before,
-                                                                 bson::BsonView after) {
-                return findAndModifyReply(args, op, before, after, txnNumber);
-            });
+std::optional<command::StatementResult> StatementRecorder::executed(int32_t stmtId) const {
+    auto it = _executed.find(stmtId);
+    if (it == _executed.end()) return std::nullopt;
+    return command::StatementResult::fromBson(it->second);
+}
+
+void StatementRecorder::beginStatement(int32_t stmtId, Kind kind, bool recordable) {
+    _current = Current{stmtId, kind, recordable, std::nullopt};
+}
+
+void StatementRecorder::endStatement(const Status& outcome) {
+    if (_current && outcome.isOK() && _current->result) {
+        _new[_current->stmtId] = std::move(*_current->result);
     }
-    if (!isSingleStatementCrud(request, commandName)) return nullptr;
-    return std::make_unique<RetryableWriteRecorder>(
-        std::move(key),
-        [cmd = std::string(commandName), txnNumber](Op op, bson::BsonView, bson::BsonView after) {
-            return crudReply(cmd, op, after, txnNumber);
+    _current.reset();
+}
+
+void StatementRecorder::onWrite(const storage::CollectionInfo&, Op op, bson::BsonView,
+                                bson::BsonView after,
+                                std::vector<std::pair<std::string, std::string>>* out) {
+    if (!_current || !_current->recordable) return;
+    command::StatementResult r;
+    r.n = 1;
+    if (_current->kind == Kind::kUpdate) {
+        r.nModified = op == Op::kUpdate ? 1 : 0;
+        if (op == Op::kInsert) {  // an update that inserts is an upsert
+            bson::BsonBuilder id;
+            id.appendElementAs(after["_id"], "_id");
+            r.upsertedId = id.obj();
+        }
+    }
+    // A write attempt that conflicts is retried and observed again: the last one is the one
+    // that committed.
+    _current->result = r.toBson();
+    out->emplace_back(
+        txn::statementRecordKey(_lsid, _current->stmtId),
+        txn::statementRecordValue(_lsid, _txnNumber, _current->stmtId, *_current->result));
+}
+
+void FindAndModifyRecorder::onWrite(const storage::CollectionInfo&, Op op, bson::BsonView before,
+                                    bson::BsonView after,
+                                    std::vector<std::pair<std::string, std::string>>* out) {
+    out->emplace_back(txn::statementRecordKey(_lsid, txn::kWholeCommand),
+                      txn::statementRecordValue(_lsid, _txnNumber, txn::kWholeCommand,
+                                                _reply(op, before, after)));
+}
+
+std::unique_ptr<FindAndModifyRecorder> findAndModifyRecorder(const CommandRequest& request,
+                                                             std::string lsid, int64_t txnNumber) {
+    std::optional<FindAndModifyArgs> args = parseFindAndModify(request);
+    if (!args) return nullptr;
+    return std::make_unique<FindAndModifyRecorder>(
+        std::move(lsid), txnNumber,
+        [args = std::move(*args)](Op op, bson::BsonView before, bson::BsonView after) {
+            return findAndModifyReply(args, op, before, after);
         });
 }
 

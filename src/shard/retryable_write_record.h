@@ -3,44 +3,72 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "command/command.h"
+#include "command/retryable_statements.h"
 #include "storage/write_observer.h"
+#include "txn/transaction_table.h"
 
 namespace tessera::shard {
 
-// A single-statement retryable write's record, written in the document write's own batch: the
-// operation's write unit observer that puts {txnNum, reply} under side record `key`, with
-// `reply` exactly what the command answers for that write.
-class RetryableWriteRecorder final : public storage::WriteObserver {
+// The per-statement state of one retryable insert/update/delete on a shard: the operation's
+// command::RetryableStatements (which statements an earlier attempt of the same txnNumber
+// executed) and the write-unit observer that records each statement it executes in the
+// statement's own document write batch (txn::statementRecordKey), so the write and the proof
+// that it ran are durable together: a crash in between cannot make a retry apply it twice.
+class StatementRecorder final : public command::RetryableStatements, public storage::WriteObserver {
   public:
-    using ValueFn = std::function<std::string(Op op, bson::BsonView before, bson::BsonView after)>;
-    RetryableWriteRecorder(std::string key, ValueFn value)
-        : _key(std::move(key)), _value(std::move(value)) {}
+    StatementRecorder(std::string lsid, int64_t txnNumber, txn::ExecutedStatements executed)
+        : _lsid(std::move(lsid)), _txnNumber(txnNumber), _executed(std::move(executed)) {}
+
+    std::optional<command::StatementResult> executed(int32_t stmtId) const override;
+    void beginStatement(int32_t stmtId, Kind kind, bool recordable) override;
+    void endStatement(const Status& outcome) override;
     void onWrite(const storage::CollectionInfo&, Op op, bson::BsonView before, bson::BsonView after,
-                 std::vector<std::pair<std::string, std::string>>* out) override {
-        out->emplace_back(_key, _value(op, before, after));
-    }
+                 std::vector<std::pair<std::string, std::string>>* out) override;
+
+    // The statements this attempt executed and recorded (for TransactionTable::finish).
+    const txn::ExecutedStatements& newlyExecuted() const { return _new; }
 
   private:
-    std::string _key;
-    ValueFn _value;
+    struct Current {
+        int32_t stmtId = 0;
+        Kind kind = Kind::kInsert;
+        bool recordable = false;
+        std::optional<bson::BsonObj> result;  // of the statement's write, once it wrote
+    };
+    std::string _lsid;
+    int64_t _txnNumber;
+    txn::ExecutedStatements _executed;  // by earlier attempts
+    txn::ExecutedStatements _new;
+    std::optional<Current> _current;
 };
 
-// The recorder of a retryable write, or nullptr when the reply does not follow from one document
-// write (several statements, other commands, a reply field the record cannot reproduce): that
-// reply is persisted after the command instead. `commandName` is the canonical name
-// (findandmodify → findAndModify).
-//
-// A write that writes nothing (no match, no change, an error before the write) calls no
-// observer and so records nothing: retried, it does the same.
-std::unique_ptr<RetryableWriteRecorder> singleWriteRecorder(const command::OperationContext& opCtx,
-                                                            const command::CommandRequest& request,
-                                                            std::string_view commandName,
-                                                            std::string key, int64_t txnNumber);
+// findAndModify's record: its whole reply (txn::kWholeCommand), rebuilt from the one document
+// write it makes and written in that write's batch.
+class FindAndModifyRecorder final : public storage::WriteObserver {
+  public:
+    using ReplyFn =
+        std::function<bson::BsonObj(Op op, bson::BsonView before, bson::BsonView after)>;
+    FindAndModifyRecorder(std::string lsid, int64_t txnNumber, ReplyFn reply)
+        : _lsid(std::move(lsid)), _txnNumber(txnNumber), _reply(std::move(reply)) {}
+    void onWrite(const storage::CollectionInfo&, Op op, bson::BsonView before, bson::BsonView after,
+                 std::vector<std::pair<std::string, std::string>>* out) override;
+
+  private:
+    std::string _lsid;
+    int64_t _txnNumber;
+    ReplyFn _reply;
+};
+
+// The recorder of a retryable findAndModify, or nullptr when its arguments do not parse (the
+// command then fails before any write).
+std::unique_ptr<FindAndModifyRecorder> findAndModifyRecorder(const command::CommandRequest& request,
+                                                             std::string lsid, int64_t txnNumber);
 
 }  // namespace tessera::shard

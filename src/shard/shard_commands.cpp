@@ -72,17 +72,19 @@ class FlushCommand final : public ShardCommand {
     bool _database;
 };
 
-// {_shardsvrRetryableWriteStatus: 1, lsid, txnNumber} → {executed: bool}: whether this shard
-// executed the session's txnNumber. A router asks it, next to the read phase of a retryable
-// write without shard key (src/router/cluster_write_without_shard_key.h), so that a retry goes
-// to the shard that applied the statement (which replays its reply) and never to a second one.
+// {_shardsvrRetryableWriteStatus: 1, lsid, txnNumber, stmtId} → {executed: bool}: whether this
+// shard executed statement `stmtId` (-1: a findAndModify, recorded whole) of the session's
+// txnNumber. A router asks it, next to the read phase of a retryable write without shard key
+// (src/router/cluster_write_without_shard_key.h), so that a retry goes to the shard that applied
+// the statement (which replays its result) and never to a second one.
 class RetryableWriteStatusCommand final : public ShardCommand {
   public:
     std::string_view name() const override { return "_shardsvrRetryableWriteStatus"; }
     bool supportsRetryableWrite() const override { return true; }  // it reads the txnNumber
     // Sent on the collection's database, in the same round as the read phase's finds.
     bool adminOnly() const override { return false; }
-    Status run(OperationContext& opCtx, const CommandRequest&, bson::BsonBuilder& reply) override {
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder& reply) override {
         ASSIGN_OR_RETURN(ShardingState * state, shardingStateOf(opCtx));
         if (!opCtx.lsid || !opCtx.txnNumber) {
             return Status(ErrorCodes::InvalidOptions,
@@ -90,8 +92,14 @@ class RetryableWriteStatusCommand final : public ShardCommand {
         }
         auto deadline =
             opCtx.deadline.value_or(std::chrono::steady_clock::now() + std::chrono::seconds(60));
+        bson::BsonElement stmtId = request.body["stmtId"];
+        if (stmtId.type() != bson::BsonType::Int32) {
+            return Status(ErrorCodes::TypeMismatch,
+                          "_shardsvrRetryableWriteStatus needs an int stmtId");
+        }
         ASSIGN_OR_RETURN(bool executed,
-                         state->transactions().executed(*opCtx.lsid, *opCtx.txnNumber, deadline));
+                         state->transactions().executed(*opCtx.lsid, *opCtx.txnNumber,
+                                                        stmtId.numberInt(), deadline));
         reply.appendBool("executed", executed);
         return Status::OK();
     }

@@ -156,7 +156,8 @@ TEST_F(RetryableWriteTest, RetriedInsertAppliesOnce) {
     bson::BsonObj first = runEntry(insert);
     EXPECT_EQ(first["n"].numberLong(), 1) << first.toJson();
     bson::BsonObj again = runEntry(insert);
-    EXPECT_TRUE(again.binaryEqual(first)) << again.toJson();  // no duplicate key error
+    // No duplicate key error: the statement is answered from its record.
+    EXPECT_EQ(again.toJson(), R"({ "n" : 1, "retriedStmtIds" : [ 0 ], "ok" : 1.0 })");
     std::string inc = std::string(R"({"update": "r", "updates": [{"q": {"_id": 1},
         "u": {"$inc": {"x": 1}}}], )") +
                       kLsid + R"(, "txnNumber": {"$numberLong": "2"}})";
@@ -290,9 +291,10 @@ TEST_F(RetryableWriteTest, FindAndModifyRetryAfterACrashGetsTheFirstReplyAndAppl
     EXPECT_EQ(records[0].second, lastRecord);
 }
 
-// A writeConcernError (failCommand) is appended to the reply after the write and its record:
-// such a reply is persisted after the command instead, so a retry after a restart still gets it.
-TEST_F(RetryableWriteTest, AReplyWithAWriteConcernErrorIsPersistedAfterTheCommand) {
+// A writeConcernError (failCommand) is appended to the reply after the write and its record: the
+// retry gets the recorded reply without it (it waits for its own write concern), also after a
+// restart, and the write was applied once.
+TEST_F(RetryableWriteTest, ARetryAfterAWriteConcernErrorGetsTheReplyWithoutIt) {
     runEntry(R"({"insert": "c", "documents": [{"_id": 1, "x": 0}]})");
     service.enableTestCommands = true;
     command::failCommand.configure(FailPoint::Mode::kTimes, 1,
@@ -305,10 +307,79 @@ TEST_F(RetryableWriteTest, AReplyWithAWriteConcernErrorIsPersistedAfterTheComman
     bson::BsonObj first = runEntry(cmd);
     command::failCommand.configure(FailPoint::Mode::kOff, 0, "");
     ASSERT_TRUE(first["writeConcernError"].isObject()) << first.toJson();
+    bson::BsonObj inMemory = runEntry(cmd);
+    EXPECT_FALSE(inMemory.hasField("writeConcernError")) << inMemory.toJson();
+    EXPECT_EQ(inMemory["value"].toString(false), first["value"].toString(false));
     restartShardingState();
     bson::BsonObj retried = runEntry(cmd);
-    EXPECT_TRUE(retried.binaryEqual(first)) << first.toJson() << " vs " << retried.toJson();
+    EXPECT_TRUE(retried.binaryEqual(inMemory)) << inMemory.toJson() << " vs " << retried.toJson();
     EXPECT_EQ(count(R"({"count": "c", "query": {"x": 1}})"), 1);
+}
+
+// A batch runs at most once per statement (MongoDB's stmtIds): a retry after some statements ran
+// runs only the others — after a restart too, since each statement's record is in its write's
+// batch — and a router's sub-commands of one client command (same txnNumber, their own
+// `stmtIds`) each run theirs.
+TEST_F(RetryableWriteTest, EveryStatementOfABatchRunsAtMostOnce) {
+    runEntry(R"({"insert": "c", "documents": [{"_id": 2, "x": 0}]})");
+    auto withTxn = [&](std::string_view cmd, int txn) {
+        return std::string(cmd.substr(0, cmd.size() - 1)) + ", " + kLsid +
+               R"(, "txnNumber": {"$numberLong": ")" + std::to_string(txn) + "\"}}";
+    };
+    // Statement 1 fails (duplicate _id 2): 0 ran, 1 and 2 did not (ordered).
+    std::string insert =
+        withTxn(R"({"insert": "c", "documents": [{"_id": 1}, {"_id": 2}, {"_id": 3}]})", 40);
+    bson::BsonObj first = runEntry(insert);
+    EXPECT_EQ(first["n"].numberLong(), 1) << first.toJson();
+    ASSERT_TRUE(first["writeErrors"].isArray()) << first.toJson();
+    runEntry(R"({"delete": "c", "deletes": [{"q": {"_id": 2}, "limit": 1}]})");
+    restartShardingState();
+    bson::BsonObj retried = runEntry(insert);
+    EXPECT_EQ(retried.toJson(), R"({ "n" : 3, "retriedStmtIds" : [ 0 ], "ok" : 1.0 })");
+    EXPECT_EQ(count(R"({"count": "c"})"), 3);
+
+    // Two sub-commands of one client update (statements 0 and 1), then the client's retry
+    // (both, as one sub-command): each $inc is applied once.
+    std::string sub0 = withTxn(R"({"update": "c", "updates": [{"q": {"_id": 1},
+        "u": {"$inc": {"x": 1}}}], "stmtIds": [0]})",
+                               41);
+    std::string sub1 = withTxn(R"({"update": "c", "updates": [{"q": {"_id": 3},
+        "u": {"$inc": {"x": 1}}, "upsert": true}], "stmtIds": [1]})",
+                               41);
+    EXPECT_EQ(runEntry(sub0)["nModified"].numberLong(), 1);
+    EXPECT_EQ(runEntry(sub1)["nModified"].numberLong(), 1);
+    restartShardingState();
+    std::string both = withTxn(R"({"update": "c", "updates": [{"q": {"_id": 1},
+        "u": {"$inc": {"x": 1}}}, {"q": {"_id": 3}, "u": {"$inc": {"x": 1}}},
+        {"q": {"_id": 4}, "u": {"$inc": {"x": 1}}, "upsert": true}]})",
+                               41);
+    bson::BsonObj all = runEntry(both);
+    EXPECT_EQ(all["n"].numberLong(), 3) << all.toJson();
+    EXPECT_EQ(all["nModified"].numberLong(), 2) << all.toJson();
+    EXPECT_EQ(all["upserted"].toString(false), R"([ { "index" : 2, "_id" : 4 } ])");
+    EXPECT_EQ(all["retriedStmtIds"].toString(false), "[ 0, 1 ]");
+    EXPECT_EQ(count(R"({"count": "c", "query": {"x": 1}})"), 3);  // 1, 3 and the upserted 4
+    // The retried upsert replays its _id.
+    bson::BsonObj again = runEntry(both);
+    EXPECT_EQ(again["upserted"].toString(false), R"([ { "index" : 2, "_id" : 4 } ])");
+    EXPECT_EQ(again["retriedStmtIds"].toString(false), "[ 0, 1, 2 ]");
+
+    // Deletes: a retry does not delete the next matching document.
+    std::string del = withTxn(R"({"delete": "c", "deletes": [{"q": {"x": 1}, "limit": 1}]})", 42);
+    EXPECT_EQ(runEntry(del)["n"].numberLong(), 1);
+    restartShardingState();
+    EXPECT_EQ(runEntry(del)["n"].numberLong(), 1);
+    EXPECT_EQ(count(R"({"count": "c", "query": {"x": 1}})"), 2);
+
+    // stmtIds that do not match the statements are refused before anything runs.
+    bson::BsonObj bad =
+        runEntry(withTxn(R"({"insert": "c", "documents": [{"_id": 9}], "stmtIds": [0, 1]})", 43));
+    EXPECT_EQ(bad["code"].numberLong(), static_cast<int>(ErrorCodes::InvalidLength))
+        << bad.toJson();
+    EXPECT_EQ(count(R"({"count": "c", "query": {"_id": 9}})"), 0);
+    bson::BsonObj onFind = runEntry(R"({"find": "c", "stmtIds": [0]})");
+    EXPECT_EQ(onFind["code"].numberLong(), static_cast<int>(ErrorCodes::InvalidOptions))
+        << onFind.toJson();
 }
 
 TEST_F(RetryableWriteTest, WithoutIdentityVersionsAreIgnored) {

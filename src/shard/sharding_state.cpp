@@ -34,26 +34,33 @@ struct ShardAdmission final : command::OperationAdmission {
     }
     std::shared_ptr<ShardMetadata> metadata;
     std::vector<std::string> admittedKeys;
+    // A retryable write begun in the session's TransactionTable (ended by afterCommand). Its
+    // records are written in its document writes' batches by one of the two recorders, which
+    // observe the operation's write unit while it runs: an insert/update/delete's statements
+    // (also opCtx.statements), or a findAndModify's whole reply. Without either (a node's
+    // bulkWrite), the reply is persisted in config.transactions after the command.
     bool retryableWrite = false;
-    // A single-statement retryable write (insert/update/delete of one statement, findAndModify):
-    // its document write also records its reply (kTxnSideRecordPrefix), atomically, so a crash
-    // before the reply is persisted cannot make a retry apply it again. Observes the operation's
-    // write unit while the operation runs.
-    std::unique_ptr<RetryableWriteRecorder> recorder;
+    std::unique_ptr<StatementRecorder> statements;
+    std::unique_ptr<FindAndModifyRecorder> findAndModify;
 };
 
 ShardAdmission* admissionOf(OperationContext& opCtx) {
     return static_cast<ShardAdmission*>(opCtx.admission.get());
 }
 
-// The records of single-statement retryable writes: storage side records keyed by this prefix +
-// lsid bytes, value {txnNum, reply} (singleWriteRecordFn), written in the statement's own write
-// batch.
-constexpr std::string_view kTxnSideRecordPrefix = "txn:";
-
 // Test only: the reply of a retryable write is not persisted, as if the process died right after
 // the write.
 TESSERA_FAIL_POINT_DEFINE(shardSkipPersistingRetryableWriteReply);
+
+// A reply as a retry replays it: without the writeConcernError of the first attempt.
+bson::BsonObj withoutWriteConcernError(const bson::BsonObj& reply) {
+    if (!reply.hasField("writeConcernError")) return reply;
+    bson::BsonBuilder b;
+    for (bson::BsonElement e : reply) {
+        if (e.fieldName() != "writeConcernError") b.appendElement(e);
+    }
+    return b.obj();
+}
 
 // Databases whose collections are never sharded (and never filtered or version-checked).
 bool isLocalOnlyDb(std::string_view db) { return db == "admin" || db == "config" || db == "local"; }
@@ -73,12 +80,7 @@ constexpr std::string_view kIdentityId = "shardIdentity";
 ShardingState::ShardingState(command::ServiceContext& service, std::string configHostOverride)
     : _service(service),
       _configHostOverride(std::move(configHostOverride)),
-      _client(std::make_unique<net::RemoteClient>()) {
-    _transactions.setPersister(
-        [this](const std::string& lsid, int64_t txn, const bson::BsonObj& reply) {
-            return persistTransaction(lsid, txn, reply);
-        });
-}
+      _client(std::make_unique<net::RemoteClient>()) {}
 
 ShardingState::~ShardingState() { shutdown(); }
 
@@ -130,22 +132,13 @@ Status ShardingState::startup() {
                           "\",\"ok\":" + (entered.isOK() ? "true" : "false") + "}");
         }
     }
-    // The records of single-statement writes (side records), then config.transactions (the
-    // newest txnNumber of a session wins).
-    for (const auto& [key, value] : engine.sideRecords(kTxnSideRecordPrefix)) {
-        if (value.size() < 5) continue;
-        const auto* bytes = reinterpret_cast<const uint8_t*>(value.data());
-        if (!bson::validateBson(bytes, value.size()).isOK()) continue;
-        bson::BsonView v(value.data());
-        bson::BsonElement txn = v["txnNum"];
-        bson::BsonElement reply = v["reply"];
-        if (!txn.isNumber() || !reply.isObject()) continue;
-        _transactions.restore(key.substr(kTxnSideRecordPrefix.size()), txn.numberLong(),
-                              reply.objValue().copy());
-    }
-    if (size_t n = txn::restoreTransactionRecords(engine, _transactions); n > 0) {
+    // The statements' records (side records), then the whole replies of config.transactions
+    // (the newest txnNumber of a session wins).
+    size_t restored = txn::restoreStatementRecords(engine, _transactions) +
+                      txn::restoreTransactionRecords(engine, _transactions);
+    if (restored > 0) {
         log::info("SHARDING", 22101, "Restored retryable write records",
-                  "{\"count\":" + std::to_string(n) + "}");
+                  "{\"count\":" + std::to_string(restored) + "}");
     }
     return Status::OK();
 }
@@ -228,14 +221,19 @@ Status ShardingState::setShardIdentity(const std::string& shardName, const std::
     return Status::OK();
 }
 
-Status ShardingState::persistTransaction(const std::string& lsid, int64_t txnNumber,
-                                         const bson::BsonObj& reply) {
-    if (shardSkipPersistingRetryableWriteReply.shouldFail()) return Status::OK();
-    return runLocalCommand(_service, "config",
-                           txn::transactionRecordUpsert(lsid, txnNumber, reply,
-                                                        _service.engine->lastCommitTimestamp(),
-                                                        wallClockMillis()))
-        .getStatus();
+void ShardingState::persistTransaction(const std::string& lsid, int64_t txnNumber,
+                                       const bson::BsonObj& reply) {
+    if (shardSkipPersistingRetryableWriteReply.shouldFail()) return;
+    Status persisted =
+        runLocalCommand(
+            _service, "config",
+            txn::transactionRecordUpsert(lsid, txnNumber, reply,
+                                         _service.engine->lastCommitTimestamp(), wallClockMillis()))
+            .getStatus();
+    if (!persisted.isOK()) {
+        log::warning("SHARDING", 22010, "Failed to persist a retryable write record",
+                     "{\"error\":\"" + log::jsonEscape(persisted.toString()) + "\"}");
+    }
 }
 
 Status ShardingState::beforeCommand(OperationContext& opCtx, const CommandRequest& request,
@@ -298,14 +296,25 @@ std::optional<bson::BsonObj> ShardingState::replayedReply(OperationContext& opCt
     auto deadline =
         opCtx.deadline.value_or(std::chrono::steady_clock::now() + std::chrono::seconds(60));
     auto started = _transactions.begin(*opCtx.lsid, *opCtx.txnNumber, deadline);
+    // A reply returned here ends the command (afterCommand is not called).
     if (!started.isOK()) return command::errorReply(started.getStatus());
-    if (started.getValue()) return std::move(*started.getValue());  // executed: replay
+    txn::ExecutedStatements executed = std::move(started).getValue();
+    std::string_view name = command.name();
+    if (name == "insert" || name == "update" || name == "delete") {
+        // Statement by statement: the command skips what ran (retryable_statements.h).
+        a->statements =
+            std::make_unique<StatementRecorder>(*opCtx.lsid, *opCtx.txnNumber, std::move(executed));
+        opCtx.statements = a->statements.get();
+        opCtx.writeUnit.addObserver(a->statements.get());
+    } else if (auto done = executed.find(txn::kWholeCommand); done != executed.end()) {
+        _transactions.finish(*opCtx.lsid, *opCtx.txnNumber, {});
+        return done->second;  // executed: replay
+    } else if (name == "findAndModify") {
+        a->findAndModify = findAndModifyRecorder(request, *opCtx.lsid, *opCtx.txnNumber);
+        if (a->findAndModify) opCtx.writeUnit.addObserver(a->findAndModify.get());
+    }
     a->retryableWrite = true;
-    a->recorder =
-        singleWriteRecorder(opCtx, request, command.name(),
-                            std::string(kTxnSideRecordPrefix) + *opCtx.lsid, *opCtx.txnNumber);
-    if (a->recorder) opCtx.writeUnit.addObserver(a->recorder.get());
-    return std::nullopt;  // execute; afterCommand records the reply
+    return std::nullopt;  // execute; afterCommand ends the attempt
 }
 
 void ShardingState::afterCommand(OperationContext& opCtx, const CommandRequest&,
@@ -313,12 +322,22 @@ void ShardingState::afterCommand(OperationContext& opCtx, const CommandRequest&,
                                  const bson::BsonObj& reply) {
     ShardAdmission* a = admissionOf(opCtx);
     if (!a) return;
-    if (a->recorder) opCtx.writeUnit.removeObserver(a->recorder.get());
+    if (a->statements) opCtx.writeUnit.removeObserver(a->statements.get());
+    if (a->findAndModify) opCtx.writeUnit.removeObserver(a->findAndModify.get());
+    opCtx.statements = nullptr;
     if (a->retryableWrite) {
-        // A command-level error wrote nothing: forget the attempt so that a retry executes. A
-        // single statement's record is already durable with its write (or it wrote nothing).
-        _transactions.finish(*opCtx.lsid, *opCtx.txnNumber, status.isOK() ? &reply : nullptr,
-                             /*persist=*/!a->recorder);
+        txn::ExecutedStatements executed;
+        if (a->statements) {
+            // Each statement that wrote is durable already, with its write — also when the
+            // command failed later on.
+            executed = a->statements->newlyExecuted();
+        } else if (status.isOK()) {
+            // Recorded whole, without the reply's writeConcernError (a retry waits for its own).
+            bson::BsonObj whole = withoutWriteConcernError(reply);
+            if (!a->findAndModify) persistTransaction(*opCtx.lsid, *opCtx.txnNumber, whole);
+            executed[txn::kWholeCommand] = std::move(whole);
+        }
+        _transactions.finish(*opCtx.lsid, *opCtx.txnNumber, executed);
     }
     opCtx.admission.reset();  // leaves the critical sections now, before the reply is sent
 }

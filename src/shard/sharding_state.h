@@ -44,7 +44,7 @@ class ShardingState : public command::CommandHooks {
     ~ShardingState() override;
 
     // Loads the persisted shard identity (admin.system.version {_id: "shardIdentity"}) and the
-    // persisted retryable-write records (config.transactions), if any.
+    // persisted retryable-write records (statement records, config.transactions), if any.
     Status startup();
     void shutdown();
 
@@ -91,8 +91,8 @@ class ShardingState : public command::CommandHooks {
     std::shared_ptr<Identity> identity() const;
     void applyIdentity(const std::string& shardName, const std::string& configHost,
                        const bson::BsonObj& clusterId);
-    Status persistTransaction(const std::string& lsid, int64_t txnNumber,
-                              const bson::BsonObj& reply);
+    // A whole reply (a node's bulkWrite) into config.transactions, after the command.
+    void persistTransaction(const std::string& lsid, int64_t txnNumber, const bson::BsonObj& reply);
 
     command::ServiceContext& _service;
     std::string _configHostOverride;

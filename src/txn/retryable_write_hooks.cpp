@@ -18,13 +18,7 @@ bool isRetryableWrite(const command::OperationContext& opCtx, const command::Com
 }  // namespace
 
 RetryableWriteHooks::RetryableWriteHooks(command::ServiceContext& service, RunLocal runLocal)
-    : _service(service), _runLocal(std::move(runLocal)) {
-    _table.setPersister([this](const std::string& lsid, int64_t txn, const bson::BsonObj& reply) {
-        return _runLocal("config", transactionRecordUpsert(lsid, txn, reply,
-                                                           _service.engine->lastCommitTimestamp(),
-                                                           wallClockMillis()));
-    });
-}
+    : _service(service), _runLocal(std::move(runLocal)) {}
 
 void RetryableWriteHooks::startup() {
     size_t n = restoreTransactionRecords(*_service.engine, _table);
@@ -41,8 +35,13 @@ std::optional<bson::BsonObj> RetryableWriteHooks::replayedReply(command::Operati
     auto deadline =
         opCtx.deadline.value_or(std::chrono::steady_clock::now() + std::chrono::seconds(60));
     auto started = _table.begin(*opCtx.lsid, *opCtx.txnNumber, deadline);
+    // A reply returned here ends the command (afterCommand is not called): the replay ends its
+    // attempt at once.
     if (!started.isOK()) return command::errorReply(started.getStatus());
-    return std::move(started).getValue();  // nullopt: execute; afterCommand records it
+    auto done = started.getValue().find(kWholeCommand);
+    if (done == started.getValue().end()) return std::nullopt;  // execute; afterCommand records
+    _table.finish(*opCtx.lsid, *opCtx.txnNumber, {});
+    return done->second;
 }
 
 void RetryableWriteHooks::afterCommand(command::OperationContext& opCtx,
@@ -50,8 +49,20 @@ void RetryableWriteHooks::afterCommand(command::OperationContext& opCtx,
                                        const command::Command& command, const Status& status,
                                        const bson::BsonObj& reply) {
     if (!isRetryableWrite(opCtx, command)) return;
-    // A command-level error wrote nothing: forget the attempt, so that a retry executes.
-    _table.finish(*opCtx.lsid, *opCtx.txnNumber, status.isOK() ? &reply : nullptr);
+    // A command-level error wrote nothing: nothing is recorded, so a retry executes.
+    ExecutedStatements executed;
+    if (status.isOK()) {
+        Status persisted =
+            _runLocal("config", transactionRecordUpsert(*opCtx.lsid, *opCtx.txnNumber, reply,
+                                                        _service.engine->lastCommitTimestamp(),
+                                                        wallClockMillis()));
+        if (!persisted.isOK()) {
+            log::warning("SHARDING", 22010, "Failed to persist a retryable write record",
+                         "{\"error\":\"" + log::jsonEscape(persisted.toString()) + "\"}");
+        }
+        executed[kWholeCommand] = reply;
+    }
+    _table.finish(*opCtx.lsid, *opCtx.txnNumber, executed);
 }
 
 }  // namespace tessera::txn

@@ -1,6 +1,7 @@
 #include "txn/session_records.h"
 
 #include "bson/bson_builder.h"
+#include "bson/validate.h"
 #include "storage/engine.h"
 #include "storage/read_snapshot.h"
 
@@ -51,7 +52,44 @@ size_t restoreTransactionRecords(storage::Engine& engine, TransactionTable& tabl
         if (lsid.type() != bson::BsonType::BinData || !txn.isNumber() || !result.isObject()) {
             continue;
         }
-        table.restore(std::string(lsid.binaryValue().data), txn.numberLong(),
+        table.restore(std::string(lsid.binaryValue().data), txn.numberLong(), kWholeCommand,
+                      result.objValue().copy());
+        ++n;
+    }
+    return n;
+}
+
+std::string statementRecordKey(const std::string& lsid, StmtId stmtId) {
+    return std::string(kStatementRecordPrefix) + lsid + "#" + std::to_string(stmtId);
+}
+
+std::string statementRecordValue(const std::string& lsid, int64_t txnNumber, StmtId stmtId,
+                                 bson::BsonView result) {
+    bson::BsonBuilder b;
+    b.appendBinary("lsid", 4, lsid);
+    b.appendInt64("txnNum", txnNumber);
+    b.appendInt32("stmtId", stmtId);
+    b.append("result", result);
+    bson::BsonObj record = b.obj();
+    return std::string(reinterpret_cast<const char*>(record.data()), record.size());
+}
+
+size_t restoreStatementRecords(storage::Engine& engine, TransactionTable& table) {
+    size_t n = 0;
+    for (const auto& [key, value] : engine.sideRecords(kStatementRecordPrefix)) {
+        if (value.size() < 5) continue;
+        const auto* bytes = reinterpret_cast<const uint8_t*>(value.data());
+        if (!bson::validateBson(bytes, value.size()).isOK()) continue;
+        bson::BsonView v(value.data());
+        bson::BsonElement lsid = v["lsid"];
+        bson::BsonElement txn = v["txnNum"];
+        bson::BsonElement stmtId = v["stmtId"];
+        bson::BsonElement result = v["result"];
+        if (lsid.type() != bson::BsonType::BinData || !txn.isNumber() || !stmtId.isNumber() ||
+            !result.isObject()) {
+            continue;
+        }
+        table.restore(std::string(lsid.binaryValue().data), txn.numberLong(), stmtId.numberInt(),
                       result.objValue().copy());
         ++n;
     }

@@ -26,9 +26,22 @@ bson::BsonObj transactionRecordUpsert(const std::string& lsid, int64_t txnNumber
                                       const bson::BsonObj& reply, Timestamp lastWrite,
                                       int64_t lastWriteDateMillis);
 
-// Loads every record of config.transactions into `table` (the newest txnNumber of a session
-// wins). Returns how many records it read.
+// Loads every record of config.transactions into `table` as whole-command results (the newest
+// txnNumber of a session wins). Returns how many records it read.
 size_t restoreTransactionRecords(storage::Engine& engine, TransactionTable& table);
+
+// A shard's record of one executed statement: a storage side record (Engine::sideRecords) that
+// the statement's document write carries in its own batch, so the write and the proof that it
+// ran are durable together. Key: prefix + lsid bytes + "#" + stmtId (one per statement of a
+// session: a newer txnNumber overwrites the same ids); value: {lsid: BinData, txnNum, stmtId,
+// result}.
+inline constexpr std::string_view kStatementRecordPrefix = "txn:";
+std::string statementRecordKey(const std::string& lsid, StmtId stmtId);
+std::string statementRecordValue(const std::string& lsid, int64_t txnNumber, StmtId stmtId,
+                                 bson::BsonView result);
+// Loads every statement record into `table`; records of a session's older txnNumbers are
+// ignored. Returns how many records it read.
+size_t restoreStatementRecords(storage::Engine& engine, TransactionTable& table);
 
 // insert, update, delete, findAndModify (both spellings), bulkWrite.
 bool isRetryableWriteCommand(std::string_view name);

@@ -1,118 +1,73 @@
 #include "txn/transaction_table.h"
 
-#include "base/log.h"
-
 namespace tessera::txn {
 
-void TransactionTable::setPersister(Persister persister) {
-    std::lock_guard lk(_mutex);
-    _persister = std::move(persister);
+Status TransactionTable::tooOld(int64_t txnNumber, int64_t newest) {
+    return Status(ErrorCodes::TransactionTooOld,
+                  "Cannot start transaction " + std::to_string(txnNumber) +
+                      " on session because a newer transaction " + std::to_string(newest) +
+                      " has already started");
 }
 
-void TransactionTable::restore(const std::string& lsid, int64_t txnNumber, bson::BsonObj reply) {
+void TransactionTable::restore(const std::string& lsid, int64_t txnNumber, StmtId stmtId,
+                               bson::BsonObj result) {
     std::lock_guard lk(_mutex);
     Session& s = _sessions[lsid];
     if (txnNumber < s.txnNumber) return;
-    s.txnNumber = txnNumber;
-    s.running = false;
-    s.executed = true;
-    s.reply = reply;
-    s.lastExecutedTxn = txnNumber;
-    s.lastReply = std::move(reply);
+    if (txnNumber > s.txnNumber) {
+        s.txnNumber = txnNumber;
+        s.statements.clear();
+    }
+    s.statements[stmtId] = std::move(result);
 }
 
-StatusWith<std::optional<bson::BsonObj>> TransactionTable::begin(const std::string& lsid,
-                                                                 int64_t txnNumber,
-                                                                 Clock::time_point deadline) {
+StatusWith<ExecutedStatements> TransactionTable::begin(const std::string& lsid, int64_t txnNumber,
+                                                       Clock::time_point deadline) {
     std::unique_lock lk(_mutex);
     for (;;) {
         Session& s = _sessions[lsid];
-        if (txnNumber < s.txnNumber) {
-            return Status(ErrorCodes::TransactionTooOld,
-                          "Cannot start transaction " + std::to_string(txnNumber) +
-                              " on session because a newer transaction " +
-                              std::to_string(s.txnNumber) + " has already started");
-        }
-        if (txnNumber == s.txnNumber) {
-            if (s.executed) return std::optional<bson::BsonObj>(s.reply);
-            if (s.running) {
-                // The same write is executing on another connection (a retry after a network
-                // error): wait for its outcome.
-                if (_finished.wait_until(lk, deadline) == std::cv_status::timeout) {
-                    return Status(ErrorCodes::MaxTimeMSExpired,
-                                  "timed out waiting for a concurrent execution of the same "
-                                  "retryable write");
-                }
-                continue;  // the map may have changed: look again
-            }
-        }
-        if (s.running && txnNumber > s.txnNumber) {
-            // A newer txnNumber while an older one still runs: the older one's outcome no
-            // longer matters to the client; wait for it anyway so that records stay ordered.
+        if (txnNumber < s.txnNumber) return tooOld(txnNumber, s.txnNumber);
+        if (s.running) {
+            // The same txnNumber on another connection (a retry after a network error), or a
+            // newer one while the older still runs: one attempt of a session at a time, so
+            // that its records stay ordered and a retry sees what the first attempt did.
             if (_finished.wait_until(lk, deadline) == std::cv_status::timeout) {
                 return Status(ErrorCodes::MaxTimeMSExpired,
-                              "timed out waiting for the session's previous write");
+                              "timed out waiting for a concurrent execution of the session's "
+                              "retryable write");
             }
-            continue;
+            continue;  // the map may have changed: look again
         }
-        s.txnNumber = txnNumber;
+        if (txnNumber > s.txnNumber) {
+            s.txnNumber = txnNumber;
+            s.statements.clear();
+        }
         s.running = true;
-        s.executed = false;
-        s.reply = bson::BsonObj();
-        return std::optional<bson::BsonObj>();
+        return s.statements;
     }
 }
 
 void TransactionTable::finish(const std::string& lsid, int64_t txnNumber,
-                              const bson::BsonObj* reply, bool persist) {
-    Persister persister;
-    {
-        std::lock_guard lk(_mutex);
-        auto it = _sessions.find(lsid);
-        if (it == _sessions.end() || it->second.txnNumber != txnNumber) return;
-        Session& s = it->second;
-        s.running = false;
-        if (reply) {
-            s.executed = true;
-            s.reply = *reply;
-            s.lastExecutedTxn = txnNumber;
-            s.lastReply = *reply;
-            if (persist) persister = _persister;
-        } else if (s.lastExecutedTxn >= 0) {
-            // Back to the last executed write: its replay stays available; the failed attempt
-            // may be retried with the same txnNumber (it is newer).
-            s.txnNumber = s.lastExecutedTxn;
-            s.executed = true;
-            s.reply = s.lastReply;
-        } else {
-            _sessions.erase(it);
-        }
-        _finished.notify_all();
-    }
-    if (persister && reply) {
-        Status st = persister(lsid, txnNumber, *reply);
-        if (!st.isOK()) {
-            log::warning("SHARDING", 22010, "Failed to persist a retryable write record",
-                         "{\"error\":\"" + log::jsonEscape(st.toString()) + "\"}");
-        }
-    }
+                              const ExecutedStatements& executed) {
+    std::lock_guard lk(_mutex);
+    auto it = _sessions.find(lsid);
+    if (it == _sessions.end() || it->second.txnNumber != txnNumber) return;
+    Session& s = it->second;
+    s.running = false;
+    for (const auto& [stmtId, result] : executed) s.statements[stmtId] = result;
+    _finished.notify_all();
 }
 
 StatusWith<bool> TransactionTable::executed(const std::string& lsid, int64_t txnNumber,
-                                            Clock::time_point deadline) {
+                                            StmtId stmtId, Clock::time_point deadline) {
     std::unique_lock lk(_mutex);
     for (;;) {
         auto it = _sessions.find(lsid);
         if (it == _sessions.end()) return false;
         const Session& s = it->second;
-        if (txnNumber < s.txnNumber) {
-            return Status(ErrorCodes::TransactionTooOld,
-                          "Cannot start transaction " + std::to_string(txnNumber) +
-                              " on session because a newer transaction " +
-                              std::to_string(s.txnNumber) + " has already started");
-        }
+        if (txnNumber < s.txnNumber) return tooOld(txnNumber, s.txnNumber);
         if (txnNumber > s.txnNumber) return false;
-        if (!s.running) return s.executed;
+        if (!s.running) return s.statements.count(stmtId) > 0;
         if (_finished.wait_until(lk, deadline) == std::cv_status::timeout) {
             return Status(ErrorCodes::MaxTimeMSExpired,
                           "timed out waiting for a concurrent execution of the same retryable "

@@ -2,10 +2,9 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <functional>
+#include <cstdint>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <string>
 
 #include "base/status.h"
@@ -13,42 +12,46 @@
 
 namespace tessera::txn {
 
-// At-most-once execution of retryable writes (a simple version of MongoDB's session catalog,
-// without per-statement ids): per logical session (`lsid.id` bytes) the last txnNumber and the
-// reply it produced.
+// A statement of a retryable write, as MongoDB's stmtId: the index of an insert/update/delete
+// statement in the client's command (a router passes the client's indexes in `stmtIds` of each
+// sub-command, so every sub-command of one client command has ids of its own). Commands recorded
+// as a whole — findAndModify, a node's bulkWrite, the config server's catalog writes — use
+// kWholeCommand, with their whole reply as the result.
+using StmtId = int32_t;
+inline constexpr StmtId kWholeCommand = -1;
+
+// What a node executed of a (lsid, txnNumber): per statement, the result a retry is answered with.
+using ExecutedStatements = std::map<StmtId, bson::BsonObj>;
+
+// At-most-once execution of retryable writes, per statement (MongoDB's session catalog and
+// transaction participant, for retryable writes only): per logical session (`lsid.id` bytes) the
+// newest txnNumber and the statements of it this node executed.
 //
-//  - begin() with a txnNumber older than the session's last → TransactionTooOld (225);
-//  - with the same txnNumber, once executed → the stored reply (the write is not run again);
-//    while it is still executing → waits for it (≤ deadline), then replays;
-//  - with a newer txnNumber → the caller executes and then calls finish().
-// finish() stores the reply in memory and hands it to the persister (config.transactions), so
-// replays survive a restart (restore() at startup). Thread-safe.
+//  - begin() with a txnNumber older than the session's newest → TransactionTooOld (225); while
+//    another attempt of the session runs (a retry after a network error, a second router) it
+//    waits for it (≤ deadline); then it returns the statements already executed of that
+//    txnNumber (empty for a new one, which forgets the older txnNumber's). The caller skips
+//    those (replays their results) and executes the others;
+//  - finish() adds what the attempt executed and ends it. Making the results durable is the
+//    caller's: a shard writes each statement's record in the statement's own write batch
+//    (src/shard/README.md), the config server writes config.transactions after the command.
+// A statement that failed records nothing, so its retry executes it again. Thread-safe.
 class TransactionTable {
   public:
     using Clock = std::chrono::steady_clock;
-    using Persister =
-        std::function<Status(const std::string& lsid, int64_t txnNumber, const bson::BsonObj&)>;
 
-    void setPersister(Persister persister);
-    // A record read back at startup (the newest txnNumber wins).
-    void restore(const std::string& lsid, int64_t txnNumber, bson::BsonObj reply);
+    // A record read back at startup: statements of the session's newest txnNumber are kept.
+    void restore(const std::string& lsid, int64_t txnNumber, StmtId stmtId, bson::BsonObj result);
 
-    // nullopt: execute the write (the session is now marked as running txnNumber); a reply:
-    // return it without executing.
-    StatusWith<std::optional<bson::BsonObj>> begin(const std::string& lsid, int64_t txnNumber,
-                                                   Clock::time_point deadline);
-    // Ends the execution begun by begin(): with a reply, records it (and persists it); without
-    // (the command failed as a whole, nothing was written), forgets the attempt so that a retry
-    // executes again.
-    // `persist`: hand the reply to the persister (false when the caller made the record durable
-    // otherwise).
-    void finish(const std::string& lsid, int64_t txnNumber, const bson::BsonObj* reply,
-                bool persist = true);
+    StatusWith<ExecutedStatements> begin(const std::string& lsid, int64_t txnNumber,
+                                         Clock::time_point deadline);
+    void finish(const std::string& lsid, int64_t txnNumber, const ExecutedStatements& executed);
 
-    // Whether the session executed `txnNumber` (waiting while it runs): the router's check,
-    // before it picks a shard for a retried write without a shard key, of whether some shard
-    // already applied it. TransactionTooOld when the session has a newer txnNumber.
-    StatusWith<bool> executed(const std::string& lsid, int64_t txnNumber,
+    // Whether the session executed statement `stmtId` of `txnNumber` (waiting while an attempt
+    // runs): the router's check, before it picks a shard for a retried write without a shard key,
+    // of whether some shard already applied it. TransactionTooOld when the session has a newer
+    // txnNumber.
+    StatusWith<bool> executed(const std::string& lsid, int64_t txnNumber, StmtId stmtId,
                               Clock::time_point deadline);
 
     size_t size() const;
@@ -57,18 +60,13 @@ class TransactionTable {
     struct Session {
         int64_t txnNumber = -1;
         bool running = false;
-        bool executed = false;
-        bson::BsonObj reply;
-        // The last completed execution, kept while a newer one runs (so a failed newer attempt
-        // does not lose it).
-        int64_t lastExecutedTxn = -1;
-        bson::BsonObj lastReply;
+        ExecutedStatements statements;  // of txnNumber
     };
+    static Status tooOld(int64_t txnNumber, int64_t newest);
 
     mutable std::mutex _mutex;
     std::condition_variable _finished;
     std::map<std::string, Session> _sessions;
-    Persister _persister;
 };
 
 }  // namespace tessera::txn

@@ -14,89 +14,98 @@ using Clock = std::chrono::steady_clock;
 
 Clock::time_point soon() { return Clock::now() + std::chrono::seconds(5); }
 
-TEST(TransactionTable, RetryReturnsStoredReplyWithoutExecuting) {
+TEST(TransactionTable, ARetrySeesTheStatementsTheFirstAttemptExecuted) {
     TransactionTable t;
-    std::vector<int64_t> persisted;
-    t.setPersister([&](const std::string&, int64_t txn, const bson::BsonObj&) {
-        persisted.push_back(txn);
-        return Status::OK();
-    });
     auto first = t.begin("L1", 5, soon());
     ASSERT_TRUE(first.isOK());
-    EXPECT_FALSE(first.getValue().has_value());  // execute
-    bson::BsonObj reply = J(R"({"n": 1, "ok": 1.0})");
-    t.finish("L1", 5, &reply);
-    EXPECT_EQ(persisted, std::vector<int64_t>{5});
+    EXPECT_TRUE(first.getValue().empty());  // execute everything
+    t.finish("L1", 5, {{0, J(R"({"n": 1})")}, {2, J(R"({"n": 1})")}});
 
     auto retry = t.begin("L1", 5, soon());
     ASSERT_TRUE(retry.isOK());
-    ASSERT_TRUE(retry.getValue().has_value());
-    EXPECT_TRUE(retry.getValue()->binaryEqual(reply));
+    EXPECT_EQ(retry.getValue().size(), 2u);
+    EXPECT_TRUE(retry.getValue().count(0) && retry.getValue().count(2));
+    // A second sub-command of the same txnNumber adds its statements.
+    t.finish("L1", 5, {{1, J(R"({"n": 1})")}});
+    auto third = t.begin("L1", 5, soon());
+    ASSERT_TRUE(third.isOK());
+    EXPECT_EQ(third.getValue().size(), 3u);
+    t.finish("L1", 5, {});
+
+    EXPECT_TRUE(t.executed("L1", 5, 1, soon()).getValue());
+    EXPECT_FALSE(t.executed("L1", 5, 3, soon()).getValue());
+    EXPECT_FALSE(t.executed("L1", 6, 0, soon()).getValue());
 
     // Another session is independent.
     auto other = t.begin("L2", 5, soon());
     ASSERT_TRUE(other.isOK());
-    EXPECT_FALSE(other.getValue().has_value());
+    EXPECT_TRUE(other.getValue().empty());
 }
 
-TEST(TransactionTable, OlderTxnNumberIsTooOld) {
+TEST(TransactionTable, ANewerTxnNumberForgetsTheOlderAndTheOlderIsTooOld) {
     TransactionTable t;
-    bson::BsonObj reply = J(R"({"n": 1, "ok": 1.0})");
     ASSERT_TRUE(t.begin("L", 7, soon()).isOK());
-    t.finish("L", 7, &reply);
-    EXPECT_EQ(t.begin("L", 6, soon()).getStatus().code(),
-              static_cast<int>(ErrorCodes::TransactionTooOld));
+    t.finish("L", 7, {{0, J(R"({"n": 1})")}});
     auto next = t.begin("L", 8, soon());
     ASSERT_TRUE(next.isOK());
-    EXPECT_FALSE(next.getValue().has_value());
+    EXPECT_TRUE(next.getValue().empty());
+    t.finish("L", 8, {});
+    EXPECT_EQ(t.begin("L", 7, soon()).getStatus().code(),
+              static_cast<int>(ErrorCodes::TransactionTooOld));
+    EXPECT_EQ(t.executed("L", 7, 0, soon()).getStatus().code(),
+              static_cast<int>(ErrorCodes::TransactionTooOld));
 }
 
-TEST(TransactionTable, FailedAttemptCanBeRetriedAndKeepsPreviousReply) {
+TEST(TransactionTable, AFailedStatementIsExecutedAgain) {
     TransactionTable t;
-    bson::BsonObj reply = J(R"({"n": 1, "ok": 1.0})");
-    ASSERT_TRUE(t.begin("L", 1, soon()).isOK());
-    t.finish("L", 1, &reply);
     ASSERT_TRUE(t.begin("L", 2, soon()).isOK());
-    t.finish("L", 2, nullptr);  // failed as a whole: nothing written
+    t.finish("L", 2, {});  // the command failed: nothing recorded
     auto again = t.begin("L", 2, soon());
     ASSERT_TRUE(again.isOK());
-    EXPECT_FALSE(again.getValue().has_value());  // executes again
-    t.finish("L", 2, nullptr);
-    auto old = t.begin("L", 1, soon());  // txn 1 still replays
-    ASSERT_TRUE(old.isOK());
-    ASSERT_TRUE(old.getValue().has_value());
+    EXPECT_TRUE(again.getValue().empty());
+    t.finish("L", 2, {});
 }
 
-TEST(TransactionTable, ConcurrentRetryWaitsForTheFirstExecution) {
+TEST(TransactionTable, AConcurrentAttemptWaitsForTheFirst) {
     TransactionTable t;
     ASSERT_TRUE(t.begin("L", 3, soon()).isOK());
     auto retry = std::async(std::launch::async, [&] { return t.begin("L", 3, soon()); });
     EXPECT_EQ(retry.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
-    bson::BsonObj reply = J(R"({"n": 3, "ok": 1.0})");
-    t.finish("L", 3, &reply);
+    auto probe = std::async(std::launch::async, [&] { return t.executed("L", 3, 0, soon()); });
+    EXPECT_EQ(probe.wait_for(std::chrono::milliseconds(20)), std::future_status::timeout);
+    t.finish("L", 3, {{0, J(R"({"n": 3})")}});
     auto r = retry.get();
     ASSERT_TRUE(r.isOK());
-    ASSERT_TRUE(r.getValue().has_value());
-    EXPECT_TRUE(r.getValue()->binaryEqual(reply));
+    ASSERT_EQ(r.getValue().size(), 1u);
+    EXPECT_EQ(r.getValue().at(0)["n"].numberLong(), 3);
+    t.finish("L", 3, {});
+    EXPECT_TRUE(probe.get().getValue());
 }
 
-TEST(TransactionTable, ConcurrentRetryTimesOut) {
+TEST(TransactionTable, AConcurrentAttemptTimesOut) {
     TransactionTable t;
     ASSERT_TRUE(t.begin("L", 3, soon()).isOK());
     auto r = t.begin("L", 3, Clock::now() + std::chrono::milliseconds(20));
     EXPECT_EQ(r.getStatus().code(), static_cast<int>(ErrorCodes::MaxTimeMSExpired));
 }
 
-TEST(TransactionTable, RestoreKeepsTheNewest) {
+TEST(TransactionTable, RestoreKeepsTheStatementsOfTheNewestTxnNumber) {
     TransactionTable t;
-    t.restore("L", 9, J(R"({"n": 9})"));
-    t.restore("L", 4, J(R"({"n": 4})"));
+    t.restore("L", 9, 0, J(R"({"n": 9})"));
+    t.restore("L", 4, 1, J(R"({"n": 4})"));
+    t.restore("L", 9, kWholeCommand, J(R"({"n": 10})"));
     auto r = t.begin("L", 9, soon());
     ASSERT_TRUE(r.isOK());
-    ASSERT_TRUE(r.getValue().has_value());
-    EXPECT_EQ((*r.getValue())["n"].numberLong(), 9);
+    ASSERT_EQ(r.getValue().size(), 2u);
+    EXPECT_EQ(r.getValue().at(0)["n"].numberLong(), 9);
+    EXPECT_EQ(r.getValue().at(kWholeCommand)["n"].numberLong(), 10);
+    t.finish("L", 9, {});
     EXPECT_EQ(t.begin("L", 4, soon()).getStatus().code(),
               static_cast<int>(ErrorCodes::TransactionTooOld));
+    // A newer one restored later replaces them.
+    t.restore("L", 12, 3, J(R"({"n": 12})"));
+    EXPECT_FALSE(t.executed("L", 12, 0, soon()).getValue());
+    EXPECT_TRUE(t.executed("L", 12, 3, soon()).getValue());
 }
 
 }  // namespace

@@ -355,4 +355,116 @@ describeWithCluster('writes through a router (3 shards)', (ctx) => {
         assert.deepEqual(await c.findOne({ _id: 'ctr' }), { _id: 'ctr', x: 180.25, n: 111 });
         await ctx.cluster.checkConsistency(ns, expectedCount);
     });
+
+    // reference/mongodb-surface.md §4.2: drivers of wire version ≥ 9 retry a write only on the
+    // server's RetryableWriteError label, so a retriable code without it would surface as an error.
+    test('retriable errors get RetryableWriteError from the server (NoWritesPerformed before the write)', async () => {
+        const client = await ctx.cluster.clientFor(`${ctx.cluster.routerUri(0)}&monitorCommands=true&appName=retry-labels`);
+        const c = client.db(dbName).collection('c');
+        const failed = [];
+        const listener = (e) => failed.push(e);
+        client.on('commandFailed', listener);
+        const failOnce = (target, data) =>
+            target.db('admin').command({ configureFailPoint: 'failCommand', mode: { times: 1 }, data: { failCommands: ['insert', 'update'], ...data } });
+        const owner = await ctx.cluster.shardByName(state.owner.mid);
+        try {
+            // 1. The router itself fails the insert (errorCode, no errorLabels named): labelled,
+            //    retried by the driver, applied once.
+            await failOnce(client, { errorCode: 91, appName: 'retry-labels' });
+            await c.insertOne({ _id: 'lbl-1', x: 150.5 });
+            assert.equal(failed.length, 1, 'one failed attempt');
+            // (the driver adds ResetPool to shutdown codes itself)
+            assert.deepEqual(
+                failed[0].failure.errorLabels.filter((l) => l !== 'ResetPool').sort(),
+                ['NoWritesPerformed', 'RetryableWriteError'],
+            );
+            // 2. The owning shard fails it: the router's reply carries the label once, not twice.
+            failed.length = 0;
+            await failOnce(owner, { errorCode: 189 });
+            await c.insertOne({ _id: 'lbl-2', x: 150.75 });
+            assert.equal(failed.length, 1, 'the shard failed the first attempt');
+            assert.equal(failed[0].failure.code, 189);
+            const labels = failed[0].failure.errorLabels;
+            assert.equal(labels.filter((l) => l === 'RetryableWriteError').length, 1, JSON.stringify(labels));
+            // 3. A retriable writeConcernError (no labels named) after the update ran: labelled, retried,
+            //    and the retry replays the recorded reply (the $inc applies once).
+            failed.length = 0;
+            await failOnce(client, { writeConcernError: { code: 91, errmsg: 'shutting down' }, appName: 'retry-labels' });
+            const r = await c.updateOne({ _id: 'lbl-1' }, { $inc: { n: 1 } });
+            assert.equal(r.modifiedCount, 1);
+            // 4. failCommand's errorLabels are taken as they are: [] means no label, no retry.
+            await failOnce(client, { errorCode: 91, errorLabels: [], appName: 'retry-labels' });
+            const e = await c.insertOne({ _id: 'lbl-3', x: 150.875 }).then(() => null, (err) => err);
+            assert.ok(e, 'no label, no retry: the error surfaces');
+            assert.equal(e.code, 91);
+            assert.equal(e.hasErrorLabel('RetryableWriteError'), false);
+            // 5. Not a retryable write (retryWrites=false): no label.
+            const plain = await ctx.cluster.clientFor(`${ctx.cluster.routerUri(0)}&retryWrites=false&appName=retry-labels-off`);
+            await failOnce(plain, { errorCode: 91, appName: 'retry-labels-off' });
+            const e2 = await plain.db(dbName).collection('c').insertOne({ _id: 'lbl-4', x: 150.9375 }).then(() => null, (err) => err);
+            assert.ok(e2 && e2.code === 91, String(e2));
+            assert.equal(e2.hasErrorLabel('RetryableWriteError'), false);
+        } finally {
+            client.off('commandFailed', listener);
+            await client.db('admin').command({ configureFailPoint: 'failCommand', mode: 'off' });
+            await owner.db('admin').command({ configureFailPoint: 'failCommand', mode: 'off' });
+        }
+        assert.deepEqual(await c.findOne({ _id: 'lbl-1' }), { _id: 'lbl-1', x: 150.5, n: 1 });
+        assert.equal(await c.countDocuments({ _id: { $in: ['lbl-1', 'lbl-2', 'lbl-3', 'lbl-4'] } }), 2);
+        expectedCount += 2;
+        await ctx.cluster.checkConsistency(ns, expectedCount);
+    });
+
+    // A client batch split over the 3 shards, one of which fails its sub-command with a retriable
+    // error: the router fails the command as a whole (labelled), the driver retries it with the
+    // same txnNumber, and every shard runs each statement at most once (stmtIds): the shards that
+    // applied their part replay it, the failed one runs it now.
+    test('a retried batch split over shards applies every statement once (stmtIds)', async () => {
+        const client = await ctx.cluster.clientFor(`${ctx.cluster.routerUri(0)}&monitorCommands=true&appName=retry-split`);
+        const c = client.db(dbName).collection('c');
+        const docs = [
+            { _id: 'sp-low', x: 10.125, n: 0 },
+            { _id: 'sp-mid', x: 110.125, n: 0 },
+            { _id: 'sp-high', x: 210.125, n: 0 },
+        ];
+        await c.insertMany(docs);
+        expectedCount += 3;
+        const sent = [];
+        const listener = (e) => {
+            if (e.commandName === 'update') sent.push(e);
+        };
+        client.on('commandStarted', listener);
+        const high = await ctx.cluster.shardByName(state.owner.high);
+        try {
+            await high.db('admin').command({
+                configureFailPoint: 'failCommand',
+                mode: { times: 1 },
+                data: { failCommands: ['update'], errorCode: 91 },
+            });
+            // Ordered and unordered: both split into one sub-command per shard.
+            for (const ordered of [true, false]) {
+                sent.length = 0;
+                if (!ordered) {
+                    await high.db('admin').command({
+                        configureFailPoint: 'failCommand',
+                        mode: { times: 1 },
+                        data: { failCommands: ['update'], errorCode: 189 },
+                    });
+                }
+                const r = await c.bulkWrite(
+                    docs.map((d) => ({ updateOne: { filter: { x: d.x }, update: { $inc: { n: 1 } } } })),
+                    { ordered },
+                );
+                assert.equal(r.modifiedCount, 3, `ordered ${ordered}`);
+                assert.equal(sent.length, 2, `ordered ${ordered}: the driver sent the batch twice`);
+                assert.equal(String(sent[0].command.txnNumber), String(sent[1].command.txnNumber));
+            }
+        } finally {
+            client.off('commandStarted', listener);
+            await high.db('admin').command({ configureFailPoint: 'failCommand', mode: 'off' });
+        }
+        const got = await c.find({ _id: { $in: docs.map((d) => d._id) } }).sort({ x: 1 }).toArray();
+        assert.deepEqual(got.map((d) => d.n), [2, 2, 2], JSON.stringify(got));
+        await ctx.cluster.checkConsistency(ns, expectedCount);
+    });
 });

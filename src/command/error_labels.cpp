@@ -1,0 +1,77 @@
+#include "command/error_labels.h"
+
+#include <array>
+#include <string_view>
+
+#include "base/error_codes.h"
+#include "bson/bson_builder.h"
+
+namespace tessera::command {
+
+namespace {
+
+constexpr std::string_view kRetryableWriteError = "RetryableWriteError";
+constexpr std::string_view kNoWritesPerformed = "NoWritesPerformed";
+
+int codeOf(bson::BsonElement e) { return e.isNumber() ? e.numberInt() : 0; }
+
+bool hasLabel(bson::BsonElement labels, std::string_view label) {
+    if (!labels.isArray()) return false;
+    for (bson::BsonElement e : labels.objValue()) {
+        if (e.type() == bson::BsonType::String && e.stringValue() == label) return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+bool isRetriableErrorCode(int code) {
+    static constexpr std::array kRetriable = {
+        ErrorCodes::HostUnreachable,
+        ErrorCodes::HostNotFound,
+        ErrorCodes::NetworkTimeout,
+        ErrorCodes::ShutdownInProgress,
+        ErrorCodes::ReadConcernMajorityNotAvailableYet,
+        ErrorCodes::PrimarySteppedDown,
+        ErrorCodes::ExceededTimeLimit,
+        ErrorCodes::SocketException,
+        ErrorCodes::NotWritablePrimary,
+        ErrorCodes::InterruptedAtShutdown,
+        ErrorCodes::InterruptedDueToReplStateChange,
+        ErrorCodes::NotPrimaryNoSecondaryOk,
+        ErrorCodes::NotPrimaryOrSecondary,
+    };
+    for (ErrorCodes c : kRetriable) {
+        if (static_cast<int>(c) == code) return true;
+    }
+    return false;
+}
+
+bson::BsonObj withServerErrorLabels(bson::BsonObj reply, const LabelContext& context) {
+    if (!context.retryableWrite || reply.isEmpty()) return reply;
+    bson::BsonView view = reply;
+    bool failed = !view["ok"].trueValue();
+    bool retriable = (failed && isRetriableErrorCode(codeOf(view["code"]))) ||
+                     (view["writeConcernError"].isObject() &&
+                      isRetriableErrorCode(codeOf(view["writeConcernError"].objValue()["code"])));
+    if (!retriable) return reply;
+    bson::BsonElement present = view["errorLabels"];
+    bool addRetryable = !hasLabel(present, kRetryableWriteError);
+    bool addNoWrites = failed && context.wroteNothing && !hasLabel(present, kNoWritesPerformed);
+    if (!addRetryable && !addNoWrites) return reply;
+
+    bson::BsonArrayBuilder labels;
+    if (present.isArray()) {
+        for (bson::BsonElement e : present.objValue()) labels.appendElement(e);
+    }
+    if (addRetryable) labels.append(kRetryableWriteError);
+    if (addNoWrites) labels.append(kNoWritesPerformed);
+    bson::BsonBuilder b;
+    for (bson::BsonElement e : view) {
+        if (e.fieldName() != "errorLabels") b.appendElement(e);
+    }
+    b.appendArray("errorLabels", labels.arr());
+    return b.obj();
+}
+
+}  // namespace tessera::command

@@ -1,0 +1,29 @@
+#pragma once
+
+#include "bson/bson_obj.h"
+
+namespace tessera::command {
+
+// MongoDB's error labels that the server decides (reference/mongodb-surface.md §4.2; MongoDB's
+// src/mongo/db/error_labels.cpp). Drivers of wire version ≥ 9 trust the server for
+// `RetryableWriteError` and never add it to a server's reply themselves, so a retryable write
+// that fails with a transient error is retried only if the reply carries the label.
+
+// MongoDB's RetriableError category: the network, shutdown and not-primary codes a retry of the
+// same statement (same lsid and txnNumber) may succeed on.
+bool isRetriableErrorCode(int code);
+
+// What an operation knows about the reply it is about to send.
+struct LabelContext {
+    bool retryableWrite = false;  // lsid + txnNumber, no autocommit (no transaction)
+    bool wroteNothing = false;    // the error came before the command ran (admission, failCommand)
+};
+
+// Returns `reply` with the labels the server owes it: `RetryableWriteError` when the operation is
+// a retryable write and the reply's `code` (ok: 0) or `writeConcernError.code` is retriable, plus
+// `NoWritesPerformed` when `wroteNothing` and it is an error reply. Labels already present
+// (relayed from a shard, or set by failCommand's `errorLabels`) are kept and never duplicated.
+// Returns `reply` itself when nothing is owed (the common case: no copy).
+bson::BsonObj withServerErrorLabels(bson::BsonObj reply, const LabelContext& context);
+
+}  // namespace tessera::command
