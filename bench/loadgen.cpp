@@ -2,20 +2,27 @@
 //
 // Phases (each bounded by --seconds and --max-ops, run with --threads connections):
 //   insert  insert_one of a new document (w:1 unless the URI says otherwise)
+//   insert_j  the same with writeConcern {w: 1, j: true}: acknowledged once journaled
 //   point   find {_id: <random existing id>} limit 1
 //   update  update_one {_id: <random existing id>} {$inc: {n: 1}}
 //   range   find {_id: {$gte: s, $lt: s + L}}, all L documents read
 // Before point/update/range the collection is dropped and preloaded with --docs documents of
 // --doc-size BSON bytes, _id 0..docs-1 (see bench_document.h). Inserts use _id from --docs up.
+// With --server-pid P (a server on this machine) each phase also reports the server's CPU time
+// per operation, from /proc/P/stat (all its threads) at the phase's start and end.
 // Prints ops/s, p50 and p99 per phase, and one JSON line per phase with --json. Exit status:
 // 0 all phases ran without errors, 1 some operation failed, 2 bad usage, 3 endpoint unreachable.
 #include <mongoc/mongoc.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -27,7 +34,8 @@ namespace tessera::bench {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: tessera_loadgen --uri URI [--threads 16] [--op insert|point|update|range|all]\n"
+    "usage: tessera_loadgen --uri URI [--threads 16]\n"
+    "                       [--op insert|insert_j|point|update|range|all] [--server-pid P]\n"
     "                       [--seconds 10] [--docs 100000] [--doc-size 1024] [--range-len 100]\n"
     "                       [--max-ops N] [--db tessera_bench] [--coll docs] [--index-k]\n"
     "                       [--skip-preload] [--preload-seconds 120] [--timeout-ms 5000] "
@@ -47,6 +55,7 @@ struct Config {
     uint64_t rangeLen = 100;
     uint64_t maxOps = UINT64_MAX;
     uint64_t timeoutMs = 5000;
+    uint64_t serverPid = 0;  // 0: not measured
     bool indexK = false;
     bool skipPreload = false;
     bool json = false;
@@ -83,7 +92,7 @@ std::string errorText(const bson_error_t& e) {
 
 bool parseConfig(int argc, char** argv, Config* cfg, std::string* err) {
     Flags flags({"uri", "threads", "op", "seconds", "docs", "doc-size", "range-len", "max-ops",
-                 "db", "coll", "preload-seconds", "timeout-ms"},
+                 "db", "coll", "preload-seconds", "timeout-ms", "server-pid"},
                 {"json", "index-k", "skip-preload", "help"});
     if (!flags.parse(argc, argv, err)) {
         return false;
@@ -108,17 +117,19 @@ bool parseConfig(int argc, char** argv, Config* cfg, std::string* err) {
         !flags.getUint("range-len", 100, &cfg->rangeLen, err) ||
         !flags.getUint("max-ops", UINT64_MAX, &cfg->maxOps, err) ||
         !flags.getUint("timeout-ms", 5000, &cfg->timeoutMs, err) ||
+        !flags.getUint("server-pid", 0, &cfg->serverPid, err) ||
         !flags.getDouble("seconds", 10, &cfg->seconds, err) ||
         !flags.getDouble("preload-seconds", 120, &cfg->preloadSeconds, err)) {
         return false;
     }
     std::string op = flags.getString("op", "all");
     if (op == "all") {
-        cfg->ops = {"point", "update", "range", "insert"};
-    } else if (op == "insert" || op == "point" || op == "update" || op == "range") {
+        cfg->ops = {"point", "update", "range", "insert", "insert_j"};
+    } else if (op == "insert" || op == "insert_j" || op == "point" || op == "update" ||
+               op == "range") {
         cfg->ops = {op};
     } else {
-        *err = "--op must be insert, point, update, range or all, got '" + op + "'";
+        *err = "--op must be insert, insert_j, point, update, range or all, got '" + op + "'";
         return false;
     }
     if (cfg->threads == 0 || cfg->threads > 1024) {
@@ -129,7 +140,7 @@ bool parseConfig(int argc, char** argv, Config* cfg, std::string* err) {
         *err = "--doc-size must be at most 16 MiB";
         return false;
     }
-    bool needsDocs = cfg->ops.size() > 1 || cfg->ops[0] != "insert";
+    bool needsDocs = cfg->ops.size() > 1 || !cfg->ops[0].starts_with("insert");
     if (needsDocs && cfg->docs == 0) {
         *err = "--docs must be >= 1 for point/update/range phases";
         return false;
@@ -159,7 +170,7 @@ class LoadGen {
         if (int rc = connect(); rc != 0) {
             return rc;
         }
-        bool needsDocs = _cfg.ops.size() > 1 || _cfg.ops[0] != "insert";
+        bool needsDocs = _cfg.ops.size() > 1 || !_cfg.ops[0].starts_with("insert");
         if (!_cfg.skipPreload) {
             if (int rc = resetCollection(); rc != 0) {
                 return rc;
@@ -172,7 +183,17 @@ class LoadGen {
         }
         int rc = 0;
         for (const auto& op : _cfg.ops) {
+            double cpuBefore = serverCpuSeconds();
+            double selfBefore = ownCpuSeconds();
             PhaseResult r = runOp(op);
+            double cpuAfter = serverCpuSeconds();
+            double selfAfter = ownCpuSeconds();
+            if (cpuBefore >= 0 && cpuAfter >= 0 && r.ops > 0) {
+                r.serverCpuUsPerOp = (cpuAfter - cpuBefore) * 1e6 / static_cast<double>(r.ops);
+            }
+            if (r.ops > 0) {
+                r.clientCpuUsPerOp = (selfAfter - selfBefore) * 1e6 / static_cast<double>(r.ops);
+            }
             std::cout << formatText(r) << "\n";
             if (_cfg.json) {
                 std::cout << formatJson(r) << "\n";
@@ -186,6 +207,36 @@ class LoadGen {
     }
 
   private:
+    // This load generator's own CPU (all its threads): what the client side of an operation
+    // costs on the same cores.
+    static double ownCpuSeconds() {
+        rusage u{};
+        getrusage(RUSAGE_SELF, &u);
+        auto secs = [](const timeval& t) {
+            return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6;
+        };
+        return secs(u.ru_utime) + secs(u.ru_stime);
+    }
+
+    // utime + stime of the server process (all threads), or -1 when not measured.
+    double serverCpuSeconds() const {
+        if (_cfg.serverPid == 0) return -1;
+        std::ifstream in("/proc/" + std::to_string(_cfg.serverPid) + "/stat");
+        std::string line;
+        if (!std::getline(in, line)) return -1;
+        // Fields after the command name (which may hold spaces): state is field 3, utime 14.
+        auto close = line.rfind(')');
+        if (close == std::string::npos) return -1;
+        std::istringstream rest(line.substr(close + 2));
+        std::string field;
+        unsigned long long utime = 0, stime = 0;
+        for (int i = 3; i <= 15 && rest >> field; ++i) {
+            if (i == 14) utime = std::stoull(field);
+            if (i == 15) stime = std::stoull(field);
+        }
+        return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+    }
+
     int connect() {
         bson_error_t error;
         _uri = mongoc_uri_new_with_error(_cfg.uri.c_str(), &error);
@@ -317,7 +368,10 @@ class LoadGen {
         PhaseSpec spec{"tessera_loadgen", op, _cfg.threads, _cfg.seconds, _cfg.maxOps,
                        _cfg.docSize,      11};
         if (op == "insert") {
-            return runPhase(spec, [&](OpContext& ctx) { return insertOne(ctx); });
+            return runPhase(spec, [&](OpContext& ctx) { return insertOne(ctx, false); });
+        }
+        if (op == "insert_j") {
+            return runPhase(spec, [&](OpContext& ctx) { return insertOne(ctx, true); });
         }
         if (op == "point") {
             return runPhase(spec, [&](OpContext& ctx) { return pointRead(ctx); });
@@ -329,13 +383,24 @@ class LoadGen {
         return runPhase(spec, [&](OpContext& ctx) { return rangeScan(ctx); });
     }
 
-    bool insertOne(OpContext& ctx) {
+    // `journaled`: writeConcern {w: 1, j: true}. Its _ids start far above the w:1 phase's.
+    bool insertOne(OpContext& ctx, bool journaled) {
+        constexpr int64_t kJournaledIdBase = int64_t{1} << 40;
         bson_t doc;
-        makeDocument(static_cast<int64_t>(_cfg.docs + ctx.ticket),
-                     static_cast<uint32_t>(_cfg.docSize), _pad, &doc);
+        makeDocument(
+            static_cast<int64_t>(_cfg.docs + ctx.ticket) + (journaled ? kJournaledIdBase : 0),
+            static_cast<uint32_t>(_cfg.docSize), _pad, &doc);
         bson_error_t error;
-        bool ok = mongoc_collection_insert_one(_connections[ctx.thread]->coll, &doc, nullptr,
-                                               nullptr, &error);
+        ScopedBson opts;
+        if (journaled) {
+            mongoc_write_concern_t* wc = mongoc_write_concern_new();
+            mongoc_write_concern_set_w(wc, 1);
+            mongoc_write_concern_set_journal(wc, true);
+            mongoc_write_concern_append(wc, opts.get());
+            mongoc_write_concern_destroy(wc);
+        }
+        bool ok = mongoc_collection_insert_one(_connections[ctx.thread]->coll, &doc,
+                                               journaled ? opts.get() : nullptr, nullptr, &error);
         bson_destroy(&doc);
         if (!ok) {
             ctx.error = "insert: " + errorText(error);

@@ -22,6 +22,16 @@ std::string formatText(const PhaseResult& r) {
                   static_cast<unsigned long long>(r.errors), r.seconds,
                   static_cast<unsigned long long>(r.threads));
     std::string out = buf;
+    if (r.serverCpuUsPerOp >= 0) {
+        char cpu[64];
+        std::snprintf(cpu, sizeof(cpu), "  server CPU %.1f us/op", r.serverCpuUsPerOp);
+        out += cpu;
+    }
+    if (r.clientCpuUsPerOp >= 0) {
+        char cpu[64];
+        std::snprintf(cpu, sizeof(cpu), "  client CPU %.1f us/op", r.clientCpuUsPerOp);
+        out += cpu;
+    }
     if (!r.firstError.empty()) {
         out += "\n  first error: " + r.firstError;
     }
@@ -41,6 +51,16 @@ std::string formatJson(const PhaseResult& r) {
                   micros(r.latency.percentile(0.99)), micros(r.latency.max()),
                   r.latency.mean() / 1000.0, static_cast<unsigned long long>(r.bytesPerOp));
     std::string out = buf;
+    if (r.serverCpuUsPerOp >= 0) {
+        char cpu[64];
+        std::snprintf(cpu, sizeof(cpu), ",\"server_cpu_us_per_op\":%.1f", r.serverCpuUsPerOp);
+        out += cpu;
+    }
+    if (r.clientCpuUsPerOp >= 0) {
+        char cpu[64];
+        std::snprintf(cpu, sizeof(cpu), ",\"client_cpu_us_per_op\":%.1f", r.clientCpuUsPerOp);
+        out += cpu;
+    }
     if (!r.firstError.empty()) {
         out += ",\"first_error\":\"" + log::jsonEscape(r.firstError) + "\"";
     }

@@ -17,8 +17,10 @@ struct PhaseResult {
     uint64_t errors = 0;  // failed operations (not in the histogram)
     double seconds = 0;   // wall time of the measured phase
     uint64_t bytesPerOp = 0;
-    LatencyHistogram latency;  // nanoseconds, successful operations only
-    std::string firstError;    // first error message seen, if any
+    LatencyHistogram latency;      // nanoseconds, successful operations only
+    std::string firstError;        // first error message seen, if any
+    double serverCpuUsPerOp = -1;  // the server's CPU per operation, when measured (>= 0)
+    double clientCpuUsPerOp = -1;  // the load generator's own CPU per operation, when measured
 
     double opsPerSec() const { return seconds > 0 ? static_cast<double>(ops) / seconds : 0.0; }
 };

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Tessera benchmark run: physical limits (loopback echo, raw RocksDB) and the server under load,
-# in one run on one machine, written as a markdown report. Loopback only; bounded to ~3 minutes
-# with the defaults (plus build time). See bench/README.md.
+# Tessera benchmark run: physical limits (loopback echo, raw RocksDB), the server under load and
+# PostgreSQL 15 under the same load (bench/postgres.sh), in one run on one machine, written as a
+# markdown report. Loopback only; bounded to ~6 minutes with the defaults (plus build time). See
+# bench/README.md.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -9,6 +10,7 @@ BUILD_DIR="$ROOT/build"
 URI=""
 NO_BUILD=0
 LIMITS_ONLY=0
+NO_POSTGRES=0
 SECONDS_PER_PHASE=15
 LIMIT_SECONDS=10
 THREADS=16
@@ -27,6 +29,7 @@ usage: bench/run.sh [options]
   --build-dir DIR      build tree (default: build/, configured with 'cmake --preset release')
   --no-build           use the binaries already in the build tree
   --limits-only        run only echo_limit and rocksdb_limit
+  --no-postgres        skip the PostgreSQL 15 phases (bench/postgres.sh)
   --seconds S          seconds per loadgen phase (default $SECONDS_PER_PHASE)
   --limit-seconds S    seconds per limit phase (default $LIMIT_SECONDS)
   --threads T          concurrent connections / threads (default $THREADS)
@@ -47,6 +50,7 @@ while [[ $# -gt 0 ]]; do
         --build-dir) BUILD_DIR="$(realpath -m "$2")"; shift 2 ;;
         --no-build) NO_BUILD=1; shift ;;
         --limits-only) LIMITS_ONLY=1; shift ;;
+        --no-postgres) NO_POSTGRES=1; shift ;;
         --seconds) SECONDS_PER_PHASE="$2"; shift 2 ;;
         --limit-seconds) LIMIT_SECONDS="$2"; shift 2 ;;
         --threads) THREADS="$2"; shift 2 ;;
@@ -118,7 +122,7 @@ LOADAVG_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
 log "echo_limit (${LIMIT_SECONDS}s)"
 "$BIN/echo_limit" --threads "$THREADS" --seconds "$LIMIT_SECONDS" --doc-size "$DOC_SIZE" --json \
     >"$WORK/echo.out" 2>&1 || { FAILED=1; cat "$WORK/echo.out" >&2; }
-log "rocksdb_limit (2 x ${LIMIT_SECONDS}s)"
+log "rocksdb_limit (3 x ${LIMIT_SECONDS}s)"
 "$BIN/rocksdb_limit" --threads "$THREADS" --seconds "$LIMIT_SECONDS" --value-size "$DOC_SIZE" \
     --cache-mb "$CACHE_MB" --read-keys "$DOCS" --dir "$WORK" --json >"$WORK/rocksdb.out" 2>&1 ||
     { FAILED=1; cat "$WORK/rocksdb.out" >&2; }
@@ -168,12 +172,14 @@ if [[ $LIMITS_ONLY -eq 0 ]]; then
         fi
     fi
     if [[ -z "$SERVER_NOTE" ]]; then
-        log "tessera_loadgen against $TARGET_URI (preload $DOCS docs, 4 x ${SECONDS_PER_PHASE}s)"
+        log "tessera_loadgen against $TARGET_URI (preload $DOCS docs, 5 x ${SECONDS_PER_PHASE}s)"
         RAN_LOADGEN=1
+        PID_ARGS=()
+        [[ -n "$SERVER_PID" ]] && PID_ARGS=(--server-pid "$SERVER_PID")
         "$BIN/tessera_loadgen" --uri "$TARGET_URI" --threads "$THREADS" --op all \
             --seconds "$SECONDS_PER_PHASE" --docs "$DOCS" --doc-size "$DOC_SIZE" \
-            --range-len "$RANGE_LEN" --preload-seconds 60 --json >"$WORK/loadgen.out" 2>&1 ||
-            { FAILED=1; cat "$WORK/loadgen.out" >&2; }
+            --range-len "$RANGE_LEN" --preload-seconds 60 "${PID_ARGS[@]}" --json \
+            >"$WORK/loadgen.out" 2>&1 || { FAILED=1; cat "$WORK/loadgen.out" >&2; }
     fi
     if [[ -n "$SERVER_PID" ]]; then
         if kill -0 "$SERVER_PID" 2>/dev/null; then
@@ -194,12 +200,37 @@ if [[ $LIMITS_ONLY -eq 0 ]]; then
     fi
 fi
 
+# ---------------------------------------------------------------- PostgreSQL
+PG_NOTE=""
+if [[ $LIMITS_ONLY -eq 0 && $NO_POSTGRES -eq 0 ]]; then
+    if [[ ! -x /usr/lib/postgresql/15/bin/initdb ]]; then
+        log "installing postgresql-15 (Debian) for the PostgreSQL phases"
+        SUDO=()
+        [[ "$(id -u)" -ne 0 ]] && SUDO=(sudo)
+        DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -q --no-install-recommends \
+            postgresql-15 >"$WORK/apt.log" 2>&1 || PG_NOTE="postgresql-15 could not be installed"
+    fi
+    if [[ -z "$PG_NOTE" ]]; then
+        log "PostgreSQL 15 (pgbench, $THREADS clients, 5 x ${SECONDS_PER_PHASE}s)"
+        "$ROOT/bench/postgres.sh" --dir "$WORK" --clients "$THREADS" --seconds "$SECONDS_PER_PHASE" \
+            --docs "$DOCS" --doc-size "$DOC_SIZE" --range-len "$RANGE_LEN" --cache-mb "$CACHE_MB" \
+            >"$WORK/pg.out" 2>&1 || { PG_NOTE="bench/postgres.sh failed"; cat "$WORK/pg.out" >&2; }
+    fi
+else
+    PG_NOTE="not run"
+fi
+
 # ---------------------------------------------------------------- report
 ECHO="$(phase_line "$WORK/echo.out" echo_limit echo)"
 FILL="$(phase_line "$WORK/rocksdb.out" rocksdb_limit fillrandom)"
+FSYNC="$(phase_line "$WORK/rocksdb.out" rocksdb_limit fillsync)"
 READ="$(phase_line "$WORK/rocksdb.out" rocksdb_limit readrandom)"
 declare -A LG
-for p in preload point update range insert; do LG[$p]="$(phase_line "$WORK/loadgen.out" tessera_loadgen "$p")"; done
+declare -A PG
+for p in preload point update range insert insert_j; do
+    LG[$p]="$(phase_line "$WORK/loadgen.out" tessera_loadgen "$p")"
+    PG[$p]="$(phase_line "$WORK/pg.out" postgres "$p")"
+done
 
 num() { [[ -n "$1" ]] && printf "%.0f" "$1" || echo "n/a"; }
 dec() { [[ -n "$1" ]] && printf "%.1f" "$1" || echo "n/a"; }
@@ -208,17 +239,44 @@ row() { # row NAME JSONLINE
     if [[ -z "$l" ]]; then echo "| $1 | n/a | n/a | n/a | n/a |"; return; fi
     echo "| $1 | $(num "$(jget "$l" ops_per_sec)") | $(dec "$(jget "$l" p50_us)") | $(dec "$(jget "$l" p99_us)") | $(jget "$l" errors) |"
 }
+srow() { # srow NAME TESSERA_JSONLINE PG_JSONLINE: a server phase next to its PostgreSQL peer
+    local t="$2" p="$3"
+    echo "| $1 | $(num "$(jget "$t" ops_per_sec)") | $(dec "$(jget "$t" p50_us)") | $(dec "$(jget "$t" p99_us)") | $(dec "$(jget "$t" server_cpu_us_per_op)") | $(dec "$(jget "$t" client_cpu_us_per_op)") | $(num "$(jget "$p" ops_per_sec)") | $(dec "$(jget "$p" mean_us)") | $(dec "$(jget "$p" server_cpu_us_per_op)") | $(dec "$(jget "$p" client_cpu_us_per_op)") |"
+}
 # verdict NUM DEN MIN: "0.63 PASS" (ratio >= MIN) / "0.41 SHORT" / "n/a"
 verdict() {
     if [[ -z "$1" || -z "$2" ]]; then echo "n/a | n/a"; return; fi
     awk -v n="$1" -v d="$2" -v m="$3" 'BEGIN { if (d <= 0) { print "n/a | n/a"; exit }
         r = n / d; printf "%.2f | %s\n", r, (r >= m ? "PASS" : "SHORT") }'
 }
+# atmost NUM DEN MAX: the ratio must be at most MAX (a cost, not a rate)
+atmost() {
+    if [[ -z "$1" || -z "$2" ]]; then echo "n/a | n/a"; return; fi
+    awk -v n="$1" -v d="$2" -v m="$3" 'BEGIN { if (d <= 0) { print "n/a | n/a"; exit }
+        r = n / d; printf "%.2f | %s\n", r, (r <= m ? "PASS" : "SHORT") }'
+}
+# info NUM DEN: a ratio reported without a target
+info() {
+    if [[ -z "$1" || -z "$2" ]]; then echo "n/a | (no target)"; return; fi
+    awk -v n="$1" -v d="$2" 'BEGIN { if (d <= 0) { print "n/a | (no target)"; exit }
+        printf "%.2f | (no target)\n", n / d }'
+}
 
 POINT_OPS="$(jget "${LG[point]}" ops_per_sec)"
 INSERT_OPS="$(jget "${LG[insert]}" ops_per_sec)"
+INSERTJ_OPS="$(jget "${LG[insert_j]}" ops_per_sec)"
+UPDATE_OPS="$(jget "${LG[update]}" ops_per_sec)"
+RANGE_OPS="$(jget "${LG[range]}" ops_per_sec)"
+POINT_CPU="$(jget "${LG[point]}" server_cpu_us_per_op)"
 ECHO_OPS="$(jget "$ECHO" ops_per_sec)"
 FILL_OPS="$(jget "$FILL" ops_per_sec)"
+FSYNC_OPS="$(jget "$FSYNC" ops_per_sec)"
+PG_POINT_OPS="$(jget "${PG[point]}" ops_per_sec)"
+PG_POINT_CPU="$(jget "${PG[point]}" server_cpu_us_per_op)"
+PG_INSERT_OPS="$(jget "${PG[insert]}" ops_per_sec)"
+PG_INSERTJ_OPS="$(jget "${PG[insert_j]}" ops_per_sec)"
+PG_UPDATE_OPS="$(jget "${PG[update]}" ops_per_sec)"
+PG_RANGE_OPS="$(jget "${PG[range]}" ops_per_sec)"
 MEM_LIMIT_KB=$(( (CACHE_MB + 256) * 1024 ))
 if [[ -n "$PEAK_RSS_KB" ]]; then
     MEM_VERDICT="$(awk -v p="$PEAK_RSS_KB" -v l="$MEM_LIMIT_KB" \
@@ -264,16 +322,25 @@ mkdir -p "$(dirname "$OUT")"
     echo "|---|---:|---:|---:|---:|"
     row "echo_limit: loopback round trip (100 B request, doc+100 B response)" "$ECHO"
     row "rocksdb_limit fillrandom (WAL on, sync=false)" "$FILL"
+    row "rocksdb_limit fillsync (WAL on, sync=true: every Put waits for its fsync)" "$FSYNC"
     row "rocksdb_limit readrandom ($DOCS keys bulk-loaded, flushed)" "$READ"
     echo
-    echo "## Server: $TARGET_TXT"
+    echo "## Server: $TARGET_TXT, next to PostgreSQL 15${PG_NOTE:+ ($PG_NOTE)}"
     echo
-    echo "| phase | ops/s | p50 µs | p99 µs | errors |"
-    echo "|---|---:|---:|---:|---:|"
-    row "insert (w:1)" "${LG[insert]}"
-    row "point read by _id" "${LG[point]}"
-    row "update by _id (\$inc)" "${LG[update]}"
-    row "range scan ($RANGE_LEN docs)" "${LG[range]}"
+    echo "Tessera through tessera_loadgen (libmongoc, $THREADS blocking threads); PostgreSQL through" \
+         "pgbench ($THREADS clients, -j 4; bench/postgres.sh). CPU is per operation over the phase:" \
+         "the server's (all its threads or processes, from /proc) and the client's own (the load" \
+         "generator's getrusage, pgbench's user + system time) — they share the same cores."
+    echo
+    echo "| phase | Tessera ops/s | p50 µs | p99 µs | server CPU µs/op | client CPU µs/op | PostgreSQL ops/s | mean µs | server CPU µs/op | client CPU µs/op |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    srow "insert (w:1 / synchronous_commit off)" "${LG[insert]}" "${PG[insert]}"
+    srow "insert (j:true / synchronous_commit on)" "${LG[insert_j]}" "${PG[insert_j]}"
+    srow "point read by _id" "${LG[point]}" "${PG[point]}"
+    srow "update by _id (\$inc / jsonb_set)" "${LG[update]}" "${PG[update]}"
+    srow "range scan ($RANGE_LEN docs)" "${LG[range]}" "${PG[range]}"
+    echo
+    echo "Errors: $(for p in insert insert_j point update range; do printf '%s %s; ' "$p" "$(jget "${LG[$p]}" errors)"; done)"
     if [[ -n "${LG[preload]}" ]]; then
         echo
         echo "Preload: $DOCS documents in $(jget "${LG[preload]}" seconds) s (bulk inserts of 1000)."
@@ -287,7 +354,14 @@ mkdir -p "$(dirname "$OUT")"
     echo "| target | ratio | verdict |"
     echo "|---|---:|---|"
     echo "| point reads >= 0.5 x echo ops/s ($(num "$POINT_OPS") / $(num "$ECHO_OPS")) | $(verdict "$POINT_OPS" "$ECHO_OPS" 0.5) |"
-    echo "| inserts >= 0.5 x RocksDB fillrandom ops/s ($(num "$INSERT_OPS") / $(num "$FILL_OPS")) | $(verdict "$INSERT_OPS" "$FILL_OPS" 0.5) |"
+    echo "| server CPU per point read <= PostgreSQL's per lookup ($(dec "$POINT_CPU") / $(dec "$PG_POINT_CPU") µs) | $(atmost "$POINT_CPU" "$PG_POINT_CPU" 1.0) |"
+    echo "| (point reads vs PostgreSQL lookups, its own client: $(num "$POINT_OPS") / $(num "$PG_POINT_OPS")) | $(info "$POINT_OPS" "$PG_POINT_OPS") |"
+    echo "| inserts (w:1) >= 0.5 x RocksDB fillrandom ops/s ($(num "$INSERT_OPS") / $(num "$FILL_OPS")) | $(verdict "$INSERT_OPS" "$FILL_OPS" 0.5) |"
+    echo "| inserts (w:1) >= 1.5 x PostgreSQL, synchronous_commit off ($(num "$INSERT_OPS") / $(num "$PG_INSERT_OPS")) | $(verdict "$INSERT_OPS" "$PG_INSERT_OPS" 1.5) |"
+    echo "| inserts (j:true) >= 1.0 x PostgreSQL durable ($(num "$INSERTJ_OPS") / $(num "$PG_INSERTJ_OPS")) | $(verdict "$INSERTJ_OPS" "$PG_INSERTJ_OPS" 1.0) |"
+    echo "| inserts (j:true) >= 0.8 x RocksDB fillsync ($(num "$INSERTJ_OPS") / $(num "$FSYNC_OPS")) | $(verdict "$INSERTJ_OPS" "$FSYNC_OPS" 0.8) |"
+    echo "| (updates by _id vs PostgreSQL: $(num "$UPDATE_OPS") / $(num "$PG_UPDATE_OPS")) | $(info "$UPDATE_OPS" "$PG_UPDATE_OPS") |"
+    echo "| (range scans vs PostgreSQL: $(num "$RANGE_OPS") / $(num "$PG_RANGE_OPS")) | $(info "$RANGE_OPS" "$PG_RANGE_OPS") |"
     echo "| peak RSS <= cache + 256 MiB ($PEAK_TXT vs $((MEM_LIMIT_KB / 1024)) MiB) | $MEM_VERDICT |"
     echo
     echo "## Raw output"
@@ -295,6 +369,7 @@ mkdir -p "$(dirname "$OUT")"
     echo '```'
     cat "$WORK/echo.out" "$WORK/rocksdb.out" 2>/dev/null | grep -v '^{' || true
     if [[ -f "$WORK/loadgen.out" ]]; then grep -v '^{' "$WORK/loadgen.out" || true; fi
+    if [[ -f "$WORK/pg.out" ]]; then grep -v '^{' "$WORK/pg.out" || true; fi
     echo '```'
 } >"$OUT"
 
