@@ -10,7 +10,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PACKAGES=(
     build-essential cmake ninja-build ccache pkg-config clang libclang-rt-14-dev llvm
     librocksdb-dev libbson-dev libmongoc-dev libasio-dev libssl-dev libpcre2-dev libicu-dev
-    libgtest-dev libgmock-dev libbenchmark-dev
+    libgtest-dev libgmock-dev libbenchmark-dev libgoogle-perftools-dev
     python3-pymongo python3-pytest
     nodejs npm
     clang-format

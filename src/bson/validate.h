@@ -18,13 +18,13 @@ constexpr int kMaxParseDepth = 200;
 constexpr int kMaxStoredDepth = 100;
 
 // Checks that `len` bytes at `data` are exactly one well-formed BSON document: every length field
-// in bounds, strings NUL-terminated and valid UTF-8, known type bytes, booleans 0/1, nesting at
-// most `maxDepth` (capped at kMaxParseDepth). Safe on any byte sequence (iterative depth bound
-// before libbson's recursive checks). Returns InvalidBSON (22) or Overflow (15, too deep)
-// otherwise.
+// in bounds, strings and field names NUL-terminated, field names valid UTF-8 (string values are
+// not checked, as mongod does not), known type bytes, booleans 0/1, nesting at most `maxDepth`
+// (capped at kMaxParseDepth). One iterative pass, safe on any byte sequence. Returns InvalidBSON
+// (22) or Overflow (15, too deep) otherwise.
 Status validateBson(const uint8_t* data, size_t len, int maxDepth = kMaxParseDepth);
 
-// validateBson without the UTF-8 check of strings (and without libbson's second pass): every
+// validateBson without the UTF-8 check of field names: every
 // length in bounds, strings and names NUL-terminated, known type bytes, booleans 0/1, nesting at
 // most `maxDepth`. Enough to iterate the document safely; for BSON from a trusted peer (a shard's
 // reply to the router) whose contents were validated where they entered the cluster.

@@ -152,5 +152,41 @@ TEST(ValidateBson, RandomMutationsNeverCrash) {
     }
 }
 
+// {<name>: 1} with raw name bytes.
+std::string docWithName(const std::string& name) {
+    std::string body;
+    body += '\x10';
+    body += name;
+    body += '\0';
+    body += std::string("\x01\0\0\0", 4);
+    body += '\0';
+    int32_t len = static_cast<int32_t>(body.size() + 4);
+    std::string out(reinterpret_cast<const char*>(&len), 4);
+    return out + body;
+}
+
+TEST(ValidateBson, FieldNamesMustBeUtf8) {
+    auto ok = [](const std::string& name) {
+        std::string d = docWithName(name);
+        return validateBson(reinterpret_cast<const uint8_t*>(d.data()), d.size()).isOK();
+    };
+    EXPECT_TRUE(ok("plain"));
+    EXPECT_TRUE(ok("a-long-ascii-name-past-the-eight-byte-words"));
+    EXPECT_TRUE(ok("caf\xc3\xa9"));                    // é
+    EXPECT_TRUE(ok("\xe2\x82\xac-euro-after-ascii"));  // €
+    EXPECT_TRUE(ok("12345678\xf0\x9f\x98\x80"));       // U+1F600 right after a word
+    EXPECT_FALSE(ok("\xc0\xaf"));                      // overlong '/'
+    EXPECT_FALSE(ok("\xe0\x80\xaf"));                  // overlong, 3 bytes
+    EXPECT_FALSE(ok("\xed\xa0\x80"));                  // a surrogate (U+D800)
+    EXPECT_FALSE(ok("\xf4\x90\x80\x80"));              // above U+10FFFF
+    EXPECT_FALSE(ok("abcdefg\xc3"));                   // truncated at the end
+    EXPECT_FALSE(ok("\x80"));                          // a lone continuation byte
+    EXPECT_FALSE(ok("abcdefgh\xff"));
+    // Values are taken as they are (as mongod, and libbson's bson_validate before).
+    std::string s = std::string(fromJson(R"({"a": "xy"})").bytes());
+    s[11] = static_cast<char>(0xff);
+    EXPECT_TRUE(validateBson(reinterpret_cast<const uint8_t*>(s.data()), s.size()).isOK());
+}
+
 }  // namespace
 }  // namespace tessera::bson
