@@ -24,7 +24,7 @@ namespace tessera::cli {
 namespace {
 
 constexpr int kRouterWorkerThreads = 64;
-constexpr int kShardWorkerThreads = 32;
+constexpr int kStorageWorkerThreads = 32;
 
 std::string hostName() {
     char buf[256] = {};
@@ -127,9 +127,16 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
         // the rest run on the pool, which bounds the requests in flight, not CPU use.
         serverOptions.forwardRequests = true;
         serverOptions.workerThreads = kRouterWorkerThreads;
-    } else if (role == "shard") {
-        // Shards also wait: on critical sections and on other shards during migrations.
-        serverOptions.workerThreads = kShardWorkerThreads;
+    }
+    if (role == "serve" || role == "shard") {
+        // Point reads and small writes by `_id` run on the io thread that read them (no hand-off
+        // to a worker and back), one io thread per core; the rest runs on the pool, whose
+        // threads mostly wait — for the journal (concurrent `j: true` writes share one fsync,
+        // so as many writers as clients must be able to wait in it), locks, other processes.
+        serverOptions.workerThreads = kStorageWorkerThreads;
+        serverOptions.inlineRequests = true;
+        serverOptions.ioThreads =
+            static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     }
     if (opts.workerThreads > 0) serverOptions.workerThreads = opts.workerThreads;
     net::Server server(serverOptions, entryPoint);

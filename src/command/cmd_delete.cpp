@@ -19,6 +19,14 @@ class DeleteCommand final : public Command {
   public:
     std::string_view name() const override { return "delete"; }
     bool supportsRetryableWrite() const override { return true; }
+    // A few single-document deletes by `_id`.
+    bool runsInline(const ServiceContext& service, const CommandRequest& request) const override {
+        return isExistingCollection(service, request.db, request.firstElement()) &&
+               everyStatementPinsId(request, "deletes", [](bson::BsonView s) {
+                   return s["limit"].isNumber() && s["limit"].numberDouble() == 1 &&
+                          filterPinsId(s["q"]);
+               });
+    }
 
     Status run(OperationContext& opCtx, const CommandRequest& request,
                bson::BsonBuilder& reply) override {

@@ -4,6 +4,7 @@
 #include "command/exec/find_request.h"
 #include "command/exec/query_executor.h"
 #include "command/view_reads.h"
+#include "command/write_ops_util.h"
 #include "storage/engine.h"
 
 namespace tessera::command {
@@ -13,6 +14,14 @@ namespace {
 class FindCommand final : public Command {
   public:
     std::string_view name() const override { return "find"; }
+    // A lookup by `_id` (bounded: one key of the unique `_id` index) on a collection, not a
+    // tailable cursor.
+    bool runsInline(const ServiceContext& service, const CommandRequest& request) const override {
+        bson::BsonView body = request.body;
+        return !body["tailable"].trueValue() && !body["awaitData"].trueValue() &&
+               filterPinsId(body["filter"]) &&
+               isExistingCollection(service, request.db, request.firstElement());
+    }
 
     Status run(OperationContext& opCtx, const CommandRequest& request,
                bson::BsonBuilder& reply) override {
@@ -25,6 +34,15 @@ class FindCommand final : public Command {
         ASSIGN_OR_RETURN(req.query.collator,
                          resolveCollation(req.collationArg.firstElement(), coll.get()));
         if (isViewCollection(coll)) return runFindOnView(opCtx, req, ns, reply);
+        if (std::optional<bson::BsonElement> id = exec::pointLookupId(req.query); id && coll) {
+            // At most one document: a single batch, no cursor.
+            ASSIGN_OR_RETURN(std::optional<bson::BsonObj> doc,
+                             exec::runPointLookup(opCtx, *snapshot, *coll, ns, *id));
+            bson::BsonArrayBuilder batch;
+            if (doc) batch.append(doc->view());
+            exec::appendCursor(reply, "firstBatch", batch, 0, ns);
+            return Status::OK();
+        }
         ASSIGN_OR_RETURN(auto exec,
                          exec::buildQueryExecutor(std::move(snapshot), coll, ns, req.query));
 

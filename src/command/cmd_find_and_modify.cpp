@@ -20,6 +20,11 @@ using bson::BsonType;
 // {lastErrorObject: {n, updatedExisting?, upserted?}, value}.
 class FindAndModifyCommand final : public Command {
   public:
+    // One document, found by `_id`, of an existing collection.
+    bool runsInline(const ServiceContext& service, const CommandRequest& request) const override {
+        return filterPinsId(request.body["query"]) &&
+               isExistingCollection(service, request.db, request.firstElement());
+    }
     std::string_view name() const override { return "findAndModify"; }
     bool supportsRetryableWrite() const override { return true; }
     std::vector<std::string_view> aliases() const override { return {"findandmodify"}; }

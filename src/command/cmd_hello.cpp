@@ -25,6 +25,9 @@ class HelloCommand : public Command {
   public:
     std::string_view name() const override { return "hello"; }
     std::vector<std::string_view> aliases() const override { return {"isMaster", "ismaster"}; }
+    bool runsInline(const ServiceContext&, const CommandRequest& request) const override {
+        return !request.body.hasField("maxAwaitTimeMS");  // an awaitable hello waits
+    }
 
     Status run(OperationContext& opCtx, const CommandRequest& request,
                bson::BsonBuilder& reply) override {
@@ -62,6 +65,7 @@ class HelloCommand : public Command {
 class PingCommand : public Command {
   public:
     std::string_view name() const override { return "ping"; }
+    bool runsInline(const ServiceContext&, const CommandRequest&) const override { return true; }
     Status run(OperationContext&, const CommandRequest&, bson::BsonBuilder&) override {
         return Status::OK();
     }

@@ -17,6 +17,15 @@ class InsertCommand final : public Command {
   public:
     std::string_view name() const override { return "insert"; }
     bool supportsRetryableWrite() const override { return true; }
+    // A small batch into an existing collection: one bounded write per document.
+    bool runsInline(const ServiceContext& service, const CommandRequest& request) const override {
+        if (!isExistingCollection(service, request.db, request.firstElement())) return false;
+        if (const DocumentSequence* seq = request.sequence("documents")) {
+            return seq->documents.size() <= kMaxInlineStatements;
+        }
+        bson::BsonElement docs = request.body["documents"];
+        return docs.isArray() && docs.objValue().nFields() <= kMaxInlineStatements;
+    }
 
     Status run(OperationContext& opCtx, const CommandRequest& request,
                bson::BsonBuilder& reply) override {

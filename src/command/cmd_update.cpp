@@ -62,6 +62,13 @@ class UpdateCommand final : public Command {
   public:
     std::string_view name() const override { return "update"; }
     bool supportsRetryableWrite() const override { return true; }
+    // A few single-document updates by `_id` of an existing collection.
+    bool runsInline(const ServiceContext& service, const CommandRequest& request) const override {
+        return isExistingCollection(service, request.db, request.firstElement()) &&
+               everyStatementPinsId(request, "updates", [](bson::BsonView s) {
+                   return !s["multi"].trueValue() && filterPinsId(s["q"]);
+               });
+    }
 
     Status run(OperationContext& opCtx, const CommandRequest& request,
                bson::BsonBuilder& reply) override {

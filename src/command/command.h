@@ -164,6 +164,11 @@ struct OperationContext {
     // The retryable write's per-statement state (retryable_statements.h), or null: set by the
     // role's hooks for an insert/update/delete with lsid + txnNumber (owned by the admission).
     RetryableStatements* statements = nullptr;
+    // Run on an io thread (ServiceEntryPoint::runInline): nothing of the operation may wait —
+    // on a lock held across other work, a critical section, a placement refresh, another
+    // attempt of the session. Where it would, it fails with InlineWouldBlock before it changes
+    // anything, and runs again on the worker pool.
+    bool inlineExecution = false;
 
     // MaxTimeMSExpired if the deadline has passed.
     Status checkForInterrupt() const;
@@ -204,6 +209,11 @@ class Command {
     // findAndModify, bulkWrite). Any other command carrying one is refused with MongoDB's
     // NotARetryableWriteCommand (50768) before it runs.
     virtual bool supportsRetryableWrite() const { return false; }
+
+    // Whether `request` may run on an io thread (ServiceEntryPoint::runInline): its work is
+    // bounded by construction (a lookup by `_id`, a small batch of such writes) and it never
+    // waits for its journal or for other processes. Called on the io thread: cheap, no I/O.
+    virtual bool runsInline(const ServiceContext&, const CommandRequest&) const { return false; }
 
     // Runs the command, appending reply fields (without `ok`) to `reply`. An error status becomes
     // {ok: 0, errmsg, code, codeName} plus opCtx.errorExtraInfo; fields already appended to

@@ -160,6 +160,27 @@ CommandRequest commandRequestOf(const wire::OpMsgRequest& msg) {
     return cmd;
 }
 
+// Whether the command waits for its journal, or reads what must be journaled first: a
+// writeConcern with j: true, fsync: true or w: "majority" (journaled on a one-member set), a
+// readConcern majority or linearizable (generic_args.h). Such a request runs on the pool.
+bool waitsForDurability(bson::BsonView body) {
+    if (bson::BsonElement wc = body["writeConcern"]; wc.isObject()) {
+        bson::BsonView w = wc.objValue();
+        if (w["j"].trueValue() || w["fsync"].trueValue() ||
+            w["w"].type() == bson::BsonType::String) {
+            return true;
+        }
+    }
+    if (bson::BsonElement rc = body["readConcern"]; rc.isObject()) {
+        bson::BsonElement level = rc.objValue()["level"];
+        if (level.type() == bson::BsonType::String && level.stringValue() != "local" &&
+            level.stringValue() != "available") {
+            return true;
+        }
+    }
+    return false;
+}
+
 // What tryForward hands to completeForward (net::ForwardRequest::state).
 struct ForwardState {
     CommandRequest request;  // views the connection's message, alive until the reply is sent
@@ -177,7 +198,7 @@ bson::BsonObj ServiceEntryPoint::handleRequest(const net::Request& request,
     CommandRequest cmd = commandRequestOf(*request.msg);
     ClientState& state = clientStateOf(client);
     bool closeConnection = false;
-    bson::BsonObj reply = execute(cmd, state, &closeConnection);
+    bson::BsonObj reply = *execute(cmd, state, &closeConnection);
     if (closeConnection) client.closeConnection = true;
     client.appName = state.appName;
     return reply;
@@ -279,11 +300,32 @@ bson::BsonObj ServiceEntryPoint::runCommand(std::string_view db, bson::BsonView 
     cmd.body = body;
     ClientState local;
     bool close = false;
-    return execute(cmd, client ? *client : local, &close);
+    return *execute(cmd, client ? *client : local, &close);
 }
 
-bson::BsonObj ServiceEntryPoint::execute(CommandRequest& request, ClientState& client,
-                                         bool* closeConnection) {
+std::optional<bson::BsonObj> ServiceEntryPoint::runInline(const net::Request& request,
+                                                          net::ClientContext& client) {
+    if (request.isLegacyOpQuery || (_service.enableTestCommands && failCommand.active())) {
+        return std::nullopt;  // failCommand may block the connection
+    }
+    CommandRequest cmd = commandRequestOf(*request.msg);
+    Command* command = _service.registry->find(cmd.commandName);
+    if (!command || !command->runsInline(_service, cmd) || waitsForDurability(cmd.body)) {
+        return std::nullopt;
+    }
+    ClientState& state = clientStateOf(client);
+    bool closeConnection = false;
+    std::optional<bson::BsonObj> reply = execute(cmd, state, &closeConnection, true);
+    if (!reply) return std::nullopt;  // it would have waited: the pool runs it
+    countRequest(cmd);
+    if (closeConnection) client.closeConnection = true;
+    client.appName = state.appName;
+    return reply;
+}
+
+std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
+                                                        ClientState& client, bool* closeConnection,
+                                                        bool inlineExecution) {
     auto started = std::chrono::steady_clock::now();
     if (Status refused = refuseTransaction(request, acceptsSessions()); !refused.isOK()) {
         return errorReply(refused);
@@ -298,11 +340,13 @@ bson::BsonObj ServiceEntryPoint::execute(CommandRequest& request, ClientState& c
             Status(ErrorCodes::Unauthorized,
                    std::string(command->name()) + " may only be run against the admin database."));
     }
-    countRequest(request);
+    if (!inlineExecution) countRequest(request);  // runInline counts what it completes
 
     OperationContext opCtx;
     opCtx.service = &_service;
     opCtx.client = &client;
+    opCtx.inlineExecution = inlineExecution;
+    opCtx.writeUnit.setMayWait(!inlineExecution);
     ReadConcernLevel readConcern = ReadConcernLevel::kLocal;
     Status status = checkGenericArguments(request, *command, _service.role, &readConcern);
     if (!status.isOK()) return errorReply(status);
@@ -358,9 +402,14 @@ bson::BsonObj ServiceEntryPoint::execute(CommandRequest& request, ClientState& c
     try {
         if (_service.hooks) {
             status = _service.hooks->beforeCommand(opCtx, request, *command);
+            if (status.is(ErrorCodes::InlineWouldBlock)) return std::nullopt;
             if (!status.isOK()) return finish(errorReply(status, opCtx.errorExtraInfo));
             if (std::optional<bson::BsonObj> replayed =
                     _service.hooks->replayedReply(opCtx, request, *command)) {
+                if (replayed->getField("code").numberInt() ==
+                    static_cast<int>(ErrorCodes::InlineWouldBlock)) {
+                    return std::nullopt;
+                }
                 return finish(std::move(*replayed));
             }
         }
@@ -390,9 +439,11 @@ bson::BsonObj ServiceEntryPoint::execute(CommandRequest& request, ClientState& c
             full = reply.obj();
         }
         _service.hooks->afterCommand(opCtx, request, *command, status, full);
+        if (status.is(ErrorCodes::InlineWouldBlock)) return std::nullopt;  // nothing was changed
         logSlow(started, request, status);
         return finish(std::move(full));
     }
+    if (status.is(ErrorCodes::InlineWouldBlock)) return std::nullopt;
     logSlow(started, request, status);
     if (!status.isOK()) return finish(errorReply(status, opCtx.errorExtraInfo));
     appendWriteConcernError(reply, writeConcernError, failCommandLabels);

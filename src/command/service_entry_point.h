@@ -33,6 +33,11 @@ class ServiceEntryPoint : public net::RequestHandler {
     // those wait on this process's workers (a DDL holder needs the shards' refreshes, which read
     // the catalog here), so they must never occupy the workers.
     bool isControlRequest(const net::Request& request) override;
+    // A request whose command says it may (Command::runsInline), without failCommand and without
+    // waiting for durability, runs on the io thread with OperationContext::inlineExecution; one
+    // that would wait (InlineWouldBlock, before it changed anything) is left to the pool.
+    std::optional<bson::BsonObj> runInline(const net::Request& request,
+                                           net::ClientContext& client) override;
 
     // Runs a command given as a document on `db` (tests, internal callers).
     bson::BsonObj runCommand(std::string_view db, bson::BsonView body, ClientState* client);
@@ -41,7 +46,9 @@ class ServiceEntryPoint : public net::RequestHandler {
     // Shards, routers and the config server take lsid/txnNumber (retryable writes); a
     // standalone refuses them as mongod does.
     bool acceptsSessions() const { return _service.role != ClusterRole::kStandalone; }
-    bson::BsonObj execute(CommandRequest& request, ClientState& client, bool* closeConnection);
+    // nullopt only with `inlineExecution`, when the request would have waited.
+    std::optional<bson::BsonObj> execute(CommandRequest& request, ClientState& client,
+                                         bool* closeConnection, bool inlineExecution = false);
 
     ServiceContext& _service;
 };

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "command/reply_util.h"
+#include "command/view_reads.h"
 #include "query/expression.h"
 #include "storage/engine.h"
 
@@ -114,6 +115,34 @@ StatusWith<storage::CollectionPtr> getWritableCollection(const storage::Engine& 
                       "Namespace " + ns + " is a view, not a collection");
     }
     return coll;
+}
+
+bool filterPinsId(bson::BsonElement filter) {
+    if (!filter.isObject()) return false;
+    bson::BsonElement id = filter.objValue()["_id"];
+    if (id.isObject()) {
+        bson::BsonView ops = id.objValue();
+        bson::BsonElement eq = ops["$eq"];
+        if (eq.eoo() || ops.nFields() != 1) return false;
+        id = eq;
+    }
+    switch (id.type()) {
+        case bson::BsonType::EOO:
+        case bson::BsonType::Object:
+        case bson::BsonType::Array:
+        case bson::BsonType::Regex:
+            return false;
+        default:
+            return true;
+    }
+}
+
+bool isExistingCollection(const ServiceContext& service, std::string_view db,
+                          bson::BsonElement coll) {
+    if (!service.engine || coll.type() != bson::BsonType::String) return false;
+    std::string ns = std::string(db) + "." + std::string(coll.stringValue());
+    storage::CollectionPtr c = service.engine->getCollection(ns);
+    return c && !isViewCollection(c);
 }
 
 StatusWith<storage::CollectionPtr> getOrCreateCollection(storage::Engine& engine,

@@ -49,6 +49,37 @@ StatusWith<bool> parseOrdered(bson::BsonView body, std::string_view command);
 StatusWith<std::shared_ptr<const query::Variables>> parseLet(bson::BsonView body,
                                                              std::string_view command);
 
+// For Command::runsInline: whether `filter` pins its document by `_id` — `{_id: v}` or
+// `{_id: {$eq: v}}` with v a scalar (not a document, array or regex), other fields allowed — so
+// its plan is one lookup in the unique `_id` index.
+bool filterPinsId(bson::BsonElement filter);
+// Whether db.<coll> (`coll` the command's first element) exists and is not a view: an inline
+// write must not create it (createCollection journals its catalog entry) and a view's pipeline
+// has no bounded cost.
+bool isExistingCollection(const ServiceContext& service, std::string_view db,
+                          bson::BsonElement coll);
+// At most this many statements in a write that runs inline.
+inline constexpr size_t kMaxInlineStatements = 64;
+// Whether the command has 1..kMaxInlineStatements statements in `field` (body array or kind-1
+// sequence) and `pinned(statement)` holds for each.
+template <typename Pred>
+bool everyStatementPinsId(const CommandRequest& request, std::string_view field, Pred pinned) {
+    size_t n = 0;
+    auto check = [&](bson::BsonView s) { return ++n <= kMaxInlineStatements && pinned(s); };
+    if (const DocumentSequence* seq = request.sequence(field)) {
+        for (bson::BsonView s : seq->documents) {
+            if (!check(s)) return false;
+        }
+        return n > 0;
+    }
+    bson::BsonElement arr = request.body[field];
+    if (!arr.isArray()) return false;
+    for (bson::BsonElement e : arr.objValue()) {
+        if (!e.isObject() || !check(e.objValue())) return false;
+    }
+    return n > 0;
+}
+
 // The collection `ns`, created with default options when it does not exist (implicit creation
 // by the first write). Errors from createCollection (e.g. InvalidNamespace) are returned.
 StatusWith<storage::CollectionPtr> getOrCreateCollection(storage::Engine& engine,

@@ -261,6 +261,17 @@ asio::awaitable<bson::BsonObj> Connection::runCommand(const Request& request) {
             forward = std::move(outcome.next);
         }
     }
+    if (_server.inlineRequests && !request.isLegacyOpQuery) {
+        std::optional<bson::BsonObj> reply;
+        try {
+            reply = handler.runInline(request, client);
+        } catch (...) {
+            // Despite the contract; it may have written something, so it is not run again.
+            reply =
+                errorReply(Status(ErrorCodes::InternalError, "unexpected exception in command"));
+        }
+        if (reply) co_return std::move(*reply);
+    }
     // `request` and `client` outlive the call: this coroutine is suspended until it returns.
     bool control = false;
     try {

@@ -70,6 +70,15 @@ class RequestHandler {
                                            const StatusWith<bson::BsonObj>&) {
         return {};
     }
+    // Only with ServerOptions::inlineRequests, on an io thread, before the pool: the reply of a
+    // request the handler can settle without waiting — bounded work (a point read, a small
+    // write), no journal flush, no wait on another request or process — or nullopt to run it on
+    // the pool as usual, also when the handler finds out, before it changed anything, that it
+    // would have to wait. Everything else on the io thread's other connections waits meanwhile.
+    // Never throws.
+    virtual std::optional<bson::BsonObj> runInline(const Request&, ClientContext&) {
+        return std::nullopt;
+    }
     // Whether the request runs on the control lane (ServerOptions::controlThreads) instead of
     // the worker pool: requests that coordinate or wait on other processes (internal DDL and
     // migration steps), so that they can never take every worker while the requests they wait

@@ -46,6 +46,7 @@ struct Server::Impl {
           state(handler, options.workerThreads > 0 ? options.workerThreads : defaultWorkerThreads(),
                 options.controlThreads, options.maxConnections) {
         if (options.forwardRequests) state.remotes = std::make_unique<AsyncRemoteClient>(state.ioc);
+        state.inlineRequests = options.inlineRequests;
     }
 
     asio::awaitable<void> acceptLoop(asio::ip::tcp::acceptor& acceptor);

@@ -24,6 +24,11 @@ struct ServerOptions {
     // The control lane's threads (RequestHandler::isControlRequest): requests that wait on other
     // processes run there, never on the workers that serve what they wait for.
     int controlThreads = 16;
+    // Requests the handler settles without waiting (RequestHandler::runInline: a point read, a
+    // small write that does not wait for its journal) run on the io thread that read them, with
+    // no hand-off to a worker and back (two thread wake-ups per request); the rest run on the
+    // pool as usual. Run such a server with one io thread per core.
+    bool inlineRequests = false;
 };
 
 // For serverStatus `connections`.

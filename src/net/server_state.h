@@ -30,7 +30,8 @@ struct ServerState {
     RequestHandler& handler;
     asio::io_context ioc;
     asio::thread_pool workers;
-    asio::thread_pool control;  // RequestHandler::isControlRequest
+    asio::thread_pool control;    // RequestHandler::isControlRequest
+    bool inlineRequests = false;  // ServerOptions::inlineRequests
     // Set with ServerOptions::forwardRequests: the connections' forwarded exchanges.
     std::unique_ptr<AsyncRemoteClient> remotes;
     const int64_t maxConnections;

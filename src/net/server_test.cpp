@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -50,7 +51,25 @@ class EchoHandler : public RequestHandler {
         return b.obj();
     }
     void onDisconnect(ClientContext&) override { disconnects.fetch_add(1); }
+    // {inline: 1} is answered inline (on the io thread); {inlineThenPool: 1} declines after
+    // looking (it would have waited) and runs on the pool.
+    std::optional<bson::BsonObj> runInline(const Request& request, ClientContext&) override {
+        std::string_view name = request.msg->commandName();
+        if (name == "inlineThenPool") declined.fetch_add(1);
+        if (name != "inline") return std::nullopt;
+        inlineCalls.fetch_add(1);
+        std::lock_guard lk(threadsMutex);
+        inlineThreads.insert(std::this_thread::get_id());
+        bson::BsonBuilder b;
+        b.append("ok", 1.0);
+        b.append("inline", true);
+        return b.obj();
+    }
 
+    std::atomic<int> inlineCalls{0};
+    std::atomic<int> declined{0};
+    std::mutex threadsMutex;
+    std::set<std::thread::id> inlineThreads;
     std::atomic<int> calls{0};
     std::atomic<int> disconnects{0};
     std::atomic<bool> inSleep{false};
@@ -574,6 +593,32 @@ TEST_F(ServerTest, MultipleBindAddressesAndIoThreads) {
     std::vector<std::unique_ptr<Client>> clients;
     for (int i = 0; i < 8; ++i) clients.push_back(std::make_unique<Client>(port()));
     for (auto& c : clients) EXPECT_TRUE(c->pingWorks());
+}
+
+// ServerOptions::inlineRequests: what the handler settles in runInline is answered from the io
+// thread, the rest (also what it declines after looking) from the pool, in request order.
+TEST_F(ServerTest, InlineRequestsAreAnsweredWithoutThePool) {
+    stopServer();
+    ServerOptions options;
+    options.ioThreads = 2;
+    options.inlineRequests = true;
+    startServer(options);
+    Client c(port());
+    for (int i = 0; i < 3; ++i) {
+        bson::BsonObj r = c.command(fromJson(R"({"inline": 1, "$db": "admin"})"));
+        EXPECT_TRUE(r.getField("inline").boolValue()) << r.toJson();
+        bson::BsonObj p = c.command(fromJson(R"({"inlineThenPool": 1, "$db": "admin"})"));
+        EXPECT_EQ(p.getField("echo").objValue().firstElement().fieldName(), "inlineThenPool");
+    }
+    EXPECT_EQ(handler.inlineCalls.load(), 3);
+    EXPECT_EQ(handler.declined.load(), 3);
+    EXPECT_EQ(handler.calls.load(), 3);  // only the declined ones reached handleRequest
+    // Without the option nothing is asked.
+    stopServer();
+    startServer(ServerOptions{});
+    Client d(port());
+    EXPECT_FALSE(d.command(fromJson(R"({"inline": 1, "$db": "admin"})")).hasField("inline"));
+    EXPECT_EQ(handler.inlineCalls.load(), 3);
 }
 
 TEST(ServerSignals, SigtermShutsDownGracefully) {

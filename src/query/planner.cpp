@@ -216,6 +216,8 @@ QueryPlan collectionScanPlan(bool forward, bool providesSort) {
     return plan;
 }
 
+}  // namespace
+
 bool isIdHackValue(const BsonElement& e) {
     switch (e.type()) {
         case BsonType::Object:
@@ -231,6 +233,8 @@ bool isIdHackValue(const BsonElement& e) {
             return true;
     }
 }
+
+namespace {
 
 bool isIdKeyPattern(BsonView keyPattern) {
     return keyPattern.nFields() == 1 && keyPattern.firstElement().fieldName() == "_id" &&

@@ -67,6 +67,10 @@ struct QueryPlan {
     std::string summary;           // for explain: "IXSCAN { a: 1 }" / "COLLSCAN" / "IDHACK"
 };
 
+// Whether {_id: e} is an exact lookup in the `_id` index (IDHACK): not a document, array,
+// regex, null, undefined, MinKey or MaxKey.
+bool isIdHackValue(const bson::BsonElement& e);
+
 // Chooses a plan.
 //  - filter: the find/update/delete filter. Analysed: top-level fields and (nested) top-level
 //    $and; implicit equality and $eq, $gt/$gte/$lt/$lte (type-bracketed), $in, $exists, regex

@@ -91,12 +91,22 @@ Status ShardMetadata::refreshDatabase(std::string_view db) {
     return refreshDatabaseSince(db, Clock::now());
 }
 
-StatusWith<ShardMetadata::CollEntry> ShardMetadata::getCollEntry(std::string_view ns) {
+namespace {
+
+Status wouldBlock(std::string_view what) {
+    return Status(ErrorCodes::InlineWouldBlock, std::string(what));
+}
+
+}  // namespace
+
+StatusWith<ShardMetadata::CollEntry> ShardMetadata::getCollEntry(std::string_view ns,
+                                                                 bool mayWait) {
     {
         std::lock_guard lk(_mutex);
         auto it = _colls.find(ns);
         if (it != _colls.end()) return it->second;
     }
+    if (!mayWait) return wouldBlock("the placement must be loaded");
     // Unknown: load (a concurrent first use may have loaded it meanwhile: any load counts).
     TRY_STATUS(refreshCollectionSince(ns, Clock::time_point::min()));
     std::lock_guard lk(_mutex);
@@ -105,12 +115,13 @@ StatusWith<ShardMetadata::CollEntry> ShardMetadata::getCollEntry(std::string_vie
     return it->second;
 }
 
-StatusWith<ShardMetadata::DbEntry> ShardMetadata::getDbEntry(std::string_view db) {
+StatusWith<ShardMetadata::DbEntry> ShardMetadata::getDbEntry(std::string_view db, bool mayWait) {
     {
         std::lock_guard lk(_mutex);
         auto it = _dbs.find(db);
         if (it != _dbs.end()) return it->second;
     }
+    if (!mayWait) return wouldBlock("the database placement must be loaded");
     TRY_STATUS(refreshDatabaseSince(db, Clock::time_point::min()));
     std::lock_guard lk(_mutex);
     auto it = _dbs.find(db);
@@ -123,15 +134,15 @@ StatusWith<std::shared_ptr<const RoutingTable>> ShardMetadata::collection(std::s
     return entry.table;
 }
 
-std::optional<ChunkVersion> ShardMetadata::shardVersion(std::string_view ns) {
-    auto entry = getCollEntry(ns);
+std::optional<ChunkVersion> ShardMetadata::shardVersion(std::string_view ns, bool mayWait) {
+    auto entry = getCollEntry(ns, mayWait);
     if (!entry.isOK()) return std::nullopt;
     if (!entry.getValue().table) return ChunkVersion::unsharded();
     return entry.getValue().table->shardVersion(_shardId);
 }
 
-std::optional<DatabaseVersion> ShardMetadata::databaseVersion(std::string_view db) {
-    auto entry = getDbEntry(db);
+std::optional<DatabaseVersion> ShardMetadata::databaseVersion(std::string_view db, bool mayWait) {
+    auto entry = getDbEntry(db, mayWait);
     if (!entry.isOK() || !entry.getValue().info) return std::nullopt;
     const cluster::DatabaseInfo& info = *entry.getValue().info;
     if (info.primary != _shardId) return std::nullopt;
@@ -139,8 +150,9 @@ std::optional<DatabaseVersion> ShardMetadata::databaseVersion(std::string_view d
 }
 
 StatusWith<std::shared_ptr<const command::OwnershipFilter>> ShardMetadata::ownershipFilter(
-    std::string_view ns) {
-    auto entry = getCollEntry(ns);
+    std::string_view ns, bool mayWait) {
+    auto entry = getCollEntry(ns, mayWait);
+    if (entry.getStatus().is(ErrorCodes::InlineWouldBlock)) return entry.getStatus();
     if (!entry.isOK()) {
         // Never "no filter": a read of a sharded collection without one would show orphans.
         return entry.getStatus().withContext(
@@ -179,13 +191,17 @@ Status staleError(const StaleInfo& info, bson::BsonObj* extraInfo) {
 
 Status ShardMetadata::checkShardVersion(const std::string& ns, const ChunkVersion& received,
                                         std::optional<Clock::time_point> opDeadline,
-                                        bson::BsonObj* extraInfo) {
+                                        bson::BsonObj* extraInfo, bool mayWait) {
     const std::string key = CriticalSections::collectionKey(ns);
+    if (!mayWait && !getCollEntry(ns, false).isOK()) {
+        return wouldBlock("the placement must be loaded");
+    }
     auto deadline = waitDeadline(opDeadline);
     bool refreshed = false;
     for (;;) {
         bool waited = false;
         Clock::time_point exitedAt;
+        if (!mayWait && _sections.isEntered(key)) return wouldBlock("in a critical section");
         if (!_sections.waitForExit(key, deadline, &waited, &exitedAt)) {
             // Still in the critical section: stale with an unknown wanted version, which the
             // router treats as retryable after its own refresh.
@@ -199,10 +215,11 @@ Status ShardMetadata::checkShardVersion(const std::string& ns, const ChunkVersio
         }
         if (!received.isIgnored()) {
             auto decisionTime = Clock::now();
-            std::optional<ChunkVersion> wanted = shardVersion(ns);
+            std::optional<ChunkVersion> wanted = shardVersion(ns, mayWait);
             auto stale = placement::checkShardVersion(ns, _shardId, received, wanted);
             if (stale) {
                 if (!refreshed && mayBeOursThatIsStale(received, wanted)) {
+                    if (!mayWait) return wouldBlock("the placement may need a refresh");
                     (void)refreshCollectionSince(ns, decisionTime);
                     refreshed = true;
                     continue;
@@ -221,18 +238,23 @@ Status ShardMetadata::checkShardVersion(const std::string& ns, const ChunkVersio
         }
         if (_sections.tryAdmit(key)) return Status::OK();
         // A critical section began between the check and the admission: wait it out.
+        if (!mayWait) return wouldBlock("a critical section began");
     }
 }
 
 Status ShardMetadata::checkDatabaseVersion(const std::string& db, const DatabaseVersion& received,
                                            std::optional<Clock::time_point> opDeadline,
-                                           bson::BsonObj* extraInfo) {
+                                           bson::BsonObj* extraInfo, bool mayWait) {
     const std::string key = CriticalSections::databaseKey(db);
+    if (!mayWait && !getDbEntry(db, false).isOK()) {
+        return wouldBlock("the placement must be loaded");
+    }
     auto deadline = waitDeadline(opDeadline);
     bool refreshed = false;
     for (;;) {
         bool waited = false;
         Clock::time_point exitedAt;
+        if (!mayWait && _sections.isEntered(key)) return wouldBlock("in a critical section");
         if (!_sections.waitForExit(key, deadline, &waited, &exitedAt)) {
             return staleError(placement::StaleDbVersionInfo{db, received, std::nullopt}, extraInfo);
         }
@@ -241,10 +263,11 @@ Status ShardMetadata::checkDatabaseVersion(const std::string& db, const Database
             refreshed = true;
         }
         auto decisionTime = Clock::now();
-        std::optional<DatabaseVersion> wanted = databaseVersion(db);
+        std::optional<DatabaseVersion> wanted = databaseVersion(db, mayWait);
         auto stale = placement::checkDatabaseVersion(db, received, wanted);
         if (stale) {
             if (!refreshed && mayBeOursThatIsStale(received, wanted)) {
+                if (!mayWait) return wouldBlock("the placement may need a refresh");
                 (void)refreshDatabaseSince(db, decisionTime);
                 refreshed = true;
                 continue;
@@ -252,6 +275,7 @@ Status ShardMetadata::checkDatabaseVersion(const std::string& db, const Database
             return staleError(*stale, extraInfo);
         }
         if (_sections.tryAdmit(key)) return Status::OK();
+        if (!mayWait) return wouldBlock("a critical section began");
     }
 }
 

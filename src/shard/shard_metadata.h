@@ -68,27 +68,35 @@ class ShardMetadata {
     StatusWith<std::shared_ptr<const placement::RoutingTable>> collection(std::string_view ns);
     // This shard's version of ns: its shard version in the table, UNSHARDED when not sharded,
     // nullopt when the placement cannot be loaded.
-    std::optional<placement::ChunkVersion> shardVersion(std::string_view ns);
-    std::optional<placement::DatabaseVersion> databaseVersion(std::string_view db);
+    // `mayWait` false (an operation on an io thread): nothing is loaded, an unknown placement is
+    // InlineWouldBlock (here: nullopt).
+    std::optional<placement::ChunkVersion> shardVersion(std::string_view ns, bool mayWait = true);
+    std::optional<placement::DatabaseVersion> databaseVersion(std::string_view db,
+                                                              bool mayWait = true);
     Status refreshCollection(std::string_view ns);
     Status refreshDatabase(std::string_view db);
 
     // The ownership filter of reads and writes of ns: nullptr when unsharded; an error when the
     // placement cannot be loaded (from the source, which falls back to the shard's persisted
     // copy): never unfiltered.
+    // With `mayWait` false an unknown placement is InlineWouldBlock (the operation moves to the
+    // worker pool, which loads it).
     StatusWith<std::shared_ptr<const command::OwnershipFilter>> ownershipFilter(
-        std::string_view ns);
+        std::string_view ns, bool mayWait = true);
 
     // The check of a request carrying shardVersion `received` for ns. On success the operation
     // is admitted on the collection's critical section key (the caller must call
     // criticalSections().leave(CriticalSections::collectionKey(ns)) when it ends). On failure
-    // returns StaleConfig and sets *extraInfo to the StaleConfigInfo fields.
+    // returns StaleConfig and sets *extraInfo to the StaleConfigInfo fields. With `mayWait`
+    // false it never waits or loads: a critical section entered, an unknown placement or one
+    // that may need a refresh is InlineWouldBlock, and nothing is admitted.
     Status checkShardVersion(const std::string& ns, const placement::ChunkVersion& received,
-                             std::optional<Clock::time_point> opDeadline, bson::BsonObj* extraInfo);
+                             std::optional<Clock::time_point> opDeadline, bson::BsonObj* extraInfo,
+                             bool mayWait = true);
     // The same for databaseVersion (admitted on the database key on success).
     Status checkDatabaseVersion(const std::string& db, const placement::DatabaseVersion& received,
                                 std::optional<Clock::time_point> opDeadline,
-                                bson::BsonObj* extraInfo);
+                                bson::BsonObj* extraInfo, bool mayWait = true);
 
     // Drops everything cached (the next use reloads).
     void clear();
@@ -104,8 +112,9 @@ class ShardMetadata {
         Clock::time_point loadStarted;
     };
     Clock::time_point waitDeadline(std::optional<Clock::time_point> opDeadline) const;
-    StatusWith<CollEntry> getCollEntry(std::string_view ns);
-    StatusWith<DbEntry> getDbEntry(std::string_view db);
+    // Unknown and `mayWait` false: InlineWouldBlock instead of a load.
+    StatusWith<CollEntry> getCollEntry(std::string_view ns, bool mayWait = true);
+    StatusWith<DbEntry> getDbEntry(std::string_view db, bool mayWait = true);
     // Reloads unless a load that started at or after `notBefore` already installed the entry
     // (many operations released by one critical section exit share one refresh).
     Status refreshCollectionSince(std::string_view ns, Clock::time_point notBefore);

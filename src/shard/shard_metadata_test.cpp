@@ -162,6 +162,43 @@ TEST_F(ShardMetadataTest, CriticalSectionBlocksThenRechecksAfterCommit) {
     EXPECT_EQ(*info.getValue().wanted, ChunkVersion(gen(), 2, 0));
 }
 
+// An operation on an io thread (mayWait false) never waits or loads: an unknown placement, a
+// critical section and a version that may need a refresh are InlineWouldBlock (the operation
+// moves to the pool), and nothing is admitted.
+TEST_F(ShardMetadataTest, WithoutWaitingEverythingThatWouldWaitIsInlineWouldBlock) {
+    bson::BsonObj extra;
+    auto noWait = [&](const ChunkVersion& v) {
+        Status st = md.checkShardVersion(kNs, v, std::nullopt, &extra, /*mayWait=*/false);
+        if (st.isOK()) md.criticalSections().leave(CriticalSections::collectionKey(kNs));
+        return st;
+    };
+    EXPECT_EQ(noWait(ChunkVersion(gen(), 1, 2)).code(),
+              static_cast<int>(ErrorCodes::InlineWouldBlock));  // not loaded yet
+    EXPECT_EQ(source.collectionLoads.load(), 0);
+    EXPECT_EQ(md.ownershipFilter(kNs, false).getStatus().code(),
+              static_cast<int>(ErrorCodes::InlineWouldBlock));
+    ASSERT_TRUE(check(ChunkVersion(gen(), 1, 2), &extra).isOK());  // loads
+    EXPECT_TRUE(noWait(ChunkVersion(gen(), 1, 2)).isOK());
+    EXPECT_TRUE(md.ownershipFilter(kNs, false).isOK());
+    // A newer version than ours may mean ours is stale: a refresh, so not inline.
+    EXPECT_EQ(noWait(ChunkVersion(gen(), 5, 0)).code(),
+              static_cast<int>(ErrorCodes::InlineWouldBlock));
+    // An older one is the router's problem: StaleConfig at once, inline too.
+    source.setTable(
+        kNs, makeTable(kNs, R"({"a": 1})", {R"({"a": 0})", R"({"a": 10})"}, {"s0", "s1", "s0"}, 3));
+    ASSERT_TRUE(md.refreshCollection(kNs).isOK());
+    EXPECT_EQ(noWait(ChunkVersion(gen(), 2, 0)).code(), static_cast<int>(ErrorCodes::StaleConfig));
+    const std::string key = CriticalSections::collectionKey(kNs);
+    ASSERT_TRUE(
+        md.criticalSections().enter(key, "m", Clock::now() + std::chrono::seconds(5)).isOK());
+    auto start = Clock::now();
+    EXPECT_EQ(noWait(ChunkVersion(gen(), 3, 0)).code(),
+              static_cast<int>(ErrorCodes::InlineWouldBlock));
+    EXPECT_LT(Clock::now() - start, std::chrono::seconds(1));
+    md.criticalSections().exit(key);
+    EXPECT_TRUE(noWait(ChunkVersion(gen(), 3, 0)).isOK());
+}
+
 TEST_F(ShardMetadataTest, CriticalSectionWaitHonorsDeadline) {
     bson::BsonObj extra;
     const std::string key = CriticalSections::collectionKey(kNs);

@@ -267,8 +267,9 @@ Status ShardingState::beforeCommand(OperationContext& opCtx, const CommandReques
     if (!shardVersion.eoo() && ns) {
         ASSIGN_OR_RETURN(placement::ChunkVersion received,
                          placement::ChunkVersion::parse(shardVersion));
-        TRY_STATUS(
-            a.metadata->checkShardVersion(*ns, received, opCtx.deadline, &opCtx.errorExtraInfo));
+        TRY_STATUS(a.metadata->checkShardVersion(*ns, received, opCtx.deadline,
+                                                 &opCtx.errorExtraInfo,
+                                                 /*mayWait=*/!opCtx.inlineExecution));
         a.admittedKeys.push_back(CriticalSections::collectionKey(*ns));
     }
     if (!dbVersion.eoo()) {
@@ -277,7 +278,8 @@ Status ShardingState::beforeCommand(OperationContext& opCtx, const CommandReques
         }
         ASSIGN_OR_RETURN(auto received, placement::DatabaseVersion::parse(dbVersion.objValue()));
         TRY_STATUS(a.metadata->checkDatabaseVersion(request.db, received, opCtx.deadline,
-                                                    &opCtx.errorExtraInfo));
+                                                    &opCtx.errorExtraInfo,
+                                                    /*mayWait=*/!opCtx.inlineExecution));
         a.admittedKeys.push_back(CriticalSections::databaseKey(request.db));
     }
     // The placement this operation reads and writes its own namespace with, decided now, for
@@ -295,7 +297,8 @@ std::optional<bson::BsonObj> ShardingState::replayedReply(OperationContext& opCt
     }
     auto deadline =
         opCtx.deadline.value_or(std::chrono::steady_clock::now() + std::chrono::seconds(60));
-    auto started = _transactions.begin(*opCtx.lsid, *opCtx.txnNumber, deadline);
+    auto started =
+        _transactions.begin(*opCtx.lsid, *opCtx.txnNumber, deadline, !opCtx.inlineExecution);
     // A reply returned here ends the command (afterCommand is not called).
     if (!started.isOK()) return command::errorReply(started.getStatus());
     txn::ExecutedStatements executed = std::move(started).getValue();
@@ -343,7 +346,7 @@ void ShardingState::afterCommand(OperationContext& opCtx, const CommandRequest&,
 }
 
 StatusWith<std::shared_ptr<const command::OwnershipFilter>> ShardingState::ownershipFilter(
-    OperationContext&, std::string_view ns) {
+    OperationContext& opCtx, std::string_view ns) {
     auto dot = ns.find('.');
     if (dot == std::string_view::npos) return std::shared_ptr<const command::OwnershipFilter>();
     std::string_view db = ns.substr(0, dot);
@@ -353,7 +356,7 @@ StatusWith<std::shared_ptr<const command::OwnershipFilter>> ShardingState::owner
     }
     auto id = identity();
     if (!id) return std::shared_ptr<const command::OwnershipFilter>();
-    return id->metadata->ownershipFilter(ns);
+    return id->metadata->ownershipFilter(ns, /*mayWait=*/!opCtx.inlineExecution);
 }
 
 }  // namespace tessera::shard

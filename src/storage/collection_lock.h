@@ -32,6 +32,13 @@ class CollectionLock {
         _changed.wait(lk, [&] { return !_exclusive && _exclusiveWaiting == 0; });
         ++_shared;
     }
+    // Without waiting: false when DDL holds or waits for the lock.
+    bool try_lock_shared() {
+        std::lock_guard lk(_mutex);
+        if (_exclusive || _exclusiveWaiting > 0) return false;
+        ++_shared;
+        return true;
+    }
     void unlock_shared() {
         bool last;
         {

@@ -56,6 +56,10 @@ class CollectionWriter {
     virtual std::unique_ptr<ReadSnapshot> latest() = 0;
     // The document at recordKey now (nullopt: none), for re-reading after a WriteConflict.
     virtual std::optional<bson::BsonObj> current(std::string_view recordKey) = 0;
+    // The document whose `_id` is `id` now (nullopt: none), with its record key: a write by
+    // `_id` finds its target through the writer's own readers, which the write's check of the
+    // latest version then reuses (refreshed, not rebuilt).
+    virtual std::optional<Record> currentById(const bson::BsonElement& id) = 0;
 
     // After a DuplicateKey error: {keyPattern: {...}, keyValue: {...}} for the error reply.
     virtual bson::BsonObj duplicateKeyInfo() const = 0;

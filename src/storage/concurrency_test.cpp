@@ -242,5 +242,36 @@ TEST_F(ConcurrencyTest, IndexBuildWaitsForOpenWriters) {
     EXPECT_EQ(entries, 2u);
 }
 
+// A writer for an operation that must not wait (an io thread's, WriteUnit::setMayWait(false)):
+// while DDL holds or waits for the collection, Engine::writer fails with InlineWouldBlock at
+// once instead of waiting; afterwards it opens as usual.
+TEST_F(ConcurrencyTest, AWriterThatMayNotWaitYieldsToDdl) {
+    create("db.c");
+    WriteUnit noWait;
+    noWait.setMayWait(false);
+    auto open = engine->writer(engine->getCollection("db.c"));  // held: the DDL below waits
+    ASSERT_TRUE(open.isOK());
+    std::thread ddl([&] {
+        IndexSpec a;
+        a.name = "a_1";
+        a.keyPattern = J(R"({"a": 1})");
+        ASSERT_TRUE(engine->createIndexes("db.c", {a}).isOK());
+    });
+    // Poll (deadline 10 s) until the DDL is waiting: from then on a no-wait writer is refused.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    Status refused = Status::OK();
+    while (refused.isOK() && std::chrono::steady_clock::now() < deadline) {
+        auto start = std::chrono::steady_clock::now();
+        // Opened (the DDL was not waiting yet) it is closed at once, and we look again.
+        refused = engine->writer(engine->getCollection("db.c"), &noWait).getStatus();
+        EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+        if (refused.isOK()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_EQ(refused.code(), static_cast<int>(ErrorCodes::InlineWouldBlock));
+    open.getValue().reset();
+    ddl.join();
+    EXPECT_TRUE(engine->writer(engine->getCollection("db.c"), &noWait).isOK());
+}
+
 }  // namespace
 }  // namespace tessera::storage

@@ -75,25 +75,86 @@ bool MvccIterator::nextBackward(std::string_view* userKey, std::string_view* val
     return false;
 }
 
+rocksdb::Iterator* PointIteratorPool::create() const {
+    rocksdb::ReadOptions ro;
+    ro.prefix_same_as_start = true;  // one user key's versions; uses the prefix bloom
+    return _db->NewIterator(ro, _cf);
+}
+
+PointIteratorPool::Lease PointIteratorPool::acquire() {
+    uint64_t generation = _generation.load(std::memory_order_acquire);
+    std::vector<Lease> outdated;
+    Lease lease;
+    {
+        std::lock_guard lk(_mutex);
+        while (!_idle.empty()) {
+            Lease last = std::move(_idle.back());
+            _idle.pop_back();
+            if (last.generation == generation) {
+                lease = std::move(last);
+                break;
+            }
+            outdated.push_back(std::move(last));
+        }
+    }
+    outdated.clear();  // destroyed outside the lock
+    if (lease.it && lease.it->Refresh().ok()) return lease;
+    return Lease{std::unique_ptr<rocksdb::Iterator>(create()), generation};
+}
+
+void PointIteratorPool::release(Lease lease) {
+    if (!lease.it || lease.generation != _generation.load(std::memory_order_acquire)) return;
+    {
+        std::lock_guard lk(_mutex);
+        if (_idle.size() < kMaxIdle) {
+            _idle.push_back(std::move(lease));
+            return;
+        }
+    }
+    // A full pool: `lease` is destroyed here, outside the lock.
+}
+
+void PointIteratorPool::invalidate() {
+    _generation.fetch_add(1, std::memory_order_acq_rel);
+    clear();
+}
+
+void PointIteratorPool::clear() {
+    std::vector<Lease> idle;
+    {
+        std::lock_guard lk(_mutex);
+        idle.swap(_idle);
+    }
+}
+
+void PointReader::reset() {
+    if (_pool && _lease.it) _pool->release(std::move(_lease));
+    _lease = PointIteratorPool::Lease{};
+}
+
 bool PointReader::get(std::string_view userKey, Timestamp readTs, std::string_view* value) {
-    if (_it && _stale && !_it->Refresh().ok()) _it.reset();
-    if (!_it) {
-        rocksdb::ReadOptions ro;
-        ro.snapshot = _snapshot;
-        ro.prefix_same_as_start = true;  // one user key's versions; uses the prefix bloom
-        _it.reset(_db->NewIterator(ro, _cf));
-        _stale = false;
+    if (_lease.it && _stale && !_lease.it->Refresh().ok()) _lease = {};  // dropped, not pooled
+    if (!_lease.it) {
+        if (_pool) {
+            _lease = _pool->acquire();  // refreshed: the latest state
+        } else {
+            rocksdb::ReadOptions ro;
+            ro.snapshot = _snapshot;
+            ro.prefix_same_as_start = true;  // one user key's versions; uses the prefix bloom
+            _lease.it.reset(_db->NewIterator(ro, _cf));
+        }
     }
     _stale = false;
     _seekKey.assign(userKey);
     keys::appendTs(_seekKey, readTs);
-    _it->Seek(_seekKey);
-    if (!_it->Valid()) return false;
-    std::string_view key(_it->key().data(), _it->key().size());
+    rocksdb::Iterator* it = _lease.it.get();
+    it->Seek(_seekKey);
+    if (!it->Valid()) return false;
+    std::string_view key(it->key().data(), it->key().size());
     if (key.size() != userKey.size() + keys::kTsSize || keys::userKeyOf(key) != userKey)
         return false;
-    if (_it->value().empty()) return false;  // tombstone
-    *value = std::string_view(_it->value().data(), _it->value().size());
+    if (it->value().empty()) return false;  // tombstone
+    *value = std::string_view(it->value().data(), it->value().size());
     return true;
 }
 

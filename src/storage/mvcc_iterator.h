@@ -2,9 +2,13 @@
 
 #include <rocksdb/db.h>
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/hlc.h"
 
@@ -45,22 +49,75 @@ class MvccIterator {
     Timestamp _currentTs;
 };
 
-// Looks up the newest version <= readTs of `userKey` with one prefix-bloomed Seek. Reuses
-// `*iter` (created on first use from `opts`, refreshed when `refresh`).
+// Point-lookup iterators of one column family (prefix_same_as_start, no RocksDB snapshot),
+// reused across operations: building one (NewIterator: the memtables', every level's and file's
+// iterator, an arena) and destroying it cost about as much as the lookup itself, while
+// `Refresh()` re-pins the latest state almost for free when no flush or compaction changed the
+// LSM tree meanwhile. Reading without a snapshot is exact at a timestamp: versions newer than the
+// read's ts are skipped, and the reader's SnapshotPin keeps the ones it may see from GC.
+//
+// An idle pooled iterator pins the tree it last saw (memtables, files), so every completed flush
+// or compaction (RocksEngine's event listener) drops the idle ones and outdates those in use:
+// they are destroyed instead of returned. At most kMaxIdle are kept. Thread-safe.
+class PointIteratorPool {
+  public:
+    struct Lease {
+        std::unique_ptr<rocksdb::Iterator> it;
+        uint64_t generation = 0;
+    };
+    static constexpr size_t kMaxIdle = 64;
+
+    ~PointIteratorPool() { clear(); }
+    // Once, after the DB opened and before the first acquire (invalidate may come earlier).
+    void attach(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf) {
+        _db = db;
+        _cf = cf;
+    }
+
+    // An iterator showing the latest state.
+    Lease acquire();
+    void release(Lease lease);
+    // The LSM tree changed: idle iterators are dropped, leased ones will not come back.
+    void invalidate();
+    // Drops every idle iterator (before the DB closes).
+    void clear();
+
+  private:
+    rocksdb::Iterator* create() const;
+
+    rocksdb::DB* _db = nullptr;
+    rocksdb::ColumnFamilyHandle* _cf = nullptr;
+    std::mutex _mutex;
+    std::vector<Lease> _idle;
+    std::atomic<uint64_t> _generation{0};
+};
+
+// Looks up the newest version <= readTs of a user key with one prefix-bloomed Seek, reusing its
+// iterator across lookups.
 class PointReader {
   public:
-    PointReader(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, const rocksdb::Snapshot* snap)
-        : _db(db), _cf(cf), _snapshot(snap) {}
+    // With `snap`: a private iterator on that snapshot. Without: an iterator leased from `pool`
+    // (returned when the reader goes), or a private one when there is no pool.
+    PointReader(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, const rocksdb::Snapshot* snap,
+                PointIteratorPool* pool = nullptr)
+        : _db(db), _cf(cf), _snapshot(snap), _pool(snap ? nullptr : pool) {}
+    ~PointReader() { reset(); }
+    PointReader(const PointReader&) = delete;
+    PointReader& operator=(const PointReader&) = delete;
+
     // True and *value set (valid until the next call) when a live version exists.
     bool get(std::string_view userKey, Timestamp readTs, std::string_view* value);
     // Makes the next get() see writes committed since the iterator was created.
     void markStale() { _stale = true; }
+    // Gives the iterator back (to the pool, or destroys it): before its snapshot is released.
+    void reset();
 
   private:
     rocksdb::DB* _db;
     rocksdb::ColumnFamilyHandle* _cf;
     const rocksdb::Snapshot* _snapshot;
-    std::unique_ptr<rocksdb::Iterator> _it;
+    PointIteratorPool* _pool;
+    PointIteratorPool::Lease _lease;  // _lease.it is the iterator, pooled or not
     std::string _seekKey;
     bool _stale = false;
 };

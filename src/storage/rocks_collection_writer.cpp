@@ -47,8 +47,8 @@ RocksCollectionWriter::RocksCollectionWriter(RocksEngine* engine, CollectionPtr 
       _lock(std::move(lock)),
       _unit(unit),
       _firstIndex(_coll->idIndexIsRecords() ? 1 : 0),
-      _records(engine->db(), engine->recordsCf(), nullptr),
-      _indexes(engine->db(), engine->indexesCf(), nullptr) {
+      _records(engine->db(), engine->recordsCf(), nullptr, engine->recordsPointIterators()),
+      _indexes(engine->db(), engine->indexesCf(), nullptr, engine->indexesPointIterators()) {
     for (size_t i = _firstIndex; i < _coll->indexes.size(); ++i) {
         _generators.emplace_back(_coll->indexes[i]);
     }
@@ -350,7 +350,26 @@ StatusWith<Timestamp> RocksCollectionWriter::remove(std::string_view recordKey,
 }
 
 std::unique_ptr<ReadSnapshot> RocksCollectionWriter::latest() {
-    return std::make_unique<RocksReadSnapshot>(_engine, Timestamp::max(), nullptr, nullptr);
+    return std::make_unique<RocksReadSnapshot>(_engine, Timestamp::max(), nullptr,
+                                               /*physical=*/false);
+}
+
+std::optional<Record> RocksCollectionWriter::currentById(const bson::BsonElement& id) {
+    std::string recordKey;
+    if (_coll->idIndexIsRecords()) {
+        recordKey = keystring::encodeValue(id);
+    } else {
+        // The unique _id index entry names the record that has this _id now.
+        _indexes.markStale();
+        _keyBuf = keys::indexPrefix(_coll->id, _coll->indexes.front().id);
+        _keyBuf.append(keystring::encodeValue(id));
+        std::string_view owner;
+        if (!_indexes.get(_keyBuf, Timestamp::max(), &owner)) return std::nullopt;
+        recordKey.assign(owner);
+    }
+    std::optional<bson::BsonObj> doc = current(recordKey);
+    if (!doc) return std::nullopt;
+    return Record{std::move(recordKey), std::move(*doc)};
 }
 
 std::optional<bson::BsonObj> RocksCollectionWriter::current(std::string_view recordKey) {

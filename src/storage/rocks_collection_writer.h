@@ -39,6 +39,7 @@ class RocksCollectionWriter final : public CollectionWriter {
                                  const WriteOptions& opts) override;
     std::unique_ptr<ReadSnapshot> latest() override;
     std::optional<bson::BsonObj> current(std::string_view recordKey) override;
+    std::optional<Record> currentById(const bson::BsonElement& id) override;
     bson::BsonObj duplicateKeyInfo() const override { return _dupInfo; }
 
   private:

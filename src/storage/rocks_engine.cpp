@@ -3,6 +3,7 @@
 #include <rocksdb/cache.h>
 #include <rocksdb/convenience.h>
 #include <rocksdb/filter_policy.h>
+#include <rocksdb/listener.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_buffer_manager.h>
 
@@ -26,6 +27,25 @@ namespace tessera::storage {
 namespace fs = std::filesystem;
 
 namespace {
+
+// Every completed flush or compaction changes the LSM tree: pooled point iterators would pin
+// the obsolete one (PointIteratorPool). Called on RocksDB's background threads, without its
+// mutex held.
+class LsmChangeListener final : public rocksdb::EventListener {
+  public:
+    explicit LsmChangeListener(RocksEngine* engine) : _engine(engine) {}
+    void OnFlushCompleted(rocksdb::DB*, const rocksdb::FlushJobInfo&) override { invalidate(); }
+    void OnCompactionCompleted(rocksdb::DB*, const rocksdb::CompactionJobInfo&) override {
+        invalidate();
+    }
+
+  private:
+    void invalidate() {
+        _engine->recordsPointIterators()->invalidate();
+        _engine->indexesPointIterators()->invalidate();
+    }
+    RocksEngine* _engine;
+};
 
 constexpr const char* kCatalogCf = "catalog";
 constexpr const char* kRecordsCf = "records";
@@ -120,6 +140,7 @@ Status RocksEngine::openDb() {
     dbOptions.max_log_file_size = 8 << 20;
     dbOptions.keep_log_file_num = 3;
     dbOptions.enable_pipelined_write = false;
+    dbOptions.listeners.push_back(std::make_shared<LsmChangeListener>(this));
 
     auto cache = rocksdb::NewLRUCache(std::max<size_t>(_options.blockCacheBytes, 8 << 20));
     auto gcFactory = std::make_shared<MvccGcFilterFactory>(
@@ -178,6 +199,8 @@ Status RocksEngine::openDb() {
     _catalog = handles[1];
     _records = handles[2];
     _indexes = handles[3];
+    _recordPoints.attach(db, _records);
+    _indexPoints.attach(db, _indexes);
     if (!existing) {
         rocksdb::WriteBatch batch;
         TRY_STATUS(fromRocks(batch.Put(_catalog, keys::kFormatKey, keys::kFormatValue), "init"));
@@ -251,6 +274,8 @@ Status RocksEngine::loadCatalog() {
 RocksEngine::~RocksEngine() {
     if (!_db) return;
     rocksdb::CancelAllBackgroundWork(_db.get(), /*wait=*/true);
+    _recordPoints.clear();  // iterators before the column families and the DB
+    _indexPoints.clear();
     for (auto* h : {_default, _catalog, _records, _indexes}) {
         if (h) _db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
     }
@@ -669,7 +694,7 @@ std::unique_ptr<ReadSnapshot> RocksEngine::snapshot(std::optional<Timestamp> at)
         ts = _visibility.readTimestamp(/*pin=*/true);
     }
     auto pin = std::make_unique<SnapshotPin>(&_visibility, ts);
-    return std::make_unique<RocksReadSnapshot>(this, ts, _db->GetSnapshot(), std::move(pin));
+    return std::make_unique<RocksReadSnapshot>(this, ts, std::move(pin), /*physical=*/true);
 }
 
 StatusWith<std::unique_ptr<ReadSnapshot>> RocksEngine::openSnapshot(std::optional<Timestamp> at) {
@@ -697,7 +722,14 @@ StatusWith<std::unique_ptr<CollectionWriter>> RocksEngine::writer(const Collecti
     if (!state) {
         return Status(ErrorCodes::NamespaceNotFound, "collection " + coll->ns() + " was dropped");
     }
-    std::shared_lock lock(state->access);
+    std::shared_lock lock(state->access, std::defer_lock);
+    if (unit && !unit->mayWait()) {
+        if (!lock.try_lock()) {
+            return Status(ErrorCodes::InlineWouldBlock, "the collection is held by DDL");
+        }
+    } else {
+        lock.lock();
+    }
     CollectionPtr current;
     {
         std::lock_guard catalogLock(_catalogMutex);

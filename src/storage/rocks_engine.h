@@ -12,6 +12,7 @@
 #include "storage/collection_lock.h"
 #include "storage/engine.h"
 #include "storage/key_locks.h"
+#include "storage/mvcc_iterator.h"
 #include "storage/visibility.h"
 
 namespace tessera::storage {
@@ -70,6 +71,9 @@ class RocksEngine final : public Engine {
     rocksdb::ColumnFamilyHandle* recordsCf() const { return _records; }
     rocksdb::ColumnFamilyHandle* indexesCf() const { return _indexes; }
     rocksdb::ColumnFamilyHandle* catalogCf() const { return _catalog; }
+    // Reused point-lookup iterators of the records and indexes CFs (mvcc_iterator.h).
+    PointIteratorPool* recordsPointIterators() { return &_recordPoints; }
+    PointIteratorPool* indexesPointIterators() { return &_indexPoints; }
     VisibilityTracker& visibility() { return _visibility; }
     // Publishes a new version of a collection's metadata (same id and ns).
     void publish(CollectionPtr info);
@@ -109,6 +113,10 @@ class RocksEngine final : public Engine {
     rocksdb::ColumnFamilyHandle* _catalog = nullptr;
     rocksdb::ColumnFamilyHandle* _records = nullptr;
     rocksdb::ColumnFamilyHandle* _indexes = nullptr;
+    // Invalidated on every completed flush and compaction (LsmChangeListener), cleared before
+    // the DB closes.
+    PointIteratorPool _recordPoints;
+    PointIteratorPool _indexPoints;
 
     std::mutex _ddlMutex;              // serializes DDL
     mutable std::mutex _catalogMutex;  // guards the maps below and _nextCollectionId

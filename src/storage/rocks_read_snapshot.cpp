@@ -86,18 +86,22 @@ void keyRangeToBounds(std::string_view prefix, const KeyRange& range, std::strin
 }
 
 RocksReadSnapshot::RocksReadSnapshot(RocksEngine* engine, Timestamp ts,
-                                     const rocksdb::Snapshot* rocksSnapshot,
-                                     std::unique_ptr<SnapshotPin> pin)
+                                     std::unique_ptr<SnapshotPin> pin, bool physical)
     : _engine(engine),
       _ts(ts),
-      _rocksSnapshot(rocksSnapshot),
+      _physical(physical),
       _pin(std::move(pin)),
-      _records(engine->db(), engine->recordsCf(), rocksSnapshot),
-      _indexes(engine->db(), engine->indexesCf(), rocksSnapshot) {}
+      _records(engine->db(), engine->recordsCf(), nullptr, engine->recordsPointIterators()),
+      _indexes(engine->db(), engine->indexesCf(), nullptr, engine->indexesPointIterators()) {}
+
+const rocksdb::Snapshot* RocksReadSnapshot::cursorSnapshot() {
+    if (_physical && !_rocksSnapshot) _rocksSnapshot = _engine->db()->GetSnapshot();
+    return _rocksSnapshot;
+}
 
 RocksReadSnapshot::~RocksReadSnapshot() {
-    _records = PointReader(nullptr, nullptr, nullptr);  // iterators before the snapshot
-    _indexes = PointReader(nullptr, nullptr, nullptr);
+    _records.reset();  // iterators before the snapshot
+    _indexes.reset();
     if (_rocksSnapshot) _engine->db()->ReleaseSnapshot(_rocksSnapshot);
 }
 
@@ -130,7 +134,7 @@ std::optional<Record> RocksReadSnapshot::findById(const CollectionInfo& coll,
 }
 
 std::unique_ptr<RecordCursor> RocksReadSnapshot::scan(const CollectionInfo& coll, bool forward) {
-    return std::make_unique<RocksRecordCursor>(_engine, _rocksSnapshot, _ts,
+    return std::make_unique<RocksRecordCursor>(_engine, cursorSnapshot(), _ts,
                                                keys::collPrefix(coll.id),
                                                keys::collPrefix(coll.id + 1), forward);
 }
@@ -139,7 +143,7 @@ std::unique_ptr<RecordCursor> RocksReadSnapshot::scanRange(const CollectionInfo&
                                                            const KeyRange& range, bool forward) {
     std::string lower, upper;
     keyRangeToBounds(keys::collPrefix(coll.id), range, &lower, &upper);
-    return std::make_unique<RocksRecordCursor>(_engine, _rocksSnapshot, _ts, std::move(lower),
+    return std::make_unique<RocksRecordCursor>(_engine, cursorSnapshot(), _ts, std::move(lower),
                                                std::move(upper), forward);
 }
 
@@ -149,11 +153,11 @@ std::unique_ptr<IndexCursor> RocksReadSnapshot::indexScan(const CollectionInfo& 
     std::string lower, upper;
     if (index.isIdIndex() && coll.idIndexIsRecords()) {
         keyRangeToBounds(keys::collPrefix(coll.id), range, &lower, &upper);
-        return std::make_unique<IdIndexCursor>(_engine, _rocksSnapshot, _ts, std::move(lower),
+        return std::make_unique<IdIndexCursor>(_engine, cursorSnapshot(), _ts, std::move(lower),
                                                std::move(upper), forward);
     }
     keyRangeToBounds(keys::indexPrefix(coll.id, index.id), range, &lower, &upper);
-    return std::make_unique<RocksIndexCursor>(_engine, _rocksSnapshot, _ts, std::move(lower),
+    return std::make_unique<RocksIndexCursor>(_engine, cursorSnapshot(), _ts, std::move(lower),
                                               std::move(upper), index.unique, forward);
 }
 

@@ -13,14 +13,19 @@ namespace tessera::storage {
 
 class RocksEngine;
 
-// A ReadSnapshot at timestamp `ts`: every lookup reads the newest version <= ts. When created
-// with a RocksDB snapshot, all cursors see one physical state as well (drops and GC included).
+// A ReadSnapshot at timestamp `ts`: every lookup reads the newest version <= ts.
+//
+// Point lookups (findById, findByRecordKey) use pooled iterators without a RocksDB snapshot
+// (PointIteratorPool): exact at `ts`, since every commit <= ts was complete when ts was chosen,
+// later ones have greater timestamps, and `pin` keeps the versions ts may see from GC. With
+// `physical`, cursors (scans) additionally share one RocksDB snapshot, taken when the first one
+// is created, so that they all see one physical state (a concurrent drop's range delete
+// included); without, each cursor reads the latest state when it starts (ts = max, under a
+// collection's writer).
 class RocksReadSnapshot final : public ReadSnapshot {
   public:
-    // Takes ownership of `rocksSnapshot` (may be null: then each cursor reads the latest
-    // physical state, which is fine for ts = max under a collection's write lock) and of `pin`.
-    RocksReadSnapshot(RocksEngine* engine, Timestamp ts, const rocksdb::Snapshot* rocksSnapshot,
-                      std::unique_ptr<SnapshotPin> pin);
+    RocksReadSnapshot(RocksEngine* engine, Timestamp ts, std::unique_ptr<SnapshotPin> pin,
+                      bool physical);
     ~RocksReadSnapshot() override;
 
     Timestamp timestamp() const override { return _ts; }
@@ -35,9 +40,13 @@ class RocksReadSnapshot final : public ReadSnapshot {
                                            const KeyRange& range, bool forward) override;
 
   private:
+    // The cursors' RocksDB snapshot (null without `physical`), taken on first use.
+    const rocksdb::Snapshot* cursorSnapshot();
+
     RocksEngine* _engine;
     Timestamp _ts;
-    const rocksdb::Snapshot* _rocksSnapshot;
+    bool _physical;
+    const rocksdb::Snapshot* _rocksSnapshot = nullptr;
     std::unique_ptr<SnapshotPin> _pin;
     PointReader _records;
     PointReader _indexes;  // the _id_ index of collections with a cluster key

@@ -36,8 +36,14 @@ class WriteUnit {
     void removeObserver(WriteObserver* observer) { std::erase(_observers, observer); }
     const std::vector<WriteObserver*>& observers() const { return _observers; }
 
+    // An operation that must not wait (run on an io thread): Engine::writer fails with
+    // InlineWouldBlock instead of waiting for DDL that holds the collection.
+    void setMayWait(bool mayWait) { _mayWait = mayWait; }
+    bool mayWait() const { return _mayWait; }
+
   private:
     std::vector<WriteObserver*> _observers;
+    bool _mayWait = true;
 };
 
 }  // namespace tessera::storage

@@ -22,11 +22,14 @@ void TransactionTable::restore(const std::string& lsid, int64_t txnNumber, StmtI
 }
 
 StatusWith<ExecutedStatements> TransactionTable::begin(const std::string& lsid, int64_t txnNumber,
-                                                       Clock::time_point deadline) {
+                                                       Clock::time_point deadline, bool mayWait) {
     std::unique_lock lk(_mutex);
     for (;;) {
         Session& s = _sessions[lsid];
         if (txnNumber < s.txnNumber) return tooOld(txnNumber, s.txnNumber);
+        if (s.running && !mayWait) {
+            return Status(ErrorCodes::InlineWouldBlock, "another attempt of the session runs");
+        }
         if (s.running) {
             // The same txnNumber on another connection (a retry after a network error), or a
             // newer one while the older still runs: one attempt of a session at a time, so

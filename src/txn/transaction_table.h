@@ -43,8 +43,9 @@ class TransactionTable {
     // A record read back at startup: statements of the session's newest txnNumber are kept.
     void restore(const std::string& lsid, int64_t txnNumber, StmtId stmtId, bson::BsonObj result);
 
+    // `mayWait` false: InlineWouldBlock instead of waiting for a running attempt.
     StatusWith<ExecutedStatements> begin(const std::string& lsid, int64_t txnNumber,
-                                         Clock::time_point deadline);
+                                         Clock::time_point deadline, bool mayWait = true);
     void finish(const std::string& lsid, int64_t txnNumber, const ExecutedStatements& executed);
 
     // Whether the session executed statement `stmtId` of `txnNumber` (waiting while an attempt

@@ -82,6 +82,16 @@ TEST(TransactionTable, AConcurrentAttemptWaitsForTheFirst) {
     EXPECT_TRUE(probe.get().getValue());
 }
 
+TEST(TransactionTable, WithoutWaitingARunningAttemptIsInlineWouldBlock) {
+    TransactionTable t;
+    ASSERT_TRUE(t.begin("L", 3, soon()).isOK());
+    EXPECT_EQ(t.begin("L", 3, soon(), /*mayWait=*/false).getStatus().code(),
+              static_cast<int>(ErrorCodes::InlineWouldBlock));
+    t.finish("L", 3, {});
+    EXPECT_TRUE(t.begin("L", 3, soon(), /*mayWait=*/false).isOK());
+    t.finish("L", 3, {});
+}
+
 TEST(TransactionTable, AConcurrentAttemptTimesOut) {
     TransactionTable t;
     ASSERT_TRUE(t.begin("L", 3, soon()).isOK());

@@ -145,6 +145,28 @@ StatusWith<std::unique_ptr<PlanStage>> buildAccessPath(
     return scan;
 }
 
+std::optional<bson::BsonElement> pointLookupId(const QuerySpec& spec) {
+    if (spec.collator || !spec.sort.isEmpty() || !spec.projection.isEmpty() || spec.skip != 0 ||
+        !spec.hint.isEmpty() || spec.filter.nFields() != 1) {
+        return std::nullopt;
+    }
+    bson::BsonElement id = spec.filter.firstElement();
+    if (id.fieldName() != "_id" || !query::isIdHackValue(id) || !idHackValue(spec.filter)) {
+        return std::nullopt;
+    }
+    return id;
+}
+
+StatusWith<std::optional<bson::BsonObj>> runPointLookup(OperationContext& opCtx,
+                                                        storage::ReadSnapshot& snapshot,
+                                                        const storage::CollectionInfo& coll,
+                                                        std::string_view ns, bson::BsonElement id) {
+    ASSIGN_OR_RETURN(std::shared_ptr<const OwnershipFilter> ownership, opCtx.ownershipFilter(ns));
+    std::optional<storage::Record> rec = snapshot.findById(coll, id);
+    if (!rec || (ownership && !ownership->owns(rec->doc))) return std::optional<bson::BsonObj>();
+    return std::optional<bson::BsonObj>(std::move(rec->doc));
+}
+
 StatusWith<std::unique_ptr<PlanExecutor>> buildQueryExecutor(
     std::unique_ptr<storage::ReadSnapshot> snapshot, storage::CollectionPtr coll, std::string ns,
     const QuerySpec& spec) {

@@ -35,6 +35,18 @@ struct QuerySpec {
     std::shared_ptr<const query::Variables> let;
 };
 
+// MongoDB's IDHACK fast path: the `_id` value of a query that is exactly {_id: v} — v a value the
+// `_id` index looks up exactly (the planner's IDHACK) — under the simple collation, without sort,
+// projection, skip or hint. Its plan is one lookup, so runPointLookup answers it without a
+// matcher, a planner or plan stages. nullopt: not such a query.
+std::optional<bson::BsonElement> pointLookupId(const QuerySpec& spec);
+// That lookup: the document stored under `_id` = id, if any and owned by this shard (the
+// operation's ownership filter of `ns`).
+StatusWith<std::optional<bson::BsonObj>> runPointLookup(OperationContext& opCtx,
+                                                        storage::ReadSnapshot& snapshot,
+                                                        const storage::CollectionInfo& coll,
+                                                        std::string_view ns, bson::BsonElement id);
+
 // `hint` argument: a key pattern object or an index name (string, stored as {$hint: name}).
 StatusWith<bson::BsonObj> parseHint(const bson::BsonElement& hint);
 

@@ -43,6 +43,19 @@ StatusWith<std::vector<Target>> collectTargets(const OperationContext& opCtx,
                                                const QuerySpec& spec,
                                                std::unique_ptr<PlanExecutor>* execOut) {
     const storage::CollectionInfo& info = writer.collection();
+    if (std::optional<bson::BsonElement> id = pointLookupId(spec)) {
+        // MongoDB's IDHACK: one lookup, no planner, and through the writer's own readers, which
+        // the write's check of the latest version then reuses.
+        ASSIGN_OR_RETURN(std::shared_ptr<const OwnershipFilter> ownership,
+                         const_cast<OperationContext&>(opCtx).ownershipFilter(info.ns()));
+        std::vector<Target> targets;
+        std::optional<storage::Record> rec = writer.currentById(*id);
+        if (rec && (!ownership || ownership->owns(rec->doc))) {
+            targets.push_back(Target{std::move(rec->recordKey), std::nullopt, std::move(rec->doc)});
+        }
+        execOut->reset();  // every target carries its document
+        return targets;
+    }
     auto coll = std::make_shared<const storage::CollectionInfo>(info);
     ASSIGN_OR_RETURN(
         auto exec, buildQueryExecutor(writer.latest(), coll, info.ns(), spec, std::move(matcher)));
@@ -131,10 +144,10 @@ StatusWith<bson::BsonObj> buildUpsertDocument(const UpdateStatement& stmt) {
 namespace {
 
 // The version of target `t` to write from: the one the scan matched, else read from `snapshot`.
-std::optional<bson::BsonObj> targetVersion(Target& t, storage::ReadSnapshot& snapshot,
+std::optional<bson::BsonObj> targetVersion(Target& t, PlanExecutor* exec,
                                            const storage::CollectionInfo& coll) {
-    if (t.doc) return std::move(t.doc);
-    return snapshot.findByRecordKey(coll, t.recordKey);
+    if (t.doc || !exec) return std::move(t.doc);
+    return exec->snapshot()->findByRecordKey(coll, t.recordKey);
 }
 
 // After a WriteConflict on `recordKey`: its latest version if it still matches the statement's
@@ -258,8 +271,7 @@ Status executeUpdate(const OperationContext& opCtx, storage::CollectionWriter& w
         bool vanished = false;
         for (Target& t : targets) {
             TRY_STATUS(opCtx.checkForInterrupt());
-            std::optional<bson::BsonObj> doc =
-                targetVersion(t, *exec->snapshot(), writer.collection());
+            std::optional<bson::BsonObj> doc = targetVersion(t, exec.get(), writer.collection());
             if (!doc) {
                 vanished = true;
                 continue;
@@ -333,8 +345,7 @@ Status executeDelete(const OperationContext& opCtx, storage::CollectionWriter& w
         bool vanished = false;
         for (Target& t : targets) {
             TRY_STATUS(opCtx.checkForInterrupt());
-            std::optional<bson::BsonObj> doc =
-                targetVersion(t, *exec->snapshot(), writer.collection());
+            std::optional<bson::BsonObj> doc = targetVersion(t, exec.get(), writer.collection());
             std::optional<std::string> ignored;
             for (int attempt = 0; doc; ++attempt) {
                 auto sw = writer.remove(t.recordKey, *doc, wopts);
