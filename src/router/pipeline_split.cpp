@@ -1,10 +1,10 @@
 #include "router/pipeline_split.h"
 
 #include <algorithm>
-#include <array>
 #include <limits>
 
 #include "bson/bson_builder.h"
+#include "command/exec/pipeline_stage_registry.h"
 
 namespace tessera::router {
 namespace {
@@ -14,14 +14,16 @@ using bson::BsonElement;
 using bson::BsonObj;
 using bson::BsonType;
 
-constexpr std::array kStreamingStages = {"$match",       "$project", "$addFields",
-                                         "$set",         "$unset",   "$replaceRoot",
-                                         "$replaceWith", "$unwind",  "$redact"};
+using command::exec::StageSplit;
 
-bool isStreaming(std::string_view name) {
-    return std::find(kStreamingStages.begin(), kStreamingStages.end(), name) !=
-           kStreamingStages.end();
+// How the stage registry says a pipeline splits at `name` (unknown stages: on the merger, where
+// the builder refuses them).
+StageSplit splitOf(std::string_view name) {
+    const command::exec::StageDescriptor* d = command::exec::findStage(name);
+    return d ? d->constraints.split : StageSplit::kOnMerger;
 }
+
+bool isStreaming(std::string_view name) { return splitOf(name) == StageSplit::kStreaming; }
 
 std::string_view stageName(const BsonObj& stage) { return stage.firstElement().fieldName(); }
 
@@ -159,15 +161,18 @@ StatusWith<SplitPipeline> splitPipeline(const std::vector<BsonObj>& stages) {
 
     std::string_view name = stageName(stages[i]);
     BsonElement spec = stages[i].firstElement();
-    if (name == "$sort" && spec.type() == BsonType::Object) {
+    StageSplit split = splitOf(name);
+    if (split == StageSplit::kSortMerge && spec.type() == BsonType::Object) {
         out.shardPart.push_back(stages[i]);
         out.mergeSort = spec.objValue().copy();
         ++i;
         SkipLimitRun run = skipLimitRun(stages, i);
         if (run.bound) out.shardPart.push_back(limitStage(*run.bound));
-    } else if (name == "$limit" || name == "$skip") {
+    } else if (split == StageSplit::kSkipLimit) {
         SkipLimitRun run = skipLimitRun(stages, i);
         if (run.bound) out.shardPart.push_back(limitStage(*run.bound));
+    } else if (split != StageSplit::kAccumulate) {
+        // kOnMerger: this stage and everything after it run on the router.
     } else if (name == "$group" && spec.type() == BsonType::Object) {
         if (auto g = splitGroup(spec.objValue())) {
             out.shardPart.push_back(g->shardGroup);
@@ -243,10 +248,8 @@ StatusWith<std::vector<BsonObj>> pipelineStages(const BsonElement& pipeline) {
 bool pipelineTouchesOtherCollections(const std::vector<BsonObj>& stages) {
     for (const BsonObj& st : stages) {
         std::string_view name = stageName(st);
-        if (name == "$lookup" || name == "$graphLookup" || name == "$unionWith" || name == "$out" ||
-            name == "$merge") {
-            return true;
-        }
+        const command::exec::StageDescriptor* d = command::exec::findStage(name);
+        if (d && (d->constraints.readsOtherCollections || d->constraints.writes)) return true;
         if (name == "$facet" && st.firstElement().type() == BsonType::Object) {
             for (BsonElement sub : st.firstElement().objValue()) {
                 if (sub.type() != BsonType::Array) continue;

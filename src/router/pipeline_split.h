@@ -13,7 +13,8 @@ namespace tessera::router {
 // splitPipeline). The shards run `shardPart`; the router merges their streams (merge-sorted by
 // `mergeSort` when it is not empty, else in arrival order) and runs `mergePart` over them.
 //
-// Rules:
+// Rules (each stage's kind is its StageSplit in command/exec/pipeline_stage_registry.h, the
+// registry the pipeline builder parses with):
 //  - the longest prefix of streaming stages ($match $project $addFields $set $unset
 //    $replaceRoot $replaceWith $unwind $redact) runs on the shards;
 //  - the first other stage decides the cut:

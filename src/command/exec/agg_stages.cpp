@@ -4,6 +4,9 @@
 #include <random>
 
 #include "bson/compare.h"
+#include "command/exec/pipeline_stage_list.h"
+#include "command/exec/query_adapters.h"
+#include "command/exec/transform_stages.h"
 
 namespace tessera::command::exec {
 
@@ -376,5 +379,167 @@ StatusWith<bool> BufferSourceStage::doNext(ExecContext&, WorkingMember* out) {
     out->hasDoc = true;
     return true;
 }
+
+// ---- Pipeline stages.
+
+namespace {
+
+using bson::BsonType;
+
+StatusWith<std::unique_ptr<PlanStage>> parseProject(const StageParseContext& ctx,
+                                                    std::unique_ptr<PlanStage> input) {
+    const bson::BsonElement& st = ctx.spec();
+    if (st.type() != BsonType::Object) {
+        return Status(15969, "$project specification must be an object");
+    }
+    bson::BsonObj spec = st.objValue().copy();
+    ASSIGN_OR_RETURN(auto proj, AggProjection::parseProject(spec));
+    return stack(std::move(input),
+                 std::make_unique<AggProjectionStage>(std::move(proj), "transformBy", spec));
+}
+
+// $addFields and its alias $set.
+StatusWith<std::unique_ptr<PlanStage>> parseAddFields(const StageParseContext& ctx,
+                                                      std::unique_ptr<PlanStage> input) {
+    const bson::BsonElement& st = ctx.spec();
+    std::string_view name = st.fieldName();
+    if (st.type() != BsonType::Object) {
+        return Status(40272, std::string(name) + " specification stage must be an object, got " +
+                                 std::string(bson::typeName(st.type())));
+    }
+    bson::BsonObj spec = st.objValue().copy();
+    ASSIGN_OR_RETURN(auto proj, AggProjection::parseAddFields(spec, name));
+    return stack(std::move(input),
+                 std::make_unique<AggProjectionStage>(std::move(proj), "transformBy", spec));
+}
+
+StatusWith<std::unique_ptr<PlanStage>> parseUnset(const StageParseContext& ctx,
+                                                  std::unique_ptr<PlanStage> input) {
+    ASSIGN_OR_RETURN(auto proj, AggProjection::parseUnset(ctx.spec()));
+    bson::BsonBuilder sb;
+    sb.appendElementAs(ctx.spec(), "$unset");
+    return stack(std::move(input),
+                 std::make_unique<AggProjectionStage>(std::move(proj), "transformBy", sb.obj()));
+}
+
+// $replaceRoot {newRoot: expr} and $replaceWith expr.
+StatusWith<std::unique_ptr<PlanStage>> parseReplaceRoot(const StageParseContext& ctx,
+                                                        std::unique_ptr<PlanStage> input) {
+    const bson::BsonElement& st = ctx.spec();
+    bson::BsonElement newRoot = st;
+    if (st.fieldName() == "$replaceRoot") {
+        if (st.type() != BsonType::Object) {
+            return Status(40229,
+                          "expected an object as specification for $replaceRoot stage, got " +
+                              std::string(bson::typeName(st.type())));
+        }
+        newRoot = bson::BsonElement();
+        for (auto f : st.objValue()) {
+            if (f.fieldName() != "newRoot") {
+                return Status(40415, "BSON field '$replaceRoot." + std::string(f.fieldName()) +
+                                         "' is an unknown field.");
+            }
+            newRoot = f;
+        }
+        if (newRoot.eoo()) {
+            return Status(40414,
+                          "BSON field '$replaceRoot.newRoot' is missing but a required field");
+        }
+    }
+    ASSIGN_OR_RETURN(auto expr, StageExpression::parse(newRoot));
+    bson::BsonBuilder sb;
+    sb.appendElementAs(newRoot, "newRoot");
+    return stack(std::move(input), std::make_unique<ReplaceRootStage>(std::move(expr), sb.obj()));
+}
+
+StatusWith<std::unique_ptr<PlanStage>> parseGroup(const StageParseContext& ctx,
+                                                  std::unique_ptr<PlanStage> input) {
+    ASSIGN_OR_RETURN(auto group, GroupStage::parse(ctx.spec()));
+    return stack(std::move(input), std::move(group));
+}
+
+// $sortByCount expr = $group {_id: expr, count: {$sum: 1}} + $sort {count: -1}.
+StatusWith<std::unique_ptr<PlanStage>> parseSortByCount(const StageParseContext& ctx,
+                                                        std::unique_ptr<PlanStage> input) {
+    const bson::BsonElement& st = ctx.spec();
+    bool ok = (st.type() == BsonType::String && st.stringValue().starts_with("$")) ||
+              (st.type() == BsonType::Object && !st.objValue().isEmpty() &&
+               st.objValue().firstElement().fieldName().starts_with("$"));
+    if (!ok) {
+        return Status(40148,
+                      "the sortByCount field must be defined as a $-prefixed path or an "
+                      "expression");
+    }
+    ASSIGN_OR_RETURN(auto key, StageExpression::parse(st));
+    bson::BsonBuilder sb;
+    sb.appendElementAs(st, "$sortByCount");
+    static const bson::BsonObj kCountOne = bson::fromJson(R"({"count": {"$sum": 1}})");
+    ASSIGN_OR_RETURN(auto group, GroupStage::make(key, kCountOne, sb.obj(), "SORT_BY_COUNT"));
+    static const bson::BsonObj kCountDescending = bson::fromJson(R"({"count": -1})");
+    ASSIGN_OR_RETURN(auto fns, makeSortFunctions(kCountDescending));
+    return stack(stack(std::move(input), std::move(group)),
+                 std::make_unique<SortStage>(std::move(fns), kCountDescending, 0));
+}
+
+StatusWith<std::unique_ptr<PlanStage>> parseCount(const StageParseContext& ctx,
+                                                  std::unique_ptr<PlanStage> input) {
+    const bson::BsonElement& st = ctx.spec();
+    if (st.type() != BsonType::String) {
+        return Status(40156, "the count field must be a non-empty string");
+    }
+    std::string_view f = st.stringValue();
+    if (f.empty()) return Status(40157, "the count field must be a non-empty string");
+    if (f[0] == '$') return Status(40158, "the count field cannot be a $-prefixed path");
+    if (f.find('.') != std::string_view::npos) {
+        return Status(40160, "the count field cannot contain '.'");
+    }
+    return stack(std::move(input), std::make_unique<CountStage>(std::string(f)));
+}
+
+StatusWith<std::unique_ptr<PlanStage>> parseUnwind(const StageParseContext& ctx,
+                                                   std::unique_ptr<PlanStage> input) {
+    ASSIGN_OR_RETURN(auto unwind, UnwindStage::parse(ctx.spec()));
+    return stack(std::move(input), std::move(unwind));
+}
+
+StatusWith<std::unique_ptr<PlanStage>> parseSample(const StageParseContext& ctx,
+                                                   std::unique_ptr<PlanStage> input) {
+    const bson::BsonElement& st = ctx.spec();
+    if (st.type() != BsonType::Object) {
+        return Status(28745, "the $sample stage specification must be an object");
+    }
+    std::optional<int64_t> size;
+    for (auto f : st.objValue()) {
+        if (f.fieldName() != "size") {
+            return Status(28748, "unrecognized option to $sample: " + std::string(f.fieldName()));
+        }
+        if (!f.isNumber()) return Status(28746, "size argument to $sample must be a number");
+        if (f.numberDouble() < 0) {
+            return Status(28747, "size argument to $sample must not be negative");
+        }
+        size = f.numberLong();
+    }
+    if (!size) return Status(28749, "$sample stage must specify a size");
+    return stack(std::move(input), std::make_unique<SampleStage>(*size));
+}
+
+constexpr StageConstraints kStreaming{.split = StageSplit::kStreaming};
+constexpr StageConstraints kAccumulating{.split = StageSplit::kAccumulate};
+
+}  // namespace
+
+namespace stages {
+const StageDescriptor kProject{"$project", kStreaming, &parseProject};
+const StageDescriptor kAddFields{"$addFields", kStreaming, &parseAddFields};
+const StageDescriptor kSet{"$set", kStreaming, &parseAddFields};
+const StageDescriptor kUnset{"$unset", kStreaming, &parseUnset};
+const StageDescriptor kReplaceRoot{"$replaceRoot", kStreaming, &parseReplaceRoot};
+const StageDescriptor kReplaceWith{"$replaceWith", kStreaming, &parseReplaceRoot};
+const StageDescriptor kUnwind{"$unwind", kStreaming, &parseUnwind};
+const StageDescriptor kGroup{"$group", kAccumulating, &parseGroup};
+const StageDescriptor kSortByCount{"$sortByCount", kAccumulating, &parseSortByCount};
+const StageDescriptor kCount{"$count", kAccumulating, &parseCount};
+const StageDescriptor kSample{"$sample", {}, &parseSample};
+}  // namespace stages
 
 }  // namespace tessera::command::exec

@@ -3,6 +3,8 @@
 #include "command/exec/coll_stats.h"
 
 #include "base/wall_clock.h"
+#include "command/exec/pipeline_stage_list.h"
+#include "command/exec/scan_stages.h"
 #include "storage/engine.h"
 
 namespace tessera::command::exec {
@@ -120,5 +122,19 @@ void appendStorageStats(bson::BsonBuilder& b, storage::Engine& engine,
     b.appendNumber("scaleFactor", scale);
     if (ownership) b.appendNumber("numOrphanDocs", orphans);
 }
+
+namespace {
+StatusWith<std::unique_ptr<PlanStage>> parseCollStats(const StageParseContext& ctx,
+                                                      std::unique_ptr<PlanStage>) {
+    ASSIGN_OR_RETURN(bson::BsonObj doc, collStatsDocument(ctx.pctx, ctx.coll, ctx.ns, ctx.spec()));
+    return std::unique_ptr<PlanStage>(
+        std::make_unique<VectorSourceStage>(std::vector<bson::BsonObj>{doc}, "COLLSTATS"));
+}
+}  // namespace
+
+namespace stages {
+const StageDescriptor kCollStats{
+    "$collStats", {.firstOnly = true, .allowedInFacet = false}, &parseCollStats};
+}  // namespace stages
 
 }  // namespace tessera::command::exec

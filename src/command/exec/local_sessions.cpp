@@ -5,6 +5,8 @@
 #include <mutex>
 
 #include "bson/bson_builder.h"
+#include "command/exec/pipeline_stage_list.h"
+#include "command/exec/scan_stages.h"
 
 namespace tessera::command::exec {
 
@@ -51,5 +53,25 @@ std::vector<bson::BsonObj> listLocalSessions() {
     }
     return out;
 }
+
+namespace {
+StatusWith<std::unique_ptr<PlanStage>> parseListLocalSessions(const StageParseContext& ctx,
+                                                              std::unique_ptr<PlanStage>) {
+    if (ctx.spec().type() != bson::BsonType::Object) {
+        return Status(
+            ErrorCodes::TypeMismatch,
+            "$listLocalSessions must take a nested object but found: " + ctx.spec().toString());
+    }
+    return std::unique_ptr<PlanStage>(
+        std::make_unique<VectorSourceStage>(listLocalSessions(), "LIST_LOCAL_SESSIONS"));
+}
+}  // namespace
+
+namespace stages {
+const StageDescriptor kListLocalSessions{
+    "$listLocalSessions",
+    {.firstOnly = true, .collectionless = true, .allowedInFacet = false},
+    &parseListLocalSessions};
+}  // namespace stages
 
 }  // namespace tessera::command::exec

@@ -35,17 +35,13 @@ struct PipelineContext {
 // the namespace the pipeline runs on ("db.coll", or "db.$cmd.aggregate" for {aggregate: 1}).
 //  - leading $match stages and a following $sort become the query of the access path (so
 //    indexes serve them), $sort + $limit is a top-k sort;
-//  - every other stage is a PlanStage over the document stream, so a router can cut the
-//    pipeline into a shard part and a merge part. Splittable (stream) stages: $match, $project,
-//    $addFields/$set, $unset, $unwind, $replaceRoot/$replaceWith, $redact; $sort/$limit/$skip
-//    split as sort-merge + limit; $group/$bucket/$sortByCount/$count split into partial and
-//    final accumulation; $lookup, $facet, $unionWith, $sample, $out, $merge run on the merging
-//    node.
+//  - every other stage is a PlanStage over the document stream, parsed by its descriptor in the
+//    stage registry (pipeline_stage_registry.h), which also says where the stage may appear
+//    and how a router splits a pipeline at it.
 //  - Stages: $match $project $addFields $set $unset $group $sort $limit $skip $count $unwind
 //    $replaceRoot $replaceWith $sortByCount $facet $bucket $bucketAuto $redact $lookup
 //    $graphLookup $unionWith $sample $out $merge $collStats $indexStats $documents
-//    $listLocalSessions. $bucketAuto is blocking and $graphLookup runs on the merging node
-//    (like $lookup).
+//    $listLocalSessions.
 // Errors: 40323 (a stage is not a one-field object), 40324 "Unrecognized pipeline stage name:
 // '$foo'", 40602 (a first-stage-only stage elsewhere), 40601 ($out/$merge not last), 40600
 // (not allowed in $facet), 51047 (not allowed in $lookup), 31441 (not allowed in $unionWith),

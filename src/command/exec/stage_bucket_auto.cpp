@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "bson/compare.h"
+#include "command/exec/pipeline_stage_list.h"
 #include "command/exec/stage_extra.h"
 
 namespace tessera::command::exec {
@@ -327,5 +328,17 @@ StatusWith<bool> BucketAutoStage::doNext(ExecContext& ctx, WorkingMember* out) {
 void BucketAutoStage::appendDetails(bson::BsonBuilder& b, bool) const {
     b.append("$bucketAuto", _spec);
 }
+
+namespace {
+StatusWith<std::unique_ptr<PlanStage>> parseBucketAuto(const StageParseContext& ctx,
+                                                       std::unique_ptr<PlanStage> input) {
+    ASSIGN_OR_RETURN(auto stage, BucketAutoStage::parse(ctx.spec()));
+    return stack(std::move(input), std::move(stage));
+}
+}  // namespace
+
+namespace stages {
+const StageDescriptor kBucketAuto{"$bucketAuto", {}, &parseBucketAuto};
+}  // namespace stages
 
 }  // namespace tessera::command::exec

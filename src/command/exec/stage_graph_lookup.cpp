@@ -5,6 +5,7 @@
 
 #include "bson/compare.h"
 #include "bson/validate.h"
+#include "command/exec/pipeline_stage_list.h"
 #include "command/exec/stage_extra.h"
 #include "query/matcher.h"
 
@@ -286,5 +287,22 @@ StatusWith<bool> GraphLookupStage::doNext(ExecContext& ctx, WorkingMember* out) 
 void GraphLookupStage::appendDetails(bson::BsonBuilder& b, bool) const {
     b.append("$graphLookup", _spec.specForExplain);
 }
+
+namespace {
+// Runs on the merging node (like $lookup): the `from` collection is read through a sub-pipeline.
+StatusWith<std::unique_ptr<PlanStage>> parseGraphLookup(const StageParseContext& ctx,
+                                                        std::unique_ptr<PlanStage> input) {
+    ASSIGN_OR_RETURN(auto spec, GraphLookupStage::parseSpec(ctx.spec(), ctx.db));
+    ASSIGN_OR_RETURN(auto resolved, resolveNamespace(*ctx.pctx.engine, spec.fromNs));
+    SubPipelineFactory factory = subPipelineFactory(ctx.pctx, resolved, BuildContext::kLookup);
+    return stack(std::move(input), std::make_unique<GraphLookupStage>(
+                                       std::move(spec), resolved.coll, std::move(factory)));
+}
+}  // namespace
+
+namespace stages {
+const StageDescriptor kGraphLookup{
+    "$graphLookup", {.readsOtherCollections = true}, &parseGraphLookup};
+}  // namespace stages
 
 }  // namespace tessera::command::exec

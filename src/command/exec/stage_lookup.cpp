@@ -5,6 +5,7 @@
 #include "bson/bson_builder.h"
 #include "bson/compare.h"
 #include "bson/validate.h"
+#include "command/exec/pipeline_stage_list.h"
 #include "command/exec/stage_subpipeline.h"
 
 namespace tessera::command::exec {
@@ -294,5 +295,197 @@ StatusWith<bool> FacetStage::doNext(ExecContext& ctx, WorkingMember* out) {
 }
 
 void FacetStage::appendDetails(bson::BsonBuilder& b, bool) const { b.append("$facet", _spec); }
+
+// ---- Parsers.
+
+namespace {
+
+using bson::BsonType;
+
+StatusWith<std::unique_ptr<PlanStage>> parseLookup(const StageParseContext& ctx,
+                                                   std::unique_ptr<PlanStage> input) {
+    const bson::BsonElement& st = ctx.spec();
+    if (st.type() != BsonType::Object) {
+        return Status(ErrorCodes::FailedToParse,
+                      "the $lookup specification must be an Object, but found " +
+                          std::string(bson::typeName(st.type())));
+    }
+    LookupStage::Spec spec;
+    spec.specForExplain = st.objValue().copy();
+    bson::BsonElement from, let, pipeline;
+    bool hasLocal = false, hasForeign = false;
+    for (auto f : spec.specForExplain) {
+        std::string_view n = f.fieldName();
+        auto needString = [&](std::string* out) -> Status {
+            if (f.type() != BsonType::String) {
+                return Status(
+                    ErrorCodes::FailedToParse,
+                    "$lookup argument '" + std::string(n) + ": " + f.toString(false) +
+                        "' must be a string, found type: " + std::string(bson::typeName(f.type())));
+            }
+            *out = std::string(f.stringValue());
+            return Status::OK();
+        };
+        if (n == "from") {
+            from = f;
+        } else if (n == "as") {
+            TRY_STATUS(needString(&spec.as));
+        } else if (n == "localField") {
+            TRY_STATUS(needString(&spec.localField));
+            hasLocal = true;
+        } else if (n == "foreignField") {
+            TRY_STATUS(needString(&spec.foreignField));
+            hasForeign = true;
+        } else if (n == "let") {
+            if (f.type() != BsonType::Object) {
+                return Status(ErrorCodes::FailedToParse,
+                              "$lookup argument 'let' must be an object, is type " +
+                                  std::string(bson::typeName(f.type())));
+            }
+            let = f;
+        } else if (n == "pipeline") {
+            if (f.type() != BsonType::Array) {
+                return Status(ErrorCodes::FailedToParse,
+                              "$lookup argument 'pipeline' must be an array, is type " +
+                                  std::string(bson::typeName(f.type())));
+            }
+            pipeline = f;
+        } else {
+            return Status(ErrorCodes::FailedToParse,
+                          "unknown argument to $lookup: " + std::string(n));
+        }
+    }
+    if (spec.as.empty()) {
+        return Status(ErrorCodes::FailedToParse, "must specify 'as' field for a $lookup");
+    }
+    if (hasLocal != hasForeign || (!hasLocal && pipeline.eoo())) {
+        return Status(ErrorCodes::FailedToParse,
+                      "$lookup requires either 'pipeline' or both 'localField' and "
+                      "'foreignField' to be specified");
+    }
+    if (!let.eoo() && pipeline.eoo()) {
+        return Status(ErrorCodes::FailedToParse, "$lookup with 'let' must also specify 'pipeline'");
+    }
+    if (spec.as[0] == '$') {
+        return Status(16410, "FieldPath field names may not start with '$'.");
+    }
+    if (hasLocal && (spec.localField.empty() || spec.foreignField.empty())) {
+        return Status(40352, "FieldPath cannot be constructed with empty string");
+    }
+    ResolvedNamespace resolved;
+    if (from.eoo()) {
+        bool startsWithDocuments = false;
+        if (!pipeline.eoo()) {
+            bson::BsonElement s0 = pipeline.objValue().firstElement();
+            startsWithDocuments = s0.type() == BsonType::Object &&
+                                  s0.objValue().firstElement().fieldName() == "$documents";
+        }
+        if (!startsWithDocuments) {
+            return Status(ErrorCodes::FailedToParse, "must specify 'from' field for a $lookup");
+        }
+        resolved.ns = ctx.db + ".$cmd.aggregate";
+    } else {
+        ASSIGN_OR_RETURN(spec.fromNs, targetNamespace(from, ctx.db, "$lookup.from",
+                                                      static_cast<int>(ErrorCodes::FailedToParse)));
+        ASSIGN_OR_RETURN(resolved, resolveNamespace(*ctx.pctx.engine, spec.fromNs));
+    }
+    if (!let.eoo()) {
+        ASSIGN_OR_RETURN(spec.let, parseLet(let));
+    }
+    if (!pipeline.eoo()) spec.pipeline = pipeline.objValue().copy();
+    SubPipelineFactory factory = subPipelineFactory(ctx.pctx, resolved, BuildContext::kLookup);
+    // Parse the sub-pipeline once now, so that its errors do not depend on the data.
+    {
+        std::map<std::string, bson::BsonObj> nulls;
+        for (const auto& [name, e] : spec.let) nulls[name] = AggValue::null().holder;
+        bson::BsonObj probe = spec.pipeline.isEmpty()
+                                  ? bson::BsonObj(bson::BsonBuilder().obj())
+                                  : substituteVariables(spec.pipeline, true, nulls);
+        TRY_STATUS(factory(probe).getStatus());
+    }
+    return stack(std::move(input),
+                 std::make_unique<LookupStage>(std::move(spec), resolved.coll, std::move(factory)));
+}
+
+StatusWith<std::unique_ptr<PlanStage>> parseUnionWith(const StageParseContext& ctx,
+                                                      std::unique_ptr<PlanStage> input) {
+    const bson::BsonElement& st = ctx.spec();
+    bson::BsonElement coll = st;
+    bson::BsonElement pipeline;
+    if (st.type() == BsonType::Object) {
+        coll = bson::BsonElement();
+        for (auto f : st.objValue()) {
+            if (f.fieldName() == "coll") {
+                coll = f;
+            } else if (f.fieldName() == "pipeline") {
+                if (f.type() != BsonType::Array) {
+                    return Status(ErrorCodes::TypeMismatch,
+                                  "BSON field '$unionWith.pipeline' is the wrong type '" +
+                                      std::string(bson::typeName(f.type())) +
+                                      "', expected type 'array'");
+                }
+                pipeline = f;
+            } else {
+                return Status(40415, "BSON field '$unionWith." + std::string(f.fieldName()) +
+                                         "' is an unknown field.");
+            }
+        }
+        if (coll.eoo()) {
+            return Status(40414, "BSON field '$unionWith.coll' is missing but a required field");
+        }
+    } else if (st.type() != BsonType::String) {
+        return Status(ErrorCodes::FailedToParse,
+                      "the $unionWith stage specification must be an object or string, but "
+                      "found " +
+                          std::string(bson::typeName(st.type())));
+    }
+    ASSIGN_OR_RETURN(std::string ns, targetNamespace(coll, ctx.db, "$unionWith",
+                                                     static_cast<int>(ErrorCodes::TypeMismatch)));
+    ASSIGN_OR_RETURN(ResolvedNamespace resolved, resolveNamespace(*ctx.pctx.engine, ns));
+    SubPipelineFactory factory = subPipelineFactory(ctx.pctx, resolved, BuildContext::kUnionWith);
+    bson::BsonObj stages = pipeline.eoo() ? bson::BsonBuilder().obj() : pipeline.objValue().copy();
+    ASSIGN_OR_RETURN(auto other, factory(stages));
+    return stack(std::move(input),
+                 std::make_unique<UnionWithStage>(
+                     std::move(other), resolved.coll,
+                     st.type() == BsonType::Object ? st.objValue().copy() : bson::BsonObj()));
+}
+
+StatusWith<std::unique_ptr<PlanStage>> parseFacet(const StageParseContext& ctx,
+                                                  std::unique_ptr<PlanStage> input) {
+    const bson::BsonElement& st = ctx.spec();
+    if (st.type() != BsonType::Object || st.objValue().isEmpty()) {
+        return Status(40169, "the $facet specification must be a non-empty object, but found: " +
+                                 st.toString(false));
+    }
+    auto feed = std::make_shared<std::vector<bson::BsonObj>>();
+    std::vector<FacetStage::Facet> facets;
+    for (auto f : st.objValue()) {
+        std::string_view name = f.fieldName();
+        if (name.empty() || name[0] == '$' || name.find('.') != std::string_view::npos) {
+            return Status(40173,
+                          "$facet pipeline names must not be empty, start with '$' or "
+                          "contain '.': " +
+                              std::string(name));
+        }
+        if (f.type() != BsonType::Array) {
+            return Status(40170, "arguments to $facet must be arrays, " + std::string(name) +
+                                     " is type " + std::string(bson::typeName(f.type())));
+        }
+        ASSIGN_OR_RETURN(auto root, buildSubPipeline(ctx.pctx, ctx.coll, ctx.ns,
+                                                     BuildContext::kFacet, feed, f.objValue()));
+        facets.push_back(FacetStage::Facet{std::string(name), std::move(root)});
+    }
+    return stack(std::move(input),
+                 std::make_unique<FacetStage>(std::move(facets), feed, st.objValue().copy()));
+}
+
+}  // namespace
+
+namespace stages {
+const StageDescriptor kLookup{"$lookup", {.readsOtherCollections = true}, &parseLookup};
+const StageDescriptor kUnionWith{"$unionWith", {.readsOtherCollections = true}, &parseUnionWith};
+const StageDescriptor kFacet{"$facet", {.allowedInFacet = false}, &parseFacet};
+}  // namespace stages
 
 }  // namespace tessera::command::exec

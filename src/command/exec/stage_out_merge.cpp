@@ -5,6 +5,7 @@
 #include "bson/bson_builder.h"
 #include "bson/compare.h"
 #include "command/command.h"
+#include "command/exec/pipeline_stage_list.h"
 #include "command/exec/query_executor.h"
 #include "command/exec/stage_subpipeline.h"
 #include "command/write_ops_util.h"
@@ -297,5 +298,144 @@ Status MergeStage::run(ExecContext& ctx) {
 void MergeStage::appendDetails(bson::BsonBuilder& b, bool) const {
     b.append("$merge", _spec.specForExplain);
 }
+
+// ---- Parsers.
+
+namespace {
+
+using bson::BsonType;
+
+StatusWith<std::unique_ptr<PlanStage>> parseOut(const StageParseContext& ctx,
+                                                std::unique_ptr<PlanStage> input) {
+    ASSIGN_OR_RETURN(std::string target, targetNamespace(ctx.spec(), ctx.db, "$out", 16990));
+    bson::BsonBuilder sb;
+    sb.appendElementAs(ctx.spec(), "$out");
+    return stack(std::move(input), std::make_unique<OutStage>(ctx.pctx.engine, target, sb.obj()));
+}
+
+StatusWith<std::unique_ptr<PlanStage>> parseMerge(const StageParseContext& ctx,
+                                                  std::unique_ptr<PlanStage> input) {
+    const bson::BsonElement& st = ctx.spec();
+    MergeStage::Spec spec;
+    bson::BsonElement into, let;
+    if (st.type() == BsonType::String) {
+        into = st;
+    } else if (st.type() == BsonType::Object) {
+        spec.specForExplain = st.objValue().copy();
+        for (auto f : st.objValue()) {
+            std::string_view n = f.fieldName();
+            if (n == "into") {
+                into = f;
+            } else if (n == "on") {
+                if (f.type() == BsonType::String) {
+                    spec.on.emplace_back(f.stringValue());
+                } else if (f.type() == BsonType::Array) {
+                    for (auto e : f.objValue()) {
+                        if (e.type() != BsonType::String) {
+                            return Status(51134,
+                                          "Array elements of the 'on' field of $merge must "
+                                          "be strings, but found " +
+                                              std::string(bson::typeName(e.type())));
+                        }
+                        spec.on.emplace_back(e.stringValue());
+                    }
+                    if (spec.on.empty()) {
+                        return Status(51187,
+                                      "If explicitly specifying $merge 'on', must include at "
+                                      "least one field");
+                    }
+                } else {
+                    return Status(51186,
+                                  "$merge 'on' field must be either a string or an array of "
+                                  "strings, but found " +
+                                      std::string(bson::typeName(f.type())));
+                }
+            } else if (n == "whenMatched") {
+                if (f.type() == BsonType::Array) {
+                    spec.whenMatched = "pipeline";
+                    spec.whenMatchedPipeline = f.objValue().copy();
+                } else if (f.type() == BsonType::String &&
+                           (f.stringValue() == "replace" || f.stringValue() == "keepExisting" ||
+                            f.stringValue() == "merge" || f.stringValue() == "fail")) {
+                    spec.whenMatched = std::string(f.stringValue());
+                } else if (f.type() == BsonType::String) {
+                    return Status(ErrorCodes::BadValue,
+                                  "Enumeration value '" + std::string(f.stringValue()) +
+                                      "' for field '$merge.whenMatched' is not a valid value.");
+                } else {
+                    return Status(51191,
+                                  "$merge 'whenMatched' field must be either a string or "
+                                  "an array, but found " +
+                                      std::string(bson::typeName(f.type())));
+                }
+            } else if (n == "whenNotMatched") {
+                if (f.type() != BsonType::String) {
+                    return Status(ErrorCodes::TypeMismatch,
+                                  "BSON field '$merge.whenNotMatched' is the wrong type '" +
+                                      std::string(bson::typeName(f.type())) +
+                                      "', expected type 'string'");
+                }
+                std::string_view v = f.stringValue();
+                if (v != "insert" && v != "discard" && v != "fail") {
+                    return Status(ErrorCodes::BadValue,
+                                  "Enumeration value '" + std::string(v) +
+                                      "' for field '$merge.whenNotMatched' is not a valid "
+                                      "value.");
+                }
+                spec.whenNotMatched = std::string(v);
+            } else if (n == "let") {
+                let = f;
+            } else if (n == "targetCollectionVersion") {
+                continue;
+            } else {
+                return Status(40415,
+                              "BSON field '$merge." + std::string(n) + "' is an unknown field.");
+            }
+        }
+        if (into.eoo()) {
+            return Status(40414, "BSON field '$merge.into' is missing but a required field");
+        }
+    } else {
+        return Status(51182, "$merge only supports a string or object argument, not " +
+                                 std::string(bson::typeName(st.type())));
+    }
+    ASSIGN_OR_RETURN(spec.targetNs, targetNamespace(into, ctx.db, "$merge.into", 51178));
+    if (spec.on.empty()) spec.on.push_back("_id");
+    if (!let.eoo()) {
+        if (spec.whenMatched != "pipeline") {
+            return Status(51199, "Cannot use 'let' variables with 'whenMatched: " +
+                                     spec.whenMatched + "' mode");
+        }
+        ASSIGN_OR_RETURN(spec.let, parseLet(let));
+    }
+    if (spec.whenMatched == "pipeline" && spec.whenNotMatched == "fail") {
+        // Allowed, as MongoDB.
+    }
+    PipelineContext pctx = ctx.pctx;
+    std::string ns = ctx.ns;
+    auto factory = [pctx, ns](bson::BsonView pipeline,
+                              std::shared_ptr<std::vector<bson::BsonObj>> matched)
+        -> StatusWith<std::unique_ptr<PlanStage>> {
+        return buildSubPipeline(pctx, nullptr, ns, BuildContext::kMergePipeline, std::move(matched),
+                                pipeline);
+    };
+    if (spec.whenMatched == "pipeline") {
+        std::map<std::string, bson::BsonObj> nulls;
+        nulls["new"] = AggValue::null().holder;
+        for (const auto& [name, e] : spec.let) nulls[name] = AggValue::null().holder;
+        TRY_STATUS(factory(substituteVariables(spec.whenMatchedPipeline, true, nulls),
+                           std::make_shared<std::vector<bson::BsonObj>>())
+                       .getStatus());
+    }
+    return stack(std::move(input), std::make_unique<MergeStage>(ctx.pctx.engine, std::move(spec),
+                                                                std::move(factory)));
+}
+
+}  // namespace
+
+namespace stages {
+const StageDescriptor kOut{"$out", {.writes = true, .allowedInFacet = false}, &parseOut};
+const StageDescriptor kMerge{"$merge", {.writes = true, .allowedInFacet = false}, &parseMerge};
+}  // namespace stages
 
 }  // namespace tessera::command::exec

@@ -1,5 +1,6 @@
 // $redact.
 
+#include "command/exec/pipeline_stage_list.h"
 #include "command/exec/stage_extra.h"
 
 namespace tessera::command::exec {
@@ -94,5 +95,17 @@ StatusWith<bool> RedactStage::doNext(ExecContext& ctx, WorkingMember* out) {
 void RedactStage::appendDetails(bson::BsonBuilder& b, bool) const {
     b.appendElement(_spec.firstElement());
 }
+
+namespace {
+StatusWith<std::unique_ptr<PlanStage>> parseRedact(const StageParseContext& ctx,
+                                                   std::unique_ptr<PlanStage> input) {
+    ASSIGN_OR_RETURN(auto stage, RedactStage::parse(ctx.spec()));
+    return stack(std::move(input), std::move(stage));
+}
+}  // namespace
+
+namespace stages {
+const StageDescriptor kRedact{"$redact", {.split = StageSplit::kStreaming}, &parseRedact};
+}  // namespace stages
 
 }  // namespace tessera::command::exec

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "command/exec/pipeline_stage_list.h"
+#include "command/exec/query_adapters.h"
+
 namespace tessera::command::exec {
 
 Status SortStage::load(ExecContext& ctx) {
@@ -79,5 +82,28 @@ StatusWith<bool> ProjectionStage::doNext(ExecContext& ctx, WorkingMember* out) {
 void ProjectionStage::appendDetails(bson::BsonBuilder& b, bool) const {
     b.append("transformBy", _spec);
 }
+
+// ---- Pipeline stage.
+
+namespace {
+
+// {$sort: pattern}; a following $limit makes it a top-k sort (the $limit stays: it is free).
+StatusWith<std::unique_ptr<PlanStage>> parseSort(const StageParseContext& ctx,
+                                                 std::unique_ptr<PlanStage> input) {
+    TRY_STATUS(checkSortSpec(ctx.spec()));
+    bson::BsonObj pattern = ctx.spec().objValue().copy();
+    ASSIGN_OR_RETURN(auto fns, makeSortFunctions(pattern, ctx.pctx.collator));
+    int64_t topK = 0;
+    if (const bson::BsonElement* next = ctx.next(); next && next->fieldName() == "$limit") {
+        ASSIGN_OR_RETURN(topK, positiveIntegerArg(*next, 15957, "$limit", false));
+    }
+    return stack(std::move(input), std::make_unique<SortStage>(std::move(fns), pattern, topK));
+}
+
+}  // namespace
+
+namespace stages {
+const StageDescriptor kSort{"$sort", {.split = StageSplit::kSortMerge}, &parseSort};
+}  // namespace stages
 
 }  // namespace tessera::command::exec
