@@ -160,17 +160,21 @@ CommandRequest commandRequestOf(const wire::OpMsgRequest& msg) {
     return cmd;
 }
 
-// Whether the command waits for its journal, or reads what must be journaled first: a
-// writeConcern with j: true, fsync: true or w: "majority" (journaled on a one-member set), a
-// readConcern majority or linearizable (generic_args.h). Such a request runs on the pool.
+// Whether the command's write concern asks for the journal: j: true, fsync: true or
+// w: "majority" (the majority of a one-member set is this process, journaled: MongoDB's
+// writeConcernMajorityJournalDefault).
+bool writeConcernWaitsForJournal(bson::BsonView body) {
+    bson::BsonElement wc = body["writeConcern"];
+    if (!wc.isObject()) return false;
+    bson::BsonView w = wc.objValue();
+    return w["j"].trueValue() || w["fsync"].trueValue() || w["w"].type() == bson::BsonType::String;
+}
+
+// Whether the command waits for its journal, or reads what must be journaled first: the write
+// concerns above, a readConcern majority or linearizable (generic_args.h). Such a request runs
+// on the pool.
 bool waitsForDurability(bson::BsonView body) {
-    if (bson::BsonElement wc = body["writeConcern"]; wc.isObject()) {
-        bson::BsonView w = wc.objValue();
-        if (w["j"].trueValue() || w["fsync"].trueValue() ||
-            w["w"].type() == bson::BsonType::String) {
-            return true;
-        }
-    }
+    if (writeConcernWaitsForJournal(body)) return true;
     if (bson::BsonElement rc = body["readConcern"]; rc.isObject()) {
         bson::BsonElement level = rc.objValue()["level"];
         if (level.type() == bson::BsonType::String && level.stringValue() != "local" &&
@@ -323,6 +327,14 @@ std::optional<bson::BsonObj> ServiceEntryPoint::runInline(const net::Request& re
     return reply;
 }
 
+Status ServiceEntryPoint::awaitJournal(const CommandRequest& request) const {
+    if (!_service.engine || _service.role == ClusterRole::kRouter ||
+        !writeConcernWaitsForJournal(request.body)) {
+        return Status::OK();
+    }
+    return _service.engine->syncWal();
+}
+
 std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
                                                         ClientState& client, bool* closeConnection,
                                                         bool inlineExecution) {
@@ -440,10 +452,14 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
         }
         _service.hooks->afterCommand(opCtx, request, *command, status, full);
         if (status.is(ErrorCodes::InlineWouldBlock)) return std::nullopt;  // nothing was changed
+        if (Status journaled = awaitJournal(request); !journaled.isOK()) {
+            full = errorReply(journaled, bson::BsonObj());
+        }
         logSlow(started, request, status);
         return finish(std::move(full));
     }
     if (status.is(ErrorCodes::InlineWouldBlock)) return std::nullopt;
+    if (Status journaled = awaitJournal(request); !journaled.isOK()) status = journaled;
     logSlow(started, request, status);
     if (!status.isOK()) return finish(errorReply(status, opCtx.errorExtraInfo));
     appendWriteConcernError(reply, writeConcernError, failCommandLabels);

@@ -49,6 +49,11 @@ class ServiceEntryPoint : public net::RequestHandler {
     // nullopt only with `inlineExecution`, when the request would have waited.
     std::optional<bson::BsonObj> execute(CommandRequest& request, ClientState& client,
                                          bool* closeConnection, bool inlineExecution = false);
+    // A write concern that asks for the journal (j, fsync, w: "majority") is met here, once per
+    // command after all its writes (and the role's records of them): the commands' writes are
+    // not synced one by one, and concurrent commands share one WAL sync (Engine::syncWal).
+    // Routers hold no data: their shards meet the write concern they forward.
+    Status awaitJournal(const CommandRequest& request) const;
 
     ServiceContext& _service;
 };

@@ -72,15 +72,11 @@ StatusWith<storage::WriteOptions> parseWriteConcern(bson::BsonView body) {
             if (e.isNumber() && e.numberLong() < 0) {
                 return Status(ErrorCodes::FailedToParse, "w cannot be a negative value");
             }
-            // The majority of a one-member set is this process, journaled (MongoDB's
-            // writeConcernMajorityJournalDefault).
-            if (e.type() == BsonType::String && e.stringValue() == "majority") opts.sync = true;
         } else if (f == "j" || f == "fsync") {
             if (e.type() != BsonType::Bool && !e.isNumber()) {
                 return Status(ErrorCodes::FailedToParse,
                               std::string(f) + " must be numeric or a boolean value");
             }
-            if (e.trueValue()) opts.sync = true;
         } else if (f == "wtimeout" || f == "wtimeoutMS") {
             if (!e.isNumber()) {
                 return Status(ErrorCodes::FailedToParse, "wtimeout must be a number");

@@ -14,7 +14,9 @@
 namespace tessera::storage {
 
 struct WriteOptions {
-    bool sync = false;  // j:true — fsync the WAL before acknowledging
+    // Sync the WAL before this write returns. The commands never set it: a write concern with
+    // j/fsync/w:"majority" is met once per command by Engine::syncWal (a shared group commit).
+    bool sync = false;
 };
 
 // A writer of one collection's documents. Writers of one collection run concurrently (each

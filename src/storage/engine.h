@@ -120,6 +120,8 @@ class Engine {
     // would have: a read after it sees only what survives a crash (readConcern "majority" of a
     // one-member set). Concurrent callers share one sync.
     virtual Status syncWal() = 0;
+    // WAL syncs syncWal() has run since open (fewer than its calls when callers shared one).
+    virtual uint64_t walSyncCount() const = 0;
     // Forces a garbage-collection pass of versions older than the history window (tests).
     // The side records (SideRecordScope) whose key starts with `prefix`, in key order.
     virtual std::vector<std::pair<std::string, std::string>> sideRecords(

@@ -795,7 +795,9 @@ Status RocksEngine::flush() {
     return fromRocks(_db->FlushWAL(/*sync=*/true), "sync the write-ahead log");
 }
 
-Status RocksEngine::syncWal() { return fromRocks(_db->SyncWAL(), "sync the write-ahead log"); }
+Status RocksEngine::syncWal() { return _walSync.wait(); }
+
+Status RocksEngine::syncWalNow() { return fromRocks(_db->SyncWAL(), "sync the write-ahead log"); }
 
 Status RocksEngine::collectGarbageForTest() {
     rocksdb::FlushOptions flush;

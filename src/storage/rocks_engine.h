@@ -14,6 +14,7 @@
 #include "storage/key_locks.h"
 #include "storage/mvcc_iterator.h"
 #include "storage/visibility.h"
+#include "storage/wal_sync_group.h"
 
 namespace tessera::storage {
 
@@ -61,6 +62,7 @@ class RocksEngine final : public Engine {
     Timestamp lastCommitTimestamp() const override;
     Status flush() override;
     Status syncWal() override;
+    uint64_t walSyncCount() const override { return _walSync.syncs(); }
     Status collectGarbageForTest() override;
     std::vector<std::pair<std::string, std::string>> sideRecords(
         std::string_view prefix) const override;
@@ -95,6 +97,7 @@ class RocksEngine final : public Engine {
     CollectionPtr byIdLocked(uint64_t id) const;
     std::shared_ptr<CollectionState> stateFor(uint64_t id) const;
     Status writeSync(rocksdb::WriteBatch* batch);
+    Status syncWalNow();  // one DB::SyncWAL (through _walSync)
     // Adds the deletion of everything of `coll` to `batch` (caller holds its write lock).
     void addDropToBatch(rocksdb::WriteBatch* batch, const CollectionInfo& coll);
     void unpublish(const CollectionInfo& coll);
@@ -129,6 +132,8 @@ class RocksEngine final : public Engine {
     std::unordered_map<uint64_t, uint64_t> _replacedBy;
     uint64_t _nextCollectionId = 1;
     KeyLocks _keyLocks;
+    // Group commit for syncWal(): concurrent callers share one WAL sync.
+    WalSyncGroup _walSync{[this] { return syncWalNow(); }};
 };
 
 }  // namespace tessera::storage
