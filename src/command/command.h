@@ -11,6 +11,7 @@
 #include "base/status.h"
 #include "bson/bson_builder.h"
 #include "bson/bson_obj.h"
+#include "net/request_handler.h"
 #include "storage/write_observer.h"
 
 namespace tessera::storage {
@@ -83,6 +84,13 @@ class CommandHooks {
 };
 
 // Process-wide state every command may use. Owned by the process's main; outlives all requests.
+// The state of a process's role (router::Router, config::ConfigServer), owned by main and
+// reached through ServiceContext::roleState; roles read it back with roleStateAs<T>().
+class RoleState {
+  public:
+    virtual ~RoleState() = default;
+};
+
 struct ServiceContext {
     storage::Engine* engine = nullptr;
     CursorManager* cursors = nullptr;
@@ -96,7 +104,12 @@ struct ServiceContext {
     CommandHooks* hooks = nullptr;  // null: no role-specific checks
     // The role's own state (router::Router, shard::ShardingState, config::ConfigServer), owned by
     // main; role commands cast it back. Null on a standalone.
-    void* roleState = nullptr;
+    RoleState* roleState = nullptr;
+    // roleState as the role's type, or null when this process has another role (or none).
+    template <typename T>
+    T* roleStateAs() const {
+        return dynamic_cast<T*>(roleState);
+    }
     // Connection counters, maintained by the network layer.
     struct Connections {
         std::function<int64_t()> current;
@@ -127,7 +140,7 @@ struct CommandRequest {
 };
 
 // Per-connection state of the command layer (lives in net::ClientContext::state).
-struct ClientState {
+struct ClientState final : net::HandlerState {
     int64_t connectionId = 0;
     std::string remote;
     std::string appName;
@@ -187,12 +200,17 @@ struct OperationContext {
 // family) per file and are registered explicitly (see registry.h), never through static
 // initializers (the linker would drop them from static libraries).
 // One exchange with one remote that settles a command (Command::planForward).
+// What a command keeps from planForward to completeForward (ForwardPlan::state): its subclass.
+struct ForwardPlanState {
+    virtual ~ForwardPlanState() = default;
+};
+
 struct ForwardPlan {
-    std::string host;             // "host:port"
-    std::string db;               // the remote command's $db
-    bson::BsonObj cmd;            // without $db
-    std::shared_ptr<void> state;  // the command's own, for completeForward
-    bool idempotent = false;      // a read (net::ForwardRequest::idempotent)
+    std::string host;                         // "host:port"
+    std::string db;                           // the remote command's $db
+    bson::BsonObj cmd;                        // without $db
+    std::shared_ptr<ForwardPlanState> state;  // the command's own, for completeForward
+    bool idempotent = false;                  // a read (net::ForwardRequest::idempotent)
 };
 
 class Command {

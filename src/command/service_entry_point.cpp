@@ -25,7 +25,7 @@ ClientState& clientStateOf(net::ClientContext& client) {
         state->remote = client.remote;
         client.state = state;
     }
-    return *static_cast<ClientState*>(client.state.get());
+    return static_cast<ClientState&>(*client.state);  // only this handler sets it
 }
 
 // Parses maxTimeMS into an absolute deadline (0 or absent: none).
@@ -186,7 +186,7 @@ bool waitsForDurability(bson::BsonView body) {
 }
 
 // What tryForward hands to completeForward (net::ForwardRequest::state).
-struct ForwardState {
+struct ForwardState final : net::HandlerState {
     CommandRequest request;  // views the connection's message, alive until the reply is sent
     OperationContext opCtx;
     Command* command = nullptr;
@@ -259,8 +259,8 @@ std::optional<net::ForwardRequest> ServiceEntryPoint::tryForward(const net::Requ
 net::ForwardOutcome ServiceEntryPoint::completeForward(const net::Request&, net::ClientContext&,
                                                        net::ForwardRequest& forward,
                                                        const StatusWith<bson::BsonObj>& remote) {
-    std::shared_ptr<void> keep = forward.state;
-    auto& state = *static_cast<ForwardState*>(keep.get());
+    std::shared_ptr<net::HandlerState> keep = forward.state;  // this handler's ForwardState
+    auto& state = static_cast<ForwardState&>(*keep);
     net::ForwardOutcome outcome;
     try {
         bson::BsonBuilder reply;

@@ -44,11 +44,13 @@ command::CommandHooks* ConfigServer::hooks() { return _impl->hooks(); }
 void ConfigServer::shutdown() { _impl->shutdown(); }
 
 StatusWith<ConfigServerImpl*> configServerImpl(command::OperationContext& opCtx) {
-    if (!opCtx.service || opCtx.service->role != command::ClusterRole::kConfig ||
-        !opCtx.service->roleState) {
+    ConfigServer* server = opCtx.service && opCtx.service->role == command::ClusterRole::kConfig
+                               ? opCtx.service->roleStateAs<ConfigServer>()
+                               : nullptr;
+    if (!server) {
         return Status(ErrorCodes::IllegalOperation, "this command runs only on a config server");
     }
-    return &static_cast<ConfigServer*>(opCtx.service->roleState)->impl();
+    return &server->impl();
 }
 
 // ---- ConfigServerImpl: lifecycle ----

@@ -20,7 +20,7 @@ class ConfigServerImpl;
 // The config server role (src/cluster/README.md "On the config server"): owns the catalog in the
 // `config` database and runs the DDL coordinators (shardCollection, moveRange, movePrimary, ...).
 // One per config process, owned by main; `service.roleState` points at it.
-class ConfigServer {
+class ConfigServer final : public command::RoleState {
   public:
     // `service` is the config process's ServiceContext (service.engine = its storage, role
     // kConfig). Must outlive this object.

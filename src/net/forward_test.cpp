@@ -39,6 +39,11 @@ class RemoteHandler : public RequestHandler {
     std::atomic<int> calls{0};
 };
 
+// A forwarded request's exchanges so far (ForwardRequest::state).
+struct ExchangeCount final : HandlerState {
+    int n = 0;
+};
+
 // Server A's handler. tryForward forwards `fwd*` commands (and `sleep`) to `remoteHost`;
 // `throwTry` makes tryForward throw. completeForward per command:
 //   fwd, sleep      -> {ok: 1, forwarded: true, remote: <B's reply>}
@@ -63,7 +68,7 @@ class ForwardingHandler : public RequestHandler {
             if (e.fieldName() != "$db") cmd.appendElement(e);
         }
         forward.cmd = cmd.obj();
-        forward.state = std::make_shared<int>(0);
+        forward.state = std::make_shared<ExchangeCount>();
         return forward;
     }
 
@@ -72,7 +77,7 @@ class ForwardingHandler : public RequestHandler {
         completeCalls.fetch_add(1);
         recordThread(ioThreads);
         std::string_view name = request.msg->commandName();
-        int& exchanges = *std::static_pointer_cast<int>(forward.state);
+        int& exchanges = static_cast<ExchangeCount&>(*forward.state).n;
         ++exchanges;
         if (name == "fwdThrow") throw std::runtime_error("completeForward boom");
         if (name == "fwdDown") {

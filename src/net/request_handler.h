@@ -11,6 +11,13 @@
 
 namespace tessera::net {
 
+// What a RequestHandler keeps between its calls — per connection (ClientContext::state) and per
+// forwarded exchange (ForwardRequest::state) — as its own subclass. The network layer only
+// holds it and destroys it with the connection or the exchange.
+struct HandlerState {
+    virtual ~HandlerState() = default;
+};
+
 // Per connection; lives as long as the connection. Only the connection's current request touches
 // it (requests on one connection run one at a time), so it needs no locking.
 struct ClientContext {
@@ -18,7 +25,7 @@ struct ClientContext {
     std::string remote;   // "127.0.0.1:54321"
     std::string appName;  // from the handshake's client.application.name, set by the handler
     bool handshakeDone = false;
-    std::shared_ptr<void> state;  // the command layer's per-connection state (opaque here)
+    std::shared_ptr<HandlerState> state;  // the handler's per-connection state
     // Set by the handler to close the connection instead of replying (failCommand's
     // closeConnection); the network layer then drops the reply and closes the socket.
     bool closeConnection = false;
@@ -36,10 +43,10 @@ struct Request {
 // One exchange with one remote that the network layer performs for the handler, without a
 // thread waiting for it (RequestHandler::tryForward).
 struct ForwardRequest {
-    std::string host;             // "host:port"
-    std::string db;               // the remote command's $db
-    bson::BsonObj cmd;            // without $db
-    std::shared_ptr<void> state;  // the handler's, for completeForward
+    std::string host;                     // "host:port"
+    std::string db;                       // the remote command's $db
+    bson::BsonObj cmd;                    // without $db
+    std::shared_ptr<HandlerState> state;  // the handler's, for completeForward
     // A read: may be sent again when a pooled connection turns out to be closed
     // (AsyncRemoteClient::Exchange::kIdempotent). Writes are sent at most once.
     bool idempotent = false;

@@ -13,14 +13,14 @@ namespace {
 using command::ForwardPlan;
 
 // The shard a forward went to, and what completing it needs.
-struct FindForward {
+struct FindForward final : command::ForwardPlanState {
     ShardId shard;
     std::string host;
     std::string ns;
     std::optional<int64_t> batchSize;  // as ClusterFindCommand computes it
 };
 
-struct WriteForward {
+struct WriteForward final : command::ForwardPlanState {
     ShardId shard;
     std::string host;
     WriteKind kind;
@@ -109,7 +109,7 @@ std::optional<Status> completeFindForward(command::OperationContext& opCtx, Forw
     // A read may run again: run() retries a failed exchange, a stale version or an error
     // reply and reports them its way.
     if (!remote.isOK()) return std::nullopt;
-    const auto& state = *static_cast<FindForward*>(plan.state.get());
+    const auto& state = static_cast<const FindForward&>(*plan.state);  // planFindForward's
     Router& router = Router::get(opCtx);
     ShardResponse r = responseOf(state.shard, state.host, remote);
     if (noteStaleError(router, r.reply)) return std::nullopt;
@@ -164,7 +164,7 @@ std::optional<ForwardPlan> planWriteForward(command::OperationContext& opCtx,
 std::optional<Status> completeWriteForward(command::OperationContext& opCtx, ForwardPlan& plan,
                                            const StatusWith<bson::BsonObj>& remote,
                                            bson::BsonBuilder& reply) {
-    const auto& state = *static_cast<WriteForward*>(plan.state.get());
+    const auto& state = static_cast<const WriteForward&>(*plan.state);  // planWriteForward's
     Router& router = Router::get(opCtx);
     ShardResponse r = responseOf(state.shard, state.host, remote);
     // A stale version (of the command or of its one statement): nothing was applied.

@@ -79,8 +79,9 @@ Router::Router(std::string configHost, std::string selfHost)
 Router::~Router() { stopBackgroundTasks(); }
 
 Router& Router::get(command::OperationContext& opCtx) {
-    invariant(opCtx.service && opCtx.service->roleState);
-    return *static_cast<Router*>(opCtx.service->roleState);
+    Router* router = opCtx.service ? opCtx.service->roleStateAs<Router>() : nullptr;
+    invariant(router);
+    return *router;
 }
 
 void Router::appendServerStatus(BsonBuilder& b) const {

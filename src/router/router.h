@@ -25,7 +25,7 @@ using placement::ShardId;
 class RouterCursorManager;
 
 // The state of a router process (ServiceContext::roleState). Owned by main.
-class Router {
+class Router final : public command::RoleState {
   public:
     Router(std::string configHost, std::string selfHost);
     ~Router();

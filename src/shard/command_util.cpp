@@ -3,11 +3,13 @@
 namespace tessera::shard {
 
 StatusWith<ShardingState*> shardingStateOf(command::OperationContext& opCtx) {
-    if (!opCtx.service || opCtx.service->role != command::ClusterRole::kShard ||
-        !opCtx.service->roleState) {
+    ShardingState* state = opCtx.service && opCtx.service->role == command::ClusterRole::kShard
+                               ? opCtx.service->roleStateAs<ShardingState>()
+                               : nullptr;
+    if (!state) {
         return Status(ErrorCodes::IllegalOperation, "this command is only valid on a shard server");
     }
-    return static_cast<ShardingState*>(opCtx.service->roleState);
+    return state;
 }
 
 StatusWith<std::shared_ptr<ShardMetadata>> shardMetadataOf(command::OperationContext& opCtx) {

@@ -36,7 +36,7 @@ inline constexpr std::string_view kCriticalSectionsCollection = "criticalSection
 //
 // A shard with no identity (never added to a cluster) behaves as a standalone: versions are
 // ignored, nothing is filtered.
-class ShardingState : public command::CommandHooks {
+class ShardingState : public command::CommandHooks, public command::RoleState {
   public:
     // `configHostOverride`: the --configdb of the command line ("" = learn it from
     // _shardsvrSetShardIdentity).
