@@ -9,6 +9,14 @@ namespace {
 
 double micros(uint64_t nanos) { return static_cast<double>(nanos) / 1000.0; }
 
+// Appends `value` formatted by `format` (one %.1f), if it was measured (negative: it was not).
+void appendMeasured(std::string& out, const char* format, double value) {
+    if (value < 0) return;
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), format, value);
+    out += buf;
+}
+
 }  // namespace
 
 std::string formatText(const PhaseResult& r) {
@@ -22,16 +30,8 @@ std::string formatText(const PhaseResult& r) {
                   static_cast<unsigned long long>(r.errors), r.seconds,
                   static_cast<unsigned long long>(r.threads));
     std::string out = buf;
-    if (r.serverCpuUsPerOp >= 0) {
-        char cpu[64];
-        std::snprintf(cpu, sizeof(cpu), "  server CPU %.1f us/op", r.serverCpuUsPerOp);
-        out += cpu;
-    }
-    if (r.clientCpuUsPerOp >= 0) {
-        char cpu[64];
-        std::snprintf(cpu, sizeof(cpu), "  client CPU %.1f us/op", r.clientCpuUsPerOp);
-        out += cpu;
-    }
+    appendMeasured(out, "  server CPU %.1f us/op", r.serverCpuUsPerOp);
+    appendMeasured(out, "  client CPU %.1f us/op", r.clientCpuUsPerOp);
     if (!r.firstError.empty()) {
         out += "\n  first error: " + r.firstError;
     }
@@ -51,16 +51,8 @@ std::string formatJson(const PhaseResult& r) {
                   micros(r.latency.percentile(0.99)), micros(r.latency.max()),
                   r.latency.mean() / 1000.0, static_cast<unsigned long long>(r.bytesPerOp));
     std::string out = buf;
-    if (r.serverCpuUsPerOp >= 0) {
-        char cpu[64];
-        std::snprintf(cpu, sizeof(cpu), ",\"server_cpu_us_per_op\":%.1f", r.serverCpuUsPerOp);
-        out += cpu;
-    }
-    if (r.clientCpuUsPerOp >= 0) {
-        char cpu[64];
-        std::snprintf(cpu, sizeof(cpu), ",\"client_cpu_us_per_op\":%.1f", r.clientCpuUsPerOp);
-        out += cpu;
-    }
+    appendMeasured(out, ",\"server_cpu_us_per_op\":%.1f", r.serverCpuUsPerOp);
+    appendMeasured(out, ",\"client_cpu_us_per_op\":%.1f", r.clientCpuUsPerOp);
     if (!r.firstError.empty()) {
         out += ",\"first_error\":\"" + log::jsonEscape(r.firstError) + "\"";
     }
