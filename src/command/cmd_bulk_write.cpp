@@ -189,7 +189,7 @@ class BulkWriteCommand final : public Command {
             return Status(ErrorCodes::BadValue, "BulkWrite nsInfo must not be empty");
         }
         ASSIGN_OR_RETURN(bool ordered, parseOrdered(body, "bulkWrite"));
-        ASSIGN_OR_RETURN(storage::WriteOptions wopts, parseWriteConcern(body));
+        const storage::WriteOptions wopts;  // a journal write concern: awaitJournal, after run()
         ASSIGN_OR_RETURN(bool bypass, boolArgument(body["bypassDocumentValidation"], "bulkWrite"));
         ASSIGN_OR_RETURN(bool errorsOnly, boolArgument(body["errorsOnly"], "bulkWrite"));
         ASSIGN_OR_RETURN(auto let, parseLet(body, "bulkWrite"));

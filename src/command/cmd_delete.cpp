@@ -33,7 +33,7 @@ class DeleteCommand final : public Command {
         ASSIGN_OR_RETURN(std::string collName, collectionName(request.firstElement(), "delete"));
         ASSIGN_OR_RETURN(auto raw, writeStatements(request, "deletes"));
         ASSIGN_OR_RETURN(bool ordered, parseOrdered(request.body, "delete"));
-        ASSIGN_OR_RETURN(storage::WriteOptions wopts, parseWriteConcern(request.body));
+        const storage::WriteOptions wopts;  // a journal write concern: awaitJournal, after run()
         ASSIGN_OR_RETURN(auto let, parseLet(request.body, "delete"));
         std::vector<exec::DeleteStatement> stmts;
         for (bson::BsonView s : raw) {

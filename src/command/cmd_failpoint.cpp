@@ -26,6 +26,20 @@ bool appliesTo(const std::string& data, std::string_view commandName, std::strin
     return false;
 }
 
+// The failpoint the command's first field names.
+StatusWith<FailPoint*> namedFailPoint(const CommandRequest& request) {
+    bson::BsonElement nameElt = request.firstElement();
+    if (nameElt.type() != bson::BsonType::String) {
+        return Status(ErrorCodes::TypeMismatch, "failpoint name must be a string");
+    }
+    FailPoint* fp = FailPointRegistry::global().find(std::string(nameElt.stringValue()));
+    if (!fp) {
+        return Status(ErrorCodes::BadValue,
+                      "Cannot find failpoint named " + std::string(nameElt.stringValue()));
+    }
+    return fp;
+}
+
 class ConfigureFailPointCommand : public Command {
   public:
     std::string_view name() const override { return "configureFailPoint"; }
@@ -34,15 +48,7 @@ class ConfigureFailPointCommand : public Command {
 
     Status run(OperationContext&, const CommandRequest& request,
                bson::BsonBuilder& reply) override {
-        bson::BsonElement nameElt = request.firstElement();
-        if (nameElt.type() != bson::BsonType::String) {
-            return Status(ErrorCodes::TypeMismatch, "failpoint name must be a string");
-        }
-        FailPoint* fp = FailPointRegistry::global().find(std::string(nameElt.stringValue()));
-        if (!fp) {
-            return Status(ErrorCodes::BadValue,
-                          "Cannot find failpoint named " + std::string(nameElt.stringValue()));
-        }
+        ASSIGN_OR_RETURN(FailPoint * fp, namedFailPoint(request));
         FailPoint::Mode mode = FailPoint::Mode::kOff;
         int64_t count = 0;
         bson::BsonElement modeElt = request.body["mode"];
@@ -90,15 +96,7 @@ class WaitForFailPointCommand : public Command {
 
     Status run(OperationContext& opCtx, const CommandRequest& request,
                bson::BsonBuilder&) override {
-        bson::BsonElement nameElt = request.firstElement();
-        if (nameElt.type() != bson::BsonType::String) {
-            return Status(ErrorCodes::TypeMismatch, "failpoint name must be a string");
-        }
-        FailPoint* fp = FailPointRegistry::global().find(std::string(nameElt.stringValue()));
-        if (!fp) {
-            return Status(ErrorCodes::BadValue,
-                          "Cannot find failpoint: " + std::string(nameElt.stringValue()));
-        }
+        ASSIGN_OR_RETURN(FailPoint * fp, namedFailPoint(request));
         bson::BsonElement times = request.body["timesEntered"];
         if (!times.isNumber() || times.numberLong() < 1) {
             return Status(ErrorCodes::BadValue, "waitForFailPoint needs timesEntered >= 1");

@@ -42,7 +42,7 @@ class FindAndModifyCommand final : public Command {
         ASSIGN_OR_RETURN(bool upsert, boolArgument(body["upsert"], "findAndModify"));
         ASSIGN_OR_RETURN(bool bypass,
                          boolArgument(body["bypassDocumentValidation"], "findAndModify"));
-        ASSIGN_OR_RETURN(storage::WriteOptions wopts, parseWriteConcern(body));
+        const storage::WriteOptions wopts;  // a journal write concern: awaitJournal, after run()
         ASSIGN_OR_RETURN(bson::BsonObj hint, exec::parseHint(body["hint"]));
         TRY_STATUS(query::Collator::fromArgument(body["collation"]).getStatus());
         ASSIGN_OR_RETURN(auto let, parseLet(body, "findAndModify"));

@@ -32,7 +32,7 @@ class InsertCommand final : public Command {
         ASSIGN_OR_RETURN(std::string coll, collectionName(request.firstElement(), "insert"));
         ASSIGN_OR_RETURN(auto docs, writeStatements(request, "documents"));
         ASSIGN_OR_RETURN(bool ordered, parseOrdered(request.body, "insert"));
-        ASSIGN_OR_RETURN(storage::WriteOptions wopts, parseWriteConcern(request.body));
+        const storage::WriteOptions wopts;  // a journal write concern: awaitJournal, after run()
         ASSIGN_OR_RETURN(bool bypass,
                          boolArgument(request.body["bypassDocumentValidation"], "insert"));
         std::string ns = request.db + "." + coll;

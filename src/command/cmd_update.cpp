@@ -75,7 +75,7 @@ class UpdateCommand final : public Command {
         ASSIGN_OR_RETURN(std::string collName, collectionName(request.firstElement(), "update"));
         ASSIGN_OR_RETURN(auto raw, writeStatements(request, "updates"));
         ASSIGN_OR_RETURN(bool ordered, parseOrdered(request.body, "update"));
-        ASSIGN_OR_RETURN(storage::WriteOptions wopts, parseWriteConcern(request.body));
+        const storage::WriteOptions wopts;  // a journal write concern: awaitJournal, after run()
         ASSIGN_OR_RETURN(bool bypass,
                          boolArgument(request.body["bypassDocumentValidation"], "update"));
         ASSIGN_OR_RETURN(auto let, parseLet(request.body, "update"));

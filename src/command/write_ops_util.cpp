@@ -54,39 +54,6 @@ StatusWith<std::vector<bson::BsonView>> writeStatements(const CommandRequest& re
     return out;
 }
 
-StatusWith<storage::WriteOptions> parseWriteConcern(bson::BsonView body) {
-    storage::WriteOptions opts;
-    bson::BsonElement wc = body["writeConcern"];
-    if (wc.eoo() || wc.isNull()) return opts;
-    if (wc.type() != BsonType::Object) {
-        return Status(ErrorCodes::TypeMismatch, "BSON field 'writeConcern' is the wrong type '" +
-                                                    std::string(bson::typeName(wc.type())) +
-                                                    "', expected type 'object'");
-    }
-    for (auto e : wc.objValue()) {
-        std::string_view f = e.fieldName();
-        if (f == "w") {
-            if (!e.isNumber() && e.type() != BsonType::String && e.type() != BsonType::Object) {
-                return Status(ErrorCodes::FailedToParse, "w has to be a number or string");
-            }
-            if (e.isNumber() && e.numberLong() < 0) {
-                return Status(ErrorCodes::FailedToParse, "w cannot be a negative value");
-            }
-        } else if (f == "j" || f == "fsync") {
-            if (e.type() != BsonType::Bool && !e.isNumber()) {
-                return Status(ErrorCodes::FailedToParse,
-                              std::string(f) + " must be numeric or a boolean value");
-            }
-        } else if (f == "wtimeout" || f == "wtimeoutMS") {
-            if (!e.isNumber()) {
-                return Status(ErrorCodes::FailedToParse, "wtimeout must be a number");
-            }
-        }
-        // Anything else was refused before the command ran (checkGenericArguments).
-    }
-    return opts;
-}
-
 StatusWith<std::shared_ptr<const query::Variables>> parseLet(bson::BsonView body,
                                                              std::string_view command) {
     bson::BsonElement let = body["let"];

@@ -32,13 +32,6 @@ namespace tessera::command {
 StatusWith<std::vector<bson::BsonView>> writeStatements(const CommandRequest& request,
                                                         std::string_view field);
 
-// `writeConcern: {w, j, fsync, wtimeout}`, checked: `w` is accepted as any number or string
-// (single node); malformed documents fail with FailedToParse/TypeMismatch. The storage options
-// it returns never sync a write: a write concern that asks for the journal (j, fsync,
-// w: "majority") is waited for once per command, after all its writes, by the ServiceEntryPoint
-// (Engine::syncWal, a group commit shared with every concurrent waiter).
-StatusWith<storage::WriteOptions> parseWriteConcern(bson::BsonView body);
-
 // $out and $merge write, and a linearizable read cannot be combined with a write (MongoDB's
 // document_source_out/merge check): InvalidOptions, before anything runs. Shared by the node's
 // and the router's aggregate.
