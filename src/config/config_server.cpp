@@ -134,6 +134,13 @@ StatusWith<std::vector<ShardEntry>> ConfigServerImpl::allShards() {
     return shards;
 }
 
+StatusWith<std::vector<std::string>> ConfigServerImpl::allShardIds() {
+    ASSIGN_OR_RETURN(std::vector<ShardEntry> shards, allShards());
+    std::vector<std::string> ids;
+    for (const ShardEntry& s : shards) ids.push_back(s.id);
+    return ids;
+}
+
 StatusWith<std::string> ConfigServerImpl::shardHost(const std::string& shardId) {
     ASSIGN_OR_RETURN(auto doc, _local.findOne("shards", idQuery(shardId)));
     if (!doc || (*doc)["host"].type() != bson::BsonType::String) {

@@ -91,6 +91,7 @@ class ConfigServerImpl {
     LocalClient& local() { return _local; }
     net::RemoteClient& remote() { return _remote; }
     StatusWith<std::vector<ShardEntry>> allShards();
+    StatusWith<std::vector<std::string>> allShardIds();  // allShards()' ids, in order
     StatusWith<std::string> shardHost(const std::string& shardId);
     // Runs `cmd` on `db` of the shard and turns an ok: 0 reply into its Status.
     StatusWith<bson::BsonObj> runOnShard(const std::string& shardId, std::string_view db,

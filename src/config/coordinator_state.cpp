@@ -146,6 +146,16 @@ StatusWith<PlacementDdlState> PlacementDdlState::parse(bson::BsonView doc) {
     return s;
 }
 
+PlacementDdlState PlacementDdlState::start(std::string type, std::string target,
+                                           std::vector<std::string> shards) {
+    PlacementDdlState state;
+    state.id = placementDdlCoordinatorId(type, target);
+    state.type = std::move(type);
+    state.target = std::move(target);
+    state.shards = std::move(shards);
+    return state;
+}
+
 std::string placementDdlCoordinatorId(std::string_view type, std::string_view target) {
     return std::string(type) + "-" + std::string(target);
 }

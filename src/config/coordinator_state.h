@@ -70,6 +70,9 @@ struct PlacementDdlState {
     std::vector<std::string> created;
     CoordinatorPhase phase = CoordinatorPhase::kStart;
 
+    // A new coordinator (phase kStart) of `type` on `target` holding writes on `shards`.
+    static PlacementDdlState start(std::string type, std::string target,
+                                   std::vector<std::string> shards);
     bson::BsonObj toBson() const;
     static StatusWith<PlacementDdlState> parse(bson::BsonView doc);
 };

@@ -213,11 +213,7 @@ Status ConfigServerImpl::shardCollectionLocked(const ShardCollectionRequest& req
                                                           existing->toJson());
     }
 
-    PlacementDdlState state;
-    state.type = "shardCollection";
-    state.target = req.ns;
-    state.id = placementDdlCoordinatorId(state.type, state.target);
-    state.shards = {req.primary};
+    PlacementDdlState state = PlacementDdlState::start("shardCollection", req.ns, {req.primary});
     // From here until the commit is visible, writes of ns on the primary wait: the emptiness
     // check and the initial chunks decide where documents go.
     TRY_STATUS(beginPlacementDdl(state));
@@ -418,9 +414,7 @@ StatusWith<ShardCollectionPlan> ConfigServerImpl::decideShardCollection(
 Status ConfigServerImpl::finishShardCollection(PlacementDdlState& state) {
     // Every shard learns the placement before the primary releases the writes it held, so a
     // released write is checked against the committed placement (StaleConfig, then routed).
-    ASSIGN_OR_RETURN(std::vector<ShardEntry> shards, allShards());
-    std::vector<std::string> all;
-    for (const ShardEntry& s : shards) all.push_back(s.id);
+    ASSIGN_OR_RETURN(std::vector<std::string> all, allShardIds());
     flushRoutingTable(all, state.target);
     return endPlacementDdl(state);
 }
@@ -475,12 +469,8 @@ Status ConfigServerImpl::dropCollectionLocked(const std::string& ns, bool* dropp
     *dropped = false;
     ASSIGN_OR_RETURN(auto collDoc, _local.findOne("collections", oneField("_id", ns)));
     if (collDoc) {
-        ASSIGN_OR_RETURN(std::vector<ShardEntry> shards, allShards());
-        PlacementDdlState state;
-        state.type = "dropCollection";
-        state.target = ns;
-        state.id = placementDdlCoordinatorId(state.type, state.target);
-        for (const ShardEntry& s : shards) state.shards.push_back(s.id);
+        ASSIGN_OR_RETURN(std::vector<std::string> shards, allShardIds());
+        PlacementDdlState state = PlacementDdlState::start("dropCollection", ns, std::move(shards));
         TRY_STATUS(beginPlacementDdl(state));
         TRY_STATUS(dropShardedCollection(state));
         logChange("dropCollection", ns, BsonView());
@@ -544,12 +534,8 @@ Status ConfigServerImpl::dropDatabase(const std::string& db, BsonBuilder& reply)
     ASSIGN_OR_RETURN(DdlLockManager::Guard lock, _ddlLocks.lockDatabase(db, "dropDatabase " + db));
     ASSIGN_OR_RETURN(auto dbDoc, _local.findOne("databases", oneField("_id", db)));
     if (!dbDoc) return Status::OK();
-    ASSIGN_OR_RETURN(std::vector<ShardEntry> shards, allShards());
-    PlacementDdlState state;
-    state.type = "dropDatabase";
-    state.target = db;
-    state.id = placementDdlCoordinatorId(state.type, state.target);
-    for (const ShardEntry& s : shards) state.shards.push_back(s.id);
+    ASSIGN_OR_RETURN(std::vector<std::string> shards, allShardIds());
+    PlacementDdlState state = PlacementDdlState::start("dropDatabase", db, std::move(shards));
     TRY_STATUS(beginPlacementDdl(state));
     TRY_STATUS(dropDatabaseSteps(state));
     logChange("dropDatabase", db, BsonView());

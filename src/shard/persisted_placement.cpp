@@ -127,6 +127,20 @@ void PersistedPlacementSource::persist(std::string_view id, const bson::BsonObj&
     }
 }
 
+namespace {
+
+// Logs that `name` (a namespace or a database, as JSON field `field`) is served from the
+// persisted copy because the config server could not be reached.
+void warnUsingOwnCopy(std::string_view field, std::string_view name, const Status& error) {
+    log::warning("SHARDING", 22004,
+                 "The config server cannot be reached: using this shard's own copy of the "
+                 "placement",
+                 "{\"" + std::string(field) + "\":\"" + log::jsonEscape(name) + "\",\"error\":\"" +
+                     log::jsonEscape(error.toString()) + "\"}");
+}
+
+}  // namespace
+
 std::optional<bson::BsonObj> PersistedPlacementSource::read(std::string_view id) {
     storage::CollectionPtr coll =
         _service.engine->getCollection("config." + std::string(kCacheCollection));
@@ -148,11 +162,7 @@ StatusWith<std::shared_ptr<const placement::RoutingTable>> PersistedPlacementSou
     }
     std::optional<bson::BsonObj> copy = read(collId(ns));
     if (!copy) return loaded.getStatus();
-    log::warning("SHARDING", 22004,
-                 "The config server cannot be reached: using this shard's own copy of the "
-                 "placement",
-                 "{\"ns\":\"" + log::jsonEscape(ns) + "\",\"error\":\"" +
-                     log::jsonEscape(loaded.getStatus().toString()) + "\"}");
+    warnUsingOwnCopy("ns", ns, loaded.getStatus());
     return parsePlacementDoc(*copy);
 }
 
@@ -165,11 +175,7 @@ StatusWith<std::optional<cluster::DatabaseInfo>> PersistedPlacementSource::loadD
     }
     std::optional<bson::BsonObj> copy = read(dbId(db));
     if (!copy) return loaded.getStatus();
-    log::warning("SHARDING", 22004,
-                 "The config server cannot be reached: using this shard's own copy of the "
-                 "placement",
-                 "{\"db\":\"" + log::jsonEscape(db) + "\",\"error\":\"" +
-                     log::jsonEscape(loaded.getStatus().toString()) + "\"}");
+    warnUsingOwnCopy("db", db, loaded.getStatus());
     return parseDatabaseDoc(*copy);
 }
 
