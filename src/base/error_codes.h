@@ -113,6 +113,7 @@ namespace tessera {
     X(InterruptedDueToReplStateChange, 11602)                                                  \
     X(NotPrimaryNoSecondaryOk, 13435)                                                          \
     X(NotPrimaryOrSecondary, 13436)                                                            \
+    X(MigrationConflict, 300)                                                                  \
     /* Tessera-internal, never sent: an inline request would have to wait (net::RequestHandler \
        ::runInline); it runs on the worker pool instead. */                                    \
     X(InlineWouldBlock, 1000001)

@@ -61,10 +61,12 @@ class CountCommand final : public Command {
         if (!coll) {
             ASSIGN_OR_RETURN(auto m, query::Matcher::parse(query));  // still validate
             (void)m;
-        } else if (query.isEmpty() && hint.isEmpty() && !ownership) {
-            // The maintained count is exact only when every stored document is owned (on a
-            // shard with orphans the scan below filters them out).
-            n = engine.stats(*coll).count;
+        } else if (query.isEmpty() && hint.isEmpty() &&
+                   (!ownership || ownership->ownedTotals(engine, *coll))) {
+            // The maintained count, less what a shard stores without owning it (kept exactly
+            // by the shard); when it cannot say, the scan below filters orphans out.
+            n = ownership ? ownership->ownedTotals(engine, *coll)->count
+                          : engine.stats(*coll).count;
             n = std::max<int64_t>(0, n - skip.value_or(0));
             if (limit) n = std::min(n, *limit);
         } else {

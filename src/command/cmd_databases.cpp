@@ -17,10 +17,22 @@ struct DatabaseTotals {
     int64_t indexSize = 0;
 };
 
-DatabaseTotals totalsFor(storage::Engine& engine, std::string_view db) {
+// With `opCtx` (dbStats), a shard's collections count only what the shard owns (when it keeps
+// that apart, O(1): OwnershipFilter::ownedTotals).
+DatabaseTotals totalsFor(storage::Engine& engine, std::string_view db,
+                         OperationContext* opCtx = nullptr) {
     DatabaseTotals t;
     for (const storage::CollectionPtr& coll : engine.listCollections(db)) {
         storage::CollectionStats s = engine.stats(*coll);
+        if (opCtx) {
+            auto filter = opCtx->ownershipFilter(coll->ns());
+            if (filter.isOK() && filter.getValue()) {
+                if (auto owned = filter.getValue()->ownedTotals(engine, *coll)) {
+                    s.count = owned->count;
+                    s.dataSize = owned->bytes;
+                }
+            }
+        }
         ++t.collections;
         t.objects += s.count;
         t.dataSize += s.dataSize;
@@ -101,7 +113,7 @@ class DbStatsCommand : public Command {
             if (scale <= 0)
                 return Status(ErrorCodes::BadValue, "Scale factor must be greater than zero");
         }
-        DatabaseTotals t = totalsFor(*opCtx.service->engine, request.db);
+        DatabaseTotals t = totalsFor(*opCtx.service->engine, request.db, &opCtx);
         reply.append("db", request.db);
         reply.appendInt64("collections", t.collections);
         reply.appendInt64("views", 0);

@@ -56,6 +56,18 @@ class OwnershipFilter {
     // Whether a unique index on `indexKey` can be enforced by each shard alone
     // (placement::ShardKeyPattern::isUniqueIndexCompatible); createIndexes refuses the others.
     virtual bool isUniqueIndexCompatible(bson::BsonView indexKey) const = 0;
+
+    // The owned documents of `coll` and their BSON bytes, exact and without a scan, when the
+    // shard knows them (it counts every stored document it does not own apart, src/shard
+    // README.md "Exact counts"); nullopt means only a scan can tell.
+    struct Totals {
+        int64_t count = 0;
+        int64_t bytes = 0;
+    };
+    virtual std::optional<Totals> ownedTotals(storage::Engine&,
+                                              const storage::CollectionInfo&) const {
+        return std::nullopt;
+    }
 };
 
 // Role-specific steps around every command, installed by the process's main (the shard's

@@ -15,7 +15,8 @@ using bson::BsonBuilder;
 using bson::BsonObj;
 using bson::BsonView;
 
-TESSERA_FAIL_POINT_DEFINE(moveRangeHangAfterCriticalSection);
+TESSERA_FAIL_POINT_DEFINE(moveRangeHangAfterDonorStart);
+TESSERA_FAIL_POINT_DEFINE(moveRangeHangInCriticalSection);
 TESSERA_FAIL_POINT_DEFINE(moveRangeHangBeforeCommit);
 TESSERA_FAIL_POINT_DEFINE(moveRangeFailBeforeCommit);
 TESSERA_FAIL_POINT_DEFINE(moveRangeHangAfterCommit);

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -22,7 +23,8 @@
 
 namespace tessera::config {
 
-extern FailPoint moveRangeHangAfterCriticalSection;
+extern FailPoint moveRangeHangAfterDonorStart;
+extern FailPoint moveRangeHangInCriticalSection;
 extern FailPoint moveRangeHangBeforeCommit;
 extern FailPoint moveRangeFailBeforeCommit;
 extern FailPoint moveRangeHangAfterCommit;
@@ -60,6 +62,18 @@ struct ShardCollectionPlan {
 // `_ddlLocks` (ddl_lock_manager.h: a collection's operations exclude each other, a database's
 // exclude every operation in it, independent namespaces run in parallel); the recovery of
 // coordinators at startup takes the same locks per coordinator.
+// What one migration measured, for config.changelog's moveChunk.from (MongoDB's "step i of 6").
+struct MigrationSteps {
+    std::array<int64_t, 6> millis{-1, -1, -1, -1, -1, -1};
+    std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+    std::optional<std::chrono::steady_clock::time_point> criticalSectionStarted;
+    int64_t criticalSectionMillis = -1;
+    int64_t docsCloned = 0;
+    int64_t bytesCloned = 0;
+    void done(int step);  // step 1..6 ended now
+    void criticalSectionEnded();
+};
+
 class ConfigServerImpl {
   public:
     explicit ConfigServerImpl(command::ServiceContext& service);
@@ -138,7 +152,10 @@ class ConfigServerImpl {
     Status saveState(const MoveRangeState& state);
     Status saveState(const MovePrimaryState& state);
     Status runMoveRange(MoveRangeState state);
-    Status finishMoveRange(MoveRangeState& state);
+    // `steps`: the durations measured by this process (null after a restart).
+    Status finishMoveRange(MoveRangeState& state, MigrationSteps* steps = nullptr);
+    // config.settings {_id: "migration", foregroundP99Factor} (default 3).
+    double migrationBudgetFactor();
     Status abortMoveRange(MoveRangeState& state, const Status& cause);
     Status commitMoveRange(const MoveRangeState& state);
     StatusWith<bool> moveRangeCommitted(const MoveRangeState& state);

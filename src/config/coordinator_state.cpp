@@ -12,6 +12,8 @@ std::string_view phaseName(CoordinatorPhase phase) {
             return "start";
         case CoordinatorPhase::kCloning:
             return "cloning";
+        case CoordinatorPhase::kCriticalSection:
+            return "criticalSection";
         case CoordinatorPhase::kCommitted:
             return "committed";
         case CoordinatorPhase::kCleaned:
@@ -21,8 +23,9 @@ std::string_view phaseName(CoordinatorPhase phase) {
 }
 
 StatusWith<CoordinatorPhase> parsePhase(std::string_view name) {
-    for (auto p : {CoordinatorPhase::kStart, CoordinatorPhase::kCloning,
-                   CoordinatorPhase::kCommitted, CoordinatorPhase::kCleaned}) {
+    for (auto p :
+         {CoordinatorPhase::kStart, CoordinatorPhase::kCloning, CoordinatorPhase::kCriticalSection,
+          CoordinatorPhase::kCommitted, CoordinatorPhase::kCleaned}) {
         if (phaseName(p) == name) return p;
     }
     return Status(ErrorCodes::FailedToParse,
@@ -51,7 +54,8 @@ bson::BsonObj MoveRangeState::toBson() const {
         .appendString("from", from)
         .appendString("to", to)
         .appendString("phase", phaseName(phase))
-        .appendBool("waitForDelete", waitForDelete);
+        .appendBool("waitForDelete", waitForDelete)
+        .appendString("migrationId", migrationId);
     return b.obj();
 }
 
@@ -71,6 +75,9 @@ StatusWith<MoveRangeState> MoveRangeState::parse(bson::BsonView doc) {
     s.min = doc["min"].objValue().copy();
     s.max = doc["max"].objValue().copy();
     s.waitForDelete = doc["waitForDelete"].trueValue();
+    if (doc["migrationId"].type() == BsonType::String) {
+        s.migrationId = std::string(doc["migrationId"].stringValue());
+    }
     return s;
 }
 

@@ -16,19 +16,30 @@ namespace tessera::config {
 // config server can decide from the phase (and the catalog) whether to abort or to finish.
 
 // Phases of moveRange and movePrimary, in order. A coordinator only moves forward.
-//  kStart:     document written; donor/old primary may be entering its critical section.
-//  kCloning:   critical section entered; the recipient is copying data.
+//  kStart:     document written; the donor may be starting (a migration: observing its range
+//              and opening the clone's snapshot; movePrimary: entering its critical section).
+//  kCloning:   the recipient is copying data (a migration: while the donor serves its range).
+//  kCriticalSection: (migrations) the donor holds the range's writes; the recipient drains the
+//              last changes; the commit follows.
 //  kCommitted: the catalog (config.chunks / config.databases) names the recipient.
 //  kCleaned:   refreshes done, critical section exited, donor copy deleted (doc then removed).
-enum class CoordinatorPhase { kStart = 0, kCloning = 1, kCommitted = 2, kCleaned = 3 };
+enum class CoordinatorPhase {
+    kStart = 0,
+    kCloning = 1,
+    kCriticalSection = 2,
+    kCommitted = 3,
+    kCleaned = 4
+};
 
 std::string_view phaseName(CoordinatorPhase phase);
 StatusWith<CoordinatorPhase> parsePhase(std::string_view name);
 
 // {_id: "moveRange-<ns>-<min>", type: "moveRange", ns, min, max, from, to, phase,
-// waitForDelete}
+// waitForDelete, migrationId}. migrationId names this attempt on the shards (a retry after an
+// abort is another attempt).
 struct MoveRangeState {
     std::string id;
+    std::string migrationId;
     std::string ns;
     bson::BsonObj min;
     bson::BsonObj max;

@@ -15,27 +15,57 @@ namespace {
 
 constexpr std::chrono::milliseconds kCloneTimeout{30 * 60 * 1000};
 
+}  // namespace
+
+void MigrationSteps::done(int step) {
+    auto now = std::chrono::steady_clock::now();
+    millis[step - 1] = std::chrono::duration_cast<std::chrono::milliseconds>(now - last).count();
+    last = now;
+}
+
+void MigrationSteps::criticalSectionEnded() {
+    if (!criticalSectionStarted) return;
+    criticalSectionMillis = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::steady_clock::now() - *criticalSectionStarted)
+                                .count();
+}
+
+namespace {
+
+// MongoDB's moveChunk.from details: {min, max, "step 1 of 6": ms, ..., to, from, note}, plus
+// what was cloned and how long writes were held.
+BsonObj migrationDetails(const MoveRangeState& s, std::string_view note,
+                         std::string_view errmsg = {}, const MigrationSteps* steps = nullptr) {
+    BsonBuilder b;
+    b.appendObject("min", s.min).appendObject("max", s.max);
+    if (steps) {
+        for (int i = 0; i < 6; ++i) {
+            if (steps->millis[i] >= 0) {
+                b.appendInt64("step " + std::to_string(i + 1) + " of 6", steps->millis[i]);
+            }
+        }
+        b.appendInt64("docsCloned", steps->docsCloned)
+            .appendInt64("bytesCloned", steps->bytesCloned);
+        if (steps->criticalSectionMillis >= 0) {
+            b.appendInt64("criticalSectionMs", steps->criticalSectionMillis);
+        }
+    }
+    b.appendString("from", s.from).appendString("to", s.to);
+    if (!note.empty()) b.appendString("note", note);
+    if (!errmsg.empty()) b.appendString("errmsg", errmsg);
+    return b.obj();
+}
+
 BsonObj idQuery(std::string_view id) {
     BsonBuilder b;
     b.appendString("_id", id);
     return b.obj();
 }
 
-BsonObj migrationDetails(const MoveRangeState& s, std::string_view note,
-                         std::string_view errmsg = {}) {
-    BsonBuilder b;
-    b.appendObject("min", s.min)
-        .appendObject("max", s.max)
-        .appendString("from", s.from)
-        .appendString("to", s.to);
-    if (!note.empty()) b.appendString("note", note);
-    if (!errmsg.empty()) b.appendString("errmsg", errmsg);
-    return b.obj();
-}
-
-BsonObj criticalSectionCmd(const MoveRangeState& s, bool enter) {
+BsonObj criticalSectionCmd(const MoveRangeState& s, bool enter, std::string_view block = "all") {
     BsonBuilder b;
     b.appendString("_shardsvrMigrationCriticalSection", s.ns).appendBool("enter", enter);
+    if (enter) b.appendString("block", block);
     b.startObject("reason")
         .appendString("command", "moveRange")
         .appendObject("min", s.min)
@@ -45,9 +75,15 @@ BsonObj criticalSectionCmd(const MoveRangeState& s, bool enter) {
     return b.obj();
 }
 
-BsonObj rangeCmd(std::string_view name, const MoveRangeState& s) {
+// {<name>: ns, min, max, migrationId, committed?}
+BsonObj migrationCmd(std::string_view name, const MoveRangeState& s,
+                     std::optional<bool> committed = std::nullopt) {
     BsonBuilder b;
-    b.appendString(name, s.ns).appendObject("min", s.min).appendObject("max", s.max);
+    b.appendString(name, s.ns)
+        .appendObject("min", s.min)
+        .appendObject("max", s.max)
+        .appendString("migrationId", s.migrationId);
+    if (committed) b.appendBool("committed", *committed);
     return b.obj();
 }
 
@@ -129,6 +165,9 @@ Status ConfigServerImpl::moveRange(const std::string& ns, std::optional<BsonObj>
     state.from = chunk.shard;
     state.to = toShard;
     state.waitForDelete = waitForDelete;
+    Timestamp attempt = now();
+    state.migrationId =
+        state.id + "@" + std::to_string(attempt.secs()) + ":" + std::to_string(attempt.inc());
     Status inserted = _local.insert("system.coordinators", state.toBson());
     if (inserted.is(ErrorCodes::DuplicateKey)) {
         return Status(ErrorCodes::ConflictingOperationInProgress,
@@ -140,14 +179,24 @@ Status ConfigServerImpl::moveRange(const std::string& ns, std::optional<BsonObj>
 }
 
 Status ConfigServerImpl::runMoveRange(MoveRangeState state) {
+    MigrationSteps steps;
     if (state.phase == CoordinatorPhase::kStart) {
-        auto entered = runOnShard(state.from, "admin", criticalSectionCmd(state, true));
-        if (!entered.isOK()) return abortMoveRange(state, entered.getStatus());
-        pauseWhileSet(moveRangeHangAfterCriticalSection);
+        // 1. The donor observes the range's writes and opens the clone's snapshot.
+        BsonBuilder start;
+        start.appendString("_shardsvrMigrationStart", state.ns)
+            .appendObject("min", state.min)
+            .appendObject("max", state.max)
+            .appendString("migrationId", state.migrationId)
+            .appendString("toShard", state.to);
+        auto started = runOnShard(state.from, "admin", start.obj());
+        if (!started.isOK()) return abortMoveRange(state, started.getStatus());
+        pauseWhileSet(moveRangeHangAfterDonorStart);
         state.phase = CoordinatorPhase::kCloning;
         TRY_STATUS(saveState(state));
+        steps.done(1);
     }
     if (state.phase == CoordinatorPhase::kCloning) {
+        // 2. The recipient clones and catches up while the donor serves the range.
         auto fromHost = shardHost(state.from);
         if (!fromHost.isOK()) return abortMoveRange(state, fromHost.getStatus());
         BsonBuilder receive;
@@ -155,14 +204,49 @@ Status ConfigServerImpl::runMoveRange(MoveRangeState state) {
             .appendObject("min", state.min)
             .appendObject("max", state.max)
             .appendString("fromShard", state.from)
-            .appendString("fromHost", fromHost.getValue());
+            .appendString("fromHost", fromHost.getValue())
+            .appendString("migrationId", state.migrationId)
+            .appendDouble("p99BudgetFactor", migrationBudgetFactor());
         auto cloned = runOnShard(state.to, "admin", receive.obj(), kCloneTimeout);
         if (!cloned.isOK()) return abortMoveRange(state, cloned.getStatus());
+        steps.docsCloned = cloned.getValue()["docsCloned"].numberLong();
+        steps.bytesCloned = cloned.getValue()["bytesCloned"].numberLong();
+        steps.done(2);
+        // 3. The donor holds the range's writes (reads continue) for the last changes.
+        steps.criticalSectionStarted = std::chrono::steady_clock::now();
+        auto entered = runOnShard(state.from, "admin", criticalSectionCmd(state, true, "writes"));
+        if (!entered.isOK()) return abortMoveRange(state, entered.getStatus());
+        state.phase = CoordinatorPhase::kCriticalSection;
+        TRY_STATUS(saveState(state));
+    }
+    if (state.phase == CoordinatorPhase::kCriticalSection) {
+        if (!steps.criticalSectionStarted) {
+            steps.criticalSectionStarted = std::chrono::steady_clock::now();
+        }
+        auto caught =
+            runOnShard(state.to, "admin", migrationCmd("_shardsvrReceiveRangeCatchUp", state));
+        if (!caught.isOK()) return abortMoveRange(state, caught.getStatus());
+        pauseWhileSet(moveRangeHangInCriticalSection);
+        BsonBuilder donation;
+        donation.appendString("_shardsvrMigrationRecordDonation", state.ns)
+            .appendObject("min", state.min)
+            .appendObject("max", state.max)
+            .appendString("migrationId", state.migrationId)
+            .appendInt64("docs", caught.getValue()["docs"].numberLong())
+            .appendInt64("bytes", caught.getValue()["bytes"].numberLong());
+        auto recorded = runOnShard(state.from, "admin", donation.obj());
+        if (!recorded.isOK()) return abortMoveRange(state, recorded.getStatus());
+        // Reads wait too from here until the donor knows the commit: none may read the donor's
+        // copy once the recipient may take writes.
+        auto all = runOnShard(state.from, "admin", criticalSectionCmd(state, true, "all"));
+        if (!all.isOK()) return abortMoveRange(state, all.getStatus());
+        steps.done(3);
         pauseWhileSet(moveRangeHangBeforeCommit);
         if (moveRangeFailBeforeCommit.shouldFail()) {
             return abortMoveRange(
                 state, Status(ErrorCodes::OperationFailed, "Failpoint moveRangeFailBeforeCommit"));
         }
+        // 4. The commit.
         Status committed = commitMoveRange(state);
         if (!committed.isOK()) {
             auto done = moveRangeCommitted(state);
@@ -170,10 +254,20 @@ Status ConfigServerImpl::runMoveRange(MoveRangeState state) {
         }
         state.phase = CoordinatorPhase::kCommitted;
         TRY_STATUS(saveState(state));
+        steps.done(4);
         logChange("moveChunk.commit", state.ns, migrationDetails(state, ""));
         pauseWhileSet(moveRangeHangAfterCommit);
     }
-    return finishMoveRange(state);
+    return finishMoveRange(state, &steps);
+}
+
+double ConfigServerImpl::migrationBudgetFactor() {
+    auto doc = _local.findOne("settings", idQuery("migration"));
+    if (doc.isOK() && doc.getValue()) {
+        bson::BsonElement f = (*doc.getValue())["foregroundP99Factor"];
+        if (f.isNumber() && f.numberDouble() >= 1) return f.numberDouble();
+    }
+    return 3.0;
 }
 
 Status ConfigServerImpl::commitMoveRange(const MoveRangeState& state) {
@@ -206,15 +300,32 @@ StatusWith<bool> ConfigServerImpl::moveRangeCommitted(const MoveRangeState& stat
     return index && coll.getValue().chunks[*index].shard == state.to;
 }
 
-Status ConfigServerImpl::finishMoveRange(MoveRangeState& state) {
+Status ConfigServerImpl::finishMoveRange(MoveRangeState& state, MigrationSteps* steps) {
+    MigrationSteps none;
+    if (!steps) steps = &none;
+    // 5. Both shards learn the commit; the donor leaves its critical section (reloading first).
     flushRoutingTable({state.from, state.to}, state.ns);
+    TRY_STATUS(runOnShard(state.to, "admin", migrationCmd("_shardsvrReceiveRangeEnd", state, true))
+                   .getStatus());
     TRY_STATUS(runOnShard(state.from, "admin", criticalSectionCmd(state, false)).getStatus());
-    auto deleted = runOnShard(state.from, "admin", rangeCmd("_shardsvrDeleteRange", state));
-    if (!deleted.isOK()) {
-        // Orphans stay invisible (ownership filter); the move itself succeeded.
-        logFailure(9110, "Failed to delete the donated range", deleted.getStatus());
+    steps->criticalSectionEnded();
+    steps->done(5);
+    // 6. The donor deletes the range at once (waited for with waitForDelete).
+    BsonBuilder end;
+    for (bson::BsonElement e : migrationCmd("_shardsvrMigrationEnd", state, true)) {
+        end.appendElement(e);
     }
-    logChange("moveChunk.from", state.ns, migrationDetails(state, "success"));
+    end.appendBool("waitForDelete", state.waitForDelete);
+    auto ended = runOnShard(state.from, "admin", end.obj(), kCloneTimeout);
+    if (!ended.isOK()) {
+        // The range deleter finds the range anyway (it is tracked); the move itself succeeded.
+        logFailure(9110, "Failed to end the migration on the donor", ended.getStatus());
+    }
+    steps->done(6);
+    logChange("moveChunk.from", state.ns, migrationDetails(state, "success", {}, steps));
+    log::info("SHARDING", 9115, "Migration finished",
+              "{\"ns\":\"" + log::jsonEscape(state.ns) +
+                  "\",\"details\":" + migrationDetails(state, "success", {}, steps).toJson() + "}");
     state.phase = CoordinatorPhase::kCleaned;
     TRY_STATUS(saveState(state));
     return _local.remove("system.coordinators", idQuery(state.id), false).getStatus();
@@ -225,14 +336,27 @@ Status ConfigServerImpl::abortMoveRange(MoveRangeState& state, const Status& cau
               "{\"id\":\"" + log::jsonEscape(state.id) + "\",\"cause\":\"" +
                   log::jsonEscape(cause.toString()) + "\"}");
     if (state.phase != CoordinatorPhase::kStart) {
-        auto deleted = runOnShard(state.to, "admin", rangeCmd("_shardsvrDeleteRange", state));
-        if (!deleted.isOK()) logFailure(9112, "Recipient cleanup failed", deleted.getStatus());
+        auto ended =
+            runOnShard(state.to, "admin", migrationCmd("_shardsvrReceiveRangeEnd", state, false));
+        if (!ended.isOK()) {
+            // Keep the coordinator document: recovery retries the abort.
+            logFailure(9112, "Recipient cleanup failed", ended.getStatus());
+            return ended.getStatus().withContext("migration aborted (" + cause.reason() +
+                                                 "), then: ");
+        }
     }
-    auto exited = runOnShard(state.from, "admin", criticalSectionCmd(state, false));
+    // Before the section's exit: the donation recorded for the commit is forgotten while the
+    // range's writes are still held.
+    auto ended =
+        runOnShard(state.from, "admin", migrationCmd("_shardsvrMigrationEnd", state, false));
+    Status exited = ended.getStatus();
+    if (exited.isOK()) {
+        exited = runOnShard(state.from, "admin", criticalSectionCmd(state, false)).getStatus();
+    }
     if (!exited.isOK()) {
         // Keep the coordinator document: recovery retries the abort.
-        logFailure(9113, "Donor failed to exit the critical section", exited.getStatus());
-        return exited.getStatus().withContext("migration aborted (" + cause.reason() + "), then: ");
+        logFailure(9113, "Donor failed to end the migration", exited);
+        return exited.withContext("migration aborted (" + cause.reason() + "), then: ");
     }
     logChange("moveChunk.from", state.ns, migrationDetails(state, "aborted", cause.reason()));
     Status removed = _local.remove("system.coordinators", idQuery(state.id), false).getStatus();

@@ -243,7 +243,8 @@ Status moveRange(OperationContext& opCtx, const CommandRequest& request, BsonBui
     if (!min.eoo()) cmd.appendElement(min);
     if (!max.eoo()) cmd.appendElement(max);
     cmd.append("toShard", to);
-    cmd.appendBool("waitForDelete", request.body["waitForDelete"].trueValue());
+    cmd.appendBool("waitForDelete", request.body["waitForDelete"].trueValue() ||
+                                        request.body["_waitForDelete"].trueValue());
     if (auto f = request.body["forceJumbo"]; !f.eoo()) cmd.appendElement(f);
     return moveRangeOnConfig(router, ns, cmd.obj());
 }
@@ -332,6 +333,33 @@ Status getShardMap(OperationContext& opCtx, const CommandRequest& request, BsonB
     return Status::OK();
 }
 
+// currentOp: {currentOp: 1, <filter>...} → {inprog}: every shard's operations in progress (today
+// the migrations and range deletions, src/shard/README.md), each with `shard`; the filter fields
+// are passed to the shards, which match them.
+Status currentOp(OperationContext& opCtx, const CommandRequest& request, BsonBuilder& reply) {
+    Router& router = Router::get(opCtx);
+    ASSIGN_OR_RETURN(auto shards, router.shards().allShards(true));
+    BsonObj body = forwardableBody(request);
+    reply.startArray("inprog");
+    size_t i = 0;
+    for (const auto& shard : shards) {
+        auto r = router.client().runCommand(shard.host, "admin", body, std::chrono::seconds(30));
+        if (!r.isOK()) return r.getStatus().withContext("currentOp on " + shard.id + ": ");
+        TRY_STATUS(net::replyStatus(r.getValue()));
+        bson::BsonElement inprog = r.getValue()["inprog"];
+        if (inprog.type() != BsonType::Array) continue;
+        for (bson::BsonElement op : inprog.objValue()) {
+            if (!op.isObject()) continue;
+            BsonBuilder b;
+            b.append("shard", shard.id);
+            for (bson::BsonElement e : op.objValue()) b.appendElement(e);
+            reply.appendObject(std::to_string(i++), b.obj());
+        }
+    }
+    reply.end();
+    return Status::OK();
+}
+
 // flushRouterConfig: 1 | "db" | "db.coll" → {flushed: true}.
 Status flushRouterConfig(OperationContext& opCtx, const CommandRequest& request,
                          BsonBuilder& reply) {
@@ -408,6 +436,7 @@ void registerRouterAdminCommands(command::CommandRegistry& registry) {
     registry.add(makeRouterCommand("movePrimary", {"moveprimary"}, true, movePrimary));
     registry.add(makeRouterCommand("addShard", {"addshard"}, true, addShard));
     registry.add(makeRouterCommand("listShards", {"listshards"}, true, listShards));
+    registry.add(makeRouterCommand("currentOp", {}, true, currentOp));
     registry.add(makeRouterCommand("getShardMap", {}, true, getShardMap));
     registry.add(
         makeRouterCommand("flushRouterConfig", {"flushrouterconfig"}, true, flushRouterConfig));

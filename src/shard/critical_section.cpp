@@ -3,14 +3,26 @@
 namespace tessera::shard {
 
 Status CriticalSections::enter(const std::string& key, std::string reason,
-                               Clock::time_point deadline) {
+                               Clock::time_point deadline, Block block, bool drainReads) {
     std::unique_lock lk(_mutex);
     Entry& e = _entries[key];
+    const bool wasEntered = e.entered;
+    const Block previous = e.block;
+    if (!e.entered || block == Block::kAll) e.block = block;
     e.entered = true;
     e.reason = std::move(reason);
-    bool drained = _changed.wait_until(lk, deadline, [&] { return _entries[key].inFlight == 0; });
+    const bool waitReads = e.block == Block::kAll && drainReads;
+    bool drained = _changed.wait_until(lk, deadline, [&] {
+        const Entry& now = _entries[key];
+        return now.writesInFlight == 0 && (!waitReads || now.readsInFlight == 0);
+    });
     if (!drained) {
-        _entries[key].entered = false;
+        Entry& now = _entries[key];
+        if (wasEntered) {
+            now.block = previous;
+        } else {
+            now.entered = false;
+        }
         _changed.notify_all();
         return Status(ErrorCodes::LockTimeout,
                       "timed out waiting for the operations in flight on " + key +
@@ -35,19 +47,32 @@ bool CriticalSections::isEntered(const std::string& key) const {
     return it != _entries.end() && it->second.entered;
 }
 
+bool CriticalSections::blocks(const std::string& key, bool isWrite) const {
+    std::lock_guard lk(_mutex);
+    auto it = _entries.find(key);
+    return it != _entries.end() && it->second.blocks(isWrite);
+}
+
+std::optional<CriticalSections::Block> CriticalSections::entered(const std::string& key) const {
+    std::lock_guard lk(_mutex);
+    auto it = _entries.find(key);
+    if (it == _entries.end() || !it->second.entered) return std::nullopt;
+    return it->second.block;
+}
+
 bool CriticalSections::waitForExit(const std::string& key, Clock::time_point deadline, bool* waited,
-                                   Clock::time_point* exitedAt) {
+                                   Clock::time_point* exitedAt, bool isWrite) {
     std::unique_lock lk(_mutex);
-    auto entered = [&] {
+    auto blocked = [&] {
         auto it = _entries.find(key);
-        return it != _entries.end() && it->second.entered;
+        return it != _entries.end() && it->second.blocks(isWrite);
     };
-    bool mustWait = entered();
+    bool mustWait = blocked();
     if (waited) *waited = mustWait;
     if (!mustWait) return true;
     if (_blockedWaiters >= kMaxBlockedWaiters) return false;
     ++_blockedWaiters;
-    bool exited = _changed.wait_until(lk, deadline, [&] { return !entered(); });
+    bool exited = _changed.wait_until(lk, deadline, [&] { return !blocked(); });
     --_blockedWaiters;
     if (!exited) return false;
     if (mustWait && exitedAt) {
@@ -57,19 +82,22 @@ bool CriticalSections::waitForExit(const std::string& key, Clock::time_point dea
     return true;
 }
 
-bool CriticalSections::tryAdmit(const std::string& key) {
+bool CriticalSections::tryAdmit(const std::string& key, bool isWrite) {
     std::lock_guard lk(_mutex);
     auto it = _entries.find(key);
-    if (it != _entries.end() && it->second.entered) return false;
-    _entries[key].inFlight++;
+    if (it != _entries.end() && it->second.blocks(isWrite)) return false;
+    Entry& e = _entries[key];
+    (isWrite ? e.writesInFlight : e.readsInFlight)++;
     return true;
 }
 
-void CriticalSections::leave(const std::string& key) {
+void CriticalSections::leave(const std::string& key, bool isWrite) {
     std::lock_guard lk(_mutex);
     auto it = _entries.find(key);
-    if (it == _entries.end() || it->second.inFlight == 0) return;
-    it->second.inFlight--;
+    if (it == _entries.end()) return;
+    int64_t& n = isWrite ? it->second.writesInFlight : it->second.readsInFlight;
+    if (n == 0) return;
+    n--;
     maybeErase(key);
     _changed.notify_all();
 }
@@ -77,7 +105,7 @@ void CriticalSections::leave(const std::string& key) {
 int64_t CriticalSections::inFlight(const std::string& key) const {
     std::lock_guard lk(_mutex);
     auto it = _entries.find(key);
-    return it == _entries.end() ? 0 : it->second.inFlight;
+    return it == _entries.end() ? 0 : it->second.readsInFlight + it->second.writesInFlight;
 }
 
 int CriticalSections::blockedWaiters() const {
@@ -87,7 +115,8 @@ int CriticalSections::blockedWaiters() const {
 
 void CriticalSections::maybeErase(const std::string& key) {
     auto it = _entries.find(key);
-    if (it != _entries.end() && !it->second.entered && it->second.inFlight == 0) {
+    if (it != _entries.end() && !it->second.entered && it->second.readsInFlight == 0 &&
+        it->second.writesInFlight == 0) {
         _entries.erase(it);
     }
 }

@@ -1,16 +1,24 @@
-// The range migration commands of a shard (src/cluster/README.md "Migration"): the donor serves
-// its range (_shardsvrReadRange), the recipient pulls it (_shardsvrReceiveRange), and either
-// side deletes what it does not own afterwards (_shardsvrDeleteRange).
+// The range migration commands of a shard (README.md "Migration"): the donor observes the
+// range and serves its snapshot and changes (_shardsvrMigrationStart, _shardsvrReadRange,
+// _shardsvrTransferMods, _shardsvrFetchSessionRecords, _shardsvrMigrationRecordDonation,
+// _shardsvrMigrationEnd), the recipient pulls them (_shardsvrReceiveRange,
+// _shardsvrReceiveRangeCatchUp, _shardsvrReceiveRangeEnd), and unowned ranges are deleted
+// (_shardsvrDeleteRange, the range deleter); currentOp lists what is in progress.
 
 #include <set>
 
 #include "base/log.h"
+#include "bson/validate.h"
 #include "command/registry.h"
 #include "net/remote_client.h"
+#include "query/matcher.h"
 #include "shard/command_util.h"
 #include "shard/direct_client.h"
+#include "shard/ownership_filter.h"
 #include "shard/range_ops.h"
+#include "shard/sharding_state.h"
 #include "storage/engine.h"
+#include "txn/session_records.h"
 
 namespace tessera::shard {
 namespace {
@@ -19,7 +27,6 @@ using command::CommandRequest;
 using command::OperationContext;
 
 constexpr int64_t kDefaultBatchBytes = 4 << 20;
-constexpr std::chrono::minutes kCloneRequestTimeout{5};
 
 class ShardCommand : public command::Command {
   public:
@@ -60,22 +67,118 @@ StatusWith<RangeArgs> parseRangeArgs(OperationContext& opCtx, const CommandReque
     return args;
 }
 
-// {_shardsvrReadRange: ns, min, max, afterId?, afterKey?, batchBytes?}
-//   → {docs, lastId, lastKey?, done}.
-// lastKey (BinData 0: the last record key) is present when the collection is clustered by the
-// shard key; the next page passes it back as afterKey and starts with one seek.
+// The donor's migration of `request.migrationId` (an error naming what to do when it is gone).
+StatusWith<std::shared_ptr<MigrationSource>> sourceOf(ShardingState& state,
+                                                      const CommandRequest& request,
+                                                      std::string_view command) {
+    ASSIGN_OR_RETURN(std::string id, stringArg(request.body, "migrationId", command));
+    auto source = state.changeCapture().get(id);
+    if (!source) {
+        return Status(ErrorCodes::MigrationConflict,
+                      "migration " + id +
+                          " is not in progress on the donor (it restarted or aborted it); the "
+                          "coordinator aborts it and the move can be retried");
+    }
+    return source;
+}
+
+StatusWith<std::shared_ptr<MigrationRecipient>> recipientOf(ShardingState& state,
+                                                            const CommandRequest& request,
+                                                            std::string_view command) {
+    ASSIGN_OR_RETURN(std::string id, stringArg(request.body, "migrationId", command));
+    auto r = state.recipients().get(id);
+    if (!r) {
+        return Status(ErrorCodes::MigrationConflict,
+                      "migration " + id + " is not in progress on the recipient (it restarted)");
+    }
+    return r;
+}
+
+// {_shardsvrMigrationStart: ns, min, max, migrationId, toShard} → {snapshotTimestamp}: the donor
+// starts observing the range's writes, then opens the snapshot the clone reads (in that order:
+// every write is in the snapshot or observed).
+class MigrationStartCommand final : public ShardCommand {
+  public:
+    std::string_view name() const override { return "_shardsvrMigrationStart"; }
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder& reply) override {
+        ASSIGN_OR_RETURN(ShardingState * state, shardingStateOf(opCtx));
+        ASSIGN_OR_RETURN(RangeArgs args, parseRangeArgs(opCtx, request, name(), true));
+        ASSIGN_OR_RETURN(std::string id, stringArg(request.body, "migrationId", name()));
+        ASSIGN_OR_RETURN(std::string to, stringArg(request.body, "toShard", name()));
+        if (auto existing = state->changeCapture().get(id)) {
+            reply.appendTimestamp("snapshotTimestamp", existing->snapshot().timestamp().value);
+            return Status::OK();
+        }
+        ASSIGN_OR_RETURN(auto md, shardMetadataOf(opCtx));
+        ChunkOwnershipFilter filter(args.table, md->shardId());
+        if (filter.ownershipOf(args.range.encodedMin(), args.range.encodedMax()) !=
+            ChunkOwnershipFilter::RangeOwnership::kAll) {
+            return Status(ErrorCodes::ConflictingOperationInProgress,
+                          "this shard does not own all of the range [" + args.range.min().toJson() +
+                              ", " + args.range.max().toJson() + ") of " + args.ns);
+        }
+        auto source = std::make_shared<MigrationSource>(id, args.ns, to,
+                                                        args.table->shardKeyPattern(), args.range);
+        TRY_STATUS(state->changeCapture().add(source));
+        source->setSnapshot(opCtx.service->engine->snapshotIncludingInFlight());
+        reply.appendTimestamp("snapshotTimestamp", source->snapshot().timestamp().value);
+        log::info("SHARDING", 22050, "Migration started on the donor",
+                  "{\"migrationId\":\"" + log::jsonEscape(id) + "\",\"ns\":\"" +
+                      log::jsonEscape(args.ns) + "\",\"min\":" + args.range.min().toJson() +
+                      ",\"max\":" + args.range.max().toJson() + ",\"to\":\"" + log::jsonEscape(to) +
+                      "\"}");
+        return Status::OK();
+    }
+};
+
+// {_shardsvrMigrationEnd: ns, migrationId, committed: bool, waitForDelete?}: the donor stops
+// observing. Aborted: the range it recorded for the commit is forgotten (it still owns it).
+// Committed: the range deleter deletes the range now (waited for with waitForDelete).
+class MigrationEndCommand final : public ShardCommand {
+  public:
+    std::string_view name() const override { return "_shardsvrMigrationEnd"; }
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder&) override {
+        ASSIGN_OR_RETURN(ShardingState * state, shardingStateOf(opCtx));
+        ASSIGN_OR_RETURN(RangeArgs args, parseRangeArgs(opCtx, request, name(), true));
+        ASSIGN_OR_RETURN(std::string id, stringArg(request.body, "migrationId", name()));
+        bool committed = request.body["committed"].trueValue();
+        state->changeCapture().remove(id);
+        if (!committed) {
+            auto tracked = state->trackedRanges().find(args.ns, args.range.encodedMin());
+            if (tracked && tracked->kind == TrackedRange::Kind::kOutgoing) {
+                TRY_STATUS(state->trackedRanges().remove(args.ns, args.range.encodedMin()));
+            }
+            return Status::OK();
+        }
+        state->rangeDeleter().notify();
+        if (request.body["waitForDelete"].trueValue()) {
+            TRY_STATUS(state->rangeDeleter().waitUntilDeleted(
+                args.ns, args.range, std::chrono::steady_clock::now() + std::chrono::minutes(30)));
+        }
+        return Status::OK();
+    }
+};
+
+// {_shardsvrReadRange: ns, min, max, migrationId?, afterId?, afterKey?, batchBytes?}
+//   → {docs, lastId, lastKey?, done, foregroundP99Micros}.
+// With migrationId: read at the migration's snapshot (the clone). lastKey (BinData 0: the last
+// record key) is present when the collection is clustered by the shard key; the next page
+// passes it back as afterKey and starts with one seek.
 class ReadRangeCommand final : public ShardCommand {
   public:
     std::string_view name() const override { return "_shardsvrReadRange"; }
     Status run(OperationContext& opCtx, const CommandRequest& request,
                bson::BsonBuilder& reply) override {
+        ASSIGN_OR_RETURN(ShardingState * state, shardingStateOf(opCtx));
         ASSIGN_OR_RETURN(RangeArgs args, parseRangeArgs(opCtx, request, name(), false));
         int64_t batchBytes = kDefaultBatchBytes;
         if (bson::BsonElement b = request.body["batchBytes"]; !b.eoo()) {
             if (!b.isNumber() || b.numberLong() <= 0) {
                 return Status(ErrorCodes::BadValue, "batchBytes must be a positive number");
             }
-            batchBytes = std::min<int64_t>(b.numberLong(), 8 << 20);
+            batchBytes = std::min<int64_t>(b.numberLong(), 12 << 20);
         }
         std::string_view afterKey;
         if (bson::BsonElement k = request.body["afterKey"]; !k.eoo()) {
@@ -85,7 +188,16 @@ class ReadRangeCommand final : public ShardCommand {
             afterKey = k.binaryValue().data;
         }
         storage::Engine& engine = *opCtx.service->engine;
-        auto snapshot = engine.snapshot();
+        std::shared_ptr<MigrationSource> source;
+        std::unique_ptr<storage::ReadSnapshot> own;
+        storage::ReadSnapshot* snapshot = nullptr;
+        if (!request.body["migrationId"].eoo()) {
+            ASSIGN_OR_RETURN(source, sourceOf(*state, request, name()));
+            snapshot = &source->snapshot();
+        } else {
+            own = engine.snapshot();
+            snapshot = own.get();
+        }
         storage::CollectionPtr coll = engine.getCollection(args.ns);
         RangePage page;
         if (coll) {
@@ -95,7 +207,16 @@ class ReadRangeCommand final : public ShardCommand {
             page.done = true;
         }
         bson::BsonArrayBuilder docs;
-        for (const bson::BsonObj& d : page.docs) docs.append(d);
+        int64_t bytes = 0;
+        for (const bson::BsonObj& d : page.docs) {
+            docs.append(d);
+            bytes += static_cast<int64_t>(d.size());
+        }
+        if (source) {
+            source->docsCloned.fetch_add(static_cast<int64_t>(page.docs.size()));
+            source->bytesCloned.fetch_add(bytes);
+            if (page.done) source->cloneDone = true;
+        }
         reply.appendArray("docs", docs.arr());
         if (page.lastId) {
             reply.appendElementAs(page.lastId->firstElement(), "lastId");
@@ -110,11 +231,116 @@ class ReadRangeCommand final : public ShardCommand {
             reply.appendBinary("lastKey", 0, afterKey);
         }
         reply.append("done", page.done);
+        reply.appendInt64("foregroundP99Micros", state->foregroundLatency().p99Micros());
         return Status::OK();
     }
 };
 
-// {_shardsvrReceiveRange: ns, min, max, fromShard, fromHost} → {docsCloned, bytesCloned}.
+// {_shardsvrTransferMods: ns, migrationId} → {upserts: [doc], deletes: [{_id}], backlog}: the
+// documents of the range changed since the last call (since the snapshot at first), each as it
+// is now — read at a snapshot that includes every write holding a commit timestamp, so a write
+// observed before its commit finished is not read without it.
+class TransferModsCommand final : public ShardCommand {
+  public:
+    std::string_view name() const override { return "_shardsvrTransferMods"; }
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder& reply) override {
+        constexpr size_t kMaxIds = 2000;
+        constexpr int64_t kMaxBytes = 8 << 20;
+        ASSIGN_OR_RETURN(ShardingState * state, shardingStateOf(opCtx));
+        ASSIGN_OR_RETURN(auto source, sourceOf(*state, request, name()));
+        storage::Engine& engine = *opCtx.service->engine;
+        std::vector<bson::BsonObj> ids = source->takeChanged(kMaxIds);
+        auto snapshot = engine.snapshotIncludingInFlight();
+        storage::CollectionPtr coll = engine.getCollection(source->ns());
+        bson::BsonArrayBuilder upserts, deletes;
+        int64_t bytes = 0;
+        size_t taken = 0;
+        for (; taken < ids.size() && bytes < kMaxBytes; ++taken) {
+            const bson::BsonObj& id = ids[taken];
+            std::optional<storage::Record> rec;
+            if (coll) rec = snapshot->findById(*coll, id.firstElement());
+            if (rec && source->range().containsDoc(source->pattern(), rec->doc)) {
+                bytes += static_cast<int64_t>(rec->doc.size());
+                upserts.append(rec->doc);
+            } else {
+                deletes.append(id);
+            }
+        }
+        // Over the byte limit: the rest goes back for the next round.
+        for (size_t i = taken; i < ids.size(); ++i) {
+            source->observe(bson::BsonView(), ids[i]);
+        }
+        source->modsTransferred.fetch_add(static_cast<int64_t>(taken));
+        reply.appendArray("upserts", upserts.arr());
+        reply.appendArray("deletes", deletes.arr());
+        reply.appendInt64("backlog", static_cast<int64_t>(source->backlog()));
+        return Status::OK();
+    }
+};
+
+// {_shardsvrFetchSessionRecords: ns, migrationId} → {records: [{lsid, txnNum, stmtId, result}]}:
+// the donor's retryable-write statement records, which the recipient adopts inside the critical
+// section (a retry after the move must not apply a statement again).
+class FetchSessionRecordsCommand final : public ShardCommand {
+  public:
+    std::string_view name() const override { return "_shardsvrFetchSessionRecords"; }
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder& reply) override {
+        ASSIGN_OR_RETURN(ShardingState * state, shardingStateOf(opCtx));
+        TRY_STATUS(sourceOf(*state, request, name()).getStatus());
+        bson::BsonArrayBuilder records;
+        for (const auto& [key, value] :
+             opCtx.service->engine->sideRecords(txn::kStatementRecordPrefix)) {
+            const auto* bytes = reinterpret_cast<const uint8_t*>(value.data());
+            if (value.size() < 5 || !bson::validateBson(bytes, value.size()).isOK()) continue;
+            records.append(bson::BsonView(value.data()));
+        }
+        reply.appendArray("records", records.arr());
+        return Status::OK();
+    }
+};
+
+// {_shardsvrMigrationRecordDonation: ns, min, max, migrationId, docs, bytes}: inside the donor's
+// critical section, before the commit: the range is tracked as outgoing with the recipient's
+// exact counts, so that the donor's owned counts drop by exactly that once the commit is known
+// (tracked_ranges.h).
+class RecordDonationCommand final : public ShardCommand {
+  public:
+    std::string_view name() const override { return "_shardsvrMigrationRecordDonation"; }
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder&) override {
+        ASSIGN_OR_RETURN(ShardingState * state, shardingStateOf(opCtx));
+        ASSIGN_OR_RETURN(RangeArgs args, parseRangeArgs(opCtx, request, name(), false));
+        ASSIGN_OR_RETURN(auto source, sourceOf(*state, request, name()));
+        ASSIGN_OR_RETURN(auto md, shardMetadataOf(opCtx));
+        if (!md->criticalSections().isEntered(CriticalSections::collectionKey(args.ns))) {
+            return Status(ErrorCodes::IllegalOperation,
+                          "a donation is recorded only inside the migration's critical section");
+        }
+        storage::CollectionPtr coll = opCtx.service->engine->getCollection(args.ns);
+        if (!coll) return Status(ErrorCodes::NamespaceNotFound, args.ns + " does not exist");
+        if (auto existing = state->trackedRanges().find(args.ns, args.range.encodedMin())) {
+            if (existing->migrationId == source->id()) return Status::OK();  // a retry
+        }
+        TrackedRange tracked;
+        tracked.ns = args.ns;
+        tracked.uuid = coll->uuid;
+        tracked.kind = TrackedRange::Kind::kOutgoing;
+        tracked.migrationId = source->id();
+        tracked.pattern =
+            std::make_shared<const placement::ShardKeyPattern>(args.table->shardKeyPattern());
+        tracked.range = args.range;
+        tracked.docs = request.body["docs"].numberLong();
+        tracked.bytes = request.body["bytes"].numberLong();
+        return state->trackedRanges().add(tracked);
+    }
+};
+
+// {_shardsvrReceiveRange: ns, min, max, fromShard, fromHost, migrationId, p99BudgetFactor?}
+//   → {docsCloned, bytesCloned}: the recipient clones the range from the donor's snapshot and
+// catches up until the backlog is small (MigrationRecipient). It stays registered for
+// _shardsvrReceiveRangeCatchUp and _shardsvrReceiveRangeEnd.
 class ReceiveRangeCommand final : public ShardCommand {
   public:
     std::string_view name() const override { return "_shardsvrReceiveRange"; }
@@ -123,78 +349,172 @@ class ReceiveRangeCommand final : public ShardCommand {
         ASSIGN_OR_RETURN(ShardingState * state, shardingStateOf(opCtx));
         ASSIGN_OR_RETURN(RangeArgs args, parseRangeArgs(opCtx, request, name(), true));
         ASSIGN_OR_RETURN(std::string fromHost, stringArg(request.body, "fromHost", name()));
-        command::ServiceContext& service = *opCtx.service;
-        net::RemoteClient& client = state->remoteClient();
-        TRY_STATUS(createCollectionLike(service, client, fromHost, args.db, args.coll));
-        // Stored like the donor's: clustered by the shard key (a no-op when it is already).
-        TRY_STATUS(
-            service.engine->clusterCollection(args.ns, args.table->shardKeyPattern().toBson()));
-
-        // Leftovers of an earlier attempt in this range are orphans: clear them first.
-        // (Ownership by the same table the range was validated against, never "unknown".)
-        ASSIGN_OR_RETURN(auto md, shardMetadataOf(opCtx));
-        ChunkOwnershipFilter filter(args.table, md->shardId());
-        ASSIGN_OR_RETURN(int64_t cleared,
-                         deleteUnownedInRange(*service.engine, args.ns,
-                                              args.table->shardKeyPattern(), args.range, &filter));
-        (void)cleared;
-
-        int64_t docsCloned = 0, bytesCloned = 0, skipped = 0;
-        // {afterId: <value>, afterKey?: <BinData>} once a page returned a lastId (lastKey).
-        bson::BsonObj after;
-        for (;;) {
-            TRY_STATUS(opCtx.checkForInterrupt());
-            bson::BsonBuilder rr;
-            rr.append("_shardsvrReadRange", args.ns);
-            rr.append("min", args.range.min());
-            rr.append("max", args.range.max());
-            for (bson::BsonElement e : after.view()) rr.appendElement(e);
-            ASSIGN_OR_RETURN(bson::BsonObj page,
-                             client.runCommand(fromHost, "admin", rr.obj(), kCloneRequestTimeout));
-            TRY_STATUS(net::replyStatus(page));
-            std::vector<bson::BsonObj> docs;
-            if (page["docs"].type() == bson::BsonType::Array) {
-                for (bson::BsonElement d : page["docs"].objValue()) {
-                    if (!d.isObject()) continue;
-                    docs.push_back(d.objValue().copy());
-                    bytesCloned += static_cast<int64_t>(docs.back().size());
-                }
+        ASSIGN_OR_RETURN(std::string fromShard, stringArg(request.body, "fromShard", name()));
+        ASSIGN_OR_RETURN(std::string id, stringArg(request.body, "migrationId", name()));
+        auto recipient = std::make_shared<MigrationRecipient>(*state, id, args.ns, args.table,
+                                                              args.range, fromShard, fromHost);
+        if (bson::BsonElement f = request.body["p99BudgetFactor"]; f.isNumber()) {
+            if (f.numberDouble() < 1) {
+                return Status(ErrorCodes::BadValue, "p99BudgetFactor must be at least 1");
             }
-            ASSIGN_OR_RETURN(int64_t inserted,
-                             insertDocuments(*service.engine, args.ns, docs, &skipped));
-            docsCloned += inserted;
-            if (page["done"].trueValue()) break;
-            bson::BsonElement lastId = page["lastId"];
-            if (lastId.eoo() || lastId.isNull()) break;
-            bson::BsonBuilder a;
-            a.appendElementAs(lastId, "afterId");
-            if (bson::BsonElement lastKey = page["lastKey"];
-                lastKey.type() == bson::BsonType::BinData) {
-                a.appendElementAs(lastKey, "afterKey");
-            }
-            after = a.obj();
+            recipient->setBudgetFactor(f.numberDouble());
         }
-        reply.appendNumber("docsCloned", docsCloned);
-        reply.appendNumber("bytesCloned", bytesCloned);
+        TRY_STATUS(state->recipients().add(recipient));
+        Status cloned = recipient->cloneAndCatchUp(opCtx);
+        if (!cloned.isOK()) {
+            Status cleaned = recipient->aborted();
+            state->recipients().remove(id);
+            if (!cleaned.isOK()) {
+                log::warning("SHARDING", 22051, "Recipient cleanup after a failed clone failed",
+                             "{\"error\":\"" + log::jsonEscape(cleaned.toString()) + "\"}");
+            }
+            return cloned;
+        }
+        bson::BsonBuilder progress;
+        recipient->appendProgress(progress);
+        bson::BsonObj p = progress.obj();
+        reply.appendNumber("docsCloned", p["docsCloned"].numberLong());
+        reply.appendNumber("bytesCloned", p["bytesCloned"].numberLong());
+        reply.appendNumber("modsApplied", p["modsApplied"].numberLong());
         return Status::OK();
     }
 };
 
+// {_shardsvrReceiveRangeCatchUp: ns, migrationId} → {docs, bytes}: with the donor's writes
+// held, the rest of the changes and the retryable-write records; the range's totals.
+class ReceiveRangeCatchUpCommand final : public ShardCommand {
+  public:
+    std::string_view name() const override { return "_shardsvrReceiveRangeCatchUp"; }
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder& reply) override {
+        ASSIGN_OR_RETURN(ShardingState * state, shardingStateOf(opCtx));
+        ASSIGN_OR_RETURN(auto recipient, recipientOf(*state, request, name()));
+        ASSIGN_OR_RETURN(auto totals, recipient->catchUpFinal(opCtx));
+        reply.appendInt64("docs", totals.first);
+        reply.appendInt64("bytes", totals.second);
+        return Status::OK();
+    }
+};
+
+// {_shardsvrReceiveRangeEnd: ns, min, max, migrationId, committed: bool}: committed → the range
+// is owned (placement reloaded first), its tracking ends; aborted → its documents are deleted.
+// Idempotent, also after a restart of the recipient (the tracked range remains).
+class ReceiveRangeEndCommand final : public ShardCommand {
+  public:
+    std::string_view name() const override { return "_shardsvrReceiveRangeEnd"; }
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder&) override {
+        ASSIGN_OR_RETURN(ShardingState * state, shardingStateOf(opCtx));
+        ASSIGN_OR_RETURN(RangeArgs args, parseRangeArgs(opCtx, request, name(), true));
+        ASSIGN_OR_RETURN(std::string id, stringArg(request.body, "migrationId", name()));
+        bool committed = request.body["committed"].trueValue();
+        auto recipient = state->recipients().get(id);
+        state->recipients().remove(id);
+        if (committed) {
+            auto tracked = state->trackedRanges().find(args.ns, args.range.encodedMin());
+            if (tracked && tracked->kind == TrackedRange::Kind::kIncoming) {
+                TRY_STATUS(state->trackedRanges().remove(args.ns, args.range.encodedMin()));
+            }
+            return Status::OK();
+        }
+        if (recipient) return recipient->aborted();
+        return state->rangeDeleter()
+            .purge(args.ns, args.table->shardKeyPattern(), args.range)
+            .getStatus();
+    }
+};
+
 // {_shardsvrDeleteRange: ns, min, max} → {deleted}: the stored documents of the range this shard
-// does not own, by its freshly reloaded placement.
+// does not own, by its freshly reloaded placement (tracked ranges first).
 class DeleteRangeCommand final : public ShardCommand {
   public:
     std::string_view name() const override { return "_shardsvrDeleteRange"; }
     Status run(OperationContext& opCtx, const CommandRequest& request,
                bson::BsonBuilder& reply) override {
+        ASSIGN_OR_RETURN(ShardingState * state, shardingStateOf(opCtx));
         ASSIGN_OR_RETURN(RangeArgs args, parseRangeArgs(opCtx, request, name(), true));
-        ASSIGN_OR_RETURN(auto md, shardMetadataOf(opCtx));
-        ChunkOwnershipFilter filter(args.table, md->shardId());
-        ASSIGN_OR_RETURN(int64_t deleted,
-                         deleteUnownedInRange(*opCtx.service->engine, args.ns,
-                                              args.table->shardKeyPattern(), args.range, &filter));
+        ASSIGN_OR_RETURN(int64_t deleted, state->rangeDeleter().purge(
+                                              args.ns, args.table->shardKeyPattern(), args.range));
         reply.appendNumber("deleted", deleted);
         return Status::OK();
+    }
+};
+
+// {currentOp: 1, <filter fields>...} on a shard: the migrations in progress here (donor and
+// recipient parts) as {inprog: [...]}; the other fields are a match filter on them. Operations
+// other than migrations are not listed (README.md "Not done").
+class CurrentOpCommand final : public command::Command {
+  public:
+    std::string_view name() const override { return "currentOp"; }
+    bool adminOnly() const override { return true; }
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder& reply) override {
+        ASSIGN_OR_RETURN(ShardingState * state, shardingStateOf(opCtx));
+        bson::BsonBuilder filter;
+        for (bson::BsonElement e : request.body) {
+            std::string_view f = e.fieldName();
+            if (f == "currentOp" || f == "$all" || f == "$ownOps" || f == "lsid" ||
+                f.starts_with("$")) {
+                continue;
+            }
+            filter.appendElement(e);
+        }
+        ASSIGN_OR_RETURN(auto matcher, query::Matcher::parse(filter.obj()));
+        bson::BsonArrayBuilder inprog;
+        auto add = [&](bson::BsonObj op) {
+            if (matcher->matches(op)) inprog.append(op);
+        };
+        for (const auto& source : state->changeCapture().list()) {
+            bson::BsonBuilder b;
+            appendSourceProgress(*state, *source, b);
+            add(b.obj());
+        }
+        for (const auto& r : state->recipients().list()) {
+            bson::BsonBuilder b;
+            r->appendProgress(b);
+            add(b.obj());
+        }
+        for (const TrackedRange& t : state->trackedRanges().list()) {
+            if (state->recipients().receiving(t.ns, t.range.encodedMin())) continue;
+            bson::BsonBuilder b;
+            b.append("desc", "rangeDeletion")
+                .append("ns", t.ns)
+                .appendObject("min", t.range.min())
+                .appendObject("max", t.range.max())
+                .append("kind", t.kind == TrackedRange::Kind::kIncoming ? "incoming" : "outgoing")
+                .appendInt64("docsLeft", t.docs)
+                .appendInt64("bytesLeft", t.bytes);
+            add(b.obj());
+        }
+        reply.appendArray("inprog", inprog.arr());
+        return Status::OK();
+    }
+
+  private:
+    static void appendSourceProgress(ShardingState& state, const MigrationSource& s,
+                                     bson::BsonBuilder& b) {
+        auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::steady_clock::now() - s.started)
+                           .count();
+        auto md = state.metadata();
+        bool inSection =
+            md && md->criticalSections().isEntered(CriticalSections::collectionKey(s.ns()));
+        b.append("desc", "migration")
+            .append("role", "donor")
+            .append("migrationId", s.id())
+            .append("ns", s.ns())
+            .appendObject("min", s.range().min())
+            .appendObject("max", s.range().max())
+            .append("from", state.shardName().value_or(""))
+            .append("to", s.toShard())
+            .append("phase", inSection            ? "criticalSection"
+                             : s.cloneDone.load() ? "catchUp"
+                                                  : "cloning")
+            .appendInt64("docsCloned", s.docsCloned.load())
+            .appendInt64("bytesCloned", s.bytesCloned.load())
+            .appendInt64("modsTransferred", s.modsTransferred.load())
+            .appendInt64("backlog", static_cast<int64_t>(s.backlog()))
+            .appendInt64("elapsedMillis", elapsed);
     }
 };
 
@@ -319,9 +639,17 @@ Status createCollectionLike(command::ServiceContext& service, net::RemoteClient&
 }
 
 void registerShardMigrationCommands(command::CommandRegistry& registry) {
+    registry.add(std::make_unique<MigrationStartCommand>());
+    registry.add(std::make_unique<MigrationEndCommand>());
     registry.add(std::make_unique<ReadRangeCommand>());
+    registry.add(std::make_unique<TransferModsCommand>());
+    registry.add(std::make_unique<FetchSessionRecordsCommand>());
+    registry.add(std::make_unique<RecordDonationCommand>());
     registry.add(std::make_unique<ReceiveRangeCommand>());
+    registry.add(std::make_unique<ReceiveRangeCatchUpCommand>());
+    registry.add(std::make_unique<ReceiveRangeEndCommand>());
     registry.add(std::make_unique<DeleteRangeCommand>());
+    registry.add(std::make_unique<CurrentOpCommand>());
 }
 
 }  // namespace tessera::shard

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "shard/tracked_ranges.h"
+
 namespace tessera::shard {
 
 ChunkOwnershipFilter::ChunkOwnershipFilter(std::shared_ptr<const placement::RoutingTable> table,
@@ -42,6 +44,22 @@ bool ChunkOwnershipFilter::ownsKey(bson::BsonView shardKey) const {
     if (encoded < it->second) return true;
     // The global max key itself belongs to the last chunk.
     return _ownsGlobalMax && &*it == &_ranges.back() && encoded == it->second;
+}
+
+ChunkOwnershipFilter::RangeOwnership ChunkOwnershipFilter::ownershipOf(
+    const std::string& encodedMin, const std::string& encodedMax) const {
+    bool any = false;
+    for (const auto& [lo, hi] : _ranges) {
+        if (lo <= encodedMin && encodedMax <= hi) return RangeOwnership::kAll;
+        if (lo < encodedMax && encodedMin < hi) any = true;
+    }
+    return any ? RangeOwnership::kPartial : RangeOwnership::kNone;
+}
+
+std::optional<command::OwnershipFilter::Totals> ChunkOwnershipFilter::ownedTotals(
+    storage::Engine&, const storage::CollectionInfo& coll) const {
+    if (!_tracked) return std::nullopt;
+    return _tracked->ownedTotals(coll, *this);
 }
 
 bool ChunkOwnershipFilter::sameShardKey(bson::BsonView a, bson::BsonView b) const {

@@ -9,6 +9,8 @@
 
 namespace tessera::shard {
 
+class TrackedRanges;
+
 // The documents of a sharded collection one shard owns in one routing table: a document is
 // owned iff its shard key (hashed fields hashed) falls in a chunk of `shard`. A document whose
 // shard key cannot be extracted (an array on the key path) is not owned: it cannot have been
@@ -28,6 +30,15 @@ class ChunkOwnershipFilter final : public command::OwnershipFilter {
     }
     // The same decision for an already extracted shard key.
     bool ownsKey(bson::BsonView shardKey) const;
+    // How much of [encodedMin, encodedMax) the shard owns.
+    enum class RangeOwnership { kNone, kAll, kPartial };
+    RangeOwnership ownershipOf(const std::string& encodedMin, const std::string& encodedMax) const;
+    // Owned totals from the shard's tracked ranges (tracked_ranges.h), when set.
+    void setTrackedRanges(std::shared_ptr<const class TrackedRanges> tracked) {
+        _tracked = std::move(tracked);
+    }
+    std::optional<Totals> ownedTotals(storage::Engine& engine,
+                                      const storage::CollectionInfo& coll) const override;
     // Whether the shard owns any chunk at all.
     bool ownsNothing() const { return _ranges.empty(); }
 
@@ -41,6 +52,7 @@ class ChunkOwnershipFilter final : public command::OwnershipFilter {
     std::vector<std::pair<std::string, std::string>> _ranges;
     bool _ownsGlobalMax = false;
     std::vector<std::string_view> _paths;  // views of the table's pattern
+    std::shared_ptr<const TrackedRanges> _tracked;
 };
 
 }  // namespace tessera::shard

@@ -4,6 +4,7 @@
 #include "bson/bson_builder.h"
 #include "bson/compare.h"
 #include "keystring/keystring.h"
+#include "shard/tracked_ranges.h"
 #include "storage/cluster_key.h"
 #include "storage/collection_writer.h"
 
@@ -133,7 +134,8 @@ RangePage readRangePage(storage::ReadSnapshot& snapshot, const storage::Collecti
 StatusWith<int64_t> deleteUnownedInRange(storage::Engine& engine, std::string_view ns,
                                          const placement::ShardKeyPattern& pattern,
                                          const ShardKeyRange& range,
-                                         const command::OwnershipFilter* filter) {
+                                         const command::OwnershipFilter* filter,
+                                         TrackedRanges* tracked) {
     storage::CollectionPtr coll = engine.getCollection(ns);
     if (!coll) return int64_t{0};
     // Collect first (a snapshot), then remove in small writer batches so that the collection's
@@ -152,8 +154,8 @@ StatusWith<int64_t> deleteUnownedInRange(storage::Engine& engine, std::string_vi
     }
     int64_t deleted = 0;
     constexpr size_t kBatch = 256;
-    for (size_t i = 0; i < keys.size(); i += kBatch) {
-        ASSIGN_OR_RETURN(auto writer, engine.writer(coll));
+    auto removeBatch = [&](size_t i, const storage::WriteUnit* unit) -> Status {
+        ASSIGN_OR_RETURN(auto writer, engine.writer(coll, unit));
         for (size_t j = i; j < std::min(keys.size(), i + kBatch); ++j) {
             // The version removed is the one stored now, still unowned (first writer wins: a
             // concurrent write in between is a conflict, and the document is looked at again).
@@ -171,33 +173,39 @@ StatusWith<int64_t> deleteUnownedInRange(storage::Engine& engine, std::string_vi
                 }
             }
         }
+        return Status::OK();
+    };
+    for (size_t i = 0; i < keys.size(); i += kBatch) {
+        if (tracked) {
+            TRY_STATUS(tracked->write(
+                [&](const storage::WriteUnit& unit) { return removeBatch(i, &unit); }));
+        } else {
+            TRY_STATUS(removeBatch(i, nullptr));
+        }
     }
     return deleted;
 }
 
 StatusWith<int64_t> insertDocuments(storage::Engine& engine, std::string_view ns,
-                                    const std::vector<bson::BsonObj>& docs, int64_t* skipped) {
+                                    const std::vector<bson::BsonObj>& docs, int64_t* skipped,
+                                    const storage::WriteUnit* unit) {
     storage::CollectionPtr coll = engine.getCollection(ns);
     if (!coll) {
         return Status(ErrorCodes::NamespaceNotFound,
                       "collection " + std::string(ns) + " does not exist");
     }
     if (docs.empty()) return int64_t{0};
-    ASSIGN_OR_RETURN(auto writer, engine.writer(coll));
-    int64_t inserted = 0;
-    for (const bson::BsonObj& doc : docs) {
-        auto st = writer->insert(doc, storage::WriteOptions{});
-        if (st.isOK()) {
-            ++inserted;
-        } else if (st.getStatus().is(ErrorCodes::DuplicateKey)) {
-            if (skipped) ++*skipped;
-            log::warning("SHARDING", 22020, "Skipped a received document that exists already",
-                         "{\"ns\":\"" + log::jsonEscape(ns) + "\",\"error\":\"" +
-                             log::jsonEscape(st.getStatus().reason()) + "\"}");
-        } else {
-            return st.getStatus();
-        }
+    ASSIGN_OR_RETURN(auto writer, engine.writer(coll, unit));
+    std::vector<bson::BsonView> views(docs.begin(), docs.end());
+    int64_t skippedHere = 0;
+    ASSIGN_OR_RETURN(int64_t inserted,
+                     writer->insertBatch(views, storage::WriteOptions{}, &skippedHere));
+    if (skippedHere > 0) {
+        log::warning("SHARDING", 22020, "Skipped received documents whose _id exists already",
+                     "{\"ns\":\"" + log::jsonEscape(ns) +
+                         "\",\"skipped\":" + std::to_string(skippedHere) + "}");
     }
+    if (skipped) *skipped += skippedHere;
     return inserted;
 }
 

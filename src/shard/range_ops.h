@@ -14,6 +14,8 @@
 
 namespace tessera::shard {
 
+class TrackedRanges;
+
 // A shard key range [min, max) of one collection, as _shardsvrReadRange / ReceiveRange /
 // DeleteRange take it. When max is the pattern's global max the range also holds the global max
 // key itself (as the last chunk does).
@@ -72,14 +74,19 @@ RangePage readRangePage(storage::ReadSnapshot& snapshot, const storage::Collecti
 // null). Returns how many were deleted. Works on storage directly (no ownership filter applies).
 // A collection clustered by the shard key reads only the range's records (one seek); others are
 // scanned whole.
+// Each batch of removals is one TrackedRanges::write (so the tracked counts follow), when
+// `tracked` is set.
 StatusWith<int64_t> deleteUnownedInRange(storage::Engine& engine, std::string_view ns,
                                          const placement::ShardKeyPattern& pattern,
                                          const ShardKeyRange& range,
-                                         const command::OwnershipFilter* filter);
+                                         const command::OwnershipFilter* filter,
+                                         TrackedRanges* tracked = nullptr);
 
-// Inserts documents as they are (with their _id) through the storage writer: no validation, no
-// ownership. A document whose _id exists already is skipped (counted in *skipped).
+// Inserts documents as they are (with their _id) in one storage batch (CollectionWriter::
+// insertBatch): no validation, no ownership. A document whose _id exists already is skipped
+// (counted in *skipped). `unit`: the write's observers (may be null).
 StatusWith<int64_t> insertDocuments(storage::Engine& engine, std::string_view ns,
-                                    const std::vector<bson::BsonObj>& docs, int64_t* skipped);
+                                    const std::vector<bson::BsonObj>& docs, int64_t* skipped,
+                                    const storage::WriteUnit* unit = nullptr);
 
 }  // namespace tessera::shard

@@ -106,15 +106,20 @@ class RetryableWriteStatusCommand final : public ShardCommand {
 };
 
 // Records (or removes) an entered critical section in config.criticalSections {_id: key,
-// reason}.
+// reason, block: "writes" | "all"}.
 Status persistCriticalSection(command::ServiceContext& service, const std::string& key,
-                              const std::string& reason, bool entered) {
+                              const std::string& reason, bool entered,
+                              CriticalSections::Block block = CriticalSections::Block::kAll) {
     bson::BsonBuilder cmd;
     if (entered) {
         cmd.append("update", kCriticalSectionsCollection);
         cmd.startArray("updates").startObject("0");
         cmd.startObject("q").append("_id", key).end();
-        cmd.startObject("u").append("_id", key).append("reason", reason).end();
+        cmd.startObject("u")
+            .append("_id", key)
+            .append("reason", reason)
+            .append("block", block == CriticalSections::Block::kWrites ? "writes" : "all")
+            .end();
         cmd.append("upsert", true);
         cmd.end().end();
     } else {
@@ -128,8 +133,9 @@ Status persistCriticalSection(command::ServiceContext& service, const std::strin
     return runLocalCommand(service, "config", cmd.obj()).getStatus();
 }
 
-// {_shardsvrMigrationCriticalSection: ns, enter: bool, reason} and
-// {_shardsvrDatabaseCriticalSection: db, enter: bool}.
+// {_shardsvrMigrationCriticalSection: ns, enter: bool, reason, block?: "writes" | "all"} and
+// {_shardsvrDatabaseCriticalSection: db, enter: bool}. block "writes" (a migration's catch-up)
+// holds back writes only; "all" (the default; a migration's commit upgrades to it) also reads.
 class CriticalSectionCommand final : public ShardCommand {
   public:
     CriticalSectionCommand(std::string_view name, bool database)
@@ -153,13 +159,26 @@ class CriticalSectionCommand final : public ShardCommand {
         if (enter.boolValue()) {
             std::string reason;
             if (bson::BsonElement r = request.body["reason"]; !r.eoo()) reason = r.toString(false);
+            auto block = CriticalSections::Block::kAll;
+            if (bson::BsonElement b = request.body["block"]; !b.eoo()) {
+                if (b.type() != bson::BsonType::String ||
+                    (b.stringValue() != "writes" && b.stringValue() != "all") || _database) {
+                    return Status(ErrorCodes::BadValue,
+                                  "block must be \"writes\" or \"all\" (collections only)");
+                }
+                if (b.stringValue() == "writes") block = CriticalSections::Block::kWrites;
+            }
+            // A migration's upgrade to "all" needs no drain of reads: no write can change what
+            // they read any more.
+            bool drainReads = !md->criticalSections().entered(key).has_value();
             TRY_STATUS(md->criticalSections().enter(
-                key, reason,
-                std::chrono::steady_clock::now() + ShardMetadata::kCriticalSectionWait));
+                key, reason, std::chrono::steady_clock::now() + ShardMetadata::kCriticalSectionWait,
+                block, drainReads));
             // Persisted before the coordinator is told: a donor that restarts during the copy
             // re-enters the section at startup instead of accepting writes the recipient's copy
             // would miss (ShardingState::startup).
-            Status persisted = persistCriticalSection(*opCtx.service, key, reason, true);
+            Status persisted = persistCriticalSection(*opCtx.service, key, reason, true,
+                                                      *md->criticalSections().entered(key));
             if (!persisted.isOK()) md->criticalSections().exit(key);
             return persisted;
         }

@@ -61,7 +61,11 @@ Status ShardMetadata::refreshCollectionSince(std::string_view ns, Clock::time_po
     }
     CollEntry entry;
     entry.table = std::move(table.getValue());
-    if (entry.table) entry.filter = std::make_shared<ChunkOwnershipFilter>(entry.table, _shardId);
+    if (entry.table) {
+        auto filter = std::make_shared<ChunkOwnershipFilter>(entry.table, _shardId);
+        filter->setTrackedRanges(_tracked);
+        entry.filter = std::move(filter);
+    }
     entry.loadStarted = started;
     std::lock_guard lk(_mutex);
     _colls.insert_or_assign(std::string(ns), std::move(entry));
@@ -189,9 +193,24 @@ Status staleError(const StaleInfo& info, bson::BsonObj* extraInfo) {
 
 }  // namespace
 
+Status ShardMetadata::admitUnversionedWrite(const std::string& ns,
+                                            std::optional<Clock::time_point> opDeadline,
+                                            bool mayWait) {
+    const std::string key = CriticalSections::collectionKey(ns);
+    auto deadline = waitDeadline(opDeadline);
+    for (;;) {
+        if (!mayWait && _sections.blocks(key, true)) return wouldBlock("in a critical section");
+        if (!_sections.waitForExit(key, deadline, nullptr, nullptr, true)) {
+            return Status(ErrorCodes::LockTimeout, "a migration's critical section on " + ns +
+                                                       " did not end in time; retry the write");
+        }
+        if (_sections.tryAdmit(key, true)) return Status::OK();
+    }
+}
+
 Status ShardMetadata::checkShardVersion(const std::string& ns, const ChunkVersion& received,
                                         std::optional<Clock::time_point> opDeadline,
-                                        bson::BsonObj* extraInfo, bool mayWait) {
+                                        bson::BsonObj* extraInfo, bool mayWait, bool isWrite) {
     const std::string key = CriticalSections::collectionKey(ns);
     if (!mayWait && !getCollEntry(ns, false).isOK()) {
         return wouldBlock("the placement must be loaded");
@@ -201,8 +220,8 @@ Status ShardMetadata::checkShardVersion(const std::string& ns, const ChunkVersio
     for (;;) {
         bool waited = false;
         Clock::time_point exitedAt;
-        if (!mayWait && _sections.isEntered(key)) return wouldBlock("in a critical section");
-        if (!_sections.waitForExit(key, deadline, &waited, &exitedAt)) {
+        if (!mayWait && _sections.blocks(key, isWrite)) return wouldBlock("in a critical section");
+        if (!_sections.waitForExit(key, deadline, &waited, &exitedAt, isWrite)) {
             // Still in the critical section: stale with an unknown wanted version, which the
             // router treats as retryable after its own refresh.
             return staleError(placement::StaleConfigInfo{ns, received, std::nullopt, _shardId},
@@ -236,7 +255,7 @@ Status ShardMetadata::checkShardVersion(const std::string& ns, const ChunkVersio
                 return error;
             }
         }
-        if (_sections.tryAdmit(key)) return Status::OK();
+        if (_sections.tryAdmit(key, isWrite)) return Status::OK();
         // A critical section began between the check and the admission: wait it out.
         if (!mayWait) return wouldBlock("a critical section began");
     }

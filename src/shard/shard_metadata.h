@@ -19,6 +19,8 @@
 
 namespace tessera::shard {
 
+class TrackedRanges;
+
 // Where the shard's copy of its placement comes from: the config server (CatalogPlacementSource)
 // or a fake in tests. Every call is a fresh read (no caching here).
 class PlacementSource {
@@ -90,9 +92,17 @@ class ShardMetadata {
     // returns StaleConfig and sets *extraInfo to the StaleConfigInfo fields. With `mayWait`
     // false it never waits or loads: a critical section entered, an unknown placement or one
     // that may need a refresh is InlineWouldBlock, and nothing is admitted.
+    // `isWrite` false (a read): only a section that blocks reads (kAll) is waited for, and the
+    // admission counts as a read (leave with isWrite false).
     Status checkShardVersion(const std::string& ns, const placement::ChunkVersion& received,
                              std::optional<Clock::time_point> opDeadline, bson::BsonObj* extraInfo,
-                             bool mayWait = true);
+                             bool mayWait = true, bool isWrite = true);
+    // For a write without a shardVersion to a sharded collection (sent to the shard directly):
+    // waits while the collection's critical section blocks writes, then admits it as a write,
+    // so that no write lands between a migration's last catch-up and its commit. Errors as
+    // checkShardVersion's wait (StaleConfig when the section does not end in time).
+    Status admitUnversionedWrite(const std::string& ns, std::optional<Clock::time_point> opDeadline,
+                                 bool mayWait);
     // The same for databaseVersion (admitted on the database key on success).
     Status checkDatabaseVersion(const std::string& db, const placement::DatabaseVersion& received,
                                 std::optional<Clock::time_point> opDeadline,
@@ -100,6 +110,10 @@ class ShardMetadata {
 
     // Drops everything cached (the next use reloads).
     void clear();
+    // The tracked ranges every ownership filter computes owned totals with (tracked_ranges.h).
+    void setTrackedRanges(std::shared_ptr<const TrackedRanges> tracked) {
+        _tracked = std::move(tracked);
+    }
 
   private:
     struct CollEntry {
@@ -123,6 +137,7 @@ class ShardMetadata {
     placement::ShardId _shardId;
     PlacementSource& _source;
     CriticalSections _sections;
+    std::shared_ptr<const TrackedRanges> _tracked;
     std::mutex _refreshMutex;  // one load from the source at a time (ordered installs)
     mutable std::mutex _mutex;
     std::map<std::string, CollEntry, std::less<>> _colls;

@@ -1,5 +1,6 @@
 #include "shard/sharding_state.h"
 
+#include <set>
 #include <vector>
 
 #include "base/failpoint.h"
@@ -30,16 +31,21 @@ using command::OperationContext;
 // the operation), and the retryable write it executes.
 struct ShardAdmission final : command::OperationAdmission {
     ~ShardAdmission() override {
-        for (const std::string& key : admittedKeys) metadata->criticalSections().leave(key);
+        for (const auto& [key, isWrite] : admittedKeys) {
+            metadata->criticalSections().leave(key, isWrite);
+        }
     }
     std::shared_ptr<ShardMetadata> metadata;
-    std::vector<std::string> admittedKeys;
+    std::vector<std::pair<std::string, bool>> admittedKeys;  // (key, as a write)
     // A retryable write begun in the session's TransactionTable (ended by afterCommand). Its
     // records are written in its document writes' batches by one of the two recorders, which
     // observe the operation's write unit while it runs: an insert/update/delete's statements
     // (also opCtx.statements), or a findAndModify's whole reply. Without either (a node's
     // bulkWrite), the reply is persisted in config.transactions after the command.
     bool retryableWrite = false;
+    // A client CRUD command: its latency feeds ForegroundLatency (migration pacing).
+    bool foreground = false;
+    std::chrono::steady_clock::time_point started;
     std::unique_ptr<StatementRecorder> statements;
     std::unique_ptr<FindAndModifyRecorder> findAndModify;
 };
@@ -62,6 +68,36 @@ bson::BsonObj withoutWriteConcernError(const bson::BsonObj& reply) {
     return b.obj();
 }
 
+// Whether a command only reads its namespace, so that a migration's catch-up (a critical section
+// that blocks writes only) lets it through. Anything not listed counts as a write.
+bool isReadOnlyCommand(const CommandRequest& request) {
+    static const std::set<std::string_view> kReads = {
+        "find", "count", "distinct", "listIndexes", "collStats", "dataSize", "explain"};
+    if (request.commandName == "aggregate") {
+        bson::BsonElement pipeline = request.body["pipeline"];
+        if (pipeline.type() != bson::BsonType::Array) return false;
+        for (bson::BsonElement stage : pipeline.objValue()) {
+            if (!stage.isObject()) return false;
+            std::string_view name = stage.objValue().firstElement().fieldName();
+            if (name == "$out" || name == "$merge") return false;
+        }
+        return true;
+    }
+    return kReads.count(request.commandName) > 0;
+}
+
+// The commands that write documents (DDL sent by the config server's coordinators is not one:
+// they run inside critical sections they entered themselves).
+bool isDocumentWriteCommand(std::string_view name) {
+    return name == "insert" || name == "update" || name == "delete" || name == "findAndModify";
+}
+
+// The client commands whose latency is the shard's foreground latency.
+bool isForegroundCommand(std::string_view name) {
+    return name == "find" || name == "insert" || name == "update" || name == "delete" ||
+           name == "findAndModify" || name == "aggregate" || name == "count" || name == "getMore";
+}
+
 // Databases whose collections are never sharded (and never filtered or version-checked).
 bool isLocalOnlyDb(std::string_view db) { return db == "admin" || db == "config" || db == "local"; }
 
@@ -80,7 +116,9 @@ constexpr std::string_view kIdentityId = "shardIdentity";
 ShardingState::ShardingState(command::ServiceContext& service, std::string configHostOverride)
     : _service(service),
       _configHostOverride(std::move(configHostOverride)),
-      _client(std::make_unique<net::RemoteClient>()) {}
+      _client(std::make_unique<net::RemoteClient>()),
+      _tracked(std::make_shared<TrackedRanges>(*service.engine)),
+      _rangeDeleter(std::make_unique<RangeDeleter>(*this)) {}
 
 ShardingState::~ShardingState() { shutdown(); }
 
@@ -124,14 +162,22 @@ Status ShardingState::startup() {
             std::string why = reason.type() == bson::BsonType::String
                                   ? std::string(reason.stringValue())
                                   : std::string();
+            auto block = doc["block"].type() == bson::BsonType::String &&
+                                 doc["block"].stringValue() == "writes"
+                             ? CriticalSections::Block::kWrites
+                             : CriticalSections::Block::kAll;
             Status entered = md->criticalSections().enter(
                 std::string(key.stringValue()), why,
-                std::chrono::steady_clock::now() + std::chrono::seconds(1));
+                std::chrono::steady_clock::now() + std::chrono::seconds(1), block);
             log::info("SHARDING", 22102, "Re-entered a critical section after restart",
                       "{\"key\":\"" + log::jsonEscape(key.stringValue()) +
                           "\",\"ok\":" + (entered.isOK() ? "true" : "false") + "}");
         }
     }
+    // The ranges counted apart; the deleter purges those no longer owned (a donor's range
+    // after a commit, a recipient's partial clone after a crash).
+    TRY_STATUS(_tracked->load());
+    _rangeDeleter->start();
     // The statements' records (side records), then the whole replies of config.transactions
     // (the newest txnNumber of a session wins).
     size_t restored = txn::restoreStatementRecords(engine, _transactions) +
@@ -143,7 +189,9 @@ Status ShardingState::startup() {
     return Status::OK();
 }
 
-void ShardingState::shutdown() {}
+void ShardingState::shutdown() {
+    if (_rangeDeleter) _rangeDeleter->stop();
+}
 
 std::shared_ptr<ShardingState::Identity> ShardingState::identity() const {
     std::lock_guard lk(_mutex);
@@ -177,6 +225,7 @@ void ShardingState::applyIdentity(const std::string& shardName, const std::strin
     id->source = std::make_unique<PersistedPlacementSource>(
         std::make_unique<CatalogPlacementSource>(*id->catalog), _service);
     id->metadata = std::make_shared<ShardMetadata>(shardName, *id->source);
+    id->metadata->setTrackedRanges(_tracked);
     std::lock_guard lk(_mutex);
     _identity = std::move(id);
 }
@@ -245,6 +294,8 @@ Status ShardingState::beforeCommand(OperationContext& opCtx, const CommandReques
         return Status::OK();
     }
     admission->metadata = id->metadata;
+    admission->foreground = isForegroundCommand(request.commandName);
+    if (admission->foreground) admission->started = std::chrono::steady_clock::now();
     ShardAdmission& a = *admission;
     opCtx.admission = std::move(admission);  // leaves what it admitted, also on the errors below
     bson::BsonView body = request.body;
@@ -264,13 +315,14 @@ Status ShardingState::beforeCommand(OperationContext& opCtx, const CommandReques
     }
     bson::BsonElement shardVersion = field("shardVersion");
     bson::BsonElement dbVersion = field("databaseVersion");
+    const bool isWrite = !isReadOnlyCommand(request);
     if (!shardVersion.eoo() && ns) {
         ASSIGN_OR_RETURN(placement::ChunkVersion received,
                          placement::ChunkVersion::parse(shardVersion));
         TRY_STATUS(a.metadata->checkShardVersion(*ns, received, opCtx.deadline,
                                                  &opCtx.errorExtraInfo,
-                                                 /*mayWait=*/!opCtx.inlineExecution));
-        a.admittedKeys.push_back(CriticalSections::collectionKey(*ns));
+                                                 /*mayWait=*/!opCtx.inlineExecution, isWrite));
+        a.admittedKeys.emplace_back(CriticalSections::collectionKey(*ns), isWrite);
     }
     if (!dbVersion.eoo()) {
         if (!dbVersion.isObject()) {
@@ -280,11 +332,23 @@ Status ShardingState::beforeCommand(OperationContext& opCtx, const CommandReques
         TRY_STATUS(a.metadata->checkDatabaseVersion(request.db, received, opCtx.deadline,
                                                     &opCtx.errorExtraInfo,
                                                     /*mayWait=*/!opCtx.inlineExecution));
-        a.admittedKeys.push_back(CriticalSections::databaseKey(request.db));
+        a.admittedKeys.emplace_back(CriticalSections::databaseKey(request.db), true);
     }
     // The placement this operation reads and writes its own namespace with, decided now, for
     // the whole operation (after the version check, so at the version it admitted).
-    if (ns) TRY_STATUS(opCtx.ownershipFilter(*ns).getStatus());
+    if (ns) {
+        ASSIGN_OR_RETURN(auto filter, opCtx.ownershipFilter(*ns));
+        // A write sent to this shard directly (no shardVersion) to a sharded collection still
+        // waits for a migration's critical section: the recipient's last catch-up must not miss
+        // it (src/shard/README.md "Migration").
+        if (filter && shardVersion.eoo() && isDocumentWriteCommand(request.commandName)) {
+            TRY_STATUS(a.metadata->admitUnversionedWrite(*ns, opCtx.deadline,
+                                                         /*mayWait=*/!opCtx.inlineExecution));
+            a.admittedKeys.emplace_back(CriticalSections::collectionKey(*ns), true);
+        }
+    }
+    // Every write of the operation is seen by the migrations in progress (their catch-up).
+    opCtx.writeUnit.addObserver(&_changeCapture);
     return Status::OK();
 }
 
@@ -341,6 +405,10 @@ void ShardingState::afterCommand(OperationContext& opCtx, const CommandRequest&,
             executed[txn::kWholeCommand] = std::move(whole);
         }
         _transactions.finish(*opCtx.lsid, *opCtx.txnNumber, executed);
+    }
+    if (a->foreground) {
+        _latency.record(std::chrono::duration_cast<std::chrono::microseconds>(
+            std::chrono::steady_clock::now() - a->started));
     }
     opCtx.admission.reset();  // leaves the critical sections now, before the reply is sent
 }

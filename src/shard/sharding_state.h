@@ -9,7 +9,12 @@
 #include "base/status.h"
 #include "bson/bson_obj.h"
 #include "command/command.h"
+#include "shard/foreground_latency.h"
+#include "shard/migration_recipient.h"
+#include "shard/migration_source.h"
+#include "shard/range_deleter.h"
 #include "shard/shard_metadata.h"
+#include "shard/tracked_ranges.h"
 #include "txn/transaction_table.h"
 
 namespace tessera::net {
@@ -76,6 +81,15 @@ class ShardingState : public command::CommandHooks, public command::RoleState {
     net::RemoteClient& remoteClient() { return *_client; }
     txn::TransactionTable& transactions() { return _transactions; }
 
+    // Migrations (README.md "Migration"): the donor's change capture and sources, the
+    // recipient's migrations in progress, the ranges counted apart and their deleter, and the
+    // foreground latency the clone is paced by.
+    ChangeCapture& changeCapture() { return _changeCapture; }
+    MigrationRecipients& recipients() { return _recipients; }
+    TrackedRanges& trackedRanges() { return *_tracked; }
+    RangeDeleter& rangeDeleter() { return *_rangeDeleter; }
+    ForegroundLatency& foregroundLatency() { return _latency; }
+
   private:
     // Everything that exists once the shard knows its name and config server. Member order is
     // destruction order in reverse: the metadata uses the source, which uses the catalog cache.
@@ -100,6 +114,11 @@ class ShardingState : public command::CommandHooks, public command::RoleState {
     mutable std::mutex _mutex;
     std::shared_ptr<Identity> _identity;
     txn::TransactionTable _transactions;
+    ChangeCapture _changeCapture;
+    MigrationRecipients _recipients;
+    std::shared_ptr<TrackedRanges> _tracked;
+    ForegroundLatency _latency;
+    std::unique_ptr<RangeDeleter> _rangeDeleter;  // last: its thread uses the members above
 };
 
 // Registers every _shardsvr* and _flush* command (they find the ShardingState through

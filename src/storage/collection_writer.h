@@ -3,6 +3,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/hlc.h"
 #include "base/status.h"
@@ -44,6 +45,12 @@ class CollectionWriter {
 
     // `doc` must already have an `_id` (first field) and be valid for storage.
     virtual StatusWith<Timestamp> insert(bson::BsonView doc, const WriteOptions& opts) = 0;
+    // Bulk loading (a migration's clone): inserts `docs` (each with an `_id`, valid for
+    // storage) in one atomic batch under one commit timestamp, calling the observers for each.
+    // A document whose `_id` or unique-index value is taken (stored, or by an earlier document of
+    // the batch) is skipped and counted in *skipped. Returns how many were inserted.
+    virtual StatusWith<int64_t> insertBatch(const std::vector<bson::BsonView>& docs,
+                                            const WriteOptions& opts, int64_t* skipped) = 0;
     // Replaces the document at recordKey, which must still be `expected` (WriteConflict
     // otherwise; NoSuchKey if it is gone), with newDoc (same _id).
     virtual StatusWith<Timestamp> update(std::string_view recordKey, bson::BsonView expected,

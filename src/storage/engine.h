@@ -93,6 +93,10 @@ class Engine {
     // garbage collection keeps them until the snapshot is destroyed. Snapshots, cursors and
     // writers must be destroyed before the engine.
     virtual std::unique_ptr<ReadSnapshot> snapshot(std::optional<Timestamp> at = {}) = 0;
+    // A snapshot that includes every write holding a commit timestamp now (it waits for those in
+    // flight): with write_observer.h's contract, a protocol that starts observing writes and
+    // then opens this snapshot sees each write either in the snapshot or in its observer.
+    virtual std::unique_ptr<ReadSnapshot> snapshotIncludingInFlight() = 0;
     // As snapshot(), but fails with SnapshotTooOld (239) when `at` is older than the history
     // window (its versions may already be garbage-collected).
     virtual StatusWith<std::unique_ptr<ReadSnapshot>> openSnapshot(std::optional<Timestamp> at) = 0;
@@ -122,10 +126,15 @@ class Engine {
     virtual Status syncWal() = 0;
     // WAL syncs syncWal() has run since open (fewer than its calls when callers shared one).
     virtual uint64_t walSyncCount() const = 0;
-    // Forces a garbage-collection pass of versions older than the history window (tests).
-    // The side records (SideRecordScope) whose key starts with `prefix`, in key order.
+    // The side records (write_observer.h) whose key starts with `prefix`, in key order.
     virtual std::vector<std::pair<std::string, std::string>> sideRecords(
         std::string_view prefix) const = 0;
+    // Writes side records outside any document write, in one synced batch (an empty value
+    // deletes the record).
+    virtual Status writeSideRecords(
+        const std::vector<std::pair<std::string, std::string>>& records) = 0;
+
+    // Forces a garbage-collection pass of versions older than the history window (tests).
 
     virtual Status collectGarbageForTest() = 0;
     // Number of stored versions (tombstones included) of the collection's records, or of its

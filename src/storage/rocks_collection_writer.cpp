@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 #include "bson/bson_builder.h"
 #include "keystring/keystring.h"
@@ -194,16 +195,6 @@ StatusWith<Timestamp> RocksCollectionWriter::commit(std::string_view movedFrom,
         }
         if (!newInfo) _coll = published;  // another writer published it meanwhile
     }
-    if (_unit) {
-        _sideRecords.clear();
-        WriteObserver::Op op = countDelta > 0   ? WriteObserver::Op::kInsert
-                               : countDelta < 0 ? WriteObserver::Op::kRemove
-                                                : WriteObserver::Op::kUpdate;
-        for (WriteObserver* observer : _unit->observers()) {
-            observer->onWrite(*_coll, op, oldDoc ? *oldDoc : bson::BsonView(),
-                              doc ? *doc : bson::BsonView(), &_sideRecords);
-        }
-    }
     std::string_view removedRecordKey = movedFrom.empty() ? recordKey : movedFrom;
 
     rocksdb::Status s;
@@ -211,6 +202,10 @@ StatusWith<Timestamp> RocksCollectionWriter::commit(std::string_view movedFrom,
     {
         CommitGuard commit(_engine->visibility());
         ts = commit.ts();
+        // Observers run once the write holds its commit timestamp (write_observer.h): one that
+        // starts observing and then reads at Engine::snapshotIncludingInFlight() either sees
+        // this write in that snapshot or is called for it.
+        notifyObservers(oldDoc, doc, countDelta);
         _batch.Clear();
         if (!movedFrom.empty()) {
             _keyBuf.clear();
@@ -254,12 +249,7 @@ StatusWith<Timestamp> RocksCollectionWriter::commit(std::string_view movedFrom,
                 rocksdb::Slice(reinterpret_cast<const char*>(entry.data()), entry.size()));
         }
         _engine->mergeCounts(&_batch, _coll->id, countDelta, sizeDelta, ts);
-        for (const auto& [key, value] : _sideRecords) {
-            if (!s.ok()) break;
-            std::string k(keys::kSideRecordPrefix);
-            k.append(key);
-            s = _batch.Put(_engine->catalogCf(), k, value);
-        }
+        if (s.ok()) s = putSideRecords(&_batch);
         if (s.ok()) {
             rocksdb::WriteOptions wo;
             wo.sync = opts.sync;
@@ -274,6 +264,31 @@ StatusWith<Timestamp> RocksCollectionWriter::commit(std::string_view movedFrom,
         _coll = std::move(newInfo);
     }
     return ts;
+}
+
+void RocksCollectionWriter::notifyObservers(const bson::BsonView* oldDoc, const bson::BsonView* doc,
+                                            int64_t countDelta) {
+    _sideRecords.clear();
+    if (!_unit) return;
+    WriteObserver::Op op = countDelta > 0   ? WriteObserver::Op::kInsert
+                           : countDelta < 0 ? WriteObserver::Op::kRemove
+                                            : WriteObserver::Op::kUpdate;
+    for (WriteObserver* observer : _unit->observers()) {
+        observer->onWrite(*_coll, op, oldDoc ? *oldDoc : bson::BsonView(),
+                          doc ? *doc : bson::BsonView(), &_sideRecords);
+    }
+}
+
+rocksdb::Status RocksCollectionWriter::putSideRecords(rocksdb::WriteBatch* batch) {
+    rocksdb::Status s;
+    for (const auto& [key, value] : _sideRecords) {
+        std::string k(keys::kSideRecordPrefix);
+        k.append(key);
+        s = value.empty() ? batch->Delete(_engine->catalogCf(), k)
+                          : batch->Put(_engine->catalogCf(), k, value);
+        if (!s.ok()) break;
+    }
+    return s;
 }
 
 StatusWith<Timestamp> RocksCollectionWriter::insert(bson::BsonView doc, const WriteOptions& opts) {
@@ -301,6 +316,117 @@ StatusWith<Timestamp> RocksCollectionWriter::insert(bson::BsonView doc, const Wr
     // the _id, so an unused _id means an unused record key).
     TRY_STATUS(checkUnique(nullptr, doc, {}, recordKey));
     return commit({}, recordKey, nullptr, &doc, 1, static_cast<int64_t>(doc.size()), opts);
+}
+
+StatusWith<int64_t> RocksCollectionWriter::insertBatch(const std::vector<bson::BsonView>& docs,
+                                                       const WriteOptions& opts, int64_t* skipped) {
+    // Each document's record key and index keys first (no lock held), then every key of the
+    // batch locked at once, the uniqueness checks under the locks, and one write.
+    struct Pending {
+        bson::BsonView doc;
+        std::string recordKey;
+        std::vector<IndexDelta> deltas;
+    };
+    std::vector<Pending> pending;
+    pending.reserve(docs.size());
+    std::vector<std::string> lockList;
+    for (bson::BsonView doc : docs) {
+        if (doc.getField("_id").eoo()) {
+            return Status(ErrorCodes::BadValue, "document to insert has no _id");
+        }
+        ASSIGN_OR_RETURN(std::string recordKey, makeRecordKey(*_coll, doc));
+        TRY_STATUS(computeIndexDeltas(nullptr, &doc, {}, recordKey));
+        for (size_t i = 0; i < _deltas.size(); ++i) {
+            if (_deltas[i].multikey && !indexAt(i).multikey) {
+                // Rare (a catalog change rides along): one document at a time.
+                int64_t inserted = 0;
+                for (bson::BsonView d : docs) {
+                    auto one = insert(d, opts);
+                    if (one.isOK()) {
+                        ++inserted;
+                    } else if (one.getStatus().is(ErrorCodes::DuplicateKey)) {
+                        if (skipped) ++*skipped;
+                    } else {
+                        return one.getStatus();
+                    }
+                }
+                return inserted;
+            }
+        }
+        for (std::string& k : lockKeys({recordKey})) lockList.push_back(std::move(k));
+        pending.push_back({doc, std::move(recordKey), _deltas});
+    }
+    if (pending.empty()) return int64_t{0};
+    std::vector<std::string_view> lockViews(lockList.begin(), lockList.end());
+    KeyLocks::Guard guard = _engine->keyLocks().lock(_coll->id, lockViews);
+    _records.markStale();
+    _indexes.markStale();
+    std::set<std::string> taken;  // "r"/"u" lock keys claimed by earlier documents of the batch
+    std::vector<const Pending*> accepted;
+    for (const Pending& p : pending) {
+        _deltas = p.deltas;
+        std::vector<std::string> mine = lockKeys({p.recordKey});
+        bool conflict = std::any_of(mine.begin(), mine.end(),
+                                    [&](const std::string& k) { return taken.count(k) > 0; });
+        if (!conflict && _coll->idIndexIsRecords()) {
+            _keyBuf.clear();
+            keys::appendBigEndian64(_keyBuf, _coll->id);
+            _keyBuf.append(p.recordKey);
+            std::string_view existing;
+            conflict = _records.get(_keyBuf, Timestamp::max(), &existing);
+        }
+        if (!conflict) conflict = !checkUnique(nullptr, p.doc, {}, p.recordKey).isOK();
+        if (conflict) {
+            if (skipped) ++*skipped;
+            continue;
+        }
+        for (std::string& k : mine) taken.insert(std::move(k));
+        accepted.push_back(&p);
+    }
+    if (accepted.empty()) return int64_t{0};
+
+    rocksdb::Status s;
+    int64_t count = 0, size = 0;
+    std::vector<std::pair<std::string, std::string>> sideRecords;
+    {
+        CommitGuard commit(_engine->visibility());
+        Timestamp ts = commit.ts();
+        _batch.Clear();
+        for (const Pending* p : accepted) {
+            notifyObservers(nullptr, &p->doc, 1);
+            for (auto& r : _sideRecords) sideRecords.push_back(std::move(r));
+            _keyBuf.clear();
+            keys::appendBigEndian64(_keyBuf, _coll->id);
+            _keyBuf.append(p->recordKey);
+            keys::appendTs(_keyBuf, ts);
+            s = _batch.Put(
+                _engine->recordsCf(), _keyBuf,
+                rocksdb::Slice(reinterpret_cast<const char*>(p->doc.data()), p->doc.size()));
+            for (size_t i = 0; s.ok() && i < p->deltas.size(); ++i) {
+                for (const std::string& key : p->deltas[i].added) {
+                    appendIndexUserKey(_keyBuf, _coll->id, indexAt(i), key, p->recordKey);
+                    keys::appendTs(_keyBuf, ts);
+                    s = _batch.Put(_engine->indexesCf(), _keyBuf,
+                                   rocksdb::Slice(p->recordKey.data(), p->recordKey.size()));
+                }
+            }
+            if (!s.ok()) break;
+            ++count;
+            size += static_cast<int64_t>(p->doc.size());
+        }
+        _engine->mergeCounts(&_batch, _coll->id, count, size, ts);
+        _sideRecords = std::move(sideRecords);
+        if (s.ok()) s = putSideRecords(&_batch);
+        if (s.ok()) {
+            rocksdb::WriteOptions wo;
+            wo.sync = opts.sync;
+            s = _engine->db()->Write(wo, &_batch);
+        }
+    }
+    if (!s.ok()) return Status(ErrorCodes::InternalError, "storage write failed: " + s.ToString());
+    _state->count.fetch_add(count);
+    _state->dataSize.fetch_add(size);
+    return count;
 }
 
 StatusWith<Timestamp> RocksCollectionWriter::update(std::string_view recordKey,

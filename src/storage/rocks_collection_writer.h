@@ -33,6 +33,8 @@ class RocksCollectionWriter final : public CollectionWriter {
 
     const CollectionInfo& collection() const override { return *_coll; }
     StatusWith<Timestamp> insert(bson::BsonView doc, const WriteOptions& opts) override;
+    StatusWith<int64_t> insertBatch(const std::vector<bson::BsonView>& docs,
+                                    const WriteOptions& opts, int64_t* skipped) override;
     StatusWith<Timestamp> update(std::string_view recordKey, bson::BsonView expected,
                                  bson::BsonView newDoc, const WriteOptions& opts) override;
     StatusWith<Timestamp> remove(std::string_view recordKey, bson::BsonView expected,
@@ -73,6 +75,12 @@ class RocksCollectionWriter final : public CollectionWriter {
                                  const bson::BsonView* oldDoc, const bson::BsonView* doc,
                                  int64_t countDelta, int64_t sizeDelta, const WriteOptions& opts);
     const IndexSpec& indexAt(size_t i) const { return _coll->indexes[i + _firstIndex]; }
+    // Calls the write unit's observers for one document write; their records go to
+    // _sideRecords (cleared first).
+    void notifyObservers(const bson::BsonView* oldDoc, const bson::BsonView* doc,
+                         int64_t countDelta);
+    // Adds _sideRecords to `batch` (an empty value deletes the record).
+    rocksdb::Status putSideRecords(rocksdb::WriteBatch* batch);
 
     RocksEngine* _engine;
     CollectionPtr _coll;

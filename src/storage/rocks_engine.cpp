@@ -697,6 +697,10 @@ std::unique_ptr<ReadSnapshot> RocksEngine::snapshot(std::optional<Timestamp> at)
     return std::make_unique<RocksReadSnapshot>(this, ts, std::move(pin), /*physical=*/true);
 }
 
+std::unique_ptr<ReadSnapshot> RocksEngine::snapshotIncludingInFlight() {
+    return snapshot(_clock->current());
+}
+
 StatusWith<std::unique_ptr<ReadSnapshot>> RocksEngine::openSnapshot(std::optional<Timestamp> at) {
     if (at) {
         Timestamp now = _clock->current();
@@ -810,6 +814,19 @@ Status RocksEngine::collectGarbageForTest() {
         TRY_STATUS(fromRocks(_db->CompactRange(compact, cf, nullptr, nullptr), "compact"));
     }
     return Status::OK();
+}
+
+Status RocksEngine::writeSideRecords(
+    const std::vector<std::pair<std::string, std::string>>& records) {
+    rocksdb::WriteBatch batch;
+    for (const auto& [key, value] : records) {
+        std::string k(keys::kSideRecordPrefix);
+        k.append(key);
+        TRY_STATUS(
+            fromRocks(value.empty() ? batch.Delete(_catalog, k) : batch.Put(_catalog, k, value),
+                      "side record"));
+    }
+    return writeSync(&batch);
 }
 
 std::vector<std::pair<std::string, std::string>> RocksEngine::sideRecords(

@@ -53,6 +53,7 @@ class RocksEngine final : public Engine {
     Status clusterCollection(std::string_view ns, bson::BsonView clusterKey) override;
 
     std::unique_ptr<ReadSnapshot> snapshot(std::optional<Timestamp> at = {}) override;
+    std::unique_ptr<ReadSnapshot> snapshotIncludingInFlight() override;
     StatusWith<std::unique_ptr<ReadSnapshot>> openSnapshot(std::optional<Timestamp> at) override;
     StatusWith<std::unique_ptr<CollectionWriter>> writer(const CollectionPtr& coll,
                                                          const WriteUnit* unit) override;
@@ -64,6 +65,8 @@ class RocksEngine final : public Engine {
     Status syncWal() override;
     uint64_t walSyncCount() const override { return _walSync.syncs(); }
     Status collectGarbageForTest() override;
+    Status writeSideRecords(
+        const std::vector<std::pair<std::string, std::string>>& records) override;
     std::vector<std::pair<std::string, std::string>> sideRecords(
         std::string_view prefix) const override;
     size_t countVersionsForTest(const CollectionInfo& coll, bool indexes) override;

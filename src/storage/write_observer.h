@@ -22,7 +22,10 @@ class WriteObserver {
     // `before`: the version replaced or removed (empty for an insert); `after`: the version
     // written (empty for a remove). Both valid only during the call. Appends side records
     // (key, value) to `out`; they are stored under the catalog's side-record prefix
-    // (Engine::sideRecords). Called with the document's key locks held; must not block.
+    // (Engine::sideRecords); an empty value deletes the record. Called with the document's key
+    // locks held and its commit timestamp taken (still in flight), so an observer that begins
+    // observing and then opens Engine::snapshotIncludingInFlight() misses no write: each one is
+    // either in that snapshot or observed. Must not block.
     virtual void onWrite(const CollectionInfo& coll, Op op, bson::BsonView before,
                          bson::BsonView after,
                          std::vector<std::pair<std::string, std::string>>* out) = 0;

@@ -21,6 +21,19 @@ void TransactionTable::restore(const std::string& lsid, int64_t txnNumber, StmtI
     s.statements[stmtId] = std::move(result);
 }
 
+bool TransactionTable::adopt(const std::string& lsid, int64_t txnNumber, StmtId stmtId,
+                             bson::BsonObj result) {
+    std::lock_guard lk(_mutex);
+    Session& s = _sessions[lsid];
+    if (txnNumber < s.txnNumber) return false;
+    if (txnNumber > s.txnNumber) {
+        s.txnNumber = txnNumber;
+        s.statements.clear();
+    }
+    s.statements[stmtId] = std::move(result);
+    return true;
+}
+
 StatusWith<ExecutedStatements> TransactionTable::begin(const std::string& lsid, int64_t txnNumber,
                                                        Clock::time_point deadline, bool mayWait) {
     std::unique_lock lk(_mutex);

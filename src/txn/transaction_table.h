@@ -42,6 +42,10 @@ class TransactionTable {
 
     // A record read back at startup: statements of the session's newest txnNumber are kept.
     void restore(const std::string& lsid, int64_t txnNumber, StmtId stmtId, bson::BsonObj result);
+    // A record another shard executed (a migration moves the records of its range): adopted,
+    // as restore() does, unless this table knows a newer txnNumber of the session; returns
+    // whether it was adopted.
+    bool adopt(const std::string& lsid, int64_t txnNumber, StmtId stmtId, bson::BsonObj result);
 
     // `mayWait` false: InlineWouldBlock instead of waiting for a running attempt.
     StatusWith<ExecutedStatements> begin(const std::string& lsid, int64_t txnNumber,

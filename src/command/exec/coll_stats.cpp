@@ -18,9 +18,11 @@ struct OwnedTotals {
     int64_t bytes = 0;
 };
 
-// The owned documents of `coll` and their BSON bytes, by a scan at the latest snapshot.
+// The owned documents of `coll` and their BSON bytes: kept by the shard (O(1)) when it can, else
+// by a scan at the latest snapshot.
 OwnedTotals ownedTotals(storage::Engine& engine, const storage::CollectionInfo& coll,
                         const OwnershipFilter& ownership) {
+    if (auto kept = ownership.ownedTotals(engine, coll)) return {kept->count, kept->bytes};
     OwnedTotals totals;
     auto snapshot = engine.snapshot();
     auto cursor = snapshot->scan(coll);

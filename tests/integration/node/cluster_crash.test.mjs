@@ -88,7 +88,7 @@ describeWithManualCluster('crash recovery of migrations and movePrimary (kill -9
             p.sigcont();
             if (!p.alive) await c().restart(p);
         }
-        for (const fp of ['moveRangeHangAfterCriticalSection', 'moveRangeHangBeforeCommit', 'moveRangeHangAfterCommit']) {
+        for (const fp of ['moveRangeHangAfterDonorStart', 'moveRangeHangInCriticalSection', 'moveRangeHangBeforeCommit', 'moveRangeHangAfterCommit']) {
             await cfgAdmin({ configureFailPoint: fp, mode: 'off' }).catch(() => {});
         }
         await waitRecovered();
@@ -169,8 +169,9 @@ describeWithManualCluster('crash recovery of migrations and movePrimary (kill -9
     }
 
     for (const [fp, phase] of [
-        ['moveRangeHangAfterCriticalSection', 'start'],
-        ['moveRangeHangBeforeCommit', 'cloning'],
+        ['moveRangeHangAfterDonorStart', 'start'],
+        ['moveRangeHangInCriticalSection', 'criticalSection'],
+        ['moveRangeHangBeforeCommit', 'criticalSection'],
     ]) {
         test(`config server killed at ${fp} (phase ${phase}): recovery aborts the migration`, async () => {
             try {
@@ -219,7 +220,7 @@ describeWithManualCluster('crash recovery of migrations and movePrimary (kill -9
      */
     async function shardCrashBeforeCommit(t, setup, victimName) {
         const { ns, coll } = setup;
-        const { moving } = await moveAndHang(setup, 'moveRangeHangBeforeCommit', 'cloning');
+        const { moving } = await moveAndHang(setup, 'moveRangeHangBeforeCommit', 'criticalSection');
         const victim = c().shardProc(victimName);
         await c().kill9(victim);
         await c().restart(victim);
@@ -289,7 +290,7 @@ describeWithManualCluster('crash recovery of migrations and movePrimary (kill -9
                 (await c().shardByName(recipient)).db(dbName).collection('c').countDocuments({}, { maxTimeMS: 20000 });
             // A direct read makes the recipient load (and persist) its placement: it owns nothing.
             assert.equal(await onRecipient(), 0);
-            const { moving } = await moveAndHang(setup, 'moveRangeHangBeforeCommit', 'cloning');
+            const { moving } = await moveAndHang(setup, 'moveRangeHangBeforeCommit', 'criticalSection');
             assert.equal(await storedCount(recipient, dbName, 'c'), 100, 'the recipient holds the cloned range');
             await c().kill9(c().configProc);
             const victim = c().shardProc(recipient);

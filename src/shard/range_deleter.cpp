@@ -1,0 +1,202 @@
+#include "shard/range_deleter.h"
+
+#include "base/log.h"
+#include "bson/bson_builder.h"
+#include "net/remote_client.h"
+#include "shard/ownership_filter.h"
+#include "shard/sharding_state.h"
+#include "storage/engine.h"
+
+namespace tessera::shard {
+
+void RangeDeleter::start() {
+    std::lock_guard lk(_mutex);
+    if (_thread.joinable()) return;
+    _stop = false;
+    _thread = std::thread([this] { run(); });
+}
+
+void RangeDeleter::stop() {
+    {
+        std::lock_guard lk(_mutex);
+        _stop = true;
+        _cv.notify_all();
+    }
+    if (_thread.joinable()) _thread.join();
+}
+
+void RangeDeleter::notify() {
+    std::lock_guard lk(_mutex);
+    _notified = true;
+    _cv.notify_all();
+}
+
+void RangeDeleter::run() {
+    for (;;) {
+        {
+            std::unique_lock lk(_mutex);
+            _cv.wait_for(lk, std::chrono::seconds(2), [&] { return _stop || _notified; });
+            if (_stop) return;
+            _notified = false;
+        }
+        while (pass()) {
+            std::lock_guard lk(_mutex);
+            if (_stop) return;
+        }
+    }
+}
+
+bool RangeDeleter::pass() {
+    auto md = _state.metadata();
+    if (!md) return false;
+    bool deleted = false;
+    for (const TrackedRange& tracked : _state.trackedRanges().list()) {
+        {
+            std::lock_guard lk(_mutex);
+            if (_stop) return false;
+        }
+        storage::CollectionPtr coll = _state.service().engine->getCollection(tracked.ns);
+        if (!coll || coll->uuid != tracked.uuid) {
+            // The collection was dropped (or is another incarnation): nothing to count apart.
+            (void)_state.trackedRanges().remove(tracked.ns, tracked.range.encodedMin());
+            continue;
+        }
+        if (_state.recipients().receiving(tracked.ns, tracked.range.encodedMin())) continue;
+        auto filter = md->ownershipFilter(tracked.ns);
+        if (!filter.isOK()) continue;  // placement unknown now: retried on the next pass
+        const auto* chunks = dynamic_cast<const ChunkOwnershipFilter*>(filter.getValue().get());
+        if (!chunks) {
+            (void)_state.trackedRanges().remove(tracked.ns, tracked.range.encodedMin());
+            continue;
+        }
+        auto owned = chunks->ownershipOf(tracked.range.encodedMin(), tracked.range.encodedMax());
+        if (owned == ChunkOwnershipFilter::RangeOwnership::kAll) {
+            // An incoming range whose commit is known, or an outgoing one whose migration
+            // aborted: owned again, so its documents are counted as stored. A donor's range
+            // is kept while its critical section holds (the commit may still come).
+            if (tracked.kind == TrackedRange::Kind::kIncoming ||
+                !md->criticalSections().isEntered(CriticalSections::collectionKey(tracked.ns))) {
+                (void)_state.trackedRanges().remove(tracked.ns, tracked.range.encodedMin());
+            }
+            continue;
+        }
+        if (owned == ChunkOwnershipFilter::RangeOwnership::kPartial) continue;
+        if (tracked.kind == TrackedRange::Kind::kIncoming) {
+            // A clone this process does not drive any more (it restarted): its migration may
+            // still commit. Only once its coordinator is gone is the outcome final, and then
+            // the freshly loaded placement tells which it was.
+            if (!coordinatorGone(tracked.migrationId)) continue;
+            if (!md->refreshCollection(tracked.ns).isOK()) continue;
+            auto fresh = md->ownershipFilter(tracked.ns);
+            const auto* now =
+                fresh.isOK() ? dynamic_cast<const ChunkOwnershipFilter*>(fresh.getValue().get())
+                             : nullptr;
+            if (!now) continue;
+            auto after = now->ownershipOf(tracked.range.encodedMin(), tracked.range.encodedMax());
+            if (after == ChunkOwnershipFilter::RangeOwnership::kAll) {
+                (void)_state.trackedRanges().remove(tracked.ns, tracked.range.encodedMin());
+                continue;
+            }
+            if (after != ChunkOwnershipFilter::RangeOwnership::kNone) continue;
+        }
+        std::lock_guard del(_deleteMutex);
+        Status s = deleteRange(tracked);
+        if (!s.isOK()) {
+            log::warning("SHARDING", 22041, "Range deletion failed, will retry",
+                         "{\"ns\":\"" + log::jsonEscape(tracked.ns) + "\",\"error\":\"" +
+                             log::jsonEscape(s.toString()) + "\"}");
+            continue;
+        }
+        deleted = true;
+    }
+    return deleted;
+}
+
+bool RangeDeleter::coordinatorGone(const std::string& migrationId) {
+    bson::BsonBuilder find;
+    find.append("find", "system.coordinators");
+    find.startObject("filter").append("migrationId", migrationId).end();
+    find.appendInt32("limit", 1);
+    auto reply = _state.remoteClient().runCommand(_state.configHost(), "config", find.obj(),
+                                                  std::chrono::seconds(10));
+    if (!reply.isOK() || !net::replyStatus(reply.getValue()).isOK()) return false;  // unknown
+    bson::BsonElement cursor = reply.getValue()["cursor"];
+    if (!cursor.isObject()) return false;
+    bson::BsonElement batch = cursor.objValue()["firstBatch"];
+    return batch.type() == bson::BsonType::Array && batch.objValue().isEmpty();
+}
+
+Status RangeDeleter::deleteRange(const TrackedRange& tracked) {
+    auto current = _state.trackedRanges().find(tracked.ns, tracked.range.encodedMin());
+    if (!current) return Status::OK();  // purged meanwhile
+    storage::Engine& engine = *_state.service().engine;
+    auto started = std::chrono::steady_clock::now();
+    ASSIGN_OR_RETURN(int64_t n,
+                     deleteUnownedInRange(engine, tracked.ns, *tracked.pattern, tracked.range,
+                                          nullptr, &_state.trackedRanges()));
+    TRY_STATUS(_state.trackedRanges().remove(tracked.ns, tracked.range.encodedMin()));
+    _rangesDeleted.fetch_add(1);
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::steady_clock::now() - started)
+                  .count();
+    log::info("SHARDING", 22042, "Deleted a range the shard no longer owns",
+              "{\"ns\":\"" + log::jsonEscape(tracked.ns) +
+                  "\",\"min\":" + tracked.range.min().toJson() +
+                  ",\"max\":" + tracked.range.max().toJson() + ",\"deleted\":" + std::to_string(n) +
+                  ",\"durationMillis\":" + std::to_string(ms) + "}");
+    return Status::OK();
+}
+
+StatusWith<int64_t> RangeDeleter::purge(const std::string& ns,
+                                        const placement::ShardKeyPattern& pattern,
+                                        const ShardKeyRange& range) {
+    std::lock_guard del(_deleteMutex);
+    auto md = _state.metadata();
+    if (!md) return Status(ErrorCodes::ShardingStateNotInitialized, "no shard identity");
+    ASSIGN_OR_RETURN(auto filter, md->ownershipFilter(ns));
+    for (const TrackedRange& tracked : _state.trackedRanges().list(ns)) {
+        if (!(tracked.range.encodedMin() < range.encodedMax() &&
+              range.encodedMin() < tracked.range.encodedMax())) {
+            continue;
+        }
+        if (_state.recipients().receiving(ns, tracked.range.encodedMin())) {
+            return Status(
+                ErrorCodes::ConflictingOperationInProgress,
+                "a migration is receiving into " + ns + " " + tracked.range.min().toJson());
+        }
+        const auto* chunks = dynamic_cast<const ChunkOwnershipFilter*>(filter.get());
+        if (chunks && chunks->ownershipOf(tracked.range.encodedMin(), tracked.range.encodedMax()) !=
+                          ChunkOwnershipFilter::RangeOwnership::kNone) {
+            // Owned (a finished migration's incoming range): only the tracking goes.
+            TRY_STATUS(_state.trackedRanges().remove(ns, tracked.range.encodedMin()));
+            continue;
+        }
+        TRY_STATUS(deleteRange(tracked));
+    }
+    // Anything else unowned in the range (none while the invariant holds; older data dirs).
+    return deleteUnownedInRange(*_state.service().engine, ns, pattern, range, filter.get(),
+                                &_state.trackedRanges());
+}
+
+Status RangeDeleter::waitUntilDeleted(const std::string& ns, const ShardKeyRange& range,
+                                      std::chrono::steady_clock::time_point deadline) {
+    for (;;) {
+        bool left = false;
+        for (const TrackedRange& t : _state.trackedRanges().list(ns)) {
+            if (t.kind == TrackedRange::Kind::kOutgoing &&
+                t.range.encodedMin() < range.encodedMax() &&
+                range.encodedMin() < t.range.encodedMax()) {
+                left = true;
+            }
+        }
+        if (!left) return Status::OK();
+        if (std::chrono::steady_clock::now() > deadline) {
+            return Status(ErrorCodes::ExceededTimeLimit,
+                          "the donated range of " + ns + " is still being deleted");
+        }
+        notify();
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+}
+
+}  // namespace tessera::shard
