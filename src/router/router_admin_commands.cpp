@@ -154,7 +154,7 @@ Status moveRangeOnConfig(Router& router, const std::string& ns, const BsonObj& c
 // moveChunk: ns, find | bounds, to → the chunk's [min, max) → _configsvrMoveRange. {millis}.
 Status moveChunk(OperationContext& opCtx, const CommandRequest& request, BsonBuilder& reply) {
     // _secondaryThrottle: there are no secondaries to wait for; forceJumbo: no chunk is jumbo;
-    // the donor's range is always deleted before the command answers (waitForDelete).
+    // the donor deletes the range at once either way, _waitForDelete waits for it.
     TRY_STATUS(
         checkKnownFields(request, {"find", "bounds", "to", "_waitForDelete", "waitForDelete",
                                    "_secondaryThrottle", "secondaryThrottle", "forceJumbo"}));

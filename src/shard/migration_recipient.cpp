@@ -1,5 +1,6 @@
 #include "shard/migration_recipient.h"
 
+#include <future>
 #include <thread>
 
 #include "base/failpoint.h"
@@ -26,12 +27,18 @@ constexpr int64_t kMinBudgetMicros = 2000;
 // Test only: the recipient stops after cloning, before catch-up (crash tests).
 TESSERA_FAIL_POINT_DEFINE(migrationRecipientHangAfterClone);
 
-// Holds the migration while `fp` is on (logged with the failpoint's name, as the config server's
-// hangs are, so that crash tests can wait for it).
-void hangWhileSet(FailPoint& fp) {
+int64_t micros(std::chrono::steady_clock::duration d) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+}
+
+// Holds the migration while `fp` is on and `cancelled` is not set (logged with the failpoint's
+// name, as the config server's hangs are, so that crash tests can wait for it).
+void hangWhileSet(FailPoint& fp, const std::atomic<bool>& cancelled) {
     if (!fp.shouldFail()) return;
     log::info("SHARDING", 22052, "Hanging at failpoint", "{\"failpoint\":\"" + fp.name() + "\"}");
-    while (fp.active()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    while (fp.active() && !cancelled.load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
 }
 
 std::string_view phaseName(MigrationRecipient::Phase p) {
@@ -122,9 +129,9 @@ Status MigrationRecipient::cloneAndCatchUp(command::OperationContext& opCtx) {
     TRY_STATUS(_state.trackedRanges().add(tracked));
 
     _phase = Phase::kCloning;
-    bson::BsonObj after;  // {afterKey} once a page returned one
-    for (;;) {
-        TRY_STATUS(checkRunning(opCtx));
+    // The next page is fetched while this one is written (the donor's read and the network
+    // overlap the recipient's ingest).
+    auto fetch = [this, &client](bson::BsonObj after) -> StatusWith<bson::BsonObj> {
         bson::BsonBuilder rr;
         rr.append("_shardsvrReadRange", _ns);
         rr.append("min", _range.min());
@@ -132,37 +139,67 @@ Status MigrationRecipient::cloneAndCatchUp(command::OperationContext& opCtx) {
         rr.append("migrationId", _id);
         rr.appendInt64("batchBytes", kCloneBatchBytes);
         for (bson::BsonElement e : after.view()) rr.appendElement(e);
-        ASSIGN_OR_RETURN(bson::BsonObj page,
-                         client.runCommand(_fromHost, "admin", rr.obj(), kRequestTimeout));
-        TRY_STATUS(net::replyStatus(page));
-        std::vector<bson::BsonObj> docs;
+        auto start = std::chrono::steady_clock::now();
+        auto page = client.runCommand(_fromHost, "admin", rr.obj(), kRequestTimeout);
+        _fetchMicros.fetch_add(micros(std::chrono::steady_clock::now() - start));
+        if (page.isOK()) TRY_STATUS(net::replyStatus(page.getValue()));
+        return page;
+    };
+    std::future<StatusWith<bson::BsonObj>> next =
+        std::async(std::launch::async, fetch, bson::BsonObj());
+    for (;;) {
+        StatusWith<bson::BsonObj> fetched = next.get();
+        TRY_STATUS(fetched.getStatus());
+        TRY_STATUS(checkRunning(opCtx));
+        const bson::BsonObj page = std::move(fetched.getValue());
+        bool last = page["done"].trueValue();
+        if (!last) {
+            bson::BsonElement lastKey = page["lastKey"];
+            bson::BsonElement lastId = page["lastId"];
+            bson::BsonBuilder a;
+            if (lastKey.type() == bson::BsonType::BinData) a.appendElementAs(lastKey, "afterKey");
+            if (!lastId.eoo() && !lastId.isNull()) a.appendElementAs(lastId, "afterId");
+            bson::BsonObj after = a.obj();
+            if (after.isEmpty()) {
+                last = true;
+            } else {
+                pace(page["foregroundP99Micros"].numberLong());
+                next = std::async(std::launch::async, fetch, std::move(after));
+            }
+        }
+        auto ingestStart = std::chrono::steady_clock::now();
+        std::vector<bson::BsonView> docs;
         int64_t bytes = 0;
         if (page["docs"].type() == bson::BsonType::Array) {
             for (bson::BsonElement d : page["docs"].objValue()) {
                 if (!d.isObject()) continue;
-                docs.push_back(d.objValue().copy());
+                docs.push_back(d.objValue());
                 bytes += static_cast<int64_t>(docs.back().size());
             }
         }
         int64_t skipped = 0;
         int64_t inserted = 0;
-        TRY_STATUS(_state.trackedRanges().write([&](const storage::WriteUnit& unit) {
+        Status written = _state.trackedRanges().write([&](const storage::WriteUnit& unit) {
             ASSIGN_OR_RETURN(inserted, insertDocuments(engine, _ns, docs, &skipped, &unit));
             return Status::OK();
-        }));
+        });
+        if (!written.isOK()) {
+            if (!last) (void)next.wait_for(kRequestTimeout);  // never leave the fetch running
+            return written;
+        }
+        _ingestMicros.fetch_add(micros(std::chrono::steady_clock::now() - ingestStart));
         _docsCloned.fetch_add(inserted);
         _bytesCloned.fetch_add(bytes);
-        if (page["done"].trueValue()) break;
-        bson::BsonElement lastKey = page["lastKey"];
-        bson::BsonElement lastId = page["lastId"];
-        bson::BsonBuilder a;
-        if (lastKey.type() == bson::BsonType::BinData) a.appendElementAs(lastKey, "afterKey");
-        if (!lastId.eoo() && !lastId.isNull()) a.appendElementAs(lastId, "afterId");
-        after = a.obj();
-        if (after.isEmpty()) break;
-        pace(page["foregroundP99Micros"].numberLong());
+        if (last) break;
     }
-    hangWhileSet(migrationRecipientHangAfterClone);
+    log::info("SHARDING", 22053, "Cloned a range",
+              "{\"migrationId\":\"" + log::jsonEscape(_id) +
+                  "\",\"docs\":" + std::to_string(_docsCloned.load()) +
+                  ",\"bytes\":" + std::to_string(_bytesCloned.load()) +
+                  ",\"fetchMillis\":" + std::to_string(_fetchMicros.load() / 1000) +
+                  ",\"ingestMillis\":" + std::to_string(_ingestMicros.load() / 1000) +
+                  ",\"throttledMillis\":" + std::to_string(_throttledMs.load()) + "}");
+    hangWhileSet(migrationRecipientHangAfterClone, _cancelled);
 
     _phase = Phase::kCatchUp;
     for (int round = 0; round < kMaxCatchUpRounds; ++round) {
@@ -339,6 +376,8 @@ void MigrationRecipient::appendProgress(bson::BsonBuilder& b) const {
         .appendInt64("modsApplied", _modsApplied.load())
         .appendInt64("backlog", _backlog.load())
         .appendInt64("throttledMillis", _throttledMs.load())
+        .appendInt64("cloneFetchMillis", _fetchMicros.load() / 1000)
+        .appendInt64("cloneIngestMillis", _ingestMicros.load() / 1000)
         .appendInt64("foregroundP99BudgetMicros", _budgetMicros)
         .appendInt64("elapsedMillis", elapsed);
 }

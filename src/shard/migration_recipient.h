@@ -71,6 +71,8 @@ class MigrationRecipient {
     std::atomic<Phase> _phase{Phase::kPurging};
     std::atomic<int64_t> _docsCloned{0}, _bytesCloned{0}, _modsApplied{0}, _backlog{0};
     std::atomic<int64_t> _throttledMs{0};
+    // Where the clone's time went: waiting for the donor's pages, writing them.
+    std::atomic<int64_t> _fetchMicros{0}, _ingestMicros{0};
     // aborted() cancels a clone or catch-up still running (the coordinator gave up: a config
     // server restart, say) and waits for it to stop before it purges.
     std::atomic<bool> _cancelled{false};

@@ -153,23 +153,33 @@ StatusWith<int64_t> deleteUnownedInRange(storage::Engine& engine, std::string_vi
         }
     }
     int64_t deleted = 0;
-    constexpr size_t kBatch = 256;
+    constexpr size_t kBatch = 2048;
     auto removeBatch = [&](size_t i, const storage::WriteUnit* unit) -> Status {
         ASSIGN_OR_RETURN(auto writer, engine.writer(coll, unit));
-        for (size_t j = i; j < std::min(keys.size(), i + kBatch); ++j) {
-            // The version removed is the one stored now, still unowned (first writer wins: a
-            // concurrent write in between is a conflict, and the document is looked at again).
-            for (int attempt = 0;; ++attempt) {
+        // The versions removed are the ones stored now, still unowned (first writer wins: a
+        // record changed in between is skipped by removeBatch and looked at again).
+        std::vector<size_t> todo;
+        for (size_t j = i; j < std::min(keys.size(), i + kBatch); ++j) todo.push_back(j);
+        for (int attempt = 0; !todo.empty(); ++attempt) {
+            if (attempt > 100) {
+                return Status(ErrorCodes::WriteConflict, "range deletion kept conflicting");
+            }
+            std::vector<storage::Record> records;
+            std::vector<size_t> of;
+            for (size_t j : todo) {
                 std::optional<bson::BsonObj> doc = writer->current(keys[j]);
-                if (!doc || (filter && filter->owns(*doc))) break;
-                auto st = writer->remove(keys[j], *doc, storage::WriteOptions{});
-                if (st.isOK()) {
-                    ++deleted;
-                    break;
-                }
-                if (st.getStatus().is(ErrorCodes::NoSuchKey)) break;
-                if (!st.getStatus().is(ErrorCodes::WriteConflict) || attempt > 1000) {
-                    return st.getStatus();
+                if (!doc || (filter && filter->owns(*doc))) continue;
+                records.push_back({keys[j], std::move(*doc)});
+                of.push_back(j);
+            }
+            int64_t skipped = 0;
+            ASSIGN_OR_RETURN(int64_t n,
+                             writer->removeBatch(records, storage::WriteOptions{}, &skipped));
+            deleted += n;
+            todo.clear();
+            if (skipped > 0) {
+                for (size_t k = 0; k < records.size(); ++k) {
+                    if (writer->current(keys[of[k]])) todo.push_back(of[k]);
                 }
             }
         }
@@ -189,6 +199,13 @@ StatusWith<int64_t> deleteUnownedInRange(storage::Engine& engine, std::string_vi
 StatusWith<int64_t> insertDocuments(storage::Engine& engine, std::string_view ns,
                                     const std::vector<bson::BsonObj>& docs, int64_t* skipped,
                                     const storage::WriteUnit* unit) {
+    return insertDocuments(engine, ns, std::vector<bson::BsonView>(docs.begin(), docs.end()),
+                           skipped, unit);
+}
+
+StatusWith<int64_t> insertDocuments(storage::Engine& engine, std::string_view ns,
+                                    const std::vector<bson::BsonView>& docs, int64_t* skipped,
+                                    const storage::WriteUnit* unit) {
     storage::CollectionPtr coll = engine.getCollection(ns);
     if (!coll) {
         return Status(ErrorCodes::NamespaceNotFound,
@@ -196,10 +213,9 @@ StatusWith<int64_t> insertDocuments(storage::Engine& engine, std::string_view ns
     }
     if (docs.empty()) return int64_t{0};
     ASSIGN_OR_RETURN(auto writer, engine.writer(coll, unit));
-    std::vector<bson::BsonView> views(docs.begin(), docs.end());
     int64_t skippedHere = 0;
     ASSIGN_OR_RETURN(int64_t inserted,
-                     writer->insertBatch(views, storage::WriteOptions{}, &skippedHere));
+                     writer->insertBatch(docs, storage::WriteOptions{}, &skippedHere));
     if (skippedHere > 0) {
         log::warning("SHARDING", 22020, "Skipped received documents whose _id exists already",
                      "{\"ns\":\"" + log::jsonEscape(ns) +

@@ -86,6 +86,9 @@ StatusWith<int64_t> deleteUnownedInRange(storage::Engine& engine, std::string_vi
 // insertBatch): no validation, no ownership. A document whose _id exists already is skipped
 // (counted in *skipped). `unit`: the write's observers (may be null).
 StatusWith<int64_t> insertDocuments(storage::Engine& engine, std::string_view ns,
+                                    const std::vector<bson::BsonView>& docs, int64_t* skipped,
+                                    const storage::WriteUnit* unit = nullptr);
+StatusWith<int64_t> insertDocuments(storage::Engine& engine, std::string_view ns,
                                     const std::vector<bson::BsonObj>& docs, int64_t* skipped,
                                     const storage::WriteUnit* unit = nullptr);
 

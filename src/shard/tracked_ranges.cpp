@@ -1,6 +1,8 @@
 #include "shard/tracked_ranges.h"
 
 #include <algorithm>
+#include <cstring>
+#include <map>
 
 #include "base/log.h"
 #include "bson/bson_builder.h"
@@ -11,6 +13,20 @@ namespace tessera::shard {
 namespace {
 
 constexpr std::string_view kPrefix = "rng:";
+// The counts of a tracked range, apart from its descriptor so that a document write adds 16
+// bytes to its batch, not a BSON document: docs(8) bytes(8), little-endian.
+constexpr std::string_view kCountsPrefix = "rnc:";
+
+std::string countsKey(const TrackedRange& r) {
+    return std::string(kCountsPrefix) + r.recordKey().substr(kPrefix.size());
+}
+
+std::string encodeCounts(int64_t docs, int64_t bytes) {
+    std::string v(16, '\0');
+    std::memcpy(v.data(), &docs, 8);
+    std::memcpy(v.data() + 8, &bytes, 8);
+    return v;
+}
 
 bool overlaps(const ShardKeyRange& a, const ShardKeyRange& b) {
     return a.encodedMin() < b.encodedMax() && b.encodedMin() < a.encodedMax();
@@ -68,6 +84,10 @@ std::string TrackedRange::recordKey() const {
 
 Status TrackedRanges::load() {
     std::vector<std::pair<std::string, std::string>> stale;
+    std::map<std::string, std::string> counts;  // key after the prefix → counts
+    for (const auto& [key, value] : _engine.sideRecords(kCountsPrefix)) {
+        counts[key.substr(kCountsPrefix.size())] = value;
+    }
     std::lock_guard lk(_mutex);
     _ranges.clear();
     for (const auto& [key, value] : _engine.sideRecords(kPrefix)) {
@@ -80,7 +100,14 @@ Status TrackedRanges::load() {
             stale.emplace_back(key, "");
             continue;
         }
-        _ranges.push_back(std::move(parsed.getValue()));
+        TrackedRange r = std::move(parsed.getValue());
+        if (auto c = counts.find(key.substr(kPrefix.size())); c != counts.end()) {
+            if (c->second.size() == 16) {
+                std::memcpy(&r.docs, c->second.data(), 8);
+                std::memcpy(&r.bytes, c->second.data() + 8, 8);
+            }
+        }
+        _ranges.push_back(std::move(r));
     }
     if (!stale.empty()) TRY_STATUS(_engine.writeSideRecords(stale));
     return Status::OK();
@@ -93,6 +120,7 @@ Status TrackedRanges::dropNamespace(const std::string& ns) {
         bool match = ns.ends_with('.') ? _ranges[i].ns.starts_with(ns) : _ranges[i].ns == ns;
         if (!match) continue;
         gone.emplace_back(_ranges[i].recordKey(), "");
+        gone.emplace_back(countsKey(_ranges[i]), "");
         _ranges.erase(_ranges.begin() + static_cast<std::ptrdiff_t>(i));
     }
     return gone.empty() ? Status::OK() : _engine.writeSideRecords(gone);
@@ -111,7 +139,8 @@ Status TrackedRanges::add(const TrackedRange& range) {
     }
     bson::BsonObj doc = range.toBson();
     TRY_STATUS(_engine.writeSideRecords(
-        {{range.recordKey(), std::string(reinterpret_cast<const char*>(doc.data()), doc.size())}}));
+        {{range.recordKey(), std::string(reinterpret_cast<const char*>(doc.data()), doc.size())},
+         {countsKey(range), encodeCounts(range.docs, range.bytes)}}));
     _ranges.push_back(range);
     return Status::OK();
 }
@@ -120,7 +149,8 @@ Status TrackedRanges::remove(const std::string& ns, const std::string& encodedMi
     std::lock_guard lk(_mutex);
     for (size_t i = 0; i < _ranges.size(); ++i) {
         if (_ranges[i].ns != ns || _ranges[i].range.encodedMin() != encodedMin) continue;
-        TRY_STATUS(_engine.writeSideRecords({{_ranges[i].recordKey(), ""}}));
+        TRY_STATUS(
+            _engine.writeSideRecords({{_ranges[i].recordKey(), ""}, {countsKey(_ranges[i]), ""}}));
         _ranges.erase(_ranges.begin() + static_cast<std::ptrdiff_t>(i));
         return Status::OK();
     }
@@ -164,15 +194,11 @@ class TrackedRanges::CountingObserver final : public storage::WriteObserver {
         if (doc.isEmpty()) return;
         for (size_t i = 0; i < _ranges._ranges.size(); ++i) {
             TrackedRange& r = _ranges._ranges[i];
-            if (r.uuid != coll.uuid || r.ns != coll.ns() || !r.range.containsDoc(*r.pattern, doc)) {
-                continue;
-            }
+            // The uuid names the collection (and its incarnation).
+            if (r.uuid != coll.uuid || !r.range.containsDoc(*r.pattern, doc)) continue;
             r.docs += sign;
             r.bytes += sign * static_cast<int64_t>(doc.size());
-            bson::BsonObj value = r.toBson();
-            out->emplace_back(
-                r.recordKey(),
-                std::string(reinterpret_cast<const char*>(value.data()), value.size()));
+            out->emplace_back(countsKey(r), encodeCounts(r.docs, r.bytes));
             return;
         }
     }

@@ -40,8 +40,8 @@ struct TrackedRange {
     std::string recordKey() const;  // side record key: "rng:" ns \0 encodedMin
 };
 
-// The shard's tracked ranges, persisted as storage side records (Engine::sideRecords "rng:"),
-// and the owned totals computed from them:
+// The shard's tracked ranges, persisted as storage side records (Engine::sideRecords: the
+// descriptor under "rng:", its counts under "rnc:"), and the owned totals computed from them:
 //   owned(ns) = stored(ns) - sum of the tracked ranges of ns the placement owns none of.
 //
 // Invariants:

@@ -51,6 +51,12 @@ class CollectionWriter {
     // the batch) is skipped and counted in *skipped. Returns how many were inserted.
     virtual StatusWith<int64_t> insertBatch(const std::vector<bson::BsonView>& docs,
                                             const WriteOptions& opts, int64_t* skipped) = 0;
+    // Bulk removal (a range deletion): removes each record that is still the given version, in
+    // one atomic batch under one commit timestamp, calling the observers for each; a record
+    // changed or gone meanwhile is left alone and counted in *skipped. Returns how many were
+    // removed.
+    virtual StatusWith<int64_t> removeBatch(const std::vector<Record>& records,
+                                            const WriteOptions& opts, int64_t* skipped) = 0;
     // Replaces the document at recordKey, which must still be `expected` (WriteConflict
     // otherwise; NoSuchKey if it is gone), with newDoc (same _id).
     virtual StatusWith<Timestamp> update(std::string_view recordKey, bson::BsonView expected,

@@ -36,6 +36,20 @@ void appendIndexUserKey(std::string& out, uint64_t collId, const IndexSpec& inde
     if (!index.unique) out.append(recordKey);
 }
 
+// Side records of a batch of document writes: one Put per key, the last value (each observer
+// record is an absolute value; a batch of 20 000 inserts into one tracked range would otherwise
+// put its counts 20 000 times).
+std::vector<std::pair<std::string, std::string>> lastPerKey(
+    std::vector<std::pair<std::string, std::string>> records) {
+    std::vector<std::pair<std::string, std::string>> out;
+    std::set<std::string> seen;
+    for (auto it = records.rbegin(); it != records.rend(); ++it) {
+        if (seen.insert(it->first).second) out.push_back(std::move(*it));
+    }
+    std::reverse(out.begin(), out.end());
+    return out;
+}
+
 }  // namespace
 
 RocksCollectionWriter::RocksCollectionWriter(RocksEngine* engine, CollectionPtr coll,
@@ -415,7 +429,7 @@ StatusWith<int64_t> RocksCollectionWriter::insertBatch(const std::vector<bson::B
             size += static_cast<int64_t>(p->doc.size());
         }
         _engine->mergeCounts(&_batch, _coll->id, count, size, ts);
-        _sideRecords = std::move(sideRecords);
+        _sideRecords = lastPerKey(std::move(sideRecords));
         if (s.ok()) s = putSideRecords(&_batch);
         if (s.ok()) {
             rocksdb::WriteOptions wo;
@@ -427,6 +441,77 @@ StatusWith<int64_t> RocksCollectionWriter::insertBatch(const std::vector<bson::B
     _state->count.fetch_add(count);
     _state->dataSize.fetch_add(size);
     return count;
+}
+
+StatusWith<int64_t> RocksCollectionWriter::removeBatch(const std::vector<Record>& records,
+                                                       const WriteOptions& opts, int64_t* skipped) {
+    struct Pending {
+        const Record* rec;
+        std::vector<IndexDelta> deltas;
+    };
+    std::vector<Pending> pending;
+    pending.reserve(records.size());
+    std::vector<std::string> lockList;
+    for (const Record& rec : records) {
+        bson::BsonView doc = rec.doc;
+        TRY_STATUS(computeIndexDeltas(&doc, nullptr, rec.recordKey, rec.recordKey));
+        for (std::string& k : lockKeys({rec.recordKey})) lockList.push_back(std::move(k));
+        pending.push_back({&rec, _deltas});
+    }
+    if (pending.empty()) return int64_t{0};
+    std::vector<std::string_view> lockViews(lockList.begin(), lockList.end());
+    KeyLocks::Guard guard = _engine->keyLocks().lock(_coll->id, lockViews);
+    _records.markStale();
+    std::vector<const Pending*> accepted;
+    for (const Pending& p : pending) {
+        if (!checkExpected(p.rec->recordKey, p.rec->doc).isOK()) {
+            if (skipped) ++*skipped;
+            continue;
+        }
+        accepted.push_back(&p);
+    }
+    if (accepted.empty()) return int64_t{0};
+
+    rocksdb::Status s;
+    int64_t count = 0, size = 0;
+    std::vector<std::pair<std::string, std::string>> sideRecords;
+    {
+        CommitGuard commit(_engine->visibility());
+        Timestamp ts = commit.ts();
+        _batch.Clear();
+        for (const Pending* p : accepted) {
+            bson::BsonView doc = p->rec->doc;
+            notifyObservers(&doc, nullptr, -1);
+            for (auto& r : _sideRecords) sideRecords.push_back(std::move(r));
+            _keyBuf.clear();
+            keys::appendBigEndian64(_keyBuf, _coll->id);
+            _keyBuf.append(p->rec->recordKey);
+            keys::appendTs(_keyBuf, ts);
+            s = _batch.Put(_engine->recordsCf(), _keyBuf, rocksdb::Slice());
+            for (size_t i = 0; s.ok() && i < p->deltas.size(); ++i) {
+                for (const std::string& key : p->deltas[i].removed) {
+                    appendIndexUserKey(_keyBuf, _coll->id, indexAt(i), key, p->rec->recordKey);
+                    keys::appendTs(_keyBuf, ts);
+                    s = _batch.Put(_engine->indexesCf(), _keyBuf, rocksdb::Slice());
+                }
+            }
+            if (!s.ok()) break;
+            --count;
+            size -= static_cast<int64_t>(doc.size());
+        }
+        _engine->mergeCounts(&_batch, _coll->id, count, size, ts);
+        _sideRecords = lastPerKey(std::move(sideRecords));
+        if (s.ok()) s = putSideRecords(&_batch);
+        if (s.ok()) {
+            rocksdb::WriteOptions wo;
+            wo.sync = opts.sync;
+            s = _engine->db()->Write(wo, &_batch);
+        }
+    }
+    if (!s.ok()) return Status(ErrorCodes::InternalError, "storage write failed: " + s.ToString());
+    _state->count.fetch_add(count);
+    _state->dataSize.fetch_add(size);
+    return -count;
 }
 
 StatusWith<Timestamp> RocksCollectionWriter::update(std::string_view recordKey,

@@ -35,6 +35,8 @@ class RocksCollectionWriter final : public CollectionWriter {
     StatusWith<Timestamp> insert(bson::BsonView doc, const WriteOptions& opts) override;
     StatusWith<int64_t> insertBatch(const std::vector<bson::BsonView>& docs,
                                     const WriteOptions& opts, int64_t* skipped) override;
+    StatusWith<int64_t> removeBatch(const std::vector<Record>& records, const WriteOptions& opts,
+                                    int64_t* skipped) override;
     StatusWith<Timestamp> update(std::string_view recordKey, bson::BsonView expected,
                                  bson::BsonView newDoc, const WriteOptions& opts) override;
     StatusWith<Timestamp> remove(std::string_view recordKey, bson::BsonView expected,

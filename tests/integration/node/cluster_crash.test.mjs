@@ -88,6 +88,12 @@ describeWithManualCluster('crash recovery of migrations and movePrimary (kill -9
             p.sigcont();
             if (!p.alive) await c().restart(p);
         }
+        for (let i = 0; i < c().shardProcs.length; i++) {
+            const p = c().shardProcs[i];
+            if (!p.alive) continue;
+            await (await c().shard(i)).db('admin')
+                .command({ configureFailPoint: 'migrationRecipientHangAfterClone', mode: 'off' }).catch(() => {});
+        }
         for (const fp of ['moveRangeHangAfterDonorStart', 'moveRangeHangInCriticalSection', 'moveRangeHangBeforeCommit', 'moveRangeHangAfterCommit']) {
             await cfgAdmin({ configureFailPoint: fp, mode: 'off' }).catch(() => {});
         }
@@ -185,6 +191,103 @@ describeWithManualCluster('crash recovery of migrations and movePrimary (kill -9
             }
         });
     }
+
+    /**
+     * Starts moveRange [100, 200) → recipient with the recipient held between its clone and its
+     * catch-up (shard failpoint migrationRecipientHangAfterClone): the donor serves the range and
+     * records its changes meanwhile.
+     */
+    async function moveHeldAfterClone(setup) {
+        const fp = 'migrationRecipientHangAfterClone';
+        const proc = c().shardProc(setup.recipient);
+        const hits = proc.countLog(new RegExp(`"failpoint":"${fp}"`));
+        await (await c().shardByName(setup.recipient)).db('admin').command({ configureFailPoint: fp, mode: 'alwaysOn' });
+        const moving = settle(admin({ moveRange: setup.ns, min: { x: 100 }, max: { x: 200 }, toShard: setup.recipient }));
+        await waitFor(`the recipient of ${setup.ns} to hang after its clone`, async () =>
+            proc.countLog(new RegExp(`"failpoint":"${fp}"`)) > hits, { timeoutMs: 30000 });
+        const release = async () => {
+            await (await c().shardByName(setup.recipient)).db('admin').command({ configureFailPoint: fp, mode: 'off' }).catch(() => {});
+        };
+        return { moving, release };
+    }
+
+    test('config server killed while the recipient catches up (phase cloning): recovery aborts the migration', async () => {
+        try {
+            const setup = await rangedCollection('crcfgclone');
+            const { moving, release } = await moveHeldAfterClone(setup);
+            assert.equal((await coordinators({ type: 'moveRange', ns: setup.ns }))[0].phase, 'cloning');
+            await crashConfig(setup.ns);
+            // Recovery's abort cancels the recipient's clone (held at the failpoint) and purges it.
+            await waitRecovered();
+            await release();
+            await checkAborted(setup, moving);
+        } finally {
+            await restoreCluster();
+        }
+    });
+
+    test('donor killed while the recipient catches up: the migration aborts, no write is lost', async () => {
+        try {
+            const setup = await rangedCollection('crdonorclone');
+            const { moving, release } = await moveHeldAfterClone(setup);
+            // Changes the donor made after the clone's snapshot, then the donor dies with them
+            // untransferred: they must survive on the donor, which keeps the range.
+            assert.equal((await setup.coll.updateOne({ _id: 120 }, { $set: { v: 'changed' } })).modifiedCount, 1);
+            await c().kill9(c().shardProc(setup.donor));
+            await c().restart(c().shardProc(setup.donor));
+            await release();
+            const outcome = await withTimeout(moving, 60000, 'moveRange to return');
+            assert.ok(outcome.error, 'the migration failed (its donor restarted)');
+            await waitRecovered();
+            assert.equal((await setup.coll.findOne({ _id: 120 })).v, 'changed');
+            await checkAborted(setup, moving);
+        } finally {
+            await restoreCluster();
+        }
+    });
+
+    test('recipient killed after its clone: the migration aborts, the restarted recipient deletes its copy', async () => {
+        try {
+            const setup = await rangedCollection('crrecipclone');
+            const { moving } = await moveHeldAfterClone(setup);
+            assert.equal(await storedCount(setup.recipient, setup.dbName, 'c'), 100, 'the recipient holds the clone');
+            await c().kill9(c().shardProc(setup.recipient));
+            await c().restart(c().shardProc(setup.recipient));
+            const outcome = await withTimeout(moving, 60000, 'moveRange to return');
+            assert.ok(outcome.error, 'the migration failed (its recipient restarted)');
+            await waitRecovered();
+            // The uncommitted copy is never counted, and is deleted.
+            const stats = await (await c().shardByName(setup.recipient)).db(setup.dbName).command({ collStats: 'c' });
+            assert.equal(Number(stats.count), 0, 'the copy is not counted as owned');
+            await waitFor('the recipient to delete its uncommitted copy', async () =>
+                (await storedCount(setup.recipient, setup.dbName, 'c')) === 0);
+            await checkAborted(setup, moving);
+        } finally {
+            await restoreCluster();
+        }
+    });
+
+    test('donor killed after the commit, before deleting the range: the restarted donor deletes it, counts stay exact', async () => {
+        try {
+            const setup = await rangedCollection('crdonorcommit');
+            const { ns, dbName, donor, recipient } = setup;
+            const { moving } = await moveAndHang(setup, 'moveRangeHangAfterCommit', 'committed');
+            await c().kill9(c().shardProc(donor));
+            await c().restart(c().shardProc(donor));
+            // The donor's donation is persisted (a tracked range): its owned count is exact at once.
+            const stats = await (await c().shardByName(donor)).db(dbName).command({ collStats: 'c' });
+            assert.equal(Number(stats.count), 100, 'the donor counts only what it owns');
+            await cfgAdmin({ configureFailPoint: 'moveRangeHangAfterCommit', mode: 'off' });
+            await withTimeout(moving, 60000, 'moveRange to return');
+            await waitRecovered();
+            await waitFor('the restarted donor to delete the donated range', async () =>
+                (await storedCount(donor, dbName, 'c')) === 100);
+            assert.equal(await storedCount(recipient, dbName, 'c'), 100);
+            await c().checkConsistency(ns, 200);
+        } finally {
+            await restoreCluster();
+        }
+    });
 
     test('config server killed at moveRangeHangAfterCommit: recovery finishes the migration', async () => {
         try {

@@ -1,0 +1,186 @@
+// Range migration under load: one range of ≈ 340-byte orders (the seed's documents) moved between
+// two shards, (i) idle and (ii) while 16 clients read and update the collection through the
+// router. Prints one JSON line (bench/migration.sh turns it into the report).
+//
+// usage: node bench/migration.mjs --uri ROUTER_URI [--mb 128] [--clients 16] [--seconds 10]
+//        [--moves 3]
+//
+//  - load: `mb` MB of orders (_id 0..n-1, shard key {_id: 1}) inserted through the router into
+//    db bench_migration.orders, sharded, one chunk [MinKey, n/2) kept, [n/2, MaxKey) moved;
+//  - idle: the range moved to the other shard and back once each: total time per move, MB/s,
+//    and the changelog's steps (clone, critical section) of each;
+//  - load: the clients run for `seconds` (p50/p99 "before"), then for `moves` moves back and
+//    forth (p50/p99 "during", the worst write latency), then `seconds` again ("after").
+//    Half the clients read a random order by _id, half update one ($inc) — over the whole
+//    collection, so half of them hit the migrating range.
+// Loopback only.
+
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const require = createRequire(path.join(here, '..', 'tests', 'integration', 'package.json'));
+const { MongoClient, MaxKey } = require('mongodb');
+
+function arg(name, def) {
+    const i = process.argv.indexOf(`--${name}`);
+    return i > 0 ? process.argv[i + 1] : def;
+}
+const uri = arg('uri');
+const mb = Number(arg('mb', '128'));
+const clients = Number(arg('clients', '16'));
+const seconds = Number(arg('seconds', '10'));
+const moves = Number(arg('moves', '3'));
+if (!uri) {
+    console.error('usage: node bench/migration.mjs --uri ROUTER_URI [--mb 128] [--clients 16] [--seconds 10] [--moves 3]');
+    process.exit(2);
+}
+
+const DB = 'bench_migration';
+const NS = `${DB}.orders`;
+const STATUSES = ['pending', 'paid', 'shipped', 'delivered', 'returned'];
+
+/** An order of ≈ 340 BSON bytes (the seed's orders collection). */
+function order(i) {
+    return {
+        _id: i,
+        customerId: `cust-${(i * 7919) % 100000}`,
+        status: STATUSES[i % 5],
+        total: Math.round(((i * 31) % 100000) / 10) / 10,
+        currency: 'EUR',
+        createdAt: new Date(1700000000000 + i * 1000),
+        shipping: { street: `${i % 977} Main Street`, city: 'Springfield', zip: `${10000 + (i % 89999)}`, country: 'US' },
+        items: [
+            { sku: `sku-${i % 5000}`, qty: 1 + (i % 3), price: 19.99 },
+            { sku: `sku-${(i * 3) % 5000}`, qty: 1, price: 5.49 },
+        ],
+        note: "x".repeat(12),
+    };
+}
+
+function percentile(sorted, p) {
+    if (sorted.length === 0) return 0;
+    return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))];
+}
+
+const client = new MongoClient(uri, { maxPoolSize: clients + 4 });
+await client.connect();
+const admin = client.db('admin');
+const coll = client.db(DB).collection('orders');
+
+// ---- load
+await client.db(DB).dropDatabase().catch(() => {});
+await admin.command({ enableSharding: DB });
+await admin.command({ shardCollection: NS, key: { _id: 1 } });
+const docBytes = 340;
+const n = Math.round((mb * 2 * 1024 * 1024) / docBytes); // the moved half is `mb` MB
+const loadStart = Date.now();
+const batch = 2000;
+let next = 0;
+await Promise.all(Array.from({ length: 4 }, async () => {
+    for (;;) {
+        const from = next;
+        next += batch;
+        if (from >= n) return;
+        const docs = [];
+        for (let i = from; i < Math.min(n, from + batch); i++) docs.push(order(i));
+        await coll.insertMany(docs, { ordered: false });
+    }
+}));
+const loadSeconds = (Date.now() - loadStart) / 1000;
+const mid = Math.floor(n / 2);
+await admin.command({ split: NS, middle: { _id: mid } });
+const shards = (await client.db('config').collection('shards').find().sort({ _id: 1 }).toArray()).map((s) => s._id);
+const primary = (await client.db('config').collection('databases').findOne({ _id: DB })).primary;
+const other = shards.find((s) => s !== primary);
+const stats = await client.db(DB).command({ collStats: 'orders' });
+const avgObjSize = Number(stats.avgObjSize);
+const movedBytes = avgObjSize * (n - mid);
+
+async function moveTo(shard) {
+    const t = Date.now();
+    await admin.command({ moveRange: NS, min: { _id: mid }, max: { _id: new MaxKey() }, toShard: shard });
+    const ms = Date.now() - t;
+    const [log] = await client.db('config').collection('changelog')
+        .find({ what: 'moveChunk.from', ns: NS }).sort({ time: -1 }).limit(1).toArray();
+    const d = log ? log.details : {};
+    return {
+        ms,
+        cloneMs: Number(d['step 2 of 6'] ?? -1),
+        criticalSectionMs: Number(d.criticalSectionMs ?? -1),
+        docsCloned: Number(d.docsCloned ?? 0),
+    };
+}
+
+// ---- idle
+const idle = [await moveTo(other), await moveTo(primary)];
+// estimatedDocumentCount right after a move: exact, and its latency.
+const estStart = process.hrtime.bigint();
+const est = await coll.estimatedDocumentCount();
+const estMs = Number(process.hrtime.bigint() - estStart) / 1e6;
+
+// ---- under load
+let phase = 'before';
+const lat = { before: { r: [], w: [] }, during: { r: [], w: [] }, after: { r: [], w: [] } };
+let stop = false;
+let errors = 0;
+let countWrong = 0;
+const workers = Array.from({ length: clients }, (_, k) => (async () => {
+    const write = k % 2 === 1;
+    let x = k * 2654435761;
+    while (!stop) {
+        x = (x * 1103515245 + 12345) >>> 0;
+        const id = x % n;
+        const t = process.hrtime.bigint();
+        try {
+            if (write) await coll.updateOne({ _id: id }, { $inc: { total: 1 } });
+            else await coll.findOne({ _id: id });
+        } catch {
+            errors++;
+            continue;
+        }
+        const us = Number(process.hrtime.bigint() - t) / 1000;
+        lat[phase][write ? 'w' : 'r'].push(us);
+    }
+})());
+const counter = (async () => {
+    while (!stop) {
+        if ((await coll.estimatedDocumentCount()) !== n) countWrong++;
+        await new Promise((r) => setTimeout(r, 100));
+    }
+})();
+await new Promise((r) => setTimeout(r, seconds * 1000));
+phase = 'during';
+const loaded = [];
+for (let i = 0; i < moves; i++) loaded.push(await moveTo(i % 2 === 0 ? other : primary));
+phase = 'after';
+await new Promise((r) => setTimeout(r, seconds * 1000));
+stop = true;
+await Promise.all([...workers, counter]);
+await client.close();
+
+const summary = (xs) => {
+    const s = [...xs].sort((a, b) => a - b);
+    return { ops: s.length, p50us: Math.round(percentile(s, 50)), p99us: Math.round(percentile(s, 99)), maxus: Math.round(s[s.length - 1] || 0) };
+};
+const all = (p) => [...lat[p].r, ...lat[p].w];
+console.log(JSON.stringify({
+    tool: 'migration',
+    docs: n,
+    avgObjSize,
+    movedMB: movedBytes / (1 << 20),
+    loadSeconds,
+    idle,
+    estimatedDocumentCount: { value: est, exact: est === n, ms: estMs },
+    load: {
+        clients,
+        before: summary(all('before')),
+        during: summary(all('during')),
+        after: summary(all('after')),
+        writesDuring: summary(lat.during.w),
+        moves: loaded,
+        errors,
+        countSamplesWrong: countWrong,
+    },
+}));
