@@ -11,7 +11,7 @@ Status CriticalSections::enter(const std::string& key, std::string reason,
     if (!e.entered || block == Block::kAll) e.block = block;
     e.entered = true;
     e.reason = std::move(reason);
-    const bool waitReads = e.block == Block::kAll && drainReads;
+    const bool waitReads = block == Block::kAll && drainReads;
     bool drained = _changed.wait_until(lk, deadline, [&] {
         const Entry& now = _entries[key];
         return now.writesInFlight == 0 && (!waitReads || now.readsInFlight == 0);

@@ -22,7 +22,6 @@ constexpr std::chrono::minutes kRequestTimeout{5};
 constexpr int64_t kSteadyBacklog = 500;
 constexpr int kMaxCatchUpRounds = 200;
 constexpr int64_t kCloneBatchBytes = 8 << 20;
-constexpr int64_t kMinBudgetMicros = 2000;
 
 // Test only: the recipient stops after cloning, before catch-up (crash tests).
 TESSERA_FAIL_POINT_DEFINE(migrationRecipientHangAfterClone);
@@ -79,20 +78,10 @@ MigrationRecipient::MigrationRecipient(ShardingState& state, std::string id, std
 
 void MigrationRecipient::pace(int64_t donorP99Micros) {
     int64_t local = _state.foregroundLatency().p99Micros();
-    int64_t now = std::max(local, donorP99Micros);
-    if (_budgetMicros == 0) {
-        // The first measurement is the "before" the budget is a multiple of.
-        _budgetMicros = std::max<int64_t>(kMinBudgetMicros, now * _budgetFactor);
-        return;
-    }
-    if (now > _budgetMicros) {
-        _delayMs = std::min<int64_t>(_delayMs == 0 ? 5 : _delayMs * 2, 500);
-    } else {
-        _delayMs /= 2;
-    }
-    if (_delayMs > 0) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(_delayMs));
-        _throttledMs.fetch_add(_delayMs);
+    std::chrono::milliseconds pause = _pacer.next(std::max(local, donorP99Micros));
+    if (pause.count() > 0) {
+        std::this_thread::sleep_for(pause);
+        _throttledMs.fetch_add(pause.count());
     }
 }
 
@@ -378,7 +367,7 @@ void MigrationRecipient::appendProgress(bson::BsonBuilder& b) const {
         .appendInt64("throttledMillis", _throttledMs.load())
         .appendInt64("cloneFetchMillis", _fetchMicros.load() / 1000)
         .appendInt64("cloneIngestMillis", _ingestMicros.load() / 1000)
-        .appendInt64("foregroundP99BudgetMicros", _budgetMicros)
+        .appendInt64("foregroundP99BudgetMicros", _pacer.budgetMicros())
         .appendInt64("elapsedMillis", elapsed);
 }
 

@@ -11,6 +11,7 @@
 #include "bson/bson_builder.h"
 #include "command/command.h"
 #include "placement/routing_table.h"
+#include "shard/clone_pacer.h"
 #include "shard/range_ops.h"
 #include "storage/write_observer.h"
 
@@ -37,7 +38,7 @@ class MigrationRecipient {
     const ShardKeyRange& range() const { return _range; }
     // Pacing: the clone slows down while the foreground p99 of either shard is above `factor`
     // times the p99 measured when it started (config.settings {_id: "migration"}).
-    void setBudgetFactor(double factor) { _budgetFactor = factor; }
+    void setBudgetFactor(double factor) { _pacer.setFactor(factor); }
 
     // Purges leftovers of the range, creates the collection like the donor's, tracks the range,
     // clones and catches up until the backlog is below the steady threshold.
@@ -77,9 +78,7 @@ class MigrationRecipient {
     // server restart, say) and waits for it to stop before it purges.
     std::atomic<bool> _cancelled{false};
     std::mutex _runMutex;
-    double _budgetFactor = 3.0;
-    int64_t _budgetMicros = 0;                  // 0: not measured yet
-    int64_t _delayMs = 0;                       // the pause between clone batches now
+    ClonePacer _pacer;  // the clone thread's; budgetMicros() is read for currentOp
     const storage::WriteUnit* _unit = nullptr;  // of the transfer-mods round being applied
 };
 
