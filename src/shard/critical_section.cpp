@@ -9,6 +9,7 @@ Status CriticalSections::enter(const std::string& key, std::string reason,
     const bool wasEntered = e.entered;
     const Block previous = e.block;
     if (!e.entered || block == Block::kAll) e.block = block;
+    if (!e.entered) e.enteredAt = Clock::now();
     e.entered = true;
     e.reason = std::move(reason);
     const bool waitReads = block == Block::kAll && drainReads;
@@ -58,6 +59,14 @@ std::optional<CriticalSections::Block> CriticalSections::entered(const std::stri
     auto it = _entries.find(key);
     if (it == _entries.end() || !it->second.entered) return std::nullopt;
     return it->second.block;
+}
+
+std::optional<CriticalSections::Clock::time_point> CriticalSections::enteredAt(
+    const std::string& key) const {
+    std::lock_guard lk(_mutex);
+    auto it = _entries.find(key);
+    if (it == _entries.end() || !it->second.entered) return std::nullopt;
+    return it->second.enteredAt;
 }
 
 bool CriticalSections::waitForExit(const std::string& key, Clock::time_point deadline, bool* waited,

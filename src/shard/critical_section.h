@@ -47,6 +47,8 @@ class CriticalSections {
     bool blocks(const std::string& key, bool isWrite) const;
     // The kind of the entered section (nullopt: not entered).
     std::optional<Block> entered(const std::string& key) const;
+    // When the entered section of `key` was entered (nullopt: not entered), for currentOp.
+    std::optional<Clock::time_point> enteredAt(const std::string& key) const;
 
     // At most this many operations block in waitForExit at once (over all keys); more return
     // false at once (their routers back off and retry). Waiters hold worker threads; the
@@ -73,6 +75,7 @@ class CriticalSections {
   private:
     struct Entry {
         bool entered = false;
+        Clock::time_point enteredAt;
         Block block = Block::kAll;
         std::string reason;
         int64_t readsInFlight = 0;

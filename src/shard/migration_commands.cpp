@@ -268,8 +268,9 @@ class TransferModsCommand final : public ShardCommand {
             }
         }
         // Over the byte limit: the rest goes back for the next round.
-        for (size_t i = taken; i < ids.size(); ++i) {
-            source->observe(bson::BsonView(), ids[i]);
+        if (taken < ids.size()) {
+            source->putBack(std::vector<bson::BsonObj>(
+                ids.begin() + static_cast<std::ptrdiff_t>(taken), ids.end()));
         }
         source->modsTransferred.fetch_add(static_cast<int64_t>(taken));
         reply.appendArray("upserts", upserts.arr());
@@ -497,8 +498,15 @@ class CurrentOpCommand final : public command::Command {
                            std::chrono::steady_clock::now() - s.started)
                            .count();
         auto md = state.metadata();
-        bool inSection =
-            md && md->criticalSections().isEntered(CriticalSections::collectionKey(s.ns()));
+        auto enteredAt =
+            md ? md->criticalSections().enteredAt(CriticalSections::collectionKey(s.ns()))
+               : std::nullopt;
+        bool inSection = enteredAt.has_value();
+        int64_t criticalSectionMs = inSection
+                                        ? std::chrono::duration_cast<std::chrono::milliseconds>(
+                                              std::chrono::steady_clock::now() - *enteredAt)
+                                              .count()
+                                        : 0;
         b.append("desc", "migration")
             .append("role", "donor")
             .append("migrationId", s.id())
@@ -514,6 +522,7 @@ class CurrentOpCommand final : public command::Command {
             .appendInt64("bytesCloned", s.bytesCloned.load())
             .appendInt64("modsTransferred", s.modsTransferred.load())
             .appendInt64("backlog", static_cast<int64_t>(s.backlog()))
+            .appendInt64("criticalSectionMs", criticalSectionMs)
             .appendInt64("elapsedMillis", elapsed);
     }
 };

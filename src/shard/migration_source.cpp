@@ -45,6 +45,13 @@ std::vector<bson::BsonObj> MigrationSource::takeChanged(size_t max) {
     return out;
 }
 
+void MigrationSource::putBack(const std::vector<bson::BsonObj>& ids) {
+    std::lock_guard lk(_mutex);
+    for (const bson::BsonObj& id : ids) {
+        _changed.emplace(keystring::encodeValue(id.firstElement()), id);
+    }
+}
+
 size_t MigrationSource::backlog() const {
     std::lock_guard lk(_mutex);
     return _changed.size();

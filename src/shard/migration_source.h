@@ -44,8 +44,10 @@ class MigrationSource {
     // From the storage write path (ChangeCapture): records the document's `_id` when either
     // version lies in the range.
     void observe(bson::BsonView before, bson::BsonView after);
-    // Takes (removes) up to `max` recorded `_id`s ({_id: value} each), oldest keys first.
+    // Takes (removes) up to `max` recorded `_id`s ({_id: value} each), in `_id` key order.
     std::vector<bson::BsonObj> takeChanged(size_t max);
+    // Puts taken `_id`s back (a transfer round that stopped at its byte limit).
+    void putBack(const std::vector<bson::BsonObj>& ids);
     size_t backlog() const;
 
     // Progress, for currentOp and the changelog.

@@ -428,18 +428,9 @@ StatusWith<int64_t> RocksCollectionWriter::insertBatch(const std::vector<bson::B
             ++count;
             size += static_cast<int64_t>(p->doc.size());
         }
-        _engine->mergeCounts(&_batch, _coll->id, count, size, ts);
-        _sideRecords = lastPerKey(std::move(sideRecords));
-        if (s.ok()) s = putSideRecords(&_batch);
-        if (s.ok()) {
-            rocksdb::WriteOptions wo;
-            wo.sync = opts.sync;
-            s = _engine->db()->Write(wo, &_batch);
-        }
+        if (s.ok()) s = writeBatchOfMany(count, size, ts, std::move(sideRecords), opts);
     }
-    if (!s.ok()) return Status(ErrorCodes::InternalError, "storage write failed: " + s.ToString());
-    _state->count.fetch_add(count);
-    _state->dataSize.fetch_add(size);
+    TRY_STATUS(publishBatchOfMany(s, count, size));
     return count;
 }
 
@@ -499,19 +490,32 @@ StatusWith<int64_t> RocksCollectionWriter::removeBatch(const std::vector<Record>
             --count;
             size -= static_cast<int64_t>(doc.size());
         }
-        _engine->mergeCounts(&_batch, _coll->id, count, size, ts);
-        _sideRecords = lastPerKey(std::move(sideRecords));
-        if (s.ok()) s = putSideRecords(&_batch);
-        if (s.ok()) {
-            rocksdb::WriteOptions wo;
-            wo.sync = opts.sync;
-            s = _engine->db()->Write(wo, &_batch);
-        }
+        if (s.ok()) s = writeBatchOfMany(count, size, ts, std::move(sideRecords), opts);
     }
-    if (!s.ok()) return Status(ErrorCodes::InternalError, "storage write failed: " + s.ToString());
-    _state->count.fetch_add(count);
-    _state->dataSize.fetch_add(size);
+    TRY_STATUS(publishBatchOfMany(s, count, size));
     return -count;
+}
+
+rocksdb::Status RocksCollectionWriter::writeBatchOfMany(
+    int64_t countDelta, int64_t sizeDelta, Timestamp ts,
+    std::vector<std::pair<std::string, std::string>> sideRecords, const WriteOptions& opts) {
+    _engine->mergeCounts(&_batch, _coll->id, countDelta, sizeDelta, ts);
+    _sideRecords = lastPerKey(std::move(sideRecords));
+    rocksdb::Status s = putSideRecords(&_batch);
+    if (!s.ok()) return s;
+    rocksdb::WriteOptions wo;
+    wo.sync = opts.sync;
+    return _engine->db()->Write(wo, &_batch);
+}
+
+Status RocksCollectionWriter::publishBatchOfMany(const rocksdb::Status& written, int64_t countDelta,
+                                                 int64_t sizeDelta) {
+    if (!written.ok()) {
+        return Status(ErrorCodes::InternalError, "storage write failed: " + written.ToString());
+    }
+    _state->count.fetch_add(countDelta);
+    _state->dataSize.fetch_add(sizeDelta);
+    return Status::OK();
 }
 
 StatusWith<Timestamp> RocksCollectionWriter::update(std::string_view recordKey,

@@ -83,6 +83,13 @@ class RocksCollectionWriter final : public CollectionWriter {
                          int64_t countDelta);
     // Adds _sideRecords to `batch` (an empty value deletes the record).
     rocksdb::Status putSideRecords(rocksdb::WriteBatch* batch);
+    // insertBatch/removeBatch: completes _batch (counts delta at `ts`, the observers' records,
+    // the last value per key) and writes it; then, outside the commit, the in-memory counts.
+    rocksdb::Status writeBatchOfMany(int64_t countDelta, int64_t sizeDelta, Timestamp ts,
+                                     std::vector<std::pair<std::string, std::string>> sideRecords,
+                                     const WriteOptions& opts);
+    Status publishBatchOfMany(const rocksdb::Status& written, int64_t countDelta,
+                              int64_t sizeDelta);
 
     RocksEngine* _engine;
     CollectionPtr _coll;

@@ -182,6 +182,11 @@ describeWithCluster('online range migrations', (ctx) => {
             await coll.insertOne({ _id: 2000 + i, x: 2000 + i });
             assert.equal((await coll.updateOne({ _id: 1200 + i }, { $set: { changed: true } })).modifiedCount, 1);
         }
+        // Large changes: more than one transfer round's 8 MB (the rest waits for the next).
+        const big = 'b'.repeat(40 * 1024);
+        for (let i = 0; i < 300; i++) {
+            assert.equal((await coll.updateOne({ _id: 1700 + i }, { $set: { big } })).modifiedCount, 1);
+        }
         // One document moved in and straight out again, one out and back in.
         await coll.updateOne({ _id: 5, x: 3005 }, { $set: { x: 5 } });
         await coll.updateOne({ _id: 1005, x: 505 }, { $set: { x: 1005 } });
@@ -196,6 +201,7 @@ describeWithCluster('online range migrations', (ctx) => {
             assert.equal(byId.get(2000 + i).x, 2000 + i);
             assert.equal(byId.get(1200 + i).changed, true);
         }
+        for (let i = 0; i < 300; i++) assert.equal(byId.get(1700 + i).big.length, 40 * 1024, `large change of ${1700 + i}`);
         await c().checkConsistency(ns, 2000);
     });
 
@@ -224,6 +230,9 @@ describeWithCluster('online range migrations', (ctx) => {
             assert.ok(op.bytesCloned > 4000 * 100);
         }
         assert.deepEqual(ops.map((op) => op.role).sort(), ['donor', 'recipient']);
+        const donorOp = ops.find((op) => op.role === 'donor');
+        assert.equal(donorOp.criticalSectionMs, 0, 'no critical section while the recipient catches up');
+        assert.equal(donorOp.phase, 'catchUp');
         await release();
         assert.equal((await admin({ moveRange: ns, min: { x: 1000 }, max: { x: MaxKeyValue }, toShard: ops[0].from, _waitForDelete: true })).ok, 1);
         const log = await (await c().router()).db('config').collection('changelog')
