@@ -138,61 +138,58 @@ StatusWith<int64_t> deleteUnownedInRange(storage::Engine& engine, std::string_vi
                                          TrackedRanges* tracked) {
     storage::CollectionPtr coll = engine.getCollection(ns);
     if (!coll) return int64_t{0};
-    // Collect first (a snapshot), then remove in small writer batches so that the collection's
-    // write lock is not held for the whole scan.
-    std::vector<std::string> keys;
-    {
-        auto snapshot = engine.snapshot();
-        bool contiguous = isClusteredBy(*coll, pattern);
-        auto cursor =
-            contiguous ? snapshot->scanRange(*coll, recordKeyRange(range)) : snapshot->scan(*coll);
-        while (auto rec = cursor->next()) {
-            if (!contiguous && !range.containsDoc(pattern, rec->doc)) continue;
-            if (filter && filter->owns(rec->doc)) continue;
-            keys.push_back(std::move(rec->recordKey));
-        }
-    }
-    int64_t deleted = 0;
+    // The range read at one snapshot, removed in batches of 2048 (each one storage batch, with
+    // a writer of its own, so DDL is not held back for the whole range): the version removed
+    // is the one read, still unowned — removeBatch skips a record changed since, which is read
+    // again and decided again.
     constexpr size_t kBatch = 2048;
-    auto removeBatch = [&](size_t i, const storage::WriteUnit* unit) -> Status {
+    int64_t deleted = 0;
+    auto removeBatch = [&](std::vector<storage::Record> records,
+                           const storage::WriteUnit* unit) -> Status {
         ASSIGN_OR_RETURN(auto writer, engine.writer(coll, unit));
-        // The versions removed are the ones stored now, still unowned (first writer wins: a
-        // record changed in between is skipped by removeBatch and looked at again).
-        std::vector<size_t> todo;
-        for (size_t j = i; j < std::min(keys.size(), i + kBatch); ++j) todo.push_back(j);
-        for (int attempt = 0; !todo.empty(); ++attempt) {
+        for (int attempt = 0; !records.empty(); ++attempt) {
             if (attempt > 100) {
                 return Status(ErrorCodes::WriteConflict, "range deletion kept conflicting");
-            }
-            std::vector<storage::Record> records;
-            std::vector<size_t> of;
-            for (size_t j : todo) {
-                std::optional<bson::BsonObj> doc = writer->current(keys[j]);
-                if (!doc || (filter && filter->owns(*doc))) continue;
-                records.push_back({keys[j], std::move(*doc)});
-                of.push_back(j);
             }
             int64_t skipped = 0;
             ASSIGN_OR_RETURN(int64_t n,
                              writer->removeBatch(records, storage::WriteOptions{}, &skipped));
             deleted += n;
-            todo.clear();
+            std::vector<storage::Record> again;
             if (skipped > 0) {
-                for (size_t k = 0; k < records.size(); ++k) {
-                    if (writer->current(keys[of[k]])) todo.push_back(of[k]);
+                for (storage::Record& rec : records) {
+                    std::optional<bson::BsonObj> now = writer->current(rec.recordKey);
+                    if (!now || (filter && filter->owns(*now))) {
+                        continue;  // removed now, or owned: not ours to delete
+                    }
+                    again.push_back({std::move(rec.recordKey), std::move(*now)});
                 }
             }
+            records = std::move(again);
         }
         return Status::OK();
     };
-    for (size_t i = 0; i < keys.size(); i += kBatch) {
-        if (tracked) {
-            TRY_STATUS(tracked->write(
-                [&](const storage::WriteUnit& unit) { return removeBatch(i, &unit); }));
-        } else {
-            TRY_STATUS(removeBatch(i, nullptr));
+    auto flush = [&](std::vector<storage::Record> records) -> Status {
+        if (records.empty()) return Status::OK();
+        if (!tracked) return removeBatch(std::move(records), nullptr);
+        return tracked->write(
+            [&](const storage::WriteUnit& unit) { return removeBatch(std::move(records), &unit); });
+    };
+    auto snapshot = engine.snapshot();
+    bool contiguous = isClusteredBy(*coll, pattern);
+    auto cursor =
+        contiguous ? snapshot->scanRange(*coll, recordKeyRange(range)) : snapshot->scan(*coll);
+    std::vector<storage::Record> batch;
+    while (auto rec = cursor->next()) {
+        if (!contiguous && !range.containsDoc(pattern, rec->doc)) continue;
+        if (filter && filter->owns(rec->doc)) continue;
+        batch.push_back(std::move(*rec));
+        if (batch.size() == kBatch) {
+            TRY_STATUS(flush(std::move(batch)));
+            batch.clear();
         }
     }
+    TRY_STATUS(flush(std::move(batch)));
     return deleted;
 }
 
