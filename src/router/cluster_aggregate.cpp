@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <set>
 
 #include "command/exec/local_sessions.h"
 #include "command/exec/pipeline.h"
@@ -6,6 +7,7 @@
 #include "command/write_ops_util.h"
 #include "router/cluster_find.h"
 #include "router/pipeline_split.h"
+#include "router/router_util.h"
 
 namespace tessera::router::reads {
 
@@ -69,6 +71,39 @@ BsonObj collStatsCommand(const std::string& coll, const BsonObj& stage) {
 }
 
 // admin.aggregate([{$shardedDataDistribution: {}}]): one document per sharded collection.
+// $currentOp {allUsers?, idleConnections?, idleCursors?, idleSessions?, localOps?, backtrace?,
+// truncateOps?, targetAllNodes?} on admin (mongosh's db.currentOp()): the shards' operations in
+// progress, as the currentOp command lists them (migrations and range deletions). The flags
+// about idle connections, cursors and sessions select nothing of those; localOps: true asks for
+// the router's own operations, of which none are listed.
+StatusWith<std::vector<BsonObj>> currentOpStage(Router& router, const bson::BsonElement& spec) {
+    if (!spec.isObject()) {
+        return Status(ErrorCodes::FailedToParse,
+                      "$currentOp options must be specified in an object, but found: " +
+                          std::string(bson::typeName(spec.type())));
+    }
+    static const std::set<std::string_view> kFlags = {
+        "allUsers", "idleConnections", "idleCursors", "idleSessions",
+        "localOps", "backtrace",       "truncateOps", "targetAllNodes"};
+    bool localOps = false;
+    for (bson::BsonElement f : spec.objValue()) {
+        if (!kFlags.count(f.fieldName())) {
+            return Status(40415, "BSON field '$currentOp." + std::string(f.fieldName()) +
+                                     "' is an unknown field.");
+        }
+        if (f.type() != bson::BsonType::Bool) {
+            return Status(ErrorCodes::TypeMismatch,
+                          "BSON field '$currentOp." + std::string(f.fieldName()) +
+                              "' is the wrong type, expected type 'bool'");
+        }
+        if (f.fieldName() == "localOps") localOps = f.boolValue();
+    }
+    if (localOps) return std::vector<BsonObj>{};
+    BsonBuilder cmd;
+    cmd.appendInt32("currentOp", 1);
+    return clusterCurrentOp(router, cmd.obj());
+}
+
 StatusWith<std::vector<BsonObj>> shardedDataDistribution(command::OperationContext& opCtx,
                                                          Router& router) {
     BsonBuilder q;
@@ -175,14 +210,16 @@ class ClusterAggregateCommand final : public command::Command {
         }
         // Stages answered by the router itself: placement from the catalog, and the sessions
         // this router has seen (a mongos keeps its own logical session cache).
-        const bool routerStage =
-            request.db == "admin" &&
-            (firstStage == "$shardedDataDistribution" || firstStage == "$listLocalSessions");
+        const bool routerStage = request.db == "admin" &&
+                                 (firstStage == "$shardedDataDistribution" ||
+                                  firstStage == "$listLocalSessions" || firstStage == "$currentOp");
         if (routerStage) {
             std::vector<BsonObj> docs;
             if (firstStage == "$listLocalSessions") {
                 if (opCtx.lsid) command::exec::recordLocalSession(*opCtx.lsid);
                 docs = command::exec::listLocalSessions();
+            } else if (firstStage == "$currentOp") {
+                ASSIGN_OR_RETURN(docs, currentOpStage(router, stages[0].firstElement()));
             } else {
                 ASSIGN_OR_RETURN(docs, shardedDataDistribution(opCtx, router));
             }

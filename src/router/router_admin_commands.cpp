@@ -333,17 +333,14 @@ Status getShardMap(OperationContext& opCtx, const CommandRequest& request, BsonB
     return Status::OK();
 }
 
-// currentOp: {currentOp: 1, <filter>...} → {inprog}: every shard's operations in progress (today
-// the migrations and range deletions, src/shard/README.md), each with `shard`; the filter fields
-// are passed to the shards, which match them.
-Status currentOp(OperationContext& opCtx, const CommandRequest& request, BsonBuilder& reply) {
-    Router& router = Router::get(opCtx);
+}  // namespace
+
+StatusWith<std::vector<BsonObj>> clusterCurrentOp(Router& router, BsonView shardCommand) {
     ASSIGN_OR_RETURN(auto shards, router.shards().allShards(true));
-    BsonObj body = forwardableBody(request);
-    reply.startArray("inprog");
-    size_t i = 0;
+    std::vector<BsonObj> ops;
     for (const auto& shard : shards) {
-        auto r = router.client().runCommand(shard.host, "admin", body, std::chrono::seconds(30));
+        auto r =
+            router.client().runCommand(shard.host, "admin", shardCommand, std::chrono::seconds(30));
         if (!r.isOK()) return r.getStatus().withContext("currentOp on " + shard.id + ": ");
         TRY_STATUS(net::replyStatus(r.getValue()));
         bson::BsonElement inprog = r.getValue()["inprog"];
@@ -353,9 +350,22 @@ Status currentOp(OperationContext& opCtx, const CommandRequest& request, BsonBui
             BsonBuilder b;
             b.append("shard", shard.id);
             for (bson::BsonElement e : op.objValue()) b.appendElement(e);
-            reply.appendObject(std::to_string(i++), b.obj());
+            ops.push_back(b.obj());
         }
     }
+    return ops;
+}
+
+namespace {
+
+// currentOp: {currentOp: 1, <filter>...} → {inprog}: every shard's operations in progress (today
+// the migrations and range deletions, src/shard/README.md), each with `shard`; the filter fields
+// are passed to the shards, which match them.
+Status currentOp(OperationContext& opCtx, const CommandRequest& request, BsonBuilder& reply) {
+    ASSIGN_OR_RETURN(std::vector<BsonObj> ops,
+                     clusterCurrentOp(Router::get(opCtx), forwardableBody(request)));
+    reply.startArray("inprog");
+    for (size_t i = 0; i < ops.size(); ++i) reply.appendObject(std::to_string(i), ops[i]);
     reply.end();
     return Status::OK();
 }

@@ -45,6 +45,12 @@ StatusWith<std::string> commandNamespace(const command::CommandRequest& request)
 // A full namespace argument ({shardCollection: "db.c"}); InvalidNamespace when malformed.
 StatusWith<std::string> nsArgument(const command::CommandRequest& request);
 
+// Every shard's operations in progress (`shardCommand`: a {currentOp: 1, <filter>...} each shard
+// answers with {inprog}), each with the field `shard` added: the currentOp command and the
+// $currentOp stage (router_admin_commands.cpp).
+StatusWith<std::vector<bson::BsonObj>> clusterCurrentOp(Router& router,
+                                                        bson::BsonView shardCommand);
+
 // The router's own commands parse their arguments strictly, as MongoDB's IDL does: a field that
 // is neither the command's (`known`) nor a generic argument is refused with 40415 "BSON field
 // '<command>.<field>' is an unknown field." — never silently dropped.

@@ -230,6 +230,10 @@ describeWithCluster('online range migrations', (ctx) => {
             assert.ok(op.bytesCloned > 4000 * 100);
         }
         assert.deepEqual(ops.map((op) => op.role).sort(), ['donor', 'recipient']);
+        // mongosh's db.currentOp() (an aggregate with $currentOp on admin) shows the same.
+        const viaShell = await (await c().router()).db('admin')
+            .aggregate([{ $currentOp: { allUsers: true, idleConnections: false } }, { $match: { desc: 'migration', ns } }]).toArray();
+        assert.equal(viaShell.length, 2, JSON.stringify(viaShell));
         const donorOp = ops.find((op) => op.role === 'donor');
         assert.equal(donorOp.criticalSectionMs, 0, 'no critical section while the recipient catches up');
         assert.equal(donorOp.phase, 'catchUp');
