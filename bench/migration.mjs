@@ -70,7 +70,8 @@ await client.connect();
 const admin = client.db('admin');
 const coll = client.db(DB).collection('orders');
 
-// ---- load
+// ---- load (the balancer off: this run moves the range itself)
+await admin.command({ balancerStop: 1 });
 await client.db(DB).dropDatabase().catch(() => {});
 await admin.command({ enableSharding: DB });
 await admin.command({ shardCollection: NS, key: { _id: 1 } });

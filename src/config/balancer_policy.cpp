@@ -151,47 +151,59 @@ Decision decide(const Cluster& cluster) {
         // (3) Bytes: exempt below two chunk sizes.
         if (totalBytes(coll) < 2 * coll.chunkSizeBytes) continue;
         if (imbalance(coll, all) <= cluster.tolerance) continue;
-        // The most loaded eligible shard gives the chunk that best closes the gap to the least
-        // loaded free one: the largest movable chunk not bigger than half the gap; if every
-        // chunk is bigger, the smallest such chunk is split finer (or reported when jumbo).
-        std::string from, to;
-        int64_t fromBytes = -1, toBytes = INT64_MAX;
-        for (const std::string& s : all) {
-            if (bytes[s] > fromBytes) {
-                fromBytes = bytes[s];
-                from = s;
+        // Pair by pair, as long as free shards are left: the most loaded free shard gives the
+        // chunk that best closes the gap to the least loaded free one — the largest movable chunk
+        // not bigger than half the gap; if every chunk is bigger, the smallest such chunk is
+        // split finer (or reported when jumbo) and the collection waits for the next round.
+        std::set<size_t> moving;
+        for (;;) {
+            std::string from, to;
+            int64_t fromBytes = -1, toBytes = INT64_MAX;
+            for (const std::string& s : all) {
+                if (busy.free(s, s) && bytes[s] > fromBytes) {
+                    fromBytes = bytes[s];
+                    from = s;
+                }
             }
-        }
-        for (const std::string& s : all) {
-            if (s != from && bytes[s] < toBytes) {
-                toBytes = bytes[s];
-                to = s;
+            for (const std::string& s : all) {
+                if (s != from && busy.free(s, s) && bytes[s] < toBytes) {
+                    toBytes = bytes[s];
+                    to = s;
+                }
             }
-        }
-        if (from.empty() || to.empty() || !busy.free(from, to)) continue;
-        int64_t half = (fromBytes - toBytes) / 2;
-        std::optional<size_t> best, smallestTooBig;
-        for (size_t i = 0; i < coll.chunks.size(); ++i) {
-            const Chunk& c = coll.chunks[i];
-            if (c.shard != from || c.bytes <= 0) continue;
-            // (A chunk of one byte cannot get smaller: never split it for balance.)
-            if (!c.zone.empty() && !contains(eligibleShards(cluster, c.zone), to)) continue;
-            if (c.bytes <= half) {
-                if (!best || c.bytes > coll.chunks[*best].bytes) best = i;
-            } else if (c.bytes >= 2 &&
-                       (!smallestTooBig || c.bytes < coll.chunks[*smallestTooBig].bytes)) {
-                smallestTooBig = i;
+            if (from.empty() || to.empty()) break;
+            double ratio = static_cast<double>(std::max<int64_t>(fromBytes, 1)) /
+                           static_cast<double>(std::max<int64_t>(toBytes, 1));
+            if (ratio <= cluster.tolerance) break;
+            int64_t half = (fromBytes - toBytes) / 2;
+            std::optional<size_t> best, smallestTooBig;
+            for (size_t i = 0; i < coll.chunks.size(); ++i) {
+                const Chunk& c = coll.chunks[i];
+                if (c.shard != from || c.bytes <= 0 || moving.count(i)) continue;
+                if (!c.zone.empty() && !contains(eligibleShards(cluster, c.zone), to)) continue;
+                if (c.bytes <= half) {
+                    if (!best || c.bytes > coll.chunks[*best].bytes) best = i;
+                } else if (c.bytes >= 2 &&  // a chunk of one byte cannot get smaller
+                           (!smallestTooBig || c.bytes < coll.chunks[*smallestTooBig].bytes)) {
+                    smallestTooBig = i;
+                }
             }
-        }
-        if (best) {
-            busy.take(from, to);
-            d.migrations.push_back({coll.ns, *best, from, to, Reason::kChunksImbalance});
-        } else if (smallestTooBig) {
-            if (coll.chunks[*smallestTooBig].jumbo) {
-                d.violations.push_back({coll.ns, "jumboChunks", *smallestTooBig});
-            } else {
-                d.splits.push_back({coll.ns, *smallestTooBig, Reason::kChunksImbalance});
+            if (best) {
+                busy.take(from, to);
+                moving.insert(*best);
+                bytes[from] -= coll.chunks[*best].bytes;
+                bytes[to] += coll.chunks[*best].bytes;
+                d.migrations.push_back({coll.ns, *best, from, to, Reason::kChunksImbalance});
+                continue;
             }
+            if (smallestTooBig) {
+                if (coll.chunks[*smallestTooBig].jumbo) {
+                    d.violations.push_back({coll.ns, "jumboChunks", *smallestTooBig});
+                } else {
+                    d.splits.push_back({coll.ns, *smallestTooBig, Reason::kChunksImbalance});
+                }
+            }
+            break;
         }
     }
     return d;

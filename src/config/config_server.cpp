@@ -99,12 +99,14 @@ Status ConfigServerImpl::startup() {
     }
     _retryableWrites.startup();
     _recovery = std::thread([this] { recoverCoordinators(); });
+    _balancer = std::thread([this] { runBalancer(); });
     return Status::OK();
 }
 
 void ConfigServerImpl::shutdown() {
     _shutdown.store(true);
     if (_recovery.joinable()) _recovery.join();
+    if (_balancer.joinable()) _balancer.join();
 }
 
 std::string ConfigServerImpl::serverName() const {
@@ -375,8 +377,8 @@ StatusWith<BsonObj> ConfigServerImpl::balancerStatus() {
     }
     BsonBuilder b;
     b.appendString("mode", mode)
-        .appendBool("inBalancerRound", false)
-        .appendInt64("numBalancerRounds", 0);
+        .appendBool("inBalancerRound", _inBalancerRound.load())
+        .appendInt64("numBalancerRounds", _balancerRounds.load());
     return b.obj();
 }
 

@@ -13,6 +13,7 @@
 #include "base/status.h"
 #include "bson/bson_obj.h"
 #include "command/command.h"
+#include "config/balancer_policy.h"
 #include "config/catalog_docs.h"
 #include "config/coordinator_state.h"
 #include "config/ddl_lock_manager.h"
@@ -72,6 +73,13 @@ struct MigrationSteps {
     int64_t bytesCloned = 0;
     void done(int step);  // step 1..6 ended now
     void criticalSectionEnded();
+};
+
+// config.settings {_id: "balancer", mode, roundIntervalMillis} and {_id: "chunksize", value: MB}.
+struct BalancerSettings {
+    bool enabled = true;
+    int64_t chunkSizeBytes = 0;
+    int64_t roundIntervalMillis = 0;
 };
 
 class ConfigServerImpl {
@@ -164,6 +172,14 @@ class ConfigServerImpl {
     Status abortMovePrimary(MovePrimaryState& state);
     void recoverCoordinators();
 
+    // The balancer (balancer_scheduler.cpp).
+    BalancerSettings balancerSettings();
+    StatusWith<balancer::Collection> balancerSnapshot(const ShardedCollection& coll,
+                                                      int64_t chunkSizeBytes);
+    Status balancerSplit(const std::string& ns, const bson::BsonObj& min, const bson::BsonObj& max);
+    void balancerRound(const BalancerSettings& settings);
+    void runBalancer();
+
     command::ServiceContext& _service;
     LocalClient _local;
     net::RemoteClient _remote;
@@ -172,6 +188,9 @@ class ConfigServerImpl {
     std::mutex _shardsMutex;  // addShard: one registration at a time
     std::atomic<bool> _shutdown{false};
     std::thread _recovery;
+    std::thread _balancer;
+    std::atomic<bool> _inBalancerRound{false};
+    std::atomic<int64_t> _balancerRounds{0};
     bson::ObjectId _clusterId;
 };
 

@@ -12,6 +12,7 @@ namespace tessera::shard {
 void registerShardMigrationCommands(command::CommandRegistry& registry);
 void registerShardDatabaseCommands(command::CommandRegistry& registry);
 void registerShardCollectionCommands(command::CommandRegistry& registry);
+void registerShardChunkStatsCommands(command::CommandRegistry& registry);
 
 namespace {
 
@@ -213,6 +214,7 @@ void registerShardServerCommands(command::CommandRegistry& registry) {
     registerShardMigrationCommands(registry);
     registerShardDatabaseCommands(registry);
     registerShardCollectionCommands(registry);
+    registerShardChunkStatsCommands(registry);
 }
 
 }  // namespace tessera::shard

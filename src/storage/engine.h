@@ -10,6 +10,7 @@
 #include "base/status.h"
 #include "bson/bson_obj.h"
 #include "storage/catalog_types.h"
+#include "storage/read_snapshot.h"
 #include "storage/write_observer.h"
 
 namespace tessera::storage {
@@ -112,6 +113,11 @@ class Engine {
         const CollectionPtr& coll, const WriteUnit* unit = nullptr) = 0;
 
     virtual CollectionStats stats(const CollectionInfo& coll) const = 0;
+    // RocksDB's estimate of the bytes the records of `coll` in record-key range `range` take
+    // (compressed, old versions and tombstones included; memtables too): relative sizes of
+    // ranges, for the balancer — not a count.
+    virtual int64_t approximateRangeBytes(const CollectionInfo& coll,
+                                          const KeyRange& range) const = 0;
     // Bytes on disk of the whole database (for listDatabases sizeOnDisk / dbStats).
     virtual int64_t approximateDiskBytes(std::string_view db) const = 0;
 

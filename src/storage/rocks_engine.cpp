@@ -829,6 +829,20 @@ Status RocksEngine::writeSideRecords(
     return writeSync(&batch);
 }
 
+int64_t RocksEngine::approximateRangeBytes(const CollectionInfo& coll,
+                                           const KeyRange& range) const {
+    std::string lo = keys::collPrefix(coll.id) + range.low;
+    std::string hi =
+        range.high.empty() ? keys::collPrefix(coll.id + 1) : keys::collPrefix(coll.id) + range.high;
+    rocksdb::Range r(lo, hi);
+    uint64_t size = 0;
+    rocksdb::SizeApproximationOptions options;
+    options.include_memtables = true;
+    options.include_files = true;
+    _db->GetApproximateSizes(options, _records, &r, 1, &size).PermitUncheckedError();
+    return static_cast<int64_t>(size);
+}
+
 std::vector<std::pair<std::string, std::string>> RocksEngine::sideRecords(
     std::string_view prefix) const {
     std::string start(keys::kSideRecordPrefix);

@@ -59,6 +59,7 @@ class RocksEngine final : public Engine {
                                                          const WriteUnit* unit) override;
 
     CollectionStats stats(const CollectionInfo& coll) const override;
+    int64_t approximateRangeBytes(const CollectionInfo& coll, const KeyRange& range) const override;
     int64_t approximateDiskBytes(std::string_view db) const override;
     Timestamp lastCommitTimestamp() const override;
     Status flush() override;

@@ -1,0 +1,190 @@
+// The balancer's scheduler (README.md "Balancer"): every round it takes a snapshot of the
+// placement and of each chunk's owned bytes (the shards' _shardsvrChunkStats), asks the pure
+// policy (balancer_policy.h) what to do, and does it: splits at the median the owning shard
+// finds (_shardsvrSplitPoint), migrations in parallel on disjoint shard pairs (the online
+// protocol of ddl_move_range.cpp). Runs while config.settings {_id: "balancer"} has mode "full"
+// (the default).
+#include <thread>
+
+#include "base/log.h"
+#include "bson/bson_builder.h"
+#include "config/balancer_policy.h"
+#include "config/chunk_ops.h"
+#include "config/config_server_impl.h"
+
+namespace tessera::config {
+
+using bson::BsonBuilder;
+using bson::BsonObj;
+using bson::BsonView;
+
+namespace {
+
+constexpr int64_t kDefaultChunkSizeMB = 128;
+constexpr int64_t kDefaultRoundIntervalMillis = 5000;
+
+BsonObj idQuery(std::string_view id) {
+    BsonBuilder b;
+    b.appendString("_id", id);
+    return b.obj();
+}
+
+void logFailure(int id, std::string_view msg, const std::string& ns, const Status& s) {
+    log::warning("SHARDING", id, msg,
+                 "{\"ns\":\"" + log::jsonEscape(ns) + "\",\"error\":\"" +
+                     log::jsonEscape(s.toString()) + "\"}");
+}
+
+}  // namespace
+
+BalancerSettings ConfigServerImpl::balancerSettings() {
+    BalancerSettings s;
+    s.chunkSizeBytes = kDefaultChunkSizeMB << 20;
+    s.roundIntervalMillis = kDefaultRoundIntervalMillis;
+    if (auto doc = _local.findOne("settings", idQuery("balancer")); doc.isOK() && doc.getValue()) {
+        const BsonObj& d = *doc.getValue();
+        if (d["mode"].type() == bson::BsonType::String) {
+            s.enabled = d["mode"].stringValue() == "full";
+        } else if (d["stopped"].trueValue()) {
+            s.enabled = false;
+        }
+        if (d["roundIntervalMillis"].isNumber() && d["roundIntervalMillis"].numberLong() >= 10) {
+            s.roundIntervalMillis = d["roundIntervalMillis"].numberLong();
+        }
+    }
+    if (auto doc = _local.findOne("settings", idQuery("chunksize")); doc.isOK() && doc.getValue()) {
+        bson::BsonElement v = (*doc.getValue())["value"];
+        if (v.isNumber() && v.numberLong() >= 1 && v.numberLong() <= 1024) {
+            s.chunkSizeBytes = v.numberLong() << 20;
+        }
+    }
+    return s;
+}
+
+// The policy's view of one collection: its chunks with the owned bytes their shards report.
+StatusWith<balancer::Collection> ConfigServerImpl::balancerSnapshot(const ShardedCollection& coll,
+                                                                    int64_t chunkSizeBytes) {
+    balancer::Collection out;
+    out.ns = coll.coll.ns;
+    out.chunkSizeBytes = chunkSizeBytes;
+    for (const ChunkRecord& c : coll.chunks) {
+        balancer::Chunk chunk;
+        chunk.min = c.min.toJson();
+        chunk.max = c.max.toJson();
+        chunk.shard = c.shard;
+        chunk.jumbo = c.jumbo;
+        out.chunks.push_back(std::move(chunk));
+    }
+    std::map<std::string, std::vector<size_t>> byShard;
+    for (size_t i = 0; i < coll.chunks.size(); ++i) byShard[coll.chunks[i].shard].push_back(i);
+    for (const auto& [shard, indexes] : byShard) {
+        BsonBuilder cmd;
+        cmd.appendString("_shardsvrChunkStats", coll.coll.ns);
+        bson::BsonArrayBuilder ranges;
+        for (size_t i : indexes) {
+            BsonBuilder r;
+            r.appendObject("min", coll.chunks[i].min).appendObject("max", coll.chunks[i].max);
+            ranges.append(r.obj());
+        }
+        cmd.appendArray("ranges", ranges.arr());
+        ASSIGN_OR_RETURN(BsonObj reply, runOnShard(shard, "admin", cmd.obj()));
+        bson::BsonElement sizes = reply["ranges"];
+        if (sizes.type() != bson::BsonType::Array) {
+            return Status(ErrorCodes::InternalError, "malformed _shardsvrChunkStats reply");
+        }
+        size_t k = 0;
+        for (bson::BsonElement e : sizes.objValue()) {
+            if (k < indexes.size() && e.isObject()) {
+                out.chunks[indexes[k]].bytes = e.objValue()["bytes"].numberLong();
+            }
+            ++k;
+        }
+    }
+    return out;
+}
+
+Status ConfigServerImpl::balancerSplit(const std::string& ns, const BsonObj& min,
+                                       const BsonObj& max) {
+    ASSIGN_OR_RETURN(DdlLockManager::Guard lock, _ddlLocks.lockCollection(ns, "balancer split"));
+    ASSIGN_OR_RETURN(ShardedCollection coll, loadCollection(ns));
+    auto index = findChunkWithBounds(coll.chunks, min, max);
+    if (!index) return Status::OK();  // changed meanwhile: the next round looks again
+    BsonBuilder cmd;
+    cmd.appendString("_shardsvrSplitPoint", ns).appendObject("min", min).appendObject("max", max);
+    ASSIGN_OR_RETURN(BsonObj reply, runOnShard(coll.chunks[*index].shard, "admin", cmd.obj()));
+    if (reply["splitPoint"].isObject()) {
+        return splitAt(coll, *index, {reply["splitPoint"].objValue().copy()});
+    }
+    if (reply["jumbo"].trueValue()) {
+        // One key value: flagged, so that the policy reports it instead of asking again.
+        ChunkRecord chunk = coll.chunks[*index];
+        chunk.jumbo = true;
+        TRY_STATUS(writeChunk(chunk, coll.coll.uuid, false));
+        log::info("SHARDING", 9131, "Marked a chunk jumbo (one shard key value)",
+                  "{\"ns\":\"" + log::jsonEscape(ns) + "\",\"min\":" + min.toJson() + "}");
+    }
+    return Status::OK();
+}
+
+void ConfigServerImpl::balancerRound(const BalancerSettings& settings) {
+    auto shards = allShardIds();
+    if (!shards.isOK()) return;
+    auto colls = _local.find("collections", BsonView());
+    if (!colls.isOK()) return;
+    balancer::Cluster cluster;
+    cluster.shards = shards.getValue();
+    std::map<std::string, ShardedCollection> loaded;
+    for (const BsonObj& doc : colls.getValue()) {
+        if (doc["_id"].type() != bson::BsonType::String) continue;
+        std::string ns(doc["_id"].stringValue());
+        auto coll = loadCollection(ns);
+        if (!coll.isOK()) continue;
+        auto snapshot = balancerSnapshot(coll.getValue(), settings.chunkSizeBytes);
+        if (!snapshot.isOK()) {
+            logFailure(9132, "Balancer could not size a collection", ns, snapshot.getStatus());
+            continue;
+        }
+        snapshot.getValue().noBalance = doc["noBalance"].trueValue();
+        cluster.collections.push_back(std::move(snapshot.getValue()));
+        loaded.emplace(ns, std::move(coll.getValue()));
+    }
+    balancer::Decision decision = balancer::decide(cluster);
+    for (const balancer::Split& s : decision.splits) {
+        const ChunkRecord& c = loaded.at(s.ns).chunks[s.chunk];
+        Status split = balancerSplit(s.ns, c.min, c.max);
+        if (!split.isOK()) logFailure(9133, "Balancer split failed", s.ns, split);
+    }
+    // Disjoint shard pairs: each migration on a thread of its own.
+    std::vector<std::thread> moves;
+    for (const balancer::Migration& m : decision.migrations) {
+        const ChunkRecord& c = loaded.at(m.ns).chunks[m.chunk];
+        moves.emplace_back([this, ns = m.ns, min = c.min, max = c.max, to = m.to,
+                            reason = std::string(balancer::reasonName(m.reason))] {
+            log::info("SHARDING", 9134, "Balancer moves a range",
+                      "{\"ns\":\"" + log::jsonEscape(ns) + "\",\"min\":" + min.toJson() +
+                          ",\"to\":\"" + log::jsonEscape(to) + "\",\"reason\":\"" + reason + "\"}");
+            Status moved = moveRange(ns, min, max, to, /*waitForDelete=*/false);
+            if (!moved.isOK()) logFailure(9135, "Balancer migration failed", ns, moved);
+        });
+    }
+    for (std::thread& t : moves) t.join();
+}
+
+void ConfigServerImpl::runBalancer() {
+    while (!_shutdown.load()) {
+        BalancerSettings settings = balancerSettings();
+        if (settings.enabled) {
+            _inBalancerRound = true;
+            balancerRound(settings);
+            _inBalancerRound = false;
+            _balancerRounds.fetch_add(1);
+        }
+        auto until = std::chrono::steady_clock::now() +
+                     std::chrono::milliseconds(settings.roundIntervalMillis);
+        while (!_shutdown.load() && std::chrono::steady_clock::now() < until) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+    }
+}
+
+}  // namespace tessera::config

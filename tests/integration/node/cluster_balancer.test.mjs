@@ -1,0 +1,86 @@
+// The balancer (issue 13, first part): a populated collection sharded on a 2-shard cluster is split
+// and spread by owned bytes to within 10 % without any command, while clients insert through
+// the router; every acknowledged insert is then present exactly once, the counts are exact and
+// sh.status()'s source (config.chunks) agrees with where the documents are. A small chunk size
+// (config.settings {_id: "chunksize", value: 1} MB) and short rounds make it quick.
+import assert from 'node:assert/strict';
+import { uniqueDbName } from './harness.mjs';
+import { describeWithCluster, waitFor } from './cluster_harness.mjs';
+
+describeWithCluster('the balancer', (ctx) => {
+    const test = ctx.test;
+    const c = () => ctx.cluster;
+    const admin = async (cmd) => (await c().router()).db('admin').command(cmd);
+
+    /** Owned bytes of db.c per shard, read on each shard directly (collStats counts owned only). */
+    async function ownedBytes(dbName, shards) {
+        const out = {};
+        for (const s of shards) {
+            try {
+                const r = await (await c().shardByName(s)).db(dbName).command({ collStats: 'c' });
+                out[s] = Number(r.size);
+            } catch (err) {
+                if (err.code !== 26) throw err;
+                out[s] = 0;
+            }
+        }
+        return out;
+    }
+
+    test('a populated collection is split and balanced by bytes to 1.10 under inserts; balancerStatus is real', async () => {
+        const settings = (await c().router()).db('config').collection('settings');
+        await settings.updateOne({ _id: 'chunksize' }, { $set: { value: 1 } }, { upsert: true });
+        await settings.updateOne({ _id: 'balancer' }, { $set: { mode: 'full', stopped: false, roundIntervalMillis: 200 } }, { upsert: true });
+        const dbName = uniqueDbName('bal');
+        const ns = `${dbName}.c`;
+        const coll = (await c().router()).db(dbName).collection('c');
+        const pad = 'p'.repeat(380);
+        const n = 16000; // ≈ 6.5 MB
+        for (let i = 0; i < n; i += 2000) {
+            await coll.insertMany(Array.from({ length: 2000 }, (_, k) => ({ _id: i + k, pad })));
+        }
+        assert.equal((await admin({ enableSharding: dbName })).ok, 1);
+        assert.equal((await admin({ shardCollection: ns, key: { _id: 1 } })).ok, 1);
+        const shards = (await (await c().router()).db('config').collection('shards').find().toArray()).map((s) => s._id);
+
+        // Inserts through the router while the balancer splits and moves.
+        let stop = false;
+        const acked = [];
+        const inserter = (async () => {
+            for (let i = 0; !stop; i++) {
+                const _id = n + i;
+                await coll.insertOne({ _id, pad: 'q' });
+                acked.push(_id);
+            }
+        })();
+        try {
+            await waitFor('the collection to be balanced by owned bytes', async () => {
+                const bytes = Object.values(await ownedBytes(dbName, shards));
+                const max = Math.max(...bytes);
+                const min = Math.max(1, Math.min(...bytes));
+                return max / min <= 1.10;
+            }, { timeoutMs: 90000, intervalMs: 500 });
+        } finally {
+            stop = true;
+            await inserter;
+        }
+        const { chunks } = await c().placement(ns);
+        assert.ok(chunks.length >= 6, `split into ${chunks.length} chunks`);
+        assert.ok(new Set(chunks.map((ch) => ch.shard)).size === 2, 'chunks on both shards');
+        const status = await admin({ balancerStatus: 1 });
+        assert.equal(status.mode, 'full');
+        assert.ok(Number(status.numBalancerRounds) > 0, JSON.stringify(status));
+        const changelog = await (await c().router()).db('config').collection('changelog')
+            .find({ ns, what: 'moveChunk.from', 'details.note': 'success' }).toArray();
+        assert.ok(changelog.length >= 1, 'the balancer moved ranges');
+
+        await settings.updateOne({ _id: 'balancer' }, { $set: { mode: 'off', stopped: true } });
+        assert.equal((await admin({ balancerStatus: 1 })).mode, 'off');
+        // Every acknowledged insert exactly once, counts exact, placement as config.chunks says.
+        const ids = (await coll.find({ _id: { $gte: n } }).project({ _id: 1 }).toArray()).map((d) => d._id).sort((a, b) => a - b);
+        assert.deepEqual(ids, [...acked].sort((a, b) => a - b));
+        assert.equal(await coll.estimatedDocumentCount(), n + acked.length);
+        await c().checkConsistency(ns, n + acked.length);
+        await settings.updateOne({ _id: 'chunksize' }, { $set: { value: 128 } });
+    });
+}, { shards: 2, routers: 1 });
