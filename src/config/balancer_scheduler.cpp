@@ -4,6 +4,8 @@
 // finds (_shardsvrSplitPoint), migrations in parallel on disjoint shard pairs (the online
 // protocol of ddl_move_range.cpp). Runs while config.settings {_id: "balancer"} has mode "full"
 // (the default).
+#include <algorithm>
+#include <map>
 #include <thread>
 
 #include "base/log.h"
@@ -124,6 +126,100 @@ Status ConfigServerImpl::balancerSplit(const std::string& ns, const BsonObj& min
                   "{\"ns\":\"" + log::jsonEscape(ns) + "\",\"min\":" + min.toJson() + "}");
     }
     return Status::OK();
+}
+
+StatusWith<BsonObj> ConfigServerImpl::balancerCollectionStatus(const std::string& ns) {
+    BalancerSettings settings = balancerSettings();
+    ASSIGN_OR_RETURN(ShardedCollection coll, loadCollection(ns));
+    ASSIGN_OR_RETURN(std::vector<std::string> shards, allShardIds());
+    ASSIGN_OR_RETURN(balancer::Collection snapshot,
+                     balancerSnapshot(coll, settings.chunkSizeBytes));
+    if (auto doc = _local.findOne("collections", idQuery(ns)); doc.isOK() && doc.getValue()) {
+        snapshot.noBalance = (*doc.getValue())["noBalance"].trueValue();
+    }
+    balancer::Cluster cluster;
+    cluster.shards = shards;
+    cluster.collections.push_back(snapshot);
+    balancer::Decision d = balancer::decide(cluster);
+
+    std::string violation;
+    for (const balancer::Migration& m : d.migrations) {
+        if (m.reason == balancer::Reason::kDraining) violation = "draining";
+    }
+    if (violation.empty()) {
+        for (const balancer::Migration& m : d.migrations) {
+            if (m.reason == balancer::Reason::kZoneViolation) violation = "zoneViolation";
+        }
+    }
+    // Out of balance: owned bytes beyond the tolerance in a collection the byte goal applies to.
+    // Then either the balancer is at work on it (chunksImbalance) or a range it cannot split
+    // stops it (jumboChunks). A chunk that only grew past the chunk size is split in the next
+    // round; that alone is not an imbalance.
+    int64_t totalBytes = 0;
+    for (const balancer::Chunk& c : snapshot.chunks) totalBytes += c.bytes;
+    double ratio = balancer::imbalance(snapshot, balancer::eligibleShards(cluster, ""));
+    bool jumbo = false;
+    for (const balancer::Violation& v : d.violations) jumbo = jumbo || v.what == "jumboChunks";
+    bool outOfBalance = !snapshot.noBalance && totalBytes >= 2 * settings.chunkSizeBytes &&
+                        ratio > cluster.tolerance;
+    if (violation.empty() && outOfBalance) {
+        bool atWork = !d.migrations.empty() || !d.splits.empty();
+        violation = atWork || !jumbo ? "chunksImbalance" : "jumboChunks";
+    }
+    if (violation.empty() && jumbo) violation = "jumboChunks";
+
+    BsonBuilder b;
+    b.appendInt64("chunkSize", settings.chunkSizeBytes >> 20);
+    b.appendBool("balancerCompliant", violation.empty());
+    if (!violation.empty()) b.appendString("firstComplianceViolation", violation);
+    b.startObject("details");
+    std::map<std::string, int64_t> owned;
+    int64_t total = 0;
+    for (const std::string& s : shards) owned[s] = 0;
+    for (const balancer::Chunk& c : snapshot.chunks) {
+        owned[c.shard] += c.bytes;
+        total += c.bytes;
+    }
+    b.startObject("ownedBytes");
+    for (const auto& [s, bytes] : owned) b.appendInt64(s, bytes);
+    b.end();
+    b.appendDouble("maxOverMin",
+                   balancer::imbalance(snapshot, balancer::eligibleShards(cluster, "")));
+    b.appendDouble("tolerance", cluster.tolerance);
+    b.appendInt64("chunks", static_cast<int64_t>(snapshot.chunks.size()));
+    if (jumbo) {
+        bson::BsonArrayBuilder arr;
+        for (size_t i = 0; i < coll.chunks.size(); ++i) {
+            if (!coll.chunks[i].jumbo) continue;
+            BsonBuilder j;
+            j.appendObject("min", coll.chunks[i].min)
+                .appendObject("max", coll.chunks[i].max)
+                .appendString("shard", coll.chunks[i].shard)
+                .appendInt64("bytes", snapshot.chunks[i].bytes)
+                .appendDouble("shareOfCollection",
+                              total > 0 ? static_cast<double>(snapshot.chunks[i].bytes) /
+                                              static_cast<double>(total)
+                                        : 0.0)
+                .appendString("why",
+                              "every document of this range has the same shard key value, "
+                              "so it cannot be split or spread")
+                .appendString("fix",
+                              "a shard key with more distinct values (a high-cardinality "
+                              "field after this one); refineCollectionShardKey and "
+                              "reshardCollection are not available in this version");
+            arr.append(j.obj());
+        }
+        b.appendArray("jumboChunks", arr.arr());
+    }
+    if (violation.empty()) {
+        b.appendString("note", snapshot.noBalance
+                                   ? "balancing is disabled for this collection (noBalance)"
+                               : total < 2 * settings.chunkSizeBytes
+                                   ? "smaller than two chunk sizes: not balanced by bytes"
+                                   : "owned bytes within the tolerance");
+    }
+    b.end();
+    return b.obj();
 }
 
 void ConfigServerImpl::balancerRound(const BalancerSettings& settings) {

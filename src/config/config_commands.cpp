@@ -200,6 +200,18 @@ void registerConfigServerCommands(command::CommandRegistry& registry) {
             reply.appendElements(status);
             return Status::OK();
         });
+    // {_configsvrBalancerCollectionStatus: ns} → MongoDB's balancerCollectionStatus reply.
+    add("_configsvrBalancerCollectionStatus",
+        [](ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder& reply) {
+            if (req.firstElement().type() != bson::BsonType::String) {
+                return Status(ErrorCodes::TypeMismatch,
+                              "balancerCollectionStatus takes a namespace string");
+            }
+            ASSIGN_OR_RETURN(BsonObj status, cs.balancerCollectionStatus(
+                                                 std::string(req.firstElement().stringValue())));
+            reply.appendElements(status);
+            return Status::OK();
+        });
 }
 
 }  // namespace tessera::config

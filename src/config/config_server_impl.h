@@ -108,6 +108,8 @@ class ConfigServerImpl {
     Status dropDatabase(const std::string& db, bson::BsonBuilder& reply);
     Status setBalancerMode(bool enabled);
     StatusWith<bson::BsonObj> balancerStatus();
+    // balancerCollectionStatus: whether the balancer's policy would act on ns now, and why.
+    StatusWith<bson::BsonObj> balancerCollectionStatus(const std::string& ns);
 
     // Helpers shared by the ddl_*.cpp files.
     LocalClient& local() { return _local; }

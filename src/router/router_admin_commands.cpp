@@ -434,6 +434,18 @@ CommandFn balancerCommand(std::string configsvrName) {
     };
 }
 
+// balancerCollectionStatus: "db.c" → _configsvrBalancerCollectionStatus, reply relayed.
+Status balancerCollectionStatus(OperationContext& opCtx, const CommandRequest& request,
+                                BsonBuilder& reply) {
+    TRY_STATUS(checkKnownFields(request, {}));
+    ASSIGN_OR_RETURN(std::string ns, nsArgument(request));
+    Router& router = Router::get(opCtx);
+    BsonBuilder cmd;
+    cmd.append("_configsvrBalancerCollectionStatus", ns);
+    ASSIGN_OR_RETURN(BsonObj r, runOnConfig(router, "admin", cmd.obj()));
+    return relayRemoteReply(opCtx, r, reply);
+}
+
 }  // namespace
 
 void registerRouterAdminCommands(command::CommandRegistry& registry) {
@@ -457,6 +469,7 @@ void registerRouterAdminCommands(command::CommandRegistry& registry) {
         makeRouterCommand("balancerStop", {}, true, balancerCommand("_configsvrBalancerStop")));
     registry.add(
         makeRouterCommand("balancerStatus", {}, true, balancerCommand("_configsvrBalancerStatus")));
+    registry.add(makeRouterCommand("balancerCollectionStatus", {}, true, balancerCollectionStatus));
 }
 
 }  // namespace tessera::router

@@ -30,7 +30,7 @@ describeWithCluster('the balancer', (ctx) => {
     test('a populated collection is split and balanced by bytes to 1.10 under inserts; balancerStatus is real', async () => {
         const settings = (await c().router()).db('config').collection('settings');
         await settings.updateOne({ _id: 'chunksize' }, { $set: { value: 1 } }, { upsert: true });
-        await settings.updateOne({ _id: 'balancer' }, { $set: { mode: 'full', stopped: false, roundIntervalMillis: 200 } }, { upsert: true });
+        await settings.updateOne({ _id: 'balancer' }, { $set: { mode: 'off', stopped: true, roundIntervalMillis: 200 } }, { upsert: true });
         const dbName = uniqueDbName('bal');
         const ns = `${dbName}.c`;
         const coll = (await c().router()).db(dbName).collection('c');
@@ -43,7 +43,14 @@ describeWithCluster('the balancer', (ctx) => {
         assert.equal((await admin({ shardCollection: ns, key: { _id: 1 } })).ok, 1);
         const shards = (await (await c().router()).db('config').collection('shards').find().toArray()).map((s) => s._id);
 
+        // Not balanced yet, and said so (the balancer is not running: this is what it would do).
+        const before = await admin({ balancerCollectionStatus: ns });
+        assert.equal(before.balancerCompliant, false, JSON.stringify(before));
+        assert.equal(before.firstComplianceViolation, 'chunksImbalance');
+        assert.equal(before.chunkSize, 1);
+
         // Inserts through the router while the balancer splits and moves.
+        await settings.updateOne({ _id: 'balancer' }, { $set: { mode: 'full', stopped: false } });
         let stop = false;
         const acked = [];
         const inserter = (async () => {
@@ -67,6 +74,8 @@ describeWithCluster('the balancer', (ctx) => {
         const { chunks } = await c().placement(ns);
         assert.ok(chunks.length >= 6, `split into ${chunks.length} chunks`);
         assert.ok(new Set(chunks.map((ch) => ch.shard)).size === 2, 'chunks on both shards');
+        const compliant = await admin({ balancerCollectionStatus: ns });
+        assert.equal(compliant.balancerCompliant, true, JSON.stringify(compliant));
         const status = await admin({ balancerStatus: 1 });
         assert.equal(status.mode, 'full');
         assert.ok(Number(status.numBalancerRounds) > 0, JSON.stringify(status));
@@ -82,5 +91,50 @@ describeWithCluster('the balancer', (ctx) => {
         assert.equal(await coll.estimatedDocumentCount(), n + acked.length);
         await c().checkConsistency(ns, n + acked.length);
         await settings.updateOne({ _id: 'chunksize' }, { $set: { value: 128 } });
+    });
+
+    // The seed's jumbo case: {status: 1} with five values, 65 % "delivered". The balancer splits
+    // what it can (one chunk per value), flags the one-value chunk jumbo, and
+    // balancerCollectionStatus names it as the reason instead of calling the collection compliant.
+    test('a one-value range is flagged jumbo and named by balancerCollectionStatus', async () => {
+        const settings = (await c().router()).db('config').collection('settings');
+        await settings.updateOne({ _id: 'chunksize' }, { $set: { value: 1 } }, { upsert: true });
+        const dbName = uniqueDbName('jumbo');
+        const ns = `${dbName}.orders`;
+        const coll = (await c().router()).db(dbName).collection('orders');
+        const statuses = ['pending', 'paid', 'shipped', 'returned'];
+        const pad = 'p'.repeat(380);
+        const docs = Array.from({ length: 10000 }, (_, i) => ({
+            _id: i,
+            status: i % 100 < 65 ? 'delivered' : statuses[i % 4],
+            pad,
+        }));
+        for (let i = 0; i < docs.length; i += 2000) await coll.insertMany(docs.slice(i, i + 2000));
+        assert.equal((await admin({ enableSharding: dbName })).ok, 1);
+        assert.equal((await admin({ shardCollection: ns, key: { status: 1 } })).ok, 1);
+        await settings.updateOne({ _id: 'balancer' }, { $set: { mode: 'full', stopped: false, roundIntervalMillis: 200 } }, { upsert: true });
+        let status;
+        try {
+            await waitFor('the balancer to settle on the jumbo chunk', async () => {
+                status = await admin({ balancerCollectionStatus: ns });
+                return status.firstComplianceViolation === 'jumboChunks';
+            }, { timeoutMs: 90000, intervalMs: 500 });
+        } finally {
+            await settings.updateOne({ _id: 'balancer' }, { $set: { mode: 'off', stopped: true } });
+            await settings.updateOne({ _id: 'chunksize' }, { $set: { value: 128 } });
+        }
+        assert.equal(status.balancerCompliant, false);
+        const jumbo = status.details.jumboChunks;
+        assert.equal(jumbo.length, 1, JSON.stringify(status));
+        // The range holding only "delivered" (from MinKey or "delivered" to the next value).
+        const holdsDelivered = (ch) => (typeof ch.min.status !== 'string' || ch.min.status <= 'delivered') &&
+            typeof ch.max.status === 'string' && ch.max.status > 'delivered';
+        assert.ok(holdsDelivered(jumbo[0]), JSON.stringify(jumbo[0]));
+        assert.ok(jumbo[0].shareOfCollection > 0.5 && jumbo[0].shareOfCollection < 0.8, JSON.stringify(jumbo[0]));
+        const { chunks } = await c().placement(ns);
+        const flagged = chunks.filter((ch) => ch.jumbo);
+        assert.equal(flagged.length, 1);
+        assert.ok(holdsDelivered(flagged[0]));
+        await c().checkConsistency(ns, 10000);
     });
 }, { shards: 2, routers: 1 });
