@@ -6,6 +6,7 @@
 // (the default).
 #include <algorithm>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "base/log.h"
@@ -131,7 +132,13 @@ Status ConfigServerImpl::balancerSplit(const std::string& ns, const BsonObj& min
 StatusWith<BsonObj> ConfigServerImpl::balancerCollectionStatus(const std::string& ns) {
     BalancerSettings settings = balancerSettings();
     ASSIGN_OR_RETURN(ShardedCollection coll, loadCollection(ns));
-    ASSIGN_OR_RETURN(std::vector<std::string> shards, allShardIds());
+    ASSIGN_OR_RETURN(std::vector<ShardEntry> entries, allShards());
+    std::vector<std::string> shards;
+    std::set<std::string> draining;
+    for (const ShardEntry& s : entries) {
+        shards.push_back(s.id);
+        if (s.draining) draining.insert(s.id);
+    }
     ASSIGN_OR_RETURN(balancer::Collection snapshot,
                      balancerSnapshot(coll, settings.chunkSizeBytes));
     if (auto doc = _local.findOne("collections", idQuery(ns)); doc.isOK() && doc.getValue()) {
@@ -139,6 +146,7 @@ StatusWith<BsonObj> ConfigServerImpl::balancerCollectionStatus(const std::string
     }
     balancer::Cluster cluster;
     cluster.shards = shards;
+    cluster.draining = draining;
     cluster.collections.push_back(snapshot);
     balancer::Decision d = balancer::decide(cluster);
 
@@ -223,12 +231,16 @@ StatusWith<BsonObj> ConfigServerImpl::balancerCollectionStatus(const std::string
 }
 
 void ConfigServerImpl::balancerRound(const BalancerSettings& settings) {
-    auto shards = allShardIds();
-    if (!shards.isOK()) return;
+    auto entries = allShards();
+    if (!entries.isOK()) return;
     auto colls = _local.find("collections", BsonView());
     if (!colls.isOK()) return;
     balancer::Cluster cluster;
-    cluster.shards = shards.getValue();
+    for (const ShardEntry& s : entries.getValue()) {
+        cluster.shards.push_back(s.id);
+        if (s.draining) cluster.draining.insert(s.id);
+    }
+    if (!cluster.draining.empty()) drainDatabases(entries.getValue());
     std::map<std::string, ShardedCollection> loaded;
     for (const BsonObj& doc : colls.getValue()) {
         if (doc["_id"].type() != bson::BsonType::String) continue;

@@ -200,6 +200,43 @@ void registerConfigServerCommands(command::CommandRegistry& registry) {
             reply.appendElements(status);
             return Status::OK();
         });
+    // Draining and removal: {<command>: shardId}.
+    auto shardArg = [](const CommandRequest& req) -> StatusWith<std::string> {
+        if (req.firstElement().type() != bson::BsonType::String ||
+            req.firstElement().stringValue().empty()) {
+            return Status(ErrorCodes::TypeMismatch, "the command takes a shard id");
+        }
+        return std::string(req.firstElement().stringValue());
+    };
+    add("_configsvrStartShardDraining",
+        [shardArg](ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder&) {
+            ASSIGN_OR_RETURN(std::string shard, shardArg(req));
+            return cs.setShardDraining(shard, true);
+        });
+    add("_configsvrStopShardDraining",
+        [shardArg](ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder&) {
+            ASSIGN_OR_RETURN(std::string shard, shardArg(req));
+            return cs.setShardDraining(shard, false);
+        });
+    add("_configsvrShardDrainingStatus",
+        [shardArg](ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder& reply) {
+            ASSIGN_OR_RETURN(std::string shard, shardArg(req));
+            ASSIGN_OR_RETURN(BsonObj status, cs.shardDrainingStatus(shard));
+            reply.appendElements(status);
+            return Status::OK();
+        });
+    add("_configsvrCommitShardRemoval",
+        [shardArg](ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder&) {
+            ASSIGN_OR_RETURN(std::string shard, shardArg(req));
+            return cs.commitShardRemoval(shard);
+        });
+    add("_configsvrRemoveShard",
+        [shardArg](ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder& reply) {
+            ASSIGN_OR_RETURN(std::string shard, shardArg(req));
+            ASSIGN_OR_RETURN(BsonObj status, cs.removeShard(shard));
+            reply.appendElements(status);
+            return Status::OK();
+        });
     // {_configsvrBalancerCollectionStatus: ns} → MongoDB's balancerCollectionStatus reply.
     add("_configsvrBalancerCollectionStatus",
         [](ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder& reply) {

@@ -131,8 +131,8 @@ StatusWith<std::vector<ShardEntry>> ConfigServerImpl::allShards() {
     for (const BsonObj& d : docs) {
         if (d["_id"].type() != bson::BsonType::String || d["host"].type() != bson::BsonType::String)
             continue;
-        shards.push_back(
-            {std::string(d["_id"].stringValue()), std::string(d["host"].stringValue())});
+        shards.push_back({std::string(d["_id"].stringValue()), std::string(d["host"].stringValue()),
+                          d["draining"].trueValue()});
     }
     return shards;
 }
@@ -336,15 +336,17 @@ StatusWith<BsonObj> ConfigServerImpl::createDatabaseLocked(const std::string& db
         chosen = *primary;
     } else {
         ASSIGN_OR_RETURN(std::vector<BsonObj> dbs, _local.find("databases", BsonView()));
-        std::map<std::string, int> counts;
-        for (const ShardEntry& s : shards) counts[s.id] = 0;
+        std::map<std::string, int> counts;  // a draining shard gets no new database
+        for (const ShardEntry& s : shards) {
+            if (!s.draining) counts[s.id] = 0;
+        }
         for (const BsonObj& d : dbs) {
             if (d["primary"].type() == bson::BsonType::String) {
                 auto it = counts.find(std::string(d["primary"].stringValue()));
                 if (it != counts.end()) ++it->second;
             }
         }
-        chosen = shards.front().id;
+        chosen = counts.empty() ? shards.front().id : counts.begin()->first;
         for (const auto& [id, n] : counts) {
             if (n < counts[chosen]) chosen = id;
         }

@@ -33,6 +33,7 @@ extern FailPoint moveRangeHangAfterCommit;
 struct ShardEntry {
     std::string id;
     std::string host;
+    bool draining = false;  // config.shards {draining: true}: being emptied for removal
 };
 
 // A sharded collection as the config server reads it: its catalog entry and its chunks.
@@ -108,6 +109,11 @@ class ConfigServerImpl {
     Status dropDatabase(const std::string& db, bson::BsonBuilder& reply);
     Status setBalancerMode(bool enabled);
     StatusWith<bson::BsonObj> balancerStatus();
+    // Draining and removing a shard (ddl_shard_removal.cpp, README.md "Draining").
+    Status setShardDraining(const std::string& shardId, bool draining);
+    StatusWith<bson::BsonObj> shardDrainingStatus(const std::string& shardId);
+    Status commitShardRemoval(const std::string& shardId);
+    StatusWith<bson::BsonObj> removeShard(const std::string& shardId);
     // balancerCollectionStatus: whether the balancer's policy would act on ns now, and why.
     StatusWith<bson::BsonObj> balancerCollectionStatus(const std::string& ns);
 
@@ -180,6 +186,8 @@ class ConfigServerImpl {
                                                       int64_t chunkSizeBytes);
     Status balancerSplit(const std::string& ns, const bson::BsonObj& min, const bson::BsonObj& max);
     void balancerRound(const BalancerSettings& settings);
+    // Moves the primary of every database on a draining shard (one per round).
+    void drainDatabases(const std::vector<ShardEntry>& shards);
     void runBalancer();
 
     command::ServiceContext& _service;

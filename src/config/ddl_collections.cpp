@@ -365,7 +365,7 @@ StatusWith<ShardCollectionPlan> ConfigServerImpl::decideShardCollection(
         // The primary first, so that with one chunk per shard it keeps the first chunk.
         ids.push_back(primary);
         for (const ShardEntry& s : shards) {
-            if (s.id != primary) ids.push_back(s.id);
+            if (s.id != primary && !s.draining) ids.push_back(s.id);  // none onto a draining one
         }
         ASSIGN_OR_RETURN(initial, placement::initialChunksForHashedKey(pattern, coll.gen, ids,
                                                                        req.numInitialChunks));

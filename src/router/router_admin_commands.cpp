@@ -434,6 +434,24 @@ CommandFn balancerCommand(std::string configsvrName) {
     };
 }
 
+// startShardDraining / stopShardDraining / shardDrainingStatus / commitShardRemoval /
+// removeShard: <shardId> → _configsvr<Name>, reply relayed.
+CommandFn shardRemovalCommand(std::string configsvrName) {
+    return [configsvrName](OperationContext& opCtx, const CommandRequest& request,
+                           BsonBuilder& reply) {
+        TRY_STATUS(checkKnownFields(request, {}));
+        bson::BsonElement shard = request.firstElement();
+        if (shard.type() != BsonType::String || shard.stringValue().empty()) {
+            return Status(ErrorCodes::TypeMismatch,
+                          std::string(request.commandName) + " takes a shard id string");
+        }
+        BsonBuilder cmd;
+        cmd.append(configsvrName, shard.stringValue());
+        ASSIGN_OR_RETURN(BsonObj r, runOnConfig(Router::get(opCtx), "admin", cmd.obj()));
+        return relayRemoteReply(opCtx, r, reply);
+    };
+}
+
 // balancerCollectionStatus: "db.c" → _configsvrBalancerCollectionStatus, reply relayed.
 Status balancerCollectionStatus(OperationContext& opCtx, const CommandRequest& request,
                                 BsonBuilder& reply) {
@@ -470,6 +488,14 @@ void registerRouterAdminCommands(command::CommandRegistry& registry) {
     registry.add(
         makeRouterCommand("balancerStatus", {}, true, balancerCommand("_configsvrBalancerStatus")));
     registry.add(makeRouterCommand("balancerCollectionStatus", {}, true, balancerCollectionStatus));
+    for (auto [name, configsvr] :
+         {std::pair{"startShardDraining", "_configsvrStartShardDraining"},
+          std::pair{"stopShardDraining", "_configsvrStopShardDraining"},
+          std::pair{"shardDrainingStatus", "_configsvrShardDrainingStatus"},
+          std::pair{"commitShardRemoval", "_configsvrCommitShardRemoval"},
+          std::pair{"removeShard", "_configsvrRemoveShard"}}) {
+        registry.add(makeRouterCommand(name, {}, true, shardRemovalCommand(configsvr)));
+    }
 }
 
 }  // namespace tessera::router

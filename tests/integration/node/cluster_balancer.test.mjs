@@ -137,4 +137,55 @@ describeWithCluster('the balancer', (ctx) => {
         assert.ok(holdsDelivered(flagged[0]));
         await c().checkConsistency(ns, 10000);
     });
+
+    // A third shard is added and fills; then it is drained — its chunks and the primary of a
+    // database on it (with an unsharded collection) move off without a command — and removed.
+    test('a new shard fills; draining it moves chunks and databases off; then it is removed', async () => {
+        const settings = (await c().router()).db('config').collection('settings');
+        await settings.updateOne({ _id: 'chunksize' }, { $set: { value: 1 } }, { upsert: true });
+        await settings.updateOne({ _id: 'balancer' }, { $set: { mode: 'full', stopped: false, roundIntervalMillis: 200 } }, { upsert: true });
+        try {
+            const extra = await c().startExtraShard();
+            const added = await admin({ addShard: `127.0.0.1:${extra.port}` });
+            const third = added.shardAdded;
+            const dbName = uniqueDbName('drain');
+            const ns = `${dbName}.c`;
+            const coll = (await c().router()).db(dbName).collection('c');
+            const pad = 'p'.repeat(380);
+            for (let i = 0; i < 12000; i += 2000) {
+                await coll.insertMany(Array.from({ length: 2000 }, (_, k) => ({ _id: i + k, pad })));
+            }
+            assert.equal((await admin({ enableSharding: dbName })).ok, 1);
+            assert.equal((await admin({ shardCollection: ns, key: { _id: 1 } })).ok, 1);
+            await waitFor('the new shard to get its share', async () => {
+                const { chunks } = await c().placement(ns);
+                return chunks.filter((ch) => ch.shard === third).length >= 2 &&
+                    (await admin({ balancerCollectionStatus: ns })).balancerCompliant;
+            }, { timeoutMs: 90000, intervalMs: 500 });
+            // A database whose primary is the third shard, with an unsharded collection.
+            const otherDb = uniqueDbName('drainp');
+            assert.equal((await admin({ enableSharding: otherDb, primaryShard: third })).ok, 1);
+            const unsharded = (await c().router()).db(otherDb).collection('u');
+            await unsharded.insertMany(Array.from({ length: 50 }, (_, i) => ({ _id: i })));
+
+            const started = await admin({ removeShard: third });
+            assert.equal(started.state, 'started', JSON.stringify(started));
+            assert.ok(started.dbsToMove.includes(otherDb));
+            await assert.rejects(admin({ commitShardRemoval: third }), (e) => e.code === 117);
+            await waitFor('the draining shard to be empty', async () => {
+                const st = await admin({ shardDrainingStatus: third });
+                return st.remaining.chunks === 0 && st.remaining.dbs === 0;
+            }, { timeoutMs: 90000, intervalMs: 500 });
+            const done = await admin({ removeShard: third });
+            assert.equal(done.state, 'completed', JSON.stringify(done));
+            const shards = (await admin({ listShards: 1 })).shards.map((sh) => sh._id);
+            assert.ok(!shards.includes(third), JSON.stringify(shards));
+            assert.notEqual((await (await c().router()).db('config').collection('databases').findOne({ _id: otherDb })).primary, third);
+            assert.equal(await unsharded.countDocuments({}), 50);
+            await c().checkConsistency(ns, 12000);
+        } finally {
+            await settings.updateOne({ _id: 'balancer' }, { $set: { mode: 'off', stopped: true } });
+            await settings.updateOne({ _id: 'chunksize' }, { $set: { value: 128 } });
+        }
+    });
 }, { shards: 2, routers: 1 });
