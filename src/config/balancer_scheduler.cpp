@@ -107,7 +107,8 @@ StatusWith<balancer::Collection> ConfigServerImpl::balancerSnapshot(const Sharde
 }
 
 Status ConfigServerImpl::balancerSplit(const std::string& ns, const BsonObj& min,
-                                       const BsonObj& max) {
+                                       const BsonObj& max, bool forBalance,
+                                       int64_t chunkSizeBytes) {
     ASSIGN_OR_RETURN(DdlLockManager::Guard lock, _ddlLocks.lockCollection(ns, "balancer split"));
     ASSIGN_OR_RETURN(ShardedCollection coll, loadCollection(ns));
     auto index = findChunkWithBounds(coll.chunks, min, max);
@@ -115,10 +116,15 @@ Status ConfigServerImpl::balancerSplit(const std::string& ns, const BsonObj& min
     BsonBuilder cmd;
     cmd.appendString("_shardsvrSplitPoint", ns).appendObject("min", min).appendObject("max", max);
     ASSIGN_OR_RETURN(BsonObj reply, runOnShard(coll.chunks[*index].shard, "admin", cmd.obj()));
+    // The round sized the chunk by estimates; the shard counted it exactly. A chunk that is not
+    // too large after all stays whole (unless the split is for balance), and only a too large
+    // one-value chunk is jumbo.
+    const bool tooLarge = reply["bytes"].numberLong() > chunkSizeBytes;
+    if (!tooLarge && !forBalance) return Status::OK();
     if (reply["splitPoint"].isObject()) {
         return splitAt(coll, *index, {reply["splitPoint"].objValue().copy()});
     }
-    if (reply["jumbo"].trueValue()) {
+    if (reply["jumbo"].trueValue() && tooLarge) {
         // One key value: flagged, so that the policy reports it instead of asking again.
         ChunkRecord chunk = coll.chunks[*index];
         chunk.jumbo = true;
@@ -160,65 +166,80 @@ StatusWith<BsonObj> ConfigServerImpl::balancerCollectionStatus(const std::string
         }
     }
     // Out of balance: owned bytes beyond the tolerance in a collection the byte goal applies to.
+    int64_t total = 0;
+    std::map<std::string, int64_t> owned;
+    for (const std::string& s : shards) owned[s] = 0;
+    for (const balancer::Chunk& c : snapshot.chunks) {
+        owned[c.shard] += c.bytes;
+        total += c.bytes;
+    }
+    const double ratio = balancer::imbalance(snapshot, balancer::eligibleShards(cluster, ""));
+    const bool outOfBalance =
+        !snapshot.noBalance && total >= 2 * settings.chunkSizeBytes && ratio > cluster.tolerance;
+    const bool atWork = !d.migrations.empty() || !d.splits.empty();
+
+    // The jumbo chunks that matter, sized exactly by their shards (the round's sizes are
+    // estimates): a one-value range above the chunk size, or any the policy is stuck on while
+    // the collection is out of balance. A small one-value range that harms nothing is not one.
+    std::set<size_t> named;
+    for (const balancer::Violation& v : d.violations) {
+        if (v.what == "jumboChunks") named.insert(v.chunk);
+    }
+    bson::BsonArrayBuilder jumbo;
+    int64_t jumboCount = 0;
+    for (size_t i : named) {
+        int64_t bytes = snapshot.chunks[i].bytes;
+        BsonBuilder cmd;
+        cmd.appendString("_shardsvrChunkStats", ns);
+        bson::BsonArrayBuilder one;
+        BsonBuilder r;
+        r.appendObject("min", coll.chunks[i].min).appendObject("max", coll.chunks[i].max);
+        one.append(r.obj());
+        cmd.appendArray("ranges", one.arr()).appendBool("exact", true);
+        auto reply = runOnShard(coll.chunks[i].shard, "admin", cmd.obj());
+        if (reply.isOK() && reply.getValue()["ranges"].type() == bson::BsonType::Array) {
+            for (bson::BsonElement e : reply.getValue()["ranges"].objValue()) {
+                if (e.isObject()) bytes = e.objValue()["bytes"].numberLong();
+            }
+        }
+        if (bytes <= settings.chunkSizeBytes && !(outOfBalance && !atWork)) continue;
+        ++jumboCount;
+        BsonBuilder j;
+        j.appendObject("min", coll.chunks[i].min)
+            .appendObject("max", coll.chunks[i].max)
+            .appendString("shard", coll.chunks[i].shard)
+            .appendInt64("bytes", bytes)
+            .appendDouble("shareOfCollection",
+                          total > 0 ? static_cast<double>(bytes) / static_cast<double>(total) : 0.0)
+            .appendString("why",
+                          "every document of this range has the same shard key value, so it "
+                          "cannot be split or spread")
+            .appendString("fix",
+                          "a shard key with more distinct values (a high-cardinality field "
+                          "after this one); refineCollectionShardKey and reshardCollection are "
+                          "not available in this version");
+        jumbo.append(j.obj());
+    }
     // Then either the balancer is at work on it (chunksImbalance) or a range it cannot split
     // stops it (jumboChunks). A chunk that only grew past the chunk size is split in the next
     // round; that alone is not an imbalance.
-    int64_t totalBytes = 0;
-    for (const balancer::Chunk& c : snapshot.chunks) totalBytes += c.bytes;
-    double ratio = balancer::imbalance(snapshot, balancer::eligibleShards(cluster, ""));
-    bool jumbo = false;
-    for (const balancer::Violation& v : d.violations) jumbo = jumbo || v.what == "jumboChunks";
-    bool outOfBalance = !snapshot.noBalance && totalBytes >= 2 * settings.chunkSizeBytes &&
-                        ratio > cluster.tolerance;
     if (violation.empty() && outOfBalance) {
-        bool atWork = !d.migrations.empty() || !d.splits.empty();
-        violation = atWork || !jumbo ? "chunksImbalance" : "jumboChunks";
+        violation = atWork || jumboCount == 0 ? "chunksImbalance" : "jumboChunks";
     }
-    if (violation.empty() && jumbo) violation = "jumboChunks";
+    if (violation.empty() && jumboCount > 0) violation = "jumboChunks";
 
     BsonBuilder b;
     b.appendInt64("chunkSize", settings.chunkSizeBytes >> 20);
     b.appendBool("balancerCompliant", violation.empty());
     if (!violation.empty()) b.appendString("firstComplianceViolation", violation);
     b.startObject("details");
-    std::map<std::string, int64_t> owned;
-    int64_t total = 0;
-    for (const std::string& s : shards) owned[s] = 0;
-    for (const balancer::Chunk& c : snapshot.chunks) {
-        owned[c.shard] += c.bytes;
-        total += c.bytes;
-    }
     b.startObject("ownedBytes");
     for (const auto& [s, bytes] : owned) b.appendInt64(s, bytes);
     b.end();
-    b.appendDouble("maxOverMin",
-                   balancer::imbalance(snapshot, balancer::eligibleShards(cluster, "")));
+    b.appendDouble("maxOverMin", ratio);
     b.appendDouble("tolerance", cluster.tolerance);
     b.appendInt64("chunks", static_cast<int64_t>(snapshot.chunks.size()));
-    if (jumbo) {
-        bson::BsonArrayBuilder arr;
-        for (size_t i = 0; i < coll.chunks.size(); ++i) {
-            if (!coll.chunks[i].jumbo) continue;
-            BsonBuilder j;
-            j.appendObject("min", coll.chunks[i].min)
-                .appendObject("max", coll.chunks[i].max)
-                .appendString("shard", coll.chunks[i].shard)
-                .appendInt64("bytes", snapshot.chunks[i].bytes)
-                .appendDouble("shareOfCollection",
-                              total > 0 ? static_cast<double>(snapshot.chunks[i].bytes) /
-                                              static_cast<double>(total)
-                                        : 0.0)
-                .appendString("why",
-                              "every document of this range has the same shard key value, "
-                              "so it cannot be split or spread")
-                .appendString("fix",
-                              "a shard key with more distinct values (a high-cardinality "
-                              "field after this one); refineCollectionShardKey and "
-                              "reshardCollection are not available in this version");
-            arr.append(j.obj());
-        }
-        b.appendArray("jumboChunks", arr.arr());
-    }
+    if (jumboCount > 0) b.appendArray("jumboChunks", jumbo.arr());
     if (violation.empty()) {
         b.appendString("note", snapshot.noBalance
                                    ? "balancing is disabled for this collection (noBalance)"
@@ -259,7 +280,9 @@ void ConfigServerImpl::balancerRound(const BalancerSettings& settings) {
     balancer::Decision decision = balancer::decide(cluster);
     for (const balancer::Split& s : decision.splits) {
         const ChunkRecord& c = loaded.at(s.ns).chunks[s.chunk];
-        Status split = balancerSplit(s.ns, c.min, c.max);
+        Status split =
+            balancerSplit(s.ns, c.min, c.max, s.reason == balancer::Reason::kChunksImbalance,
+                          settings.chunkSizeBytes);
         if (!split.isOK()) logFailure(9133, "Balancer split failed", s.ns, split);
     }
     // Disjoint shard pairs: each migration on a thread of its own.

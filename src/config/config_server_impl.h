@@ -184,7 +184,9 @@ class ConfigServerImpl {
     BalancerSettings balancerSettings();
     StatusWith<balancer::Collection> balancerSnapshot(const ShardedCollection& coll,
                                                       int64_t chunkSizeBytes);
-    Status balancerSplit(const std::string& ns, const bson::BsonObj& min, const bson::BsonObj& max);
+    // `forBalance`: the policy splits to even out bytes (else: the chunk looked too large).
+    Status balancerSplit(const std::string& ns, const bson::BsonObj& min, const bson::BsonObj& max,
+                         bool forBalance, int64_t chunkSizeBytes);
     void balancerRound(const BalancerSettings& settings);
     // Moves the primary of every database on a draining shard (one per round).
     void drainDatabases(const std::vector<ShardEntry>& shards);

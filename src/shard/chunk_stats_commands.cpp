@@ -31,10 +31,29 @@ StatusWith<std::shared_ptr<const placement::RoutingTable>> tableOf(OperationCont
     return table;
 }
 
-// {_shardsvrChunkStats: ns, ranges: [{min, max}]} → {ranges: [{bytes}], ownedBytes, ownedDocs}:
-// the shard's exact owned totals (src/shard/README.md "Exact counts") shared out over the ranges
-// in proportion to RocksDB's size estimates of their records (which count compressed bytes, old
-// versions and tombstones: only their ratios are used). O(ranges), no scan.
+// The BSON bytes of the owned documents of `range`, by a range scan.
+int64_t exactOwnedBytes(OperationContext& opCtx, const storage::CollectionInfo& coll,
+                        const placement::ShardKeyPattern& pattern, const ShardKeyRange& range) {
+    auto filter = opCtx.ownershipFilter(coll.ns());
+    auto snapshot = opCtx.service->engine->snapshot();
+    bool clustered = isClusteredBy(coll, pattern);
+    auto cursor =
+        clustered ? snapshot->scanRange(coll, recordKeyRange(range)) : snapshot->scan(coll);
+    int64_t bytes = 0;
+    while (auto rec = cursor->next()) {
+        if (!clustered && !range.containsDoc(pattern, rec->doc)) continue;
+        if (filter.isOK() && filter.getValue() && !filter.getValue()->owns(rec->doc)) continue;
+        bytes += static_cast<int64_t>(rec->doc.size());
+    }
+    return bytes;
+}
+
+// {_shardsvrChunkStats: ns, ranges: [{min, max}], exact?} → {ranges: [{bytes}], ownedBytes,
+// ownedDocs}: the shard's exact owned totals (src/shard/README.md "Exact counts") shared out over
+// the ranges in proportion to RocksDB's size estimates of their records (which count compressed
+// bytes, old versions and tombstones: only their ratios are used) — O(ranges), no scan; with
+// `exact: true` each range's owned bytes by a range scan (balancerCollectionStatus's jumbo
+// chunks), and always while the collection holds at most 64 MB on this shard.
 class ChunkStatsCommand final : public ShardCommand {
   public:
     std::string_view name() const override { return "_shardsvrChunkStats"; }
@@ -49,6 +68,12 @@ class ChunkStatsCommand final : public ShardCommand {
         storage::Engine& engine = *opCtx.service->engine;
         storage::CollectionPtr coll = engine.getCollection(ns);
         const placement::ShardKeyPattern& pattern = table->shardKeyPattern();
+        // RocksDB's estimates are coarse (whole blocks, memtables): ranges of a small collection
+        // would be misjudged, so up to kExactBelowBytes owned bytes every range is counted
+        // exactly (a scan of at most that much); above, ranges are large enough for estimates.
+        constexpr int64_t kExactBelowBytes = int64_t{64} << 20;
+        storage::CollectionStats stored = coll ? engine.stats(*coll) : storage::CollectionStats{};
+        const bool exact = request.body["exact"].trueValue() || stored.dataSize <= kExactBelowBytes;
         std::vector<int64_t> approx;
         for (bson::BsonElement r : ranges.objValue()) {
             if (!r.isObject() || !r.objValue()["min"].isObject() ||
@@ -59,7 +84,9 @@ class ChunkStatsCommand final : public ShardCommand {
                              ShardKeyRange::make(pattern, r.objValue()["min"].objValue(),
                                                  r.objValue()["max"].objValue()));
             int64_t a = 0;
-            if (coll && isClusteredBy(*coll, pattern)) {
+            if (coll && exact) {
+                a = exactOwnedBytes(opCtx, *coll, pattern, range);
+            } else if (coll && isClusteredBy(*coll, pattern)) {
                 a = engine.approximateRangeBytes(*coll, recordKeyRange(range));
             }
             approx.push_back(std::max<int64_t>(a, 0));
@@ -71,6 +98,18 @@ class ChunkStatsCommand final : public ShardCommand {
             if (filter) kept = filter->ownedTotals(engine, *coll);
             storage::CollectionStats stats = engine.stats(*coll);
             owned = kept.value_or(command::OwnershipFilter::Totals{stats.count, stats.dataSize});
+        }
+        if (exact) {
+            bson::BsonArrayBuilder out;
+            for (int64_t a : approx) {
+                bson::BsonBuilder b;
+                b.appendInt64("bytes", a);
+                out.append(b.obj());
+            }
+            reply.appendArray("ranges", out.arr());
+            reply.appendInt64("ownedBytes", owned.bytes);
+            reply.appendInt64("ownedDocs", owned.count);
+            return Status::OK();
         }
         int64_t sum = 0;
         for (int64_t a : approx) sum += a;
@@ -89,9 +128,10 @@ class ChunkStatsCommand final : public ShardCommand {
     }
 };
 
-// {_shardsvrSplitPoint: ns, min, max} → {splitPoint: key} | {jumbo: true} | {empty: true}: the
+// {_shardsvrSplitPoint: ns, min, max} → {bytes, splitPoint: key | jumbo: true | empty: true}: the
 // median shard key of the owned documents of [min, max) (a range scan of the records, which are
-// stored in shard key order), never the range's min; jumbo when every document has one key.
+// stored in shard key order), never the range's min; jumbo when every document has one key;
+// `bytes`: the range's owned BSON bytes, exactly.
 class SplitPointCommand final : public ShardCommand {
   public:
     std::string_view name() const override { return "_shardsvrSplitPoint"; }
@@ -107,6 +147,7 @@ class SplitPointCommand final : public ShardCommand {
         storage::CollectionPtr coll = engine.getCollection(ns);
         ASSIGN_OR_RETURN(auto filter, opCtx.ownershipFilter(ns));
         std::vector<std::pair<std::string, bson::BsonObj>> keys;  // encoded, key
+        int64_t bytes = 0;
         if (coll) {
             auto snapshot = engine.snapshot();
             bool clustered = isClusteredBy(*coll, pattern);
@@ -119,6 +160,7 @@ class SplitPointCommand final : public ShardCommand {
                 if (!key.isOK()) continue;
                 std::string encoded = pattern.encodeKey(key.getValue());
                 if (!range.containsEncoded(encoded)) continue;
+                bytes += static_cast<int64_t>(rec->doc.size());
                 keys.emplace_back(std::move(encoded), std::move(key.getValue()));
             }
             if (!clustered) {
@@ -126,6 +168,7 @@ class SplitPointCommand final : public ShardCommand {
                           [](const auto& a, const auto& b) { return a.first < b.first; });
             }
         }
+        reply.appendInt64("bytes", bytes);  // exact: the size estimates of a round are not
         if (keys.empty()) {
             reply.appendBool("empty", true);
             return Status::OK();

@@ -124,17 +124,19 @@ describeWithCluster('the balancer', (ctx) => {
             await settings.updateOne({ _id: 'chunksize' }, { $set: { value: 128 } });
         }
         assert.equal(status.balancerCompliant, false);
-        const jumbo = status.details.jumboChunks;
-        assert.equal(jumbo.length, 1, JSON.stringify(status));
-        // The range holding only "delivered" (from MinKey or "delivered" to the next value).
+        // The range holding only "delivered" (from MinKey or "delivered" to the next value) is
+        // named, with its exact share (65 % of the documents, all of one size). Other one-value
+        // ranges may be named too while the balancer still works around them.
         const holdsDelivered = (ch) => (typeof ch.min.status !== 'string' || ch.min.status <= 'delivered') &&
             typeof ch.max.status === 'string' && ch.max.status > 'delivered';
-        assert.ok(holdsDelivered(jumbo[0]), JSON.stringify(jumbo[0]));
-        assert.ok(jumbo[0].shareOfCollection > 0.5 && jumbo[0].shareOfCollection < 0.8, JSON.stringify(jumbo[0]));
+        const delivered = status.details.jumboChunks.find(holdsDelivered);
+        assert.ok(delivered, JSON.stringify(status));
+        assert.ok(delivered.shareOfCollection > 0.6 && delivered.shareOfCollection < 0.7, JSON.stringify(delivered));
         const { chunks } = await c().placement(ns);
+        // Flagged: the "delivered" range (other one-value ranges may be flagged too: true, and
+        // harmless while small).
         const flagged = chunks.filter((ch) => ch.jumbo);
-        assert.equal(flagged.length, 1);
-        assert.ok(holdsDelivered(flagged[0]));
+        assert.ok(flagged.some(holdsDelivered), JSON.stringify(flagged));
         await c().checkConsistency(ns, 10000);
     });
 
