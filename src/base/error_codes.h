@@ -114,6 +114,9 @@ namespace tessera {
     X(NotPrimaryNoSecondaryOk, 13435)                                                          \
     X(NotPrimaryOrSecondary, 13436)                                                            \
     X(MigrationConflict, 300)                                                                  \
+    X(ZoneStillInUse, 163)                                                                     \
+    X(ZoneNotFound, 177)                                                                       \
+    X(RangeOverlapConflict, 178)                                                               \
     /* Tessera-internal, never sent: an inline request would have to wait (net::RequestHandler \
        ::runInline); it runs on the worker pool instead. */                                    \
     X(InlineWouldBlock, 1000001)

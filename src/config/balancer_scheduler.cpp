@@ -150,9 +150,11 @@ StatusWith<BsonObj> ConfigServerImpl::balancerCollectionStatus(const std::string
     if (auto doc = _local.findOne("collections", idQuery(ns)); doc.isOK() && doc.getValue()) {
         snapshot.noBalance = (*doc.getValue())["noBalance"].trueValue();
     }
+    assignZones(coll, snapshot);
     balancer::Cluster cluster;
     cluster.shards = shards;
     cluster.draining = draining;
+    cluster.zones = zoneShards();
     cluster.collections.push_back(snapshot);
     balancer::Decision d = balancer::decide(cluster);
 
@@ -262,18 +264,28 @@ void ConfigServerImpl::balancerRound(const BalancerSettings& settings) {
         if (s.draining) cluster.draining.insert(s.id);
     }
     if (!cluster.draining.empty()) drainDatabases(entries.getValue());
+    cluster.zones = zoneShards();
     std::map<std::string, ShardedCollection> loaded;
     for (const BsonObj& doc : colls.getValue()) {
         if (doc["_id"].type() != bson::BsonType::String) continue;
         std::string ns(doc["_id"].stringValue());
         auto coll = loadCollection(ns);
         if (!coll.isOK()) continue;
+        if (auto ranges = zoneRanges(coll.getValue());
+            ranges.isOK() && !ranges.getValue().empty()) {
+            // Chunks a zone's bound cuts through are split there first.
+            Status split = splitAtZoneBounds(ns);
+            if (!split.isOK()) logFailure(9136, "Balancer split at a zone bound failed", ns, split);
+            coll = loadCollection(ns);
+            if (!coll.isOK()) continue;
+        }
         auto snapshot = balancerSnapshot(coll.getValue(), settings.chunkSizeBytes);
         if (!snapshot.isOK()) {
             logFailure(9132, "Balancer could not size a collection", ns, snapshot.getStatus());
             continue;
         }
         snapshot.getValue().noBalance = doc["noBalance"].trueValue();
+        assignZones(coll.getValue(), snapshot.getValue());
         cluster.collections.push_back(std::move(snapshot.getValue()));
         loaded.emplace(ns, std::move(coll.getValue()));
     }

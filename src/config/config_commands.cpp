@@ -237,6 +237,38 @@ void registerConfigServerCommands(command::CommandRegistry& registry) {
             reply.appendElements(status);
             return Status::OK();
         });
+    // Zones: {_configsvrAddShardToZone | _configsvrRemoveShardFromZone: shard, zone} and
+    // {_configsvrUpdateZoneKeyRange: ns, min, max, zone: string | null}.
+    for (bool addZone : {true, false}) {
+        add(addZone ? "_configsvrAddShardToZone" : "_configsvrRemoveShardFromZone",
+            [shardArg, addZone](ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder&) {
+                ASSIGN_OR_RETURN(std::string shard, shardArg(req));
+                if (req.body["zone"].type() != bson::BsonType::String) {
+                    return Status(ErrorCodes::TypeMismatch, "zone must be a string");
+                }
+                return cs.updateShardZone(shard, std::string(req.body["zone"].stringValue()),
+                                          addZone);
+            });
+    }
+    add("_configsvrUpdateZoneKeyRange",
+        [](ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder&) {
+            if (req.firstElement().type() != bson::BsonType::String) {
+                return Status(ErrorCodes::TypeMismatch, "updateZoneKeyRange takes a namespace");
+            }
+            if (!req.body["min"].isObject() || !req.body["max"].isObject()) {
+                return Status(ErrorCodes::TypeMismatch, "min and max must be objects");
+            }
+            bson::BsonElement z = req.body["zone"];
+            std::optional<std::string> zone;
+            if (z.type() == bson::BsonType::String) {
+                zone = std::string(z.stringValue());
+            } else if (!z.isNull()) {
+                return Status(ErrorCodes::TypeMismatch, "zone must be a string or null");
+            }
+            return cs.updateZoneKeyRange(std::string(req.firstElement().stringValue()),
+                                         req.body["min"].objValue().copy(),
+                                         req.body["max"].objValue().copy(), zone);
+        });
     // {_configsvrBalancerCollectionStatus: ns} → MongoDB's balancerCollectionStatus reply.
     add("_configsvrBalancerCollectionStatus",
         [](ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder& reply) {

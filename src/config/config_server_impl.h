@@ -5,6 +5,7 @@
 #include <chrono>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -114,6 +115,11 @@ class ConfigServerImpl {
     StatusWith<bson::BsonObj> shardDrainingStatus(const std::string& shardId);
     Status commitShardRemoval(const std::string& shardId);
     StatusWith<bson::BsonObj> removeShard(const std::string& shardId);
+    // Zones (ddl_zones.cpp, README.md "Zones"): addShardToZone (`add`) / removeShardFromZone;
+    // updateZoneKeyRange (zone nullopt: remove the range).
+    Status updateShardZone(const std::string& shardId, const std::string& zone, bool add);
+    Status updateZoneKeyRange(const std::string& ns, const bson::BsonObj& min,
+                              const bson::BsonObj& max, const std::optional<std::string>& zone);
     // balancerCollectionStatus: whether the balancer's policy would act on ns now, and why.
     StatusWith<bson::BsonObj> balancerCollectionStatus(const std::string& ns);
 
@@ -191,6 +197,13 @@ class ConfigServerImpl {
     // Moves the primary of every database on a draining shard (one per round).
     void drainDatabases(const std::vector<ShardEntry>& shards);
     void runBalancer();
+    // The zone ranges of a collection ({_id, ns, min, max, tag}, tag), the shards of each zone,
+    // the chunks' zones in a snapshot, and splits of chunks a zone's bound cuts through.
+    StatusWith<std::vector<std::pair<bson::BsonObj, std::string>>> zoneRanges(
+        const ShardedCollection& coll);
+    std::vector<std::pair<std::string, std::set<std::string>>> zoneShards();
+    void assignZones(const ShardedCollection& coll, balancer::Collection& snapshot);
+    Status splitAtZoneBounds(const std::string& ns);
 
     command::ServiceContext& _service;
     LocalClient _local;

@@ -452,6 +452,48 @@ CommandFn shardRemovalCommand(std::string configsvrName) {
     };
 }
 
+// addShardToZone / removeShardFromZone: <shard>, zone → _configsvr<Name>.
+CommandFn shardZoneCommand(std::string configsvrName) {
+    return [configsvrName](OperationContext& opCtx, const CommandRequest& request,
+                           BsonBuilder& reply) {
+        TRY_STATUS(checkKnownFields(request, {"zone"}));
+        bson::BsonElement shard = request.firstElement();
+        if (shard.type() != BsonType::String || shard.stringValue().empty()) {
+            return Status(ErrorCodes::TypeMismatch,
+                          std::string(request.commandName) + " takes a shard id string");
+        }
+        if (request.body["zone"].type() != BsonType::String) {
+            return Status(ErrorCodes::TypeMismatch, "zone must be a string");
+        }
+        BsonBuilder cmd;
+        cmd.append(configsvrName, shard.stringValue());
+        cmd.appendElement(request.body["zone"]);
+        ASSIGN_OR_RETURN(BsonObj r, runOnConfig(Router::get(opCtx), "admin", cmd.obj()));
+        return relayRemoteReply(opCtx, r, reply);
+    };
+}
+
+// updateZoneKeyRange: ns, min, max, zone (string | null) → _configsvrUpdateZoneKeyRange.
+Status updateZoneKeyRange(OperationContext& opCtx, const CommandRequest& request,
+                          BsonBuilder& reply) {
+    TRY_STATUS(checkKnownFields(request, {"min", "max", "zone"}));
+    ASSIGN_OR_RETURN(std::string ns, nsArgument(request));
+    if (!request.body["min"].isObject() || !request.body["max"].isObject()) {
+        return Status(ErrorCodes::TypeMismatch, "updateZoneKeyRange needs min and max objects");
+    }
+    bson::BsonElement zone = request.body["zone"];
+    if (zone.type() != BsonType::String && !zone.isNull()) {
+        return Status(ErrorCodes::TypeMismatch, "zone must be a string or null");
+    }
+    BsonBuilder cmd;
+    cmd.append("_configsvrUpdateZoneKeyRange", ns);
+    cmd.appendElement(request.body["min"]);
+    cmd.appendElement(request.body["max"]);
+    cmd.appendElement(zone);
+    ASSIGN_OR_RETURN(BsonObj r, runOnConfig(Router::get(opCtx), "admin", cmd.obj()));
+    return relayRemoteReply(opCtx, r, reply);
+}
+
 // balancerCollectionStatus: "db.c" → _configsvrBalancerCollectionStatus, reply relayed.
 Status balancerCollectionStatus(OperationContext& opCtx, const CommandRequest& request,
                                 BsonBuilder& reply) {
@@ -496,6 +538,11 @@ void registerRouterAdminCommands(command::CommandRegistry& registry) {
           std::pair{"removeShard", "_configsvrRemoveShard"}}) {
         registry.add(makeRouterCommand(name, {}, true, shardRemovalCommand(configsvr)));
     }
+    registry.add(makeRouterCommand("addShardToZone", {}, true,
+                                   shardZoneCommand("_configsvrAddShardToZone")));
+    registry.add(makeRouterCommand("removeShardFromZone", {}, true,
+                                   shardZoneCommand("_configsvrRemoveShardFromZone")));
+    registry.add(makeRouterCommand("updateZoneKeyRange", {}, true, updateZoneKeyRange));
 }
 
 }  // namespace tessera::router

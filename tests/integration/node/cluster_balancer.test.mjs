@@ -190,4 +190,43 @@ describeWithCluster('the balancer', (ctx) => {
             await settings.updateOne({ _id: 'chunksize' }, { $set: { value: 128 } });
         }
     });
+
+    // Zones: a key range assigned to a zone of one shard moves there (chunks split at its bounds)
+    // and stays; zone commands refuse what would break them with MongoDB's codes.
+    test('a zone range moves onto its zone and stays; zone commands refuse what would break them', async () => {
+        const settings = (await c().router()).db('config').collection('settings');
+        const shards = (await admin({ listShards: 1 })).shards.map((sh) => sh._id).sort();
+        const dbName = uniqueDbName('zone');
+        const ns = `${dbName}.c`;
+        assert.equal((await admin({ enableSharding: dbName })).ok, 1);
+        const primary = (await (await c().router()).db('config').collection('databases').findOne({ _id: dbName })).primary;
+        const other = shards.find((s) => s !== primary);
+        assert.equal((await admin({ shardCollection: ns, key: { x: 1 } })).ok, 1);
+        const coll = (await c().router()).db(dbName).collection('c');
+        await coll.insertMany(Array.from({ length: 3000 }, (_, i) => ({ _id: i, x: i })));
+        await assert.rejects(admin({ updateZoneKeyRange: ns, min: { x: 1000 }, max: { x: 2000 }, zone: 'EU' }),
+            (e) => e.code === 177, 'an unknown zone');
+        assert.equal((await admin({ addShardToZone: other, zone: 'EU' })).ok, 1);
+        assert.equal((await admin({ updateZoneKeyRange: ns, min: { x: 1000 }, max: { x: 2000 }, zone: 'EU' })).ok, 1);
+        await assert.rejects(admin({ updateZoneKeyRange: ns, min: { x: 1500 }, max: { x: 2500 }, zone: 'EU' }),
+            (e) => e.code === 178, 'an overlapping range');
+        await assert.rejects(admin({ removeShardFromZone: other, zone: 'EU' }), (e) => e.code === 163,
+            'the last shard of a zone with ranges');
+        await settings.updateOne({ _id: 'balancer' }, { $set: { mode: 'full', stopped: false, roundIntervalMillis: 200 } }, { upsert: true });
+        try {
+            await waitFor('the zone range to be on its zone', async () => {
+                const { chunks } = await c().placement(ns);
+                const inZone = chunks.filter((ch) => ch.min.x >= 1000 && typeof ch.max.x === 'number' && ch.max.x <= 2000);
+                return inZone.length > 0 && inZone.every((ch) => ch.shard === other) &&
+                    chunks.some((ch) => ch.min.x === 1000) && chunks.some((ch) => ch.max.x === 2000);
+            }, { timeoutMs: 60000, intervalMs: 300 });
+        } finally {
+            await settings.updateOne({ _id: 'balancer' }, { $set: { mode: 'off', stopped: true } });
+        }
+        const onOther = await (await c().shardByName(other)).db(dbName).collection('c').countDocuments({ x: { $gte: 1000, $lt: 2000 } });
+        assert.equal(onOther, 1000);
+        assert.equal((await admin({ updateZoneKeyRange: ns, min: { x: 1000 }, max: { x: 2000 }, zone: null })).ok, 1);
+        assert.equal((await admin({ removeShardFromZone: other, zone: 'EU' })).ok, 1);
+        await c().checkConsistency(ns, 3000);
+    });
 }, { shards: 2, routers: 1 });
