@@ -152,6 +152,10 @@ class MigrationEndCommand final : public ShardCommand {
             }
             return Status::OK();
         }
+        // The donor must know the commit (its view decides what it deletes and what
+        // unversioned reads see): reloaded here too; a failure is the coordinator's to retry.
+        ASSIGN_OR_RETURN(auto md, shardMetadataOf(opCtx));
+        TRY_STATUS(md->refreshCollection(args.ns));
         state->rangeDeleter().notify();
         if (request.body["waitForDelete"].trueValue()) {
             TRY_STATUS(state->rangeDeleter().waitUntilDeleted(

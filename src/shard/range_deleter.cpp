@@ -73,12 +73,27 @@ bool RangeDeleter::pass() {
         if (owned == ChunkOwnershipFilter::RangeOwnership::kAll) {
             // An incoming range whose commit is known, or an outgoing one whose migration
             // aborted: owned again, so its documents are counted as stored. A donor's range
-            // is kept while its critical section holds (the commit may still come).
-            if (tracked.kind == TrackedRange::Kind::kIncoming ||
-                !md->criticalSections().isEntered(CriticalSections::collectionKey(tracked.ns))) {
+            // is kept while its critical section holds (the commit may still come), and is
+            // forgotten only once its coordinator is gone and a fresh placement still says the
+            // shard owns it (a stale view must not turn a donation into owned documents).
+            if (tracked.kind == TrackedRange::Kind::kIncoming) {
+                (void)_state.trackedRanges().remove(tracked.ns, tracked.range.encodedMin());
+                continue;
+            }
+            if (md->criticalSections().isEntered(CriticalSections::collectionKey(tracked.ns)) ||
+                !coordinatorGone(tracked.migrationId) ||
+                !md->refreshCollection(tracked.ns).isOK()) {
+                continue;
+            }
+            auto fresh = md->ownershipFilter(tracked.ns);
+            const auto* now =
+                fresh.isOK() ? dynamic_cast<const ChunkOwnershipFilter*>(fresh.getValue().get())
+                             : nullptr;
+            if (now && now->ownershipOf(tracked.range.encodedMin(), tracked.range.encodedMax()) ==
+                           ChunkOwnershipFilter::RangeOwnership::kAll) {
                 (void)_state.trackedRanges().remove(tracked.ns, tracked.range.encodedMin());
             }
-            continue;
+            continue;  // not owned any more: deleted in the next pass
         }
         if (owned == ChunkOwnershipFilter::RangeOwnership::kPartial) continue;
         if (tracked.kind == TrackedRange::Kind::kIncoming) {

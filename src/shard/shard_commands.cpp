@@ -184,10 +184,13 @@ class CriticalSectionCommand final : public ShardCommand {
             return persisted;
         }
         // Reload before releasing the waiters, so they check against the committed placement.
+        // A failed reload keeps the section (the coordinator retries the exit): the shard's own
+        // view decides what unversioned reads and the range deleter treat as owned.
         Status refreshed = _database ? md->refreshDatabase(what) : md->refreshCollection(what);
+        TRY_STATUS(refreshed.withContext("cannot leave the critical section of " + what +
+                                         " before reloading its placement: "));
         TRY_STATUS(persistCriticalSection(*opCtx.service, key, "", false));
         md->criticalSections().exit(key);
-        (void)refreshed;  // a failed refresh is retried by each waiter
         return Status::OK();
     }
 

@@ -615,7 +615,10 @@ export function withClusterLog(ctx, fn) {
 export function describeWithCluster(name, body, options = {}) {
     return describe(name, () => {
         const ctx = { cluster: null };
-        ctx.test = (testName, fn, opts = {}) => it(testName, opts, withClusterLog(ctx, fn));
+        ctx.test = (testName, optsOrFn, maybeFn) => {
+            const [opts, fn] = typeof optsOrFn === 'function' ? [{}, optsOrFn] : [optsOrFn, maybeFn];
+            return it(testName, opts, withClusterLog(ctx, fn));
+        };
         before(async () => {
             ctx.cluster = await startCluster(options);
         });
