@@ -151,6 +151,12 @@ TEST_F(ConfigServerTest, BalancerStartStopPersistInSettings) {
     EXPECT_EQ(docs[0]["mode"].stringValue(), "off");
     BsonObj status = ok(R"({"_configsvrBalancerStatus": 1})");
     EXPECT_EQ(status["mode"].stringValue(), "off");
+    // A round that began before the stop finishes; no new one starts (poll with a deadline).
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (status["inBalancerRound"].boolValue() && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        status = ok(R"({"_configsvrBalancerStatus": 1})");
+    }
     EXPECT_FALSE(status["inBalancerRound"].boolValue());
     EXPECT_EQ(status["numBalancerRounds"].type(), bson::BsonType::Int64);
     ok(R"({"_configsvrBalancerStart": 1})");
