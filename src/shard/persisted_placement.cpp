@@ -141,6 +141,18 @@ void warnUsingOwnCopy(std::string_view field, std::string_view name, const Statu
 
 }  // namespace
 
+namespace {
+
+// Errors that mean "the config server could not be asked", the only ones the copy answers for.
+bool configServerUnreachable(const Status& s) {
+    return s.is(ErrorCodes::HostUnreachable) || s.is(ErrorCodes::HostNotFound) ||
+           s.is(ErrorCodes::NetworkTimeout) || s.is(ErrorCodes::SocketException) ||
+           s.is(ErrorCodes::ExceededTimeLimit) || s.is(ErrorCodes::ShutdownInProgress) ||
+           s.is(ErrorCodes::InterruptedAtShutdown);
+}
+
+}  // namespace
+
 std::optional<bson::BsonObj> PersistedPlacementSource::read(std::string_view id) {
     storage::CollectionPtr coll =
         _service.engine->getCollection("config." + std::string(kCacheCollection));
@@ -154,12 +166,13 @@ std::optional<bson::BsonObj> PersistedPlacementSource::read(std::string_view id)
 }
 
 StatusWith<std::shared_ptr<const placement::RoutingTable>> PersistedPlacementSource::loadCollection(
-    std::string_view ns) {
-    auto loaded = _inner->loadCollection(ns);
+    std::string_view ns, bool mayUseOwnCopy) {
+    auto loaded = _inner->loadCollection(ns, false);
     if (loaded.isOK()) {
         persist(collId(ns), placementDoc(ns, loaded.getValue()));
         return loaded;
     }
+    if (!mayUseOwnCopy || !configServerUnreachable(loaded.getStatus())) return loaded.getStatus();
     std::optional<bson::BsonObj> copy = read(collId(ns));
     if (!copy) return loaded.getStatus();
     warnUsingOwnCopy("ns", ns, loaded.getStatus());
@@ -167,12 +180,13 @@ StatusWith<std::shared_ptr<const placement::RoutingTable>> PersistedPlacementSou
 }
 
 StatusWith<std::optional<cluster::DatabaseInfo>> PersistedPlacementSource::loadDatabase(
-    std::string_view db) {
-    auto loaded = _inner->loadDatabase(db);
+    std::string_view db, bool mayUseOwnCopy) {
+    auto loaded = _inner->loadDatabase(db, false);
     if (loaded.isOK()) {
         persist(dbId(db), databaseDoc(db, loaded.getValue()));
         return loaded;
     }
+    if (!mayUseOwnCopy || !configServerUnreachable(loaded.getStatus())) return loaded.getStatus();
     std::optional<bson::BsonObj> copy = read(dbId(db));
     if (!copy) return loaded.getStatus();
     warnUsingOwnCopy("db", db, loaded.getStatus());

@@ -13,9 +13,11 @@ namespace tessera::shard {
 // that loads from `inner` (the config server) and records every placement it loads in the
 // shard's local `config.cache.placement` ({_id: "coll:<ns>", sharded, key, unique, epoch,
 // timestamp, chunks: [{min, max, shard, major, minor}]}; {_id: "db:<name>", exists, primary,
-// version}), journaled. When `inner` fails (the config server is down or unreachable) it answers
-// from that copy, so the shard keeps filtering what it owns — and keeps serving — instead of
-// failing every read, or worse, reading without a filter. Without a copy the error stands.
+// version}), journaled. When `inner` cannot reach the config server (network errors only: any
+// other error, such as a placement read while a split was half-written, is returned as it is)
+// and the caller allows it, it answers from that copy, so the shard keeps filtering what it owns —
+// and keeps serving — instead of failing every read, or worse, reading without a filter. Without a
+// copy the error stands.
 class PersistedPlacementSource final : public PlacementSource {
   public:
     PersistedPlacementSource(std::unique_ptr<PlacementSource> inner,
@@ -23,8 +25,9 @@ class PersistedPlacementSource final : public PlacementSource {
         : _inner(std::move(inner)), _service(service) {}
 
     StatusWith<std::shared_ptr<const placement::RoutingTable>> loadCollection(
-        std::string_view ns) override;
-    StatusWith<std::optional<cluster::DatabaseInfo>> loadDatabase(std::string_view db) override;
+        std::string_view ns, bool mayUseOwnCopy) override;
+    StatusWith<std::optional<cluster::DatabaseInfo>> loadDatabase(std::string_view db,
+                                                                  bool mayUseOwnCopy) override;
 
   private:
     void persist(std::string_view id, const bson::BsonObj& doc);

@@ -54,34 +54,55 @@ TEST_F(PersistedPlacementTest, FallsBackToTheCopyWhenTheConfigServerIsUnreachabl
     auto table = test::makeTable("db.c", R"({"a": 1})", {R"({"a": 10})"}, {"s0", "s1"});
     fake->setTable("db.c", table);
     fake->setDb({"db", "s0", placement::DatabaseVersion({}, Timestamp::fromParts(4, 1), 1)});
-    ASSERT_TRUE(source->loadCollection("db.c").isOK());
-    ASSERT_TRUE(source->loadCollection("db.unsharded").isOK());
-    ASSERT_TRUE(source->loadDatabase("db").isOK());
+    ASSERT_TRUE(source->loadCollection("db.c", true).isOK());
+    ASSERT_TRUE(source->loadCollection("db.unsharded", true).isOK());
+    ASSERT_TRUE(source->loadDatabase("db", true).isOK());
 
     fake->error = Status(ErrorCodes::HostUnreachable, "config server down");
-    auto copy = source->loadCollection("db.c");
+    auto copy = source->loadCollection("db.c", true);
     ASSERT_TRUE(copy.isOK()) << copy.getStatus().toString();
     ASSERT_NE(copy.getValue(), nullptr);
     EXPECT_EQ(copy.getValue()->collectionVersion(), table->collectionVersion());
     EXPECT_EQ(copy.getValue()->shardVersion("s1"), table->shardVersion("s1"));
-    auto unsharded = source->loadCollection("db.unsharded");
+    auto unsharded = source->loadCollection("db.unsharded", true);
     ASSERT_TRUE(unsharded.isOK());
     EXPECT_EQ(unsharded.getValue(), nullptr);
-    auto db = source->loadDatabase("db");
+    auto db = source->loadDatabase("db", true);
     ASSERT_TRUE(db.isOK());
     EXPECT_EQ(db.getValue()->primary, "s0");
     // Never loaded: no copy, the error stands (the shard then refuses to read unfiltered).
-    EXPECT_EQ(source->loadCollection("db.never").getStatus().code(),
+    EXPECT_EQ(source->loadCollection("db.never", true).getStatus().code(),
               static_cast<int>(ErrorCodes::HostUnreachable));
 
     // Back: the fresh placement wins and replaces the copy.
     fake->error = Status::OK();
     auto moved = test::makeTable("db.c", R"({"a": 1})", {R"({"a": 10})"}, {"s1", "s1"});
     fake->setTable("db.c", moved);
-    ASSERT_TRUE(source->loadCollection("db.c").isOK());
+    ASSERT_TRUE(source->loadCollection("db.c", true).isOK());
     fake->error = Status(ErrorCodes::NetworkTimeout, "down again");
-    EXPECT_EQ(source->loadCollection("db.c").getValue()->shardVersion("s0"),
+    EXPECT_EQ(source->loadCollection("db.c", true).getValue()->shardVersion("s0"),
               moved->shardVersion("s0"));
+}
+
+// The copy answers only for an unreachable config server, and only when the caller allows it:
+// a reload that must learn a placement change (ShardMetadata holds the table in memory) gets the
+// error, and so does any other failure (say a placement read while a split was half-written).
+TEST_F(PersistedPlacementTest, TheCopyAnswersOnlyUnreachabilityAndOnlyWhenAllowed) {
+    auto table = test::makeTable("db.c", R"({"a": 1})", {R"({"a": 10})"}, {"s0", "s1"});
+    fake->setTable("db.c", table);
+    fake->setDb({"db", "s0", placement::DatabaseVersion({}, Timestamp::fromParts(4, 1), 1)});
+    ASSERT_TRUE(source->loadCollection("db.c", true).isOK());
+    ASSERT_TRUE(source->loadDatabase("db", true).isOK());
+
+    fake->error = Status(ErrorCodes::HostUnreachable, "config server down");
+    EXPECT_EQ(source->loadCollection("db.c", false).getStatus().code(),
+              static_cast<int>(ErrorCodes::HostUnreachable));
+    EXPECT_EQ(source->loadDatabase("db", false).getStatus().code(),
+              static_cast<int>(ErrorCodes::HostUnreachable));
+
+    fake->error = Status(ErrorCodes::ConflictingOperationInProgress, "chunks overlap");
+    EXPECT_EQ(source->loadCollection("db.c", true).getStatus().code(),
+              static_cast<int>(ErrorCodes::ConflictingOperationInProgress));
 }
 
 }  // namespace

@@ -11,7 +11,7 @@ using placement::DatabaseVersion;
 using placement::RoutingTable;
 
 StatusWith<std::shared_ptr<const RoutingTable>> CatalogPlacementSource::loadCollection(
-    std::string_view ns) {
+    std::string_view ns, bool /*mayUseOwnCopy*/) {
     // Stale, not invalidated: the cache then refreshes incrementally when the generation is
     // unchanged (the collection entry and the changed chunks in one config round trip) and in
     // full otherwise, instead of always re-reading every chunk in two round trips.
@@ -25,7 +25,7 @@ StatusWith<std::shared_ptr<const RoutingTable>> CatalogPlacementSource::loadColl
 }
 
 StatusWith<std::optional<cluster::DatabaseInfo>> CatalogPlacementSource::loadDatabase(
-    std::string_view db) {
+    std::string_view db, bool /*mayUseOwnCopy*/) {
     _cache.invalidateDatabase(db);
     auto info = _cache.getDatabase(db);
     if (info.getStatus().is(ErrorCodes::NamespaceNotFound)) {
@@ -51,8 +51,15 @@ Status ShardMetadata::refreshCollectionSince(std::string_view ns, Clock::time_po
         auto it = _colls.find(ns);
         if (it != _colls.end() && it->second.loadStarted >= notBefore) return Status::OK();
     }
+    bool known;
+    {
+        std::lock_guard lk(_mutex);
+        known = _colls.find(ns) != _colls.end();
+    }
     auto started = Clock::now();
-    auto table = _source.loadCollection(ns);
+    // What memory holds is at least as new as the shard's durable copy: a failed reload keeps it
+    // (and says so) rather than answering from the copy.
+    auto table = _source.loadCollection(ns, /*mayUseOwnCopy=*/!known);
     if (!table.isOK()) {
         log::warning("SHARDING", 22001, "Failed to refresh the placement of a collection",
                      "{\"ns\":\"" + log::jsonEscape(ns) + "\",\"error\":\"" +
@@ -79,8 +86,13 @@ Status ShardMetadata::refreshDatabaseSince(std::string_view db, Clock::time_poin
         auto it = _dbs.find(db);
         if (it != _dbs.end() && it->second.loadStarted >= notBefore) return Status::OK();
     }
+    bool known;
+    {
+        std::lock_guard lk(_mutex);
+        known = _dbs.find(db) != _dbs.end();
+    }
     auto started = Clock::now();
-    auto info = _source.loadDatabase(db);
+    auto info = _source.loadDatabase(db, /*mayUseOwnCopy=*/!known);
     if (!info.isOK()) return info.getStatus();
     std::lock_guard lk(_mutex);
     _dbs.insert_or_assign(std::string(db), DbEntry{std::move(info.getValue()), started});

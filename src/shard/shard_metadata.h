@@ -23,15 +23,22 @@ class TrackedRanges;
 
 // Where the shard's copy of its placement comes from: the config server (CatalogPlacementSource)
 // or a fake in tests. Every call is a fresh read (no caching here).
+//
+// `mayUseOwnCopy`: when the config server cannot be reached, a source with a durable copy of the
+// shard's placement (PersistedPlacementSource) may answer from it. ShardMetadata allows that only
+// for what it does not hold in memory (after a restart): the copy is never newer than memory, and
+// answering a reload with it would turn a placement change the shard must learn (a migration's
+// commit) into a silent no-op.
 class PlacementSource {
   public:
     virtual ~PlacementSource() = default;
     // The routing table of `ns`, or nullptr when the collection is not sharded (or its database
     // does not exist).
     virtual StatusWith<std::shared_ptr<const placement::RoutingTable>> loadCollection(
-        std::string_view ns) = 0;
+        std::string_view ns, bool mayUseOwnCopy) = 0;
     // The database entry, or nullopt when the database does not exist.
-    virtual StatusWith<std::optional<cluster::DatabaseInfo>> loadDatabase(std::string_view db) = 0;
+    virtual StatusWith<std::optional<cluster::DatabaseInfo>> loadDatabase(std::string_view db,
+                                                                          bool mayUseOwnCopy) = 0;
 };
 
 // PlacementSource over a cluster::CatalogCache (invalidated before every load).
@@ -39,8 +46,9 @@ class CatalogPlacementSource final : public PlacementSource {
   public:
     explicit CatalogPlacementSource(cluster::CatalogCache& cache) : _cache(cache) {}
     StatusWith<std::shared_ptr<const placement::RoutingTable>> loadCollection(
-        std::string_view ns) override;
-    StatusWith<std::optional<cluster::DatabaseInfo>> loadDatabase(std::string_view db) override;
+        std::string_view ns, bool mayUseOwnCopy) override;
+    StatusWith<std::optional<cluster::DatabaseInfo>> loadDatabase(std::string_view db,
+                                                                  bool mayUseOwnCopy) override;
 
   private:
     cluster::CatalogCache& _cache;

@@ -46,6 +46,25 @@ TEST_F(ShardMetadataTest, MatchingVersionPassesAndMinorIsIgnored) {
     EXPECT_EQ(source.collectionLoads.load(), 1);  // loaded once, on first use
 }
 
+// The shard's durable copy may answer only a first load (after a restart): a reload of what memory
+// holds must reach the config server or fail, keeping the table in memory — else a migration's
+// commit could be "learned" as the pre-commit placement.
+TEST_F(ShardMetadataTest, AReloadNeverAnswersFromTheOwnCopyAndAFailedOneKeepsMemory) {
+    ASSERT_TRUE(md.collection(kNs).isOK());
+    EXPECT_TRUE(source.lastMayUseOwnCopy);  // first load
+    auto before = md.collection(kNs).getValue();
+    source.error = Status(ErrorCodes::HostUnreachable, "config server down");
+    EXPECT_EQ(md.refreshCollection(kNs).code(), static_cast<int>(ErrorCodes::HostUnreachable));
+    EXPECT_FALSE(source.lastMayUseOwnCopy);
+    EXPECT_EQ(md.collection(kNs).getValue(), before);
+    source.error = Status::OK();
+    ASSERT_FALSE(md.databaseVersion("db").has_value());  // first load: the database is unknown
+    EXPECT_TRUE(source.lastMayUseOwnCopy);
+    source.error = Status(ErrorCodes::HostUnreachable, "config server down");
+    EXPECT_FALSE(md.refreshDatabase("db").isOK());
+    EXPECT_FALSE(source.lastMayUseOwnCopy);
+}
+
 TEST_F(ShardMetadataTest, OlderMajorIsStaleWithoutRefresh) {
     source.setTable(
         kNs, makeTable(kNs, R"({"a": 1})", {R"({"a": 0})", R"({"a": 10})"}, {"s0", "s1", "s0"}, 3));

@@ -65,16 +65,19 @@ class FixedHooks : public command::CommandHooks {
 class FakePlacementSource : public PlacementSource {
   public:
     StatusWith<std::shared_ptr<const placement::RoutingTable>> loadCollection(
-        std::string_view ns) override {
+        std::string_view ns, bool mayUseOwnCopy) override {
         std::lock_guard lk(mutex);
         ++collectionLoads;
+        lastMayUseOwnCopy = mayUseOwnCopy;
         if (!error.isOK()) return error;
         auto it = tables.find(std::string(ns));
         return it == tables.end() ? nullptr : it->second;
     }
-    StatusWith<std::optional<cluster::DatabaseInfo>> loadDatabase(std::string_view db) override {
+    StatusWith<std::optional<cluster::DatabaseInfo>> loadDatabase(std::string_view db,
+                                                                  bool mayUseOwnCopy) override {
         std::lock_guard lk(mutex);
         ++databaseLoads;
+        lastMayUseOwnCopy = mayUseOwnCopy;
         if (!error.isOK()) return error;
         auto it = dbs.find(std::string(db));
         if (it == dbs.end()) return std::optional<cluster::DatabaseInfo>();
@@ -95,6 +98,7 @@ class FakePlacementSource : public PlacementSource {
     Status error = Status::OK();
     std::atomic<int> collectionLoads{0};
     std::atomic<int> databaseLoads{0};
+    bool lastMayUseOwnCopy = false;  // of the last load
 };
 
 }  // namespace tessera::shard::test

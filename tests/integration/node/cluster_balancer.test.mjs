@@ -142,12 +142,10 @@ describeWithCluster('the balancer', (ctx) => {
 
     // A third shard is added and fills; then it is drained — its chunks and the primary of a
     // database on it (with an unsharded collection) move off without a command — and removed.
-    // KNOWN DEFECT (found at the end of the session that built draining, issue 13 stays open):
-    // after the drain, one range moved by the balancer is sometimes still owned in a shard's
-    // cached placement, so a direct read there shows documents config.chunks puts elsewhere.
-    // The test is skipped until that is found and fixed; draining itself is not advertised as
-    // done (src/config/README.md "Draining").
-    test('a new shard fills; draining it moves chunks and databases off; then it is removed', { skip: 'known defect, see above' }, async () => {
+    // (A shard once answered a reload that failed with its durable copy of the placement, i.e.
+    // the pre-commit one, so a donor could believe it still owned a range: direct reads there
+    // showed documents config.chunks puts elsewhere. This test found it.)
+    test('a new shard fills; draining it moves chunks and databases off; then it is removed', async () => {
         const settings = (await c().router()).db('config').collection('settings');
         await settings.updateOne({ _id: 'chunksize' }, { $set: { value: 1 } }, { upsert: true });
         await settings.updateOne({ _id: 'balancer' }, { $set: { mode: 'full', stopped: false, roundIntervalMillis: 200 } }, { upsert: true });
