@@ -26,12 +26,6 @@ namespace {
 constexpr int64_t kDefaultChunkSizeMB = 128;
 constexpr int64_t kDefaultRoundIntervalMillis = 5000;
 
-BsonObj idQuery(std::string_view id) {
-    BsonBuilder b;
-    b.appendString("_id", id);
-    return b.obj();
-}
-
 void logFailure(int id, std::string_view msg, const std::string& ns, const Status& s) {
     log::warning("SHARDING", id, msg,
                  "{\"ns\":\"" + log::jsonEscape(ns) + "\",\"error\":\"" +

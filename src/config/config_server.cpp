@@ -23,12 +23,6 @@ TESSERA_FAIL_POINT_DEFINE(moveRangeHangAfterCommit);
 
 namespace {
 
-BsonObj idQuery(std::string_view id) {
-    BsonBuilder b;
-    b.appendString("_id", id);
-    return b.obj();
-}
-
 }  // namespace
 
 // ---- ConfigServer (public facade) ----

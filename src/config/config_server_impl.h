@@ -12,6 +12,7 @@
 
 #include "base/failpoint.h"
 #include "base/status.h"
+#include "bson/bson_builder.h"
 #include "bson/bson_obj.h"
 #include "command/command.h"
 #include "config/balancer_policy.h"
@@ -218,6 +219,13 @@ class ConfigServerImpl {
     std::atomic<int64_t> _balancerRounds{0};
     bson::ObjectId _clusterId;
 };
+
+// {_id: id}: the query of one catalog document.
+inline bson::BsonObj idQuery(std::string_view id) {
+    bson::BsonBuilder b;
+    b.appendString("_id", id);
+    return b.obj();
+}
 
 // The impl behind opCtx.service->roleState; IllegalOperation when this is not a config server.
 StatusWith<ConfigServerImpl*> configServerImpl(command::OperationContext& opCtx);

@@ -15,12 +15,6 @@ using bson::BsonView;
 
 namespace {
 
-BsonObj idQuery(std::string_view id) {
-    BsonBuilder b;
-    b.appendString("_id", id);
-    return b.obj();
-}
-
 // A busy lock means a live operation holds the namespace: its document is not orphaned (or will
 // be looked at again in the next round).
 constexpr std::chrono::seconds kLockWait{1};

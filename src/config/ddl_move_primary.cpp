@@ -13,12 +13,6 @@ namespace {
 
 constexpr std::chrono::milliseconds kCloneTimeout{30 * 60 * 1000};
 
-BsonObj idQuery(std::string_view id) {
-    BsonBuilder b;
-    b.appendString("_id", id);
-    return b.obj();
-}
-
 BsonObj dbCriticalSectionCmd(const std::string& db, bool enter) {
     BsonBuilder b;
     b.appendString("_shardsvrDatabaseCriticalSection", db).appendBool("enter", enter);

@@ -56,12 +56,6 @@ BsonObj migrationDetails(const MoveRangeState& s, std::string_view note,
     return b.obj();
 }
 
-BsonObj idQuery(std::string_view id) {
-    BsonBuilder b;
-    b.appendString("_id", id);
-    return b.obj();
-}
-
 BsonObj criticalSectionCmd(const MoveRangeState& s, bool enter, std::string_view block = "all") {
     BsonBuilder b;
     b.appendString("_shardsvrMigrationCriticalSection", s.ns).appendBool("enter", enter);

@@ -17,12 +17,6 @@ using bson::BsonView;
 
 namespace {
 
-BsonObj idQuery(std::string_view id) {
-    BsonBuilder b;
-    b.appendString("_id", id);
-    return b.obj();
-}
-
 struct DrainState {
     int64_t chunks = 0;
     int64_t jumboChunks = 0;

@@ -18,12 +18,6 @@ using bson::BsonView;
 
 namespace {
 
-BsonObj idQuery(std::string_view id) {
-    BsonBuilder b;
-    b.appendString("_id", id);
-    return b.obj();
-}
-
 }  // namespace
 
 Status ConfigServerImpl::updateShardZone(const std::string& shardId, const std::string& zone,

@@ -69,6 +69,18 @@ StatusWith<bson::BsonObj> normalizeClusterKey(bson::BsonView pattern) {
         isOne(pattern.firstElement())) {
         return bson::BsonObj();  // clustered by _id: the default layout
     }
+    bson::BsonElement last;
+    for (const bson::BsonElement& e : pattern) last = e;
+    if (last.fieldName() == "_id" && isOne(last)) {
+        // The record key ends with keystring(_id) anyway: {k: 1, _id: 1} is {k: 1}'s layout, and
+        // then the whole record key is the shard key's encoding. This makes
+        // refineCollectionShardKey {k: 1} → {k: 1, _id: 1} a metadata-only change.
+        bson::BsonBuilder b;
+        for (const bson::BsonElement& e : pattern) {
+            if (e.fieldName() != "_id") b.appendElement(e);
+        }
+        return b.obj();
+    }
     return pattern.copy();
 }
 

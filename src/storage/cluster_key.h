@@ -18,6 +18,8 @@ namespace tessera::storage {
 // scalar = null; a hashed field = NumberLong(bson::hashElement(value))). The prefix before
 // keystring(_id) is byte-identical to ShardKeyPattern::encodeKey of the document's shard key, so
 // a chunk [min, max) is the contiguous record-key range [encodeKey(min), encodeKey(max)).
+// A pattern ending with `_id: 1` is normalized without it ({k: 1, _id: 1} → {k: 1}): the record
+// key then *is* the shard key's encoding, and the statement above still holds.
 
 // Validates a cluster key pattern and returns its normalized form: the empty pattern for `_id`
 // ({} or {_id: 1}), else the pattern itself. BadValue for anything but non-empty dotted field
