@@ -209,4 +209,35 @@ Decision decide(const Cluster& cluster) {
     return d;
 }
 
+namespace {
+
+std::optional<int> minuteOfDay(std::string_view hhmm) {
+    size_t colon = hhmm.find(':');
+    if (colon == std::string_view::npos || colon == 0 || colon > 2 || hhmm.size() - colon != 3) {
+        return std::nullopt;
+    }
+    int h = 0, m = 0;
+    for (char ch : hhmm.substr(0, colon)) {
+        if (ch < '0' || ch > '9') return std::nullopt;
+        h = h * 10 + (ch - '0');
+    }
+    for (char ch : hhmm.substr(colon + 1)) {
+        if (ch < '0' || ch > '9') return std::nullopt;
+        m = m * 10 + (ch - '0');
+    }
+    if (h > 23 || m > 59) return std::nullopt;
+    return h * 60 + m;
+}
+
+}  // namespace
+
+std::optional<bool> inActiveWindow(std::string_view start, std::string_view stop, int now) {
+    auto a = minuteOfDay(start);
+    auto b = minuteOfDay(stop);
+    if (!a || !b) return std::nullopt;
+    if (*a == *b) return true;
+    if (*a < *b) return now >= *a && now < *b;
+    return now >= *a || now < *b;  // wraps midnight
+}
+
 }  // namespace tessera::config::balancer

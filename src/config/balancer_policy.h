@@ -1,8 +1,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tessera::config::balancer {
@@ -87,5 +89,11 @@ std::vector<std::string> eligibleShards(const Cluster& cluster, const std::strin
 // max / min of the owned bytes of `coll` over `shards` (an empty shard counts 1 byte, so an
 // empty one makes the ratio large); 1 when there is at most one shard.
 double imbalance(const Collection& coll, const std::vector<std::string>& shards);
+
+// The balancing window (config.settings {_id: "balancer", activeWindow: {start, stop}}, "HH:MM"
+// each, the config server's local time): whether minute-of-day `now` (0..1439) is in
+// [start, stop); a window with start > stop wraps midnight, start == stop is always. Malformed
+// times → nullopt (the caller then ignores the window, and says so in its log).
+std::optional<bool> inActiveWindow(std::string_view start, std::string_view stop, int now);
 
 }  // namespace tessera::config::balancer

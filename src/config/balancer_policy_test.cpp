@@ -59,6 +59,19 @@ void apply(Cluster& cluster, const Decision& d) {
     }
 }
 
+TEST(BalancerPolicyTest, ActiveWindowIncludesStartExcludesStopAndWrapsMidnight) {
+    EXPECT_EQ(inActiveWindow("01:00", "05:30", 60), true);
+    EXPECT_EQ(inActiveWindow("01:00", "05:30", 5 * 60 + 30), false);
+    EXPECT_EQ(inActiveWindow("01:00", "05:30", 59), false);
+    EXPECT_EQ(inActiveWindow("23:00", "6:00", 23 * 60 + 30), true);
+    EXPECT_EQ(inActiveWindow("23:00", "6:00", 3 * 60), true);
+    EXPECT_EQ(inActiveWindow("23:00", "6:00", 12 * 60), false);
+    EXPECT_EQ(inActiveWindow("08:00", "08:00", 0), true);
+    for (const char* bad : {"", "8", "24:00", "12:60", "1:2", "ab:cd", "123:00"}) {
+        EXPECT_FALSE(inActiveWindow(bad, "05:00", 0).has_value()) << bad;
+    }
+}
+
 TEST(BalancerPolicyTest, BalancesBytesToTheToleranceNotToThreeChunks) {
     // 2 shards, 640 vs 384 units with chunks of 64: MongoDB's 3 × chunk size threshold stops here
     // (62.5 % / 37.5 %); the policy keeps going to max/min <= 1.10.

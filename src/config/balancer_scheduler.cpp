@@ -5,6 +5,7 @@
 // protocol of ddl_move_range.cpp). Runs while config.settings {_id: "balancer"} has mode "full"
 // (the default).
 #include <algorithm>
+#include <ctime>
 #include <map>
 #include <set>
 #include <thread>
@@ -14,6 +15,7 @@
 #include "config/balancer_policy.h"
 #include "config/chunk_ops.h"
 #include "config/config_server_impl.h"
+#include "config/shard_requests.h"
 
 namespace tessera::config {
 
@@ -48,6 +50,17 @@ BalancerSettings ConfigServerImpl::balancerSettings() {
         if (d["roundIntervalMillis"].isNumber() && d["roundIntervalMillis"].numberLong() >= 10) {
             s.roundIntervalMillis = d["roundIntervalMillis"].numberLong();
         }
+        if (d["imbalanceTolerance"].isNumber() && d["imbalanceTolerance"].numberDouble() >= 1.0) {
+            s.tolerance = d["imbalanceTolerance"].numberDouble();
+        }
+        if (d["activeWindow"].isObject()) {
+            BsonView w = d["activeWindow"].objValue();
+            if (w["start"].type() == bson::BsonType::String &&
+                w["stop"].type() == bson::BsonType::String) {
+                s.activeWindow = std::pair{std::string(w["start"].stringValue()),
+                                           std::string(w["stop"].stringValue())};
+            }
+        }
     }
     if (auto doc = _local.findOne("settings", idQuery("chunksize")); doc.isOK() && doc.getValue()) {
         bson::BsonElement v = (*doc.getValue())["value"];
@@ -56,6 +69,47 @@ BalancerSettings ConfigServerImpl::balancerSettings() {
         }
     }
     return s;
+}
+
+bool BalancerSettings::runsNow() const {
+    if (!enabled) return false;
+    if (!activeWindow) return true;
+    std::time_t t = std::time(nullptr);
+    std::tm local{};
+    localtime_r(&t, &local);
+    auto in = balancer::inActiveWindow(activeWindow->first, activeWindow->second,
+                                       local.tm_hour * 60 + local.tm_min);
+    return in.value_or(true);  // a malformed window is ignored (MongoDB does the same)
+}
+
+namespace {
+
+// The chunk size of one collection: configureCollectionBalancing's maxChunkSizeBytes, else the
+// cluster's.
+int64_t collectionChunkSize(BsonView collectionDoc, const BalancerSettings& settings) {
+    bson::BsonElement own = collectionDoc["maxChunkSizeBytes"];
+    return own.isNumber() && own.numberLong() > 0 ? own.numberLong() : settings.chunkSizeBytes;
+}
+
+}  // namespace
+
+Status ConfigServerImpl::configureCollectionBalancing(const std::string& ns,
+                                                      std::optional<int64_t> chunkSizeMB) {
+    ASSIGN_OR_RETURN(DdlLockManager::Guard lock,
+                     _ddlLocks.lockCollection(ns, "configureCollectionBalancing " + ns));
+    TRY_STATUS(loadCollection(ns).getStatus());
+    if (!chunkSizeMB) return Status::OK();
+    BsonBuilder u;
+    if (*chunkSizeMB == 0) {
+        u.startObject("$unset").appendInt32("maxChunkSizeBytes", 1).end();
+    } else {
+        u.startObject("$set").appendInt64("maxChunkSizeBytes", *chunkSizeMB << 20).end();
+    }
+    TRY_STATUS(_local.update("collections", idQuery(ns), u.obj()).getStatus());
+    BsonBuilder details;
+    details.appendInt64("chunkSizeMB", *chunkSizeMB);
+    logChange("configureCollectionBalancing", ns, details.obj());
+    return Status::OK();
 }
 
 // The policy's view of one collection: its chunks with the owned bytes their shards report.
@@ -132,6 +186,9 @@ Status ConfigServerImpl::balancerSplit(const std::string& ns, const BsonObj& min
 StatusWith<BsonObj> ConfigServerImpl::balancerCollectionStatus(const std::string& ns) {
     BalancerSettings settings = balancerSettings();
     ASSIGN_OR_RETURN(ShardedCollection coll, loadCollection(ns));
+    if (auto doc = _local.findOne("collections", idQuery(ns)); doc.isOK() && doc.getValue()) {
+        settings.chunkSizeBytes = collectionChunkSize(*doc.getValue(), settings);
+    }
     ASSIGN_OR_RETURN(std::vector<ShardEntry> entries, allShards());
     std::vector<std::string> shards;
     std::set<std::string> draining;
@@ -146,6 +203,7 @@ StatusWith<BsonObj> ConfigServerImpl::balancerCollectionStatus(const std::string
     }
     assignZones(coll, snapshot);
     balancer::Cluster cluster;
+    cluster.tolerance = settings.tolerance;
     cluster.shards = shards;
     cluster.draining = draining;
     cluster.zones = zoneShards();
@@ -181,6 +239,18 @@ StatusWith<BsonObj> ConfigServerImpl::balancerCollectionStatus(const std::string
     for (const balancer::Violation& v : d.violations) {
         if (v.what == "jumboChunks") named.insert(v.chunk);
     }
+    // The fix: the current key refined with a high-cardinality suffix (_id, which always has an
+    // index that keeps the data's layout), once an index on the refined key exists.
+    std::string refined = coll.coll.key.toJson();
+    refined = refined.substr(0, refined.rfind('}'));
+    while (!refined.empty() && refined.back() == ' ') refined.pop_back();
+    refined += ", \"_id\" : 1 }";
+    auto [dbName, collName] = splitNs(ns);
+    const std::string fix = "add a high-cardinality field to the shard key: db.getSiblingDB(\"" +
+                            dbName + "\")." + collName + ".createIndex(" + refined +
+                            ") then db.adminCommand({refineCollectionShardKey: \"" + ns +
+                            "\", key: " + refined +
+                            "}) (no data moves; any other high-cardinality field works too)";
     bson::BsonArrayBuilder jumbo;
     int64_t jumboCount = 0;
     for (size_t i : named) {
@@ -210,10 +280,7 @@ StatusWith<BsonObj> ConfigServerImpl::balancerCollectionStatus(const std::string
             .appendString("why",
                           "every document of this range has the same shard key value, so it "
                           "cannot be split or spread")
-            .appendString("fix",
-                          "a shard key with more distinct values (a high-cardinality field "
-                          "after this one); refineCollectionShardKey and reshardCollection are "
-                          "not available in this version");
+            .appendString("fix", fix);
         jumbo.append(j.obj());
     }
     // Then either the balancer is at work on it (chunksImbalance) or a range it cannot split
@@ -253,6 +320,7 @@ void ConfigServerImpl::balancerRound(const BalancerSettings& settings) {
     auto colls = _local.find("collections", BsonView());
     if (!colls.isOK()) return;
     balancer::Cluster cluster;
+    cluster.tolerance = settings.tolerance;
     for (const ShardEntry& s : entries.getValue()) {
         cluster.shards.push_back(s.id);
         if (s.draining) cluster.draining.insert(s.id);
@@ -273,7 +341,7 @@ void ConfigServerImpl::balancerRound(const BalancerSettings& settings) {
             coll = loadCollection(ns);
             if (!coll.isOK()) continue;
         }
-        auto snapshot = balancerSnapshot(coll.getValue(), settings.chunkSizeBytes);
+        auto snapshot = balancerSnapshot(coll.getValue(), collectionChunkSize(doc, settings));
         if (!snapshot.isOK()) {
             logFailure(9132, "Balancer could not size a collection", ns, snapshot.getStatus());
             continue;
@@ -286,9 +354,12 @@ void ConfigServerImpl::balancerRound(const BalancerSettings& settings) {
     balancer::Decision decision = balancer::decide(cluster);
     for (const balancer::Split& s : decision.splits) {
         const ChunkRecord& c = loaded.at(s.ns).chunks[s.chunk];
-        Status split =
-            balancerSplit(s.ns, c.min, c.max, s.reason == balancer::Reason::kChunksImbalance,
-                          settings.chunkSizeBytes);
+        const int64_t chunkSize =
+            std::find_if(cluster.collections.begin(), cluster.collections.end(),
+                         [&](const auto& coll) { return coll.ns == s.ns; })
+                ->chunkSizeBytes;
+        Status split = balancerSplit(s.ns, c.min, c.max,
+                                     s.reason == balancer::Reason::kChunksImbalance, chunkSize);
         if (!split.isOK()) logFailure(9133, "Balancer split failed", s.ns, split);
     }
     // Disjoint shard pairs: each migration on a thread of its own.
@@ -310,7 +381,7 @@ void ConfigServerImpl::balancerRound(const BalancerSettings& settings) {
 void ConfigServerImpl::runBalancer() {
     while (!_shutdown.load()) {
         BalancerSettings settings = balancerSettings();
-        if (settings.enabled) {
+        if (settings.runsNow()) {
             _inBalancerRound = true;
             balancerRound(settings);
             _inBalancerRound = false;

@@ -269,6 +269,62 @@ void registerConfigServerCommands(command::CommandRegistry& registry) {
                                          req.body["min"].objValue().copy(),
                                          req.body["max"].objValue().copy(), zone);
         });
+    // {_configsvrRefineCollectionShardKey: ns, key}.
+    add("_configsvrRefineCollectionShardKey", [](ConfigServerImpl& cs, const CommandRequest& req,
+                                                 BsonBuilder&) {
+        if (req.firstElement().type() != bson::BsonType::String) {
+            return Status(ErrorCodes::TypeMismatch, "refineCollectionShardKey takes a namespace");
+        }
+        if (!req.body["key"].isObject()) {
+            return Status(ErrorCodes::TypeMismatch, "refineCollectionShardKey needs key: {...}");
+        }
+        return cs.refineCollectionShardKey(std::string(req.firstElement().stringValue()),
+                                           req.body["key"].objValue());
+    });
+    // {_configsvrClearJumboFlag: ns, find? | bounds?: [min, max]}.
+    add("_configsvrClearJumboFlag",
+        [](ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder&) {
+            if (req.firstElement().type() != bson::BsonType::String) {
+                return Status(ErrorCodes::TypeMismatch, "clearJumboFlag takes a namespace");
+            }
+            std::optional<BsonObj> find;
+            std::optional<std::pair<BsonObj, BsonObj>> bounds;
+            if (req.body["find"].isObject()) find = req.body["find"].objValue().copy();
+            if (req.body["bounds"].isArray()) {
+                std::vector<BsonObj> b;
+                for (bson::BsonElement e : req.body["bounds"].objValue()) {
+                    if (e.isObject()) b.push_back(e.objValue().copy());
+                }
+                if (b.size() != 2) {
+                    return Status(ErrorCodes::BadValue, "bounds must be [min, max]");
+                }
+                bounds = std::pair{b[0], b[1]};
+            }
+            if (find.has_value() == bounds.has_value()) {
+                return Status(ErrorCodes::BadValue,
+                              "clearJumboFlag takes exactly one of find and bounds");
+            }
+            return cs.clearJumboFlag(std::string(req.firstElement().stringValue()), find, bounds);
+        });
+    // {_configsvrConfigureCollectionBalancing: ns, chunkSize?: MB (0 = the cluster's)}.
+    add("_configsvrConfigureCollectionBalancing",
+        [](ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder&) {
+            if (req.firstElement().type() != bson::BsonType::String) {
+                return Status(ErrorCodes::TypeMismatch,
+                              "configureCollectionBalancing takes a namespace");
+            }
+            std::optional<int64_t> chunkSizeMB;
+            if (bson::BsonElement c = req.body["chunkSize"]; !c.eoo()) {
+                if (!c.isNumber() || c.numberLong() < 0 || c.numberLong() > 1024) {
+                    return Status(ErrorCodes::BadValue,
+                                  "chunkSize must be a number of MB from 1 to 1024 (0: the "
+                                  "cluster's chunk size)");
+                }
+                chunkSizeMB = c.numberLong();
+            }
+            return cs.configureCollectionBalancing(std::string(req.firstElement().stringValue()),
+                                                   chunkSizeMB);
+        });
     // {_configsvrBalancerCollectionStatus: ns} → MongoDB's balancerCollectionStatus reply.
     add("_configsvrBalancerCollectionStatus",
         [](ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder& reply) {

@@ -78,11 +78,16 @@ struct MigrationSteps {
     void criticalSectionEnded();
 };
 
-// config.settings {_id: "balancer", mode, roundIntervalMillis} and {_id: "chunksize", value: MB}.
+// config.settings {_id: "balancer", mode, roundIntervalMillis, activeWindow: {start, stop},
+// imbalanceTolerance} and {_id: "chunksize", value: MB}.
 struct BalancerSettings {
     bool enabled = true;
     int64_t chunkSizeBytes = 0;
     int64_t roundIntervalMillis = 0;
+    double tolerance = 1.10;  // max/min owned bytes a collection may keep
+    std::optional<std::pair<std::string, std::string>> activeWindow;  // "HH:MM" start, stop
+    // Whether rounds run now: enabled and inside the active window, if there is one.
+    bool runsNow() const;
 };
 
 class ConfigServerImpl {
@@ -121,6 +126,14 @@ class ConfigServerImpl {
     Status updateShardZone(const std::string& shardId, const std::string& zone, bool add);
     Status updateZoneKeyRange(const std::string& ns, const bson::BsonObj& min,
                               const bson::BsonObj& max, const std::optional<std::string>& zone);
+    // configureCollectionBalancing {chunkSize: MB} (0: back to the cluster's chunk size), kept
+    // as MongoDB does in config.collections `maxChunkSizeBytes`.
+    Status configureCollectionBalancing(const std::string& ns, std::optional<int64_t> chunkSizeMB);
+    // refineCollectionShardKey / clearJumboFlag (ddl_refine_shard_key.cpp, README.md "Refining a
+    // shard key"); clearJumboFlag names its chunk by `find` (a shard key value) or `bounds`.
+    Status refineCollectionShardKey(const std::string& ns, bson::BsonView newKey);
+    Status clearJumboFlag(const std::string& ns, std::optional<bson::BsonObj> find,
+                          std::optional<std::pair<bson::BsonObj, bson::BsonObj>> bounds);
     // balancerCollectionStatus: whether the balancer's policy would act on ns now, and why.
     StatusWith<bson::BsonObj> balancerCollectionStatus(const std::string& ns);
 
@@ -166,6 +179,9 @@ class ConfigServerImpl {
     Status dropShardedCollection(PlacementDdlState& state);
     Status dropDatabaseSteps(PlacementDdlState& state);
     Status recoverPlacementDdl(PlacementDdlState& state);
+    // Finishes (the entry names the new uuid) or undoes a refine's commit and removes its
+    // coordinator document.
+    Status finishRefine(const bson::BsonObj& state);
     // One coordinator document, resumed under the locks its operation takes.
     Status recoverCoordinator(const bson::BsonObj& doc);
     Status splitAt(ShardedCollection& coll, size_t index, std::vector<bson::BsonObj> points);

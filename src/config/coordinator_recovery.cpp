@@ -27,9 +27,11 @@ Status ConfigServerImpl::recoverCoordinator(const BsonObj& listed) {
     // The locks first, then the document again: a live operation may have finished (and removed
     // it) while we waited.
     DdlLockManager::Guard lock;
-    if (type == "moveRange" || type == "shardCollection" || type == "dropCollection") {
-        std::string ns(type == "moveRange" ? listed["ns"].stringValue()
-                                           : listed["target"].stringValue());
+    if (type == "moveRange" || type == "shardCollection" || type == "dropCollection" ||
+        type == "refineCollectionShardKey") {
+        std::string ns(type == "moveRange" || type == "refineCollectionShardKey"
+                           ? listed["ns"].stringValue()
+                           : listed["target"].stringValue());
         ASSIGN_OR_RETURN(lock, _ddlLocks.lockCollection(ns, "recovery of " + id, kLockWait));
     } else if (type == "movePrimary" || type == "dropDatabase") {
         std::string db(type == "movePrimary" ? listed["db"].stringValue()
@@ -64,6 +66,7 @@ Status ConfigServerImpl::recoverCoordinator(const BsonObj& listed) {
         }
         return Status::OK();
     }
+    if (type == "refineCollectionShardKey") return finishRefine(doc);
     if (type == "movePrimary") {
         ASSIGN_OR_RETURN(MovePrimaryState st, MovePrimaryState::parse(doc));
         ASSIGN_OR_RETURN(auto dbDoc, _local.findOne("databases", idQuery(st.db)));

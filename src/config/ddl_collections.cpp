@@ -11,6 +11,7 @@
 #include "bson/bson_builder.h"
 #include "config/chunk_ops.h"
 #include "config/config_server_impl.h"
+#include "config/shard_requests.h"
 #include "placement/split_policy.h"
 
 namespace tessera::config {
@@ -24,53 +25,6 @@ using bson::BsonObj;
 using bson::BsonView;
 
 namespace {
-
-std::pair<std::string, std::string> splitNs(const std::string& ns) {
-    size_t dot = ns.find('.');
-    if (dot == std::string::npos) return {ns, ""};
-    return {ns.substr(0, dot), ns.substr(dot + 1)};
-}
-
-BsonObj oneField(std::string_view name, std::string_view value) {
-    BsonBuilder b;
-    b.appendString(name, value);
-    return b.obj();
-}
-
-// The documents of a listIndexes / listCollections reply's first batch.
-std::vector<BsonObj> firstBatch(BsonView reply) {
-    std::vector<BsonObj> out;
-    if (!reply["cursor"].isObject()) return out;
-    BsonView cursor = reply["cursor"].objValue();
-    if (!cursor["firstBatch"].isArray()) return out;
-    for (const bson::BsonElement& e : cursor["firstBatch"].objValue()) {
-        if (e.isObject()) out.push_back(e.objValue().copy());
-    }
-    return out;
-}
-
-// The index specs of a listIndexes reply, `v`/`ns` removed (createIndexes input).
-std::vector<BsonObj> indexSpecs(BsonView reply) {
-    std::vector<BsonObj> specs;
-    for (const BsonObj& index : firstBatch(reply)) {
-        BsonBuilder b;
-        for (const bson::BsonElement& f : index) {
-            if (f.fieldName() == "v" || f.fieldName() == "ns") continue;
-            b.appendElement(f);
-        }
-        specs.push_back(b.obj());
-    }
-    return specs;
-}
-
-// {_shardsvrClusterCollection: coll, key}: the shard stores the collection clustered by the
-// shard key (src/cluster/README.md), so that a chunk is a contiguous range of its records.
-BsonObj clusterCollectionCmd(const std::string& coll, BsonView key) {
-    BsonBuilder b;
-    b.appendString("_shardsvrClusterCollection", coll);
-    b.appendObject("key", key);
-    return b.obj();
-}
 
 BsonObj createIndexesCmd(const std::string& coll, const std::vector<BsonObj>& specs) {
     BsonBuilder b;
@@ -90,12 +44,6 @@ BsonObj createLikeCmd(const std::string& coll, BsonView options) {
         if (e.fieldName() != "uuid") b.appendElement(e);
     }
     return b.obj();
-}
-
-bool isSimpleCollation(BsonView options) {
-    if (!options["collation"].isObject()) return true;
-    bson::BsonElement locale = options["collation"].objValue()["locale"];
-    return locale.type() == bson::BsonType::String && locale.stringValue() == "simple";
 }
 
 // The critical section command of a placement DDL: collection key (`coll:<ns>`) or database key.

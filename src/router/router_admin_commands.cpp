@@ -494,6 +494,69 @@ Status updateZoneKeyRange(OperationContext& opCtx, const CommandRequest& request
     return relayRemoteReply(opCtx, r, reply);
 }
 
+// refineCollectionShardKey: ns, key → _configsvrRefineCollectionShardKey; then this router's
+// cached placement of ns is dropped (its generation changed).
+Status refineCollectionShardKey(OperationContext& opCtx, const CommandRequest& request,
+                                BsonBuilder& reply) {
+    TRY_STATUS(checkKnownFields(request, {"key"}));
+    ASSIGN_OR_RETURN(std::string ns, nsArgument(request));
+    if (!request.body["key"].isObject()) {
+        return Status(ErrorCodes::TypeMismatch, "refineCollectionShardKey needs key: {...}");
+    }
+    Router& router = Router::get(opCtx);
+    BsonBuilder cmd;
+    cmd.append("_configsvrRefineCollectionShardKey", ns);
+    cmd.appendElement(request.body["key"]);
+    ASSIGN_OR_RETURN(BsonObj r, runOnConfig(router, "admin", cmd.obj()));
+    router.catalog().invalidateCollection(ns);
+    return relayRemoteReply(opCtx, r, reply);
+}
+
+// clearJumboFlag: ns, find | bounds → _configsvrClearJumboFlag.
+Status clearJumboFlag(OperationContext& opCtx, const CommandRequest& request, BsonBuilder& reply) {
+    TRY_STATUS(checkKnownFields(request, {"find", "bounds"}));
+    ASSIGN_OR_RETURN(std::string ns, nsArgument(request));
+    BsonBuilder cmd;
+    cmd.append("_configsvrClearJumboFlag", ns);
+    if (!request.body["find"].eoo()) {
+        if (!request.body["find"].isObject()) {
+            return Status(ErrorCodes::TypeMismatch, "find must be an object");
+        }
+        cmd.appendElement(request.body["find"]);
+    }
+    if (!request.body["bounds"].eoo()) {
+        if (!request.body["bounds"].isArray()) {
+            return Status(ErrorCodes::TypeMismatch, "bounds must be an array [min, max]");
+        }
+        cmd.appendElement(request.body["bounds"]);
+    }
+    ASSIGN_OR_RETURN(BsonObj r, runOnConfig(Router::get(opCtx), "admin", cmd.obj()));
+    return relayRemoteReply(opCtx, r, reply);
+}
+
+// configureCollectionBalancing: ns, chunkSize (MB), defragmentCollection, enableAutoMerger.
+// Tessera has neither defragmentation nor an auto-merger: asking for them is refused, turning
+// them off is what is (and stays) so.
+Status configureCollectionBalancing(OperationContext& opCtx, const CommandRequest& request,
+                                    BsonBuilder& reply) {
+    TRY_STATUS(
+        checkKnownFields(request, {"chunkSize", "defragmentCollection", "enableAutoMerger"}));
+    ASSIGN_OR_RETURN(std::string ns, nsArgument(request));
+    for (std::string_view off : {"defragmentCollection", "enableAutoMerger"}) {
+        if (request.body[off].trueValue()) {
+            return Status(ErrorCodes::IllegalOperation,
+                          "configureCollectionBalancing: " + std::string(off) +
+                              " is not supported by Tessera (chunks are split and moved by the "
+                              "balancer, not merged); only chunkSize can be set");
+        }
+    }
+    BsonBuilder cmd;
+    cmd.append("_configsvrConfigureCollectionBalancing", ns);
+    if (!request.body["chunkSize"].eoo()) cmd.appendElement(request.body["chunkSize"]);
+    ASSIGN_OR_RETURN(BsonObj r, runOnConfig(Router::get(opCtx), "admin", cmd.obj()));
+    return relayRemoteReply(opCtx, r, reply);
+}
+
 // balancerCollectionStatus: "db.c" → _configsvrBalancerCollectionStatus, reply relayed.
 Status balancerCollectionStatus(OperationContext& opCtx, const CommandRequest& request,
                                 BsonBuilder& reply) {
@@ -530,6 +593,10 @@ void registerRouterAdminCommands(command::CommandRegistry& registry) {
     registry.add(
         makeRouterCommand("balancerStatus", {}, true, balancerCommand("_configsvrBalancerStatus")));
     registry.add(makeRouterCommand("balancerCollectionStatus", {}, true, balancerCollectionStatus));
+    registry.add(makeRouterCommand("refineCollectionShardKey", {}, true, refineCollectionShardKey));
+    registry.add(makeRouterCommand("clearJumboFlag", {}, true, clearJumboFlag));
+    registry.add(
+        makeRouterCommand("configureCollectionBalancing", {}, true, configureCollectionBalancing));
     for (auto [name, configsvr] :
          {std::pair{"startShardDraining", "_configsvrStartShardDraining"},
           std::pair{"stopShardDraining", "_configsvrStopShardDraining"},

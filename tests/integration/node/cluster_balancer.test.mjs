@@ -137,7 +137,97 @@ describeWithCluster('the balancer', (ctx) => {
         // harmless while small).
         const flagged = chunks.filter((ch) => ch.jumbo);
         assert.ok(flagged.some(holdsDelivered), JSON.stringify(flagged));
+        assert.match(delivered.fix, /refineCollectionShardKey/);
         await c().checkConsistency(ns, 10000);
+
+        // The fix it names: refine the key with a high-cardinality suffix. Refused without an
+        // index on the new key, or when the new key does not extend the old one.
+        await assert.rejects(admin({ refineCollectionShardKey: ns, key: { status: 1, _id: 1 } }),
+            (e) => e.code === 72 && /createIndex/.test(e.message), 'no index on the new key');
+        await coll.createIndex({ status: 1, _id: 1 });
+        await assert.rejects(admin({ refineCollectionShardKey: ns, key: { _id: 1, status: 1 } }),
+            (e) => e.code === 72, 'does not extend the current key');
+        await assert.rejects(admin({ refineCollectionShardKey: ns, key: { status: 1, _id: 1 }, bogus: 1 }),
+            (e) => e.code === 40415, 'unknown field');
+        const epochBefore = (await c().placement(ns)).coll.lastmodEpoch;
+        assert.equal((await admin({ refineCollectionShardKey: ns, key: { status: 1, _id: 1 } })).ok, 1);
+        const refined = await c().placement(ns);
+        assert.deepEqual(refined.coll.key, { status: 1, _id: 1 });
+        assert.notEqual(String(refined.coll.lastmodEpoch), String(epochBefore), 'a new generation');
+        assert.ok(refined.chunks.every((ch) => !ch.jumbo), 'jumbo flags cleared');
+        assert.ok(refined.chunks.every((ch) => '_id' in ch.min && '_id' in ch.max), 'bounds extended');
+        // Nothing moved: the router (refreshed) and the shards agree, documents stay findable.
+        await c().checkConsistency(ns, 10000);
+        assert.equal(await coll.countDocuments({ status: 'delivered' }), 6500);
+        await coll.insertOne({ _id: 'after-refine', status: 'delivered', pad });
+
+        // Now the balancer splits "delivered" by _id and spreads the collection.
+        await settings.updateOne({ _id: 'chunksize' }, { $set: { value: 1 } }, { upsert: true });
+        await settings.updateOne({ _id: 'balancer' }, { $set: { mode: 'full', stopped: false } });
+        try {
+            await waitFor('the refined collection to be balanced', async () => {
+                status = await admin({ balancerCollectionStatus: ns });
+                return status.balancerCompliant === true;
+            }, { timeoutMs: 90000, intervalMs: 500 });
+        } finally {
+            await settings.updateOne({ _id: 'balancer' }, { $set: { mode: 'off', stopped: true } });
+            await settings.updateOne({ _id: 'chunksize' }, { $set: { value: 128 } });
+        }
+        assert.ok(status.details.maxOverMin <= 1.10, JSON.stringify(status));
+        const spread = await c().placement(ns);
+        const deliveredShards = new Set(spread.chunks
+            .filter((ch) => ch.min.status === 'delivered' && ch.max.status === 'delivered')
+            .map((ch) => ch.shard));
+        assert.equal(deliveredShards.size, 2, `"delivered" on both shards: ${JSON.stringify(spread.chunks)}`);
+        await c().checkConsistency(ns, 10001);
+    });
+
+    // A suffix other than _id rewrites each shard's copy (clustered by the new key) before the
+    // commit; the refined key is then split and moved on like any other.
+    test('refineCollectionShardKey with another suffix field; clearJumboFlag; configureCollectionBalancing', async () => {
+        const dbName = uniqueDbName('refine');
+        const ns = `${dbName}.c`;
+        const coll = (await c().router()).db(dbName).collection('c');
+        await coll.insertMany(Array.from({ length: 3000 }, (_, i) => ({ _id: i, x: i % 3, y: 3000 - i })));
+        assert.equal((await admin({ enableSharding: dbName })).ok, 1);
+        assert.equal((await admin({ shardCollection: ns, key: { x: 1 } })).ok, 1);
+        assert.equal((await admin({ split: ns, middle: { x: 1 } })).ok, 1);
+        await coll.createIndex({ x: 1, y: 1 });
+        assert.equal((await admin({ refineCollectionShardKey: ns, key: { x: 1, y: 1 } })).ok, 1);
+        await c().checkConsistency(ns, 3000);
+        // The refined key splits inside one old value and moves half of it.
+        assert.equal((await admin({ split: ns, middle: { x: 1, y: 1500 } })).ok, 1);
+        const shards = (await admin({ listShards: 1 })).shards.map((sh) => sh._id);
+        const { chunks } = await c().placement(ns);
+        const upper = chunks.find((ch) => ch.min.x === 1 && ch.min.y === 1500);
+        const to = shards.find((s) => s !== upper.shard);
+        assert.equal((await admin({ moveRange: ns, min: upper.min, max: upper.max, toShard: to, _waitForDelete: true })).ok, 1);
+        assert.equal(await coll.countDocuments({ x: 1, y: { $gte: 1500 } }), 500);
+        await c().checkConsistency(ns, 3000);
+
+        // clearJumboFlag: by a key value or by bounds; an unknown chunk is refused.
+        const cfg = (await c().router()).db('config');
+        const refinedColl = await cfg.collection('collections').findOne({ _id: ns });
+        const upperChunk = { uuid: refinedColl.uuid, 'min.x': 1, 'min.y': 1500 };
+        assert.equal((await cfg.collection('chunks').updateOne(upperChunk, { $set: { jumbo: true } })).modifiedCount, 1);
+        assert.equal((await admin({ clearJumboFlag: ns, find: { x: 1, y: 2000 } })).ok, 1);
+        assert.ok(!(await cfg.collection('chunks').findOne(upperChunk)).jumbo);
+        await cfg.collection('chunks').updateOne(upperChunk, { $set: { jumbo: true } });
+        assert.equal((await admin({ clearJumboFlag: ns, bounds: [upper.min, upper.max] })).ok, 1);
+        assert.ok(!(await cfg.collection('chunks').findOne(upperChunk)).jumbo);
+        await assert.rejects(admin({ clearJumboFlag: ns, bounds: [{ x: 7, y: 0 }, { x: 8, y: 0 }] }), (e) => e.code === 2);
+        await assert.rejects(admin({ clearJumboFlag: ns }), (e) => e.code === 2);
+
+        // configureCollectionBalancing: the collection's own chunk size; what Tessera does not
+        // do is refused.
+        assert.equal((await admin({ configureCollectionBalancing: ns, chunkSize: 7 })).ok, 1);
+        assert.equal((await admin({ balancerCollectionStatus: ns })).chunkSize, 7);
+        assert.equal((await cfg.collection('collections').findOne({ _id: ns })).maxChunkSizeBytes, 7 * 1024 * 1024);
+        await assert.rejects(admin({ configureCollectionBalancing: ns, enableAutoMerger: true }), (e) => e.code === 20);
+        await assert.rejects(admin({ configureCollectionBalancing: ns, defragmentCollection: true }), (e) => e.code === 20);
+        await assert.rejects(admin({ configureCollectionBalancing: ns, chunkSize: -1 }), (e) => e.code === 2);
+        assert.equal((await admin({ configureCollectionBalancing: ns, chunkSize: 0 })).ok, 1);
+        assert.equal((await admin({ balancerCollectionStatus: ns })).chunkSize, 128);
     });
 
     // A third shard is added and fills; then it is drained — its chunks and the primary of a
