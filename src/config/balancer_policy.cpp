@@ -133,9 +133,11 @@ Decision decide(const Cluster& cluster) {
         }
         if (acted || coll.noBalance) continue;
 
-        // Splits first, whatever the number of shards: a chunk above the chunk size is split
-        // (the scheduler asks again after).
-        bool split = false;
+        // Splits, whatever the number of shards: a chunk above the chunk size is split (the
+        // scheduler asks again after). The same round still moves other chunks: under steady
+        // inserts some chunk is always above the chunk size, and waiting for none starved every
+        // migration (found by the churn test).
+        std::set<size_t> splitting;
         for (size_t i = 0; i < coll.chunks.size(); ++i) {
             const Chunk& c = coll.chunks[i];
             if (c.bytes <= coll.chunkSizeBytes) continue;
@@ -144,9 +146,9 @@ Decision decide(const Cluster& cluster) {
                 continue;
             }
             d.splits.push_back({coll.ns, i, Reason::kTooLarge});
-            split = true;
+            splitting.insert(i);
         }
-        if (split || all.size() < 2) continue;
+        if (all.size() < 2) continue;
 
         // (3) Bytes: exempt below two chunk sizes.
         if (totalBytes(coll) < 2 * coll.chunkSizeBytes) continue;
@@ -155,7 +157,7 @@ Decision decide(const Cluster& cluster) {
         // chunk that best closes the gap to the least loaded free one — the largest movable chunk
         // not bigger than half the gap; if every chunk is bigger, the smallest such chunk is
         // split finer (or reported when jumbo) and the collection waits for the next round.
-        std::set<size_t> moving;
+        std::set<size_t> moving = splitting;  // a chunk being split is not moved in this round
         for (;;) {
             std::string from, to;
             int64_t fromBytes = -1, toBytes = INT64_MAX;
