@@ -87,6 +87,21 @@ TEST(BalancerPolicyTest, BalancesBytesToTheToleranceNotToThreeChunks) {
     EXPECT_LE(imbalance(cluster.collections[0], {"s0", "s1"}), 1.10);
 }
 
+// Under steady inserts some chunk is always above the chunk size: a round splits it and still
+// moves the others (a policy that waited for no pending split never migrated under load).
+TEST(BalancerPolicyTest, ARoundSplitsATooLargeChunkAndStillMovesOthers) {
+    std::vector<Chunk> chunks;
+    chunks.push_back(chunk("s0", 150));  // too large: split
+    for (int i = 0; i < 8; ++i) chunks.push_back(chunk("s0", 60));
+    Cluster cluster{{"s0", "s1"}, {}, {}, {collection(chunks, 100)}, 1.10};
+    Decision d = decide(cluster);
+    ASSERT_EQ(d.splits.size(), 1u);
+    EXPECT_EQ(d.splits[0].chunk, 0u);
+    ASSERT_EQ(d.migrations.size(), 1u);
+    EXPECT_NE(d.migrations[0].chunk, 0u);  // never the chunk being split
+    EXPECT_EQ(d.migrations[0].to, "s1");
+}
+
 TEST(BalancerPolicyTest, ANewShardFillsAndADrainingOneEmpties) {
     std::vector<Chunk> chunks;
     for (int i = 0; i < 12; ++i) chunks.push_back(chunk(i % 2 ? "s0" : "s1", 50));
