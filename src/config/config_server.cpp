@@ -21,9 +21,7 @@ TESSERA_FAIL_POINT_DEFINE(moveRangeHangBeforeCommit);
 TESSERA_FAIL_POINT_DEFINE(moveRangeFailBeforeCommit);
 TESSERA_FAIL_POINT_DEFINE(moveRangeHangAfterCommit);
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 // ---- ConfigServer (public facade) ----
 

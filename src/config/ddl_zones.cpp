@@ -16,9 +16,7 @@ using bson::BsonBuilder;
 using bson::BsonObj;
 using bson::BsonView;
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 Status ConfigServerImpl::updateShardZone(const std::string& shardId, const std::string& zone,
                                          bool add) {

@@ -40,7 +40,8 @@ TEST(ClusterKeyTest, NormalizeAcceptsShardKeyPatternsOnly) {
               R"({ "h" : "hashed", "x" : 1 })");
     EXPECT_TRUE(normalizeClusterKey(J(R"({"_id": "hashed"})")).isOK());
     // A trailing _id: 1 is the layout without it (the record key ends with _id anyway).
-    EXPECT_EQ(normalizeClusterKey(J(R"({"k": 1, "_id": 1})")).getValue().toJson(), R"({ "k" : 1 })");
+    EXPECT_EQ(normalizeClusterKey(J(R"({"k": 1, "_id": 1})")).getValue().toJson(),
+              R"({ "k" : 1 })");
     EXPECT_EQ(normalizeClusterKey(J(R"({"h": "hashed", "_id": 1})")).getValue().toJson(),
               R"({ "h" : "hashed" })");
     EXPECT_EQ(normalizeClusterKey(J(R"({"_id": 1, "k": 1})")).getValue().toJson(),
