@@ -186,8 +186,10 @@ Status ConfigServerImpl::balancerSplit(const std::string& ns, const BsonObj& min
 StatusWith<BsonObj> ConfigServerImpl::balancerCollectionStatus(const std::string& ns) {
     BalancerSettings settings = balancerSettings();
     ASSIGN_OR_RETURN(ShardedCollection coll, loadCollection(ns));
+    bool noBalance = false;
     if (auto doc = _local.findOne("collections", idQuery(ns)); doc.isOK() && doc.getValue()) {
         settings.chunkSizeBytes = collectionChunkSize(*doc.getValue(), settings);
+        noBalance = (*doc.getValue())["noBalance"].trueValue();
     }
     ASSIGN_OR_RETURN(std::vector<ShardEntry> entries, allShards());
     std::vector<std::string> shards;
@@ -198,9 +200,7 @@ StatusWith<BsonObj> ConfigServerImpl::balancerCollectionStatus(const std::string
     }
     ASSIGN_OR_RETURN(balancer::Collection snapshot,
                      balancerSnapshot(coll, settings.chunkSizeBytes));
-    if (auto doc = _local.findOne("collections", idQuery(ns)); doc.isOK() && doc.getValue()) {
-        snapshot.noBalance = (*doc.getValue())["noBalance"].trueValue();
-    }
+    snapshot.noBalance = noBalance;
     assignZones(coll, snapshot);
     balancer::Cluster cluster;
     cluster.tolerance = settings.tolerance;
@@ -241,10 +241,10 @@ StatusWith<BsonObj> ConfigServerImpl::balancerCollectionStatus(const std::string
     }
     // The fix: the current key refined with a high-cardinality suffix (_id, which always has an
     // index that keeps the data's layout), once an index on the refined key exists.
-    std::string refined = coll.coll.key.toJson();
-    refined = refined.substr(0, refined.rfind('}'));
-    while (!refined.empty() && refined.back() == ' ') refined.pop_back();
-    refined += ", \"_id\" : 1 }";
+    BsonBuilder refinedKey;
+    refinedKey.appendElements(coll.coll.key);
+    if (!coll.coll.key.hasField("_id")) refinedKey.appendInt32("_id", 1);
+    const std::string refined = refinedKey.obj().toJson();
     auto [dbName, collName] = splitNs(ns);
     const std::string fix = "add a high-cardinality field to the shard key: db.getSiblingDB(\"" +
                             dbName + "\")." + collName + ".createIndex(" + refined +

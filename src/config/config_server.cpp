@@ -21,8 +21,6 @@ TESSERA_FAIL_POINT_DEFINE(moveRangeHangBeforeCommit);
 TESSERA_FAIL_POINT_DEFINE(moveRangeFailBeforeCommit);
 TESSERA_FAIL_POINT_DEFINE(moveRangeHangAfterCommit);
 
-namespace {}  // namespace
-
 // ---- ConfigServer (public facade) ----
 
 ConfigServer::ConfigServer(command::ServiceContext& service)

@@ -42,8 +42,9 @@ std::string refineCoordinatorId(const std::string& ns) {
 // old field MaxKey), MinKey otherwise.
 BsonObj extendBound(BsonView bound, BsonView suffix) {
     bool globalMax = !bound.isEmpty();
-    for (const bson::BsonElement& e : bound)
+    for (const bson::BsonElement& e : bound) {
         globalMax = globalMax && e.type() == bson::BsonType::MaxKey;
+    }
     BsonBuilder b;
     for (const bson::BsonElement& e : bound) b.appendElement(e);
     for (const bson::BsonElement& f : suffix) {
@@ -103,8 +104,9 @@ Status ConfigServerImpl::refineCollectionShardKey(const std::string& ns, BsonVie
     for (const std::string& shard : holders) {
         ASSIGN_OR_RETURN(BsonObj reply, runOnShard(shard, db, oneField("listIndexes", collName)));
         bool found = false;
-        for (const BsonObj& spec : indexSpecs(reply))
+        for (const BsonObj& spec : indexSpecs(reply)) {
             found = found || canServeShardKey(newKey, spec);
+        }
         if (!found) {
             return Status(ErrorCodes::InvalidOptions,
                           "refineCollectionShardKey: no index of " + ns + " on shard " + shard +
@@ -137,7 +139,8 @@ Status ConfigServerImpl::refineCollectionShardKey(const std::string& ns, BsonVie
     appendUuid(state, "oldUuid", coll.coll.uuid);
     appendUuid(state, "newUuid", next.uuid);
     state.appendObject("suffix", suffix);
-    TRY_STATUS(_local.insert("system.coordinators", state.obj()));
+    const BsonObj stateDoc = state.obj();
+    TRY_STATUS(_local.insert("system.coordinators", stateDoc));
     for (const ChunkRecord& c : coll.chunks) {
         ChunkRecord r = c;
         r.id = bson::ObjectId::generate();
@@ -160,10 +163,7 @@ Status ConfigServerImpl::refineCollectionShardKey(const std::string& ns, BsonVie
         if (!made.hasField(e.fieldName()) || e.fieldName() == "noBalance") entry.appendElement(e);
     }
     TRY_STATUS(_local.update("collections", idQuery(ns), entry.obj()).getStatus());
-    ASSIGN_OR_RETURN(auto stateDoc,
-                     _local.findOne("system.coordinators", idQuery(refineCoordinatorId(ns))));
-    if (!stateDoc) return Status(ErrorCodes::InternalError, "the refine coordinator vanished");
-    TRY_STATUS(finishRefine(*stateDoc));
+    TRY_STATUS(finishRefine(stateDoc));
     flushRoutingTable(std::vector<std::string>(holders.begin(), holders.end()), ns);
     BsonBuilder details;
     details.appendObject("oldKey", oldKey)
@@ -239,15 +239,7 @@ Status ConfigServerImpl::clearJumboFlag(const std::string& ns, std::optional<Bso
                           "clearJumboFlag: find must give the full shard key " +
                               coll.pattern.toString() + ": " + key.getStatus().reason());
         }
-        std::string encoded = coll.pattern.encodeKey(key.getValue());
-        for (size_t k = 0; k < coll.chunks.size(); ++k) {
-            const bool last = k + 1 == coll.chunks.size();
-            if (coll.pattern.encodeKey(coll.chunks[k].min) <= encoded &&
-                (last || encoded < coll.pattern.encodeKey(coll.chunks[k].max))) {
-                index = k;
-                break;
-            }
-        }
+        index = findChunkContaining(coll.pattern, coll.chunks, key.getValue());
         if (!index) return Status(ErrorCodes::InternalError, "no chunk contains the key");
     } else {
         return Status(ErrorCodes::BadValue, "clearJumboFlag needs find or bounds");
@@ -256,12 +248,9 @@ Status ConfigServerImpl::clearJumboFlag(const std::string& ns, std::optional<Bso
     if (!chunk.jumbo) return Status::OK();
     // A version bump, as MongoDB does, so that the cached routing tables see a change.
     chunk.jumbo = false;
-    ChunkRecord highest = coll.chunks.front();
-    for (const ChunkRecord& c : coll.chunks) {
-        if (highest.versionLess(c)) highest = c;
-    }
-    chunk.major = highest.major;
-    chunk.minor = highest.minor + 1;
+    MajorMinor collectionVersion = maxVersion(coll.chunks);
+    chunk.major = collectionVersion.major;
+    chunk.minor = collectionVersion.minor + 1;
     TRY_STATUS(writeChunk(chunk, coll.coll.uuid, false));
     BsonBuilder details;
     details.appendObject("min", chunk.min).appendObject("max", chunk.max);

@@ -16,8 +16,6 @@ using bson::BsonBuilder;
 using bson::BsonObj;
 using bson::BsonView;
 
-namespace {}  // namespace
-
 Status ConfigServerImpl::updateShardZone(const std::string& shardId, const std::string& zone,
                                          bool add) {
     std::lock_guard lk(_shardsMutex);
