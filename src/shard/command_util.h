@@ -10,6 +10,12 @@
 
 namespace tessera::shard {
 
+// The base of the shard's internal commands (_shardsvr*, _migration*): run on admin only.
+class ShardCommand : public command::Command {
+  public:
+    bool adminOnly() const override { return true; }
+};
+
 // The ShardingState of this process (service.roleState on a shard); IllegalOperation elsewhere.
 StatusWith<ShardingState*> shardingStateOf(command::OperationContext& opCtx);
 // Its metadata; ShardingStateNotInitialized (193) while the shard has no identity.

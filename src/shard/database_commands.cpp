@@ -17,11 +17,6 @@ using command::OperationContext;
 
 constexpr std::chrono::minutes kCloneRequestTimeout{5};
 
-class ShardCommand : public command::Command {
-  public:
-    bool adminOnly() const override { return true; }
-};
-
 StatusWith<std::string> dbArgument(const CommandRequest& request, std::string_view command) {
     bson::BsonElement target = request.firstElement();
     if (target.type() != bson::BsonType::String || target.stringValue().empty()) {

@@ -28,11 +28,6 @@ using command::OperationContext;
 
 constexpr int64_t kDefaultBatchBytes = 4 << 20;
 
-class ShardCommand : public command::Command {
-  public:
-    bool adminOnly() const override { return true; }
-};
-
 struct RangeArgs {
     std::string ns;
     std::string db, coll;

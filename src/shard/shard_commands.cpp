@@ -19,11 +19,6 @@ namespace {
 using command::CommandRequest;
 using command::OperationContext;
 
-class ShardCommand : public command::Command {
-  public:
-    bool adminOnly() const override { return true; }
-};
-
 // {_shardsvrSetShardIdentity: {shardName, configsvrConnectionString, clusterId}} (the fields may
 // also be given at the top level).
 class SetShardIdentityCommand final : public ShardCommand {
