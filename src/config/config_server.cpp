@@ -88,6 +88,7 @@ Status ConfigServerImpl::startup() {
         TRY_STATUS(_local.createIndex(s.coll, bson::fromJson(s.json), s.name, s.unique));
     }
     _retryableWrites.startup();
+    TRY_STATUS(repairInterruptedChunkOps());
     _recovery = std::thread([this] { recoverCoordinators(); });
     _balancer = std::thread([this] { runBalancer(); });
     return Status::OK();

@@ -1,5 +1,7 @@
 // Split and merge of chunks (src/placement/README.md "Chunk version rules").
 #include <algorithm>
+#include <optional>
+#include <set>
 
 #include "base/log.h"
 #include "bson/bson_builder.h"
@@ -12,6 +14,11 @@ namespace tessera::config {
 using bson::BsonBuilder;
 using bson::BsonObj;
 using bson::BsonView;
+
+// Between the two halves of a split's and a merge's chunk writes (crash tests of
+// repairInterruptedChunkOps).
+TESSERA_FAIL_POINT_DEFINE(splitChunkHangAfterNewChunks);
+TESSERA_FAIL_POINT_DEFINE(mergeChunksHangAfterWidening);
 
 namespace {
 
@@ -58,6 +65,7 @@ Status ConfigServerImpl::splitAt(ShardedCollection& coll, size_t index,
     // New chunks first: a reader in between sees an overlap (ConflictingOperationInProgress,
     // it reads again) rather than a gap.
     for (const ChunkRecord& c : split.inserted) TRY_STATUS(writeChunk(c, coll.coll.uuid, true));
+    pauseWhileSet(splitChunkHangAfterNewChunks);
     TRY_STATUS(writeChunk(split.updated, coll.coll.uuid, false));
     BsonBuilder details;
     details.appendObject("before", rangeDetails(coll.chunks[index].min, coll.chunks[index].max));
@@ -205,6 +213,7 @@ Status ConfigServerImpl::mergeChunks(const std::string& ns, BsonView min, BsonVi
     if (exact) return Status::OK();  // one chunk already covers the range: nothing to merge
     ASSIGN_OR_RETURN(MergeResult merge, computeMerge(coll.pattern, coll.chunks, min, max, now()));
     TRY_STATUS(writeChunk(merge.merged, coll.coll.uuid, false));
+    pauseWhileSet(mergeChunksHangAfterWidening);
     for (const bson::ObjectId& id : merge.removed) {
         BsonBuilder q;
         q.appendOid("_id", id);
@@ -215,6 +224,64 @@ Status ConfigServerImpl::mergeChunks(const std::string& ns, BsonView min, BsonVi
         .appendInt64("numChunks", static_cast<int64_t>(merge.removed.size() + 1))
         .appendString("owningShard", merge.merged.shard);
     logChange("merge", ns, details.obj());
+    return Status::OK();
+}
+
+// A split writes its new chunks before it shrinks the old one, a merge widens the first chunk
+// before it removes the others (chunk records are written one at a time): a crash in between
+// leaves chunks that lie inside another chunk of the same shard. In both cases the enclosing
+// chunk alone is right — the old chunk of an unfinished split still covers its range, the
+// widened chunk of an unfinished merge covers what it absorbed — so the enclosed ones are
+// removed, and the enclosing one gets the next version so every cached routing table replaces
+// what it may have learned of the half-done operation. Run before the config server serves.
+Status ConfigServerImpl::repairInterruptedChunkOps() {
+    ASSIGN_OR_RETURN(std::vector<BsonObj> colls, _local.find("collections", BsonView()));
+    for (const BsonObj& doc : colls) {
+        if (doc["_id"].type() != bson::BsonType::String || doc["dropped"].trueValue()) continue;
+        const std::string ns(doc["_id"].stringValue());
+        auto loaded = loadCollection(ns);
+        if (!loaded.isOK()) continue;
+        ShardedCollection& coll = loaded.getValue();
+        sortChunks(coll.pattern, coll.chunks);
+        std::optional<size_t> cover;
+        std::vector<size_t> enclosed;
+        std::set<size_t> covers;
+        for (size_t i = 0; i < coll.chunks.size(); ++i) {
+            const ChunkRecord& c = coll.chunks[i];
+            if (cover) {
+                const ChunkRecord& outer = coll.chunks[*cover];
+                if (coll.pattern.encodeKey(c.min) < coll.pattern.encodeKey(outer.max)) {
+                    if (coll.pattern.encodeKey(c.max) <= coll.pattern.encodeKey(outer.max) &&
+                        c.shard == outer.shard) {
+                        enclosed.push_back(i);
+                        covers.insert(*cover);
+                        continue;
+                    }
+                    log::error(
+                        "SHARDING", 9138,
+                        "config.chunks overlap that no split or merge explains; left as is",
+                        "{\"ns\":\"" + log::jsonEscape(ns) + "\",\"min\":" + c.min.toJson() + "}");
+                }
+            }
+            cover = i;
+        }
+        if (enclosed.empty()) continue;
+        MajorMinor v = maxVersion(coll.chunks);
+        for (size_t i : enclosed) {
+            BsonBuilder q;
+            q.appendOid("_id", coll.chunks[i].id);
+            TRY_STATUS(_local.remove("chunks", q.obj(), false).getStatus());
+        }
+        for (size_t i : covers) {
+            ChunkRecord outer = coll.chunks[i];
+            outer.major = v.major;
+            outer.minor = ++v.minor;
+            TRY_STATUS(writeChunk(outer, coll.coll.uuid, false));
+        }
+        log::warning("SHARDING", 9139, "Repaired chunks left by an interrupted split or merge",
+                     "{\"ns\":\"" + log::jsonEscape(ns) +
+                         "\",\"removed\":" + std::to_string(enclosed.size()) + "}");
+    }
     return Status::OK();
 }
 

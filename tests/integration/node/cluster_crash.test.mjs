@@ -11,6 +11,7 @@
 // movePrimary has no failpoints: the new primary is SIGSTOPped, which holds the coordinator in
 // phase "cloning" (it waits for _shardsvrCloneDatabase) deterministically.
 import assert from 'node:assert/strict';
+import { MaxKey } from 'mongodb';
 import { uniqueDbName } from './harness.mjs';
 import { describeWithManualCluster, waitFor } from './cluster_harness.mjs';
 
@@ -311,6 +312,50 @@ describeWithManualCluster('crash recovery of migrations and movePrimary (kill -9
                 .find({ what: 'moveChunk.from', ns }).toArray();
             assert.ok(log.some((e) => e.details && e.details.note === 'success'), `changelog: ${JSON.stringify(log)}`);
         } finally {
+            await restoreCluster();
+        }
+    });
+
+    // A split writes its new chunks before it shrinks the old one; a merge widens the first chunk
+    // before it removes the others. Killed in between, the config server finds chunks enclosed in
+    // another at its restart and removes them (the enclosing chunk alone is right in both cases).
+    test('config server killed in the middle of a split and of a merge: the restart repairs config.chunks', async () => {
+        try {
+            const setup = await rangedCollection('crsplit');
+            const { ns, coll } = setup;
+            const hang = async (fp, cmd) => {
+                const hitsBefore = failpointHits(fp);
+                await cfgAdmin({ configureFailPoint: fp, mode: 'alwaysOn' });
+                const running = settle(admin(cmd));
+                await waitFor(`${Object.keys(cmd)[0]} to hang at ${fp}`, async () => failpointHits(fp) > hitsBefore, { timeoutMs: 30000 });
+                return running;
+            };
+            const bounds = async () => (await c().placement(ns)).chunks.map((ch) => [ch.min.x, ch.max.x]);
+
+            const splitting = await hang('splitChunkHangAfterNewChunks', { split: ns, middle: { x: 150 } });
+            const half = await bounds();
+            assert.equal(half.length, 3, `the split's new chunk is written, the old one not shrunk: ${JSON.stringify(half)}`);
+            await crashConfig(ns);
+            await waitRecovered();
+            assert.ok((await withTimeout(splitting, 30000, 'the interrupted split to return')).error, 'the split failed');
+            assert.equal((await bounds()).length, 2, 'the half-done split is undone');
+            await c().checkConsistency(ns, 200);
+            assert.equal((await admin({ split: ns, middle: { x: 150 } })).ok, 1, 'the same split works after');
+            await c().checkConsistency(ns, 200);
+
+            const merging = await hang('mergeChunksHangAfterWidening', {
+                mergeChunks: ns, bounds: [{ x: 100 }, { x: new MaxKey() }],
+            });
+            await crashConfig(ns);
+            await waitRecovered();
+            assert.ok((await withTimeout(merging, 30000, 'the interrupted merge to return')).error, 'the merge failed');
+            assert.equal((await bounds()).length, 2, 'the half-done merge is completed');
+            await withTimeout(coll.insertOne({ _id: 'after', x: 170 }), 10000, 'an insert into the merged chunk');
+            await c().checkConsistency(ns, 201);
+            assert.ok(c().configProc.countLog(/Repaired chunks left by an interrupted split or merge/) >= 2, 'both repairs logged');
+        } finally {
+            await cfgAdmin({ configureFailPoint: 'splitChunkHangAfterNewChunks', mode: 'off' }).catch(() => {});
+            await cfgAdmin({ configureFailPoint: 'mergeChunksHangAfterWidening', mode: 'off' }).catch(() => {});
             await restoreCluster();
         }
     });
