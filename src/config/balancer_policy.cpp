@@ -102,110 +102,149 @@ double imbalance(const Collection& coll, const std::vector<std::string>& shards)
            static_cast<double>(std::max<int64_t>(mn, 1));
 }
 
+namespace {
+
+// Draining, zones, splits and byte balance for one collection (the goal order of the header).
+void decideCollection(const Cluster& cluster, const Collection& coll, Busy& busy, Decision& d) {
+    const std::vector<std::string> all = eligibleShards(cluster, "");
+    auto bytes = bytesPerShard(coll, cluster.shards);
+    bool acted = false;
+
+    // (1) Draining, (2) zones: a chunk on a shard it may not stay on moves to the least
+    // loaded shard it may live on.
+    for (size_t i = 0; i < coll.chunks.size(); ++i) {
+        const Chunk& c = coll.chunks[i];
+        std::vector<std::string> allowed = eligibleShards(cluster, c.zone);
+        bool draining = cluster.draining.count(c.shard) > 0;
+        bool outOfZone = !c.zone.empty() && !contains(allowed, c.shard) && !draining;
+        if (!draining && !outOfZone) continue;
+        acted = true;
+        auto to = leastLoaded(bytes, allowed, busy, c.shard);
+        if (allowed.empty()) {
+            d.violations.push_back({coll.ns, draining ? "draining" : "zoneViolation", i});
+            continue;
+        }
+        if (!to || !busy.free(c.shard, *to)) continue;  // next round
+        busy.take(c.shard, *to);
+        d.migrations.push_back(
+            {coll.ns, i, c.shard, *to, draining ? Reason::kDraining : Reason::kZoneViolation});
+        bytes[c.shard] -= c.bytes;
+        bytes[*to] += c.bytes;
+    }
+    if (acted || coll.noBalance) return;
+
+    // Splits, whatever the number of shards: a chunk above the chunk size is split (the
+    // scheduler asks again after). The same round still moves other chunks: under steady
+    // inserts some chunk is always above the chunk size, and waiting for none starved every
+    // migration (found by the churn test).
+    std::set<size_t> splitting;
+    for (size_t i = 0; i < coll.chunks.size(); ++i) {
+        const Chunk& c = coll.chunks[i];
+        if (c.bytes <= coll.chunkSizeBytes) continue;
+        if (c.jumbo) {
+            d.violations.push_back({coll.ns, "jumboChunks", i});
+            continue;
+        }
+        d.splits.push_back({coll.ns, i, Reason::kTooLarge});
+        splitting.insert(i);
+    }
+    if (all.size() < 2) return;
+
+    // (3) Bytes: exempt below two chunk sizes.
+    if (totalBytes(coll) < 2 * coll.chunkSizeBytes) return;
+    if (imbalance(coll, all) <= cluster.tolerance) return;
+    // Pair by pair, as long as free shards are left: the most loaded free shard gives the
+    // chunk that best closes the gap to the least loaded free one — the largest movable chunk
+    // not bigger than half the gap; if every chunk is bigger, the smallest such chunk is
+    // split finer (or reported when jumbo) and the collection waits for the next round.
+    std::set<size_t> moving = splitting;  // a chunk being split is not moved in this round
+    for (;;) {
+        std::string from, to;
+        int64_t fromBytes = -1, toBytes = INT64_MAX;
+        for (const std::string& s : all) {
+            if (busy.free(s, s) && bytes[s] > fromBytes) {
+                fromBytes = bytes[s];
+                from = s;
+            }
+        }
+        for (const std::string& s : all) {
+            if (s != from && busy.free(s, s) && bytes[s] < toBytes) {
+                toBytes = bytes[s];
+                to = s;
+            }
+        }
+        if (from.empty() || to.empty()) break;
+        double ratio = static_cast<double>(std::max<int64_t>(fromBytes, 1)) /
+                       static_cast<double>(std::max<int64_t>(toBytes, 1));
+        if (ratio <= cluster.tolerance) break;
+        int64_t half = (fromBytes - toBytes) / 2;
+        std::optional<size_t> best, smallestTooBig;
+        for (size_t i = 0; i < coll.chunks.size(); ++i) {
+            const Chunk& c = coll.chunks[i];
+            if (c.shard != from || c.bytes <= 0 || moving.count(i)) continue;
+            if (!c.zone.empty() && !contains(eligibleShards(cluster, c.zone), to)) continue;
+            if (c.bytes <= half) {
+                if (!best || c.bytes > coll.chunks[*best].bytes) best = i;
+            } else if (c.bytes >= 2 &&  // a chunk of one byte cannot get smaller
+                       (!smallestTooBig || c.bytes < coll.chunks[*smallestTooBig].bytes)) {
+                smallestTooBig = i;
+            }
+        }
+        if (best) {
+            busy.take(from, to);
+            moving.insert(*best);
+            bytes[from] -= coll.chunks[*best].bytes;
+            bytes[to] += coll.chunks[*best].bytes;
+            d.migrations.push_back({coll.ns, *best, from, to, Reason::kChunksImbalance});
+            continue;
+        }
+        if (smallestTooBig) {
+            if (coll.chunks[*smallestTooBig].jumbo) {
+                d.violations.push_back({coll.ns, "jumboChunks", *smallestTooBig});
+            } else {
+                d.splits.push_back({coll.ns, *smallestTooBig, Reason::kChunksImbalance});
+            }
+        }
+        break;
+    }
+}
+
+// The auto-merger's proposals for one collection (see the header): greedy runs of neighbours.
+void proposeMerges(const Collection& coll, Decision& d) {
+    const int64_t half = coll.chunkSizeBytes / 2;
+    auto joins = [&](const Chunk& prev, const Chunk& next, int64_t sum) {
+        if (prev.shard != next.shard || prev.zone != next.zone || prev.jumbo || next.jumbo) {
+            return false;
+        }
+        if (sum + next.bytes <= half) return true;
+        return (sum == 0 || next.bytes == 0) && sum + next.bytes <= coll.chunkSizeBytes;
+    };
+    size_t first = 0;
+    int64_t sum = coll.chunks.empty() ? 0 : coll.chunks[0].bytes;
+    for (size_t i = 1; i <= coll.chunks.size(); ++i) {
+        if (i < coll.chunks.size() && joins(coll.chunks[i - 1], coll.chunks[i], sum)) {
+            sum += coll.chunks[i].bytes;
+            continue;
+        }
+        if (i - 1 > first) d.merges.push_back({coll.ns, first, i - 1});
+        first = i;
+        sum = i < coll.chunks.size() ? coll.chunks[i].bytes : 0;
+    }
+}
+
+}  // namespace
+
 Decision decide(const Cluster& cluster) {
     Decision d;
     Busy busy;
     for (const Collection& coll : cluster.collections) {
-        const std::vector<std::string> all = eligibleShards(cluster, "");
-        auto bytes = bytesPerShard(coll, cluster.shards);
-        bool acted = false;
-
-        // (1) Draining, (2) zones: a chunk on a shard it may not stay on moves to the least
-        // loaded shard it may live on.
-        for (size_t i = 0; i < coll.chunks.size(); ++i) {
-            const Chunk& c = coll.chunks[i];
-            std::vector<std::string> allowed = eligibleShards(cluster, c.zone);
-            bool draining = cluster.draining.count(c.shard) > 0;
-            bool outOfZone = !c.zone.empty() && !contains(allowed, c.shard) && !draining;
-            if (!draining && !outOfZone) continue;
-            acted = true;
-            auto to = leastLoaded(bytes, allowed, busy, c.shard);
-            if (allowed.empty()) {
-                d.violations.push_back({coll.ns, draining ? "draining" : "zoneViolation", i});
-                continue;
-            }
-            if (!to || !busy.free(c.shard, *to)) continue;  // next round
-            busy.take(c.shard, *to);
-            d.migrations.push_back(
-                {coll.ns, i, c.shard, *to, draining ? Reason::kDraining : Reason::kZoneViolation});
-            bytes[c.shard] -= c.bytes;
-            bytes[*to] += c.bytes;
-        }
-        if (acted || coll.noBalance) continue;
-
-        // Splits, whatever the number of shards: a chunk above the chunk size is split (the
-        // scheduler asks again after). The same round still moves other chunks: under steady
-        // inserts some chunk is always above the chunk size, and waiting for none starved every
-        // migration (found by the churn test).
-        std::set<size_t> splitting;
-        for (size_t i = 0; i < coll.chunks.size(); ++i) {
-            const Chunk& c = coll.chunks[i];
-            if (c.bytes <= coll.chunkSizeBytes) continue;
-            if (c.jumbo) {
-                d.violations.push_back({coll.ns, "jumboChunks", i});
-                continue;
-            }
-            d.splits.push_back({coll.ns, i, Reason::kTooLarge});
-            splitting.insert(i);
-        }
-        if (all.size() < 2) continue;
-
-        // (3) Bytes: exempt below two chunk sizes.
-        if (totalBytes(coll) < 2 * coll.chunkSizeBytes) continue;
-        if (imbalance(coll, all) <= cluster.tolerance) continue;
-        // Pair by pair, as long as free shards are left: the most loaded free shard gives the
-        // chunk that best closes the gap to the least loaded free one — the largest movable chunk
-        // not bigger than half the gap; if every chunk is bigger, the smallest such chunk is
-        // split finer (or reported when jumbo) and the collection waits for the next round.
-        std::set<size_t> moving = splitting;  // a chunk being split is not moved in this round
-        for (;;) {
-            std::string from, to;
-            int64_t fromBytes = -1, toBytes = INT64_MAX;
-            for (const std::string& s : all) {
-                if (busy.free(s, s) && bytes[s] > fromBytes) {
-                    fromBytes = bytes[s];
-                    from = s;
-                }
-            }
-            for (const std::string& s : all) {
-                if (s != from && busy.free(s, s) && bytes[s] < toBytes) {
-                    toBytes = bytes[s];
-                    to = s;
-                }
-            }
-            if (from.empty() || to.empty()) break;
-            double ratio = static_cast<double>(std::max<int64_t>(fromBytes, 1)) /
-                           static_cast<double>(std::max<int64_t>(toBytes, 1));
-            if (ratio <= cluster.tolerance) break;
-            int64_t half = (fromBytes - toBytes) / 2;
-            std::optional<size_t> best, smallestTooBig;
-            for (size_t i = 0; i < coll.chunks.size(); ++i) {
-                const Chunk& c = coll.chunks[i];
-                if (c.shard != from || c.bytes <= 0 || moving.count(i)) continue;
-                if (!c.zone.empty() && !contains(eligibleShards(cluster, c.zone), to)) continue;
-                if (c.bytes <= half) {
-                    if (!best || c.bytes > coll.chunks[*best].bytes) best = i;
-                } else if (c.bytes >= 2 &&  // a chunk of one byte cannot get smaller
-                           (!smallestTooBig || c.bytes < coll.chunks[*smallestTooBig].bytes)) {
-                    smallestTooBig = i;
-                }
-            }
-            if (best) {
-                busy.take(from, to);
-                moving.insert(*best);
-                bytes[from] -= coll.chunks[*best].bytes;
-                bytes[to] += coll.chunks[*best].bytes;
-                d.migrations.push_back({coll.ns, *best, from, to, Reason::kChunksImbalance});
-                continue;
-            }
-            if (smallestTooBig) {
-                if (coll.chunks[*smallestTooBig].jumbo) {
-                    d.violations.push_back({coll.ns, "jumboChunks", *smallestTooBig});
-                } else {
-                    d.splits.push_back({coll.ns, *smallestTooBig, Reason::kChunksImbalance});
-                }
-            }
-            break;
+        const size_t splits = d.splits.size(), migrations = d.migrations.size();
+        decideCollection(cluster, coll, busy, d);
+        // Only a collection the round leaves alone is merged: its chunk indexes stay valid and
+        // the merge cannot race the round's own splits and moves.
+        if (cluster.autoMerge && coll.autoMerge && d.splits.size() == splits &&
+            d.migrations.size() == migrations) {
+            proposeMerges(coll, d);
         }
     }
     return d;

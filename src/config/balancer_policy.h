@@ -23,6 +23,13 @@ namespace tessera::config::balancer {
 //
 // One round moves each shard in at most one migration (as donor or recipient), so the
 // migrations of a round run in parallel on disjoint shard pairs.
+//
+// The auto-merger: in a collection the round neither moves nor splits, neighbouring chunks on
+// the same shard (same zone, none jumbo) are merged while the result stays at most half the
+// chunk size (an empty chunk joins any neighbour that stays within the chunk size), so the chunk
+// count follows the data down after deletes and hashed pre-splits, and a merged chunk is far
+// from the size that splits it again. It never changes a shard's bytes, so it cannot undo
+// balance.
 
 struct Chunk {
     // Bounds are opaque to the policy; chunks of a collection are given in shard key order and
@@ -39,6 +46,7 @@ struct Collection {
     std::vector<Chunk> chunks;
     int64_t chunkSizeBytes = int64_t{128} << 20;
     bool noBalance = false;  // sh.disableBalancing: only draining and zones are acted on
+    bool autoMerge = true;   // config.collections enableAutoMerge (sh.disableAutoMerger)
 };
 
 struct Cluster {
@@ -48,6 +56,7 @@ struct Cluster {
     std::vector<std::pair<std::string, std::set<std::string>>> zones;
     std::vector<Collection> collections;
     double tolerance = 1.10;
+    bool autoMerge = true;  // config.settings {_id: "automerge", enabled}
 };
 
 enum class Reason { kDraining, kZoneViolation, kChunksImbalance, kTooLarge };
@@ -64,6 +73,11 @@ struct Migration {
     std::string from, to;
     Reason reason = Reason::kChunksImbalance;
 };
+// Chunks [first, last] (indexes in key order, last > first) become one.
+struct Merge {
+    std::string ns;
+    size_t first = 0, last = 0;
+};
 // Why a collection is not balanced although nothing is proposed for it (balancerCollectionStatus).
 struct Violation {
     std::string ns;
@@ -74,8 +88,9 @@ struct Violation {
 struct Decision {
     std::vector<Split> splits;
     std::vector<Migration> migrations;
+    std::vector<Merge> merges;
     std::vector<Violation> violations;
-    bool empty() const { return splits.empty() && migrations.empty(); }
+    bool empty() const { return splits.empty() && migrations.empty() && merges.empty(); }
 };
 
 // The round's decision. Splits are proposed for a collection instead of migrations of it (the

@@ -34,8 +34,8 @@ std::map<std::string, int64_t> perShard(const Collection& c) {
     return m;
 }
 
-// Applies a decision the way the scheduler will: migrations, then splits at the median (here:
-// half the bytes each).
+// Applies a decision the way the scheduler does: migrations, then splits at the median (here:
+// half the bytes each), then merges.
 void apply(Cluster& cluster, const Decision& d) {
     for (const Migration& m : d.migrations) {
         for (Collection& c : cluster.collections) {
@@ -55,6 +55,20 @@ void apply(Cluster& cluster, const Decision& d) {
             left.max = right.min = left.min + "|";
             c.chunks[s.chunk] = left;
             c.chunks.insert(c.chunks.begin() + static_cast<std::ptrdiff_t>(s.chunk) + 1, right);
+        }
+    }
+    std::vector<Merge> merges = d.merges;
+    std::sort(merges.begin(), merges.end(),
+              [](const Merge& a, const Merge& b) { return a.first > b.first; });
+    for (const Merge& m : merges) {
+        for (Collection& c : cluster.collections) {
+            if (c.ns != m.ns) continue;
+            Chunk merged = c.chunks[m.first];
+            merged.max = c.chunks[m.last].max;
+            for (size_t i = m.first + 1; i <= m.last; ++i) merged.bytes += c.chunks[i].bytes;
+            c.chunks.erase(c.chunks.begin() + static_cast<std::ptrdiff_t>(m.first),
+                           c.chunks.begin() + static_cast<std::ptrdiff_t>(m.last) + 1);
+            c.chunks.insert(c.chunks.begin() + static_cast<std::ptrdiff_t>(m.first), merged);
         }
     }
 }
@@ -172,6 +186,56 @@ TEST(BalancerPolicyTest, SmallCollectionsAreExempt) {
     EXPECT_TRUE(decide(cluster).migrations.empty());
 }
 
+// The auto-merger: after deletes, neighbours on one shard become one chunk of at most half the
+// chunk size (an empty one joins a bigger neighbour); nothing crosses a shard, a zone or a jumbo
+// chunk, and a collection being moved or split is left alone.
+TEST(BalancerPolicyTest, SmallNeighboursOnOneShardAreMerged) {
+    Cluster cluster{{"s0", "s1"},
+                    {},
+                    {},
+                    {collection({chunk("s0", 10), chunk("s0", 20), chunk("s0", 15), chunk("s0", 30),
+                                 chunk("s1", 5), chunk("s1", 0), chunk("s1", 90), chunk("s0", 1),
+                                 chunk("s0", 1, true), chunk("s0", 1)},
+                                100)},
+                    1.10};
+    Decision d = decide(cluster);
+    EXPECT_TRUE(d.migrations.empty());
+    EXPECT_TRUE(d.splits.empty());
+    // [10, 20, 15] = 45 ≤ 50; then 30; [5, 0, 90]: 5 + 0 ≤ 50, the empty one lets nothing more
+    // in (5 + 90 > 50); the jumbo one stays alone, and so do its neighbours.
+    ASSERT_EQ(d.merges.size(), 2u);
+    EXPECT_EQ(d.merges[0].first, 0u);
+    EXPECT_EQ(d.merges[0].last, 2u);
+    EXPECT_EQ(d.merges[1].first, 4u);
+    EXPECT_EQ(d.merges[1].last, 5u);
+    auto before = perShard(cluster.collections[0]);
+    apply(cluster, d);
+    EXPECT_EQ(perShard(cluster.collections[0]), before);
+    EXPECT_EQ(cluster.collections[0].chunks.size(), 7u);
+    EXPECT_TRUE(decide(cluster).empty());
+
+    // Off cluster-wide or for the collection: nothing merged.
+    Cluster off = cluster;
+    off.collections[0].chunks.push_back(chunk("s0", 0));
+    off.autoMerge = false;
+    EXPECT_TRUE(decide(off).merges.empty());
+    off.autoMerge = true;
+    off.collections[0].autoMerge = false;
+    EXPECT_TRUE(decide(off).merges.empty());
+
+    // A collection the round moves is not merged in that round.
+    Cluster moving{{"s0", "s1"},
+                   {},
+                   {},
+                   {collection({chunk("s0", 90), chunk("s0", 90), chunk("s0", 90), chunk("s0", 1),
+                                chunk("s0", 1), chunk("s1", 1)},
+                               100)},
+                   1.10};
+    Decision m = decide(moving);
+    EXPECT_FALSE(m.migrations.empty());
+    EXPECT_TRUE(m.merges.empty());
+}
+
 // Random clusters until the policy proposes nothing: each round moves a shard at most once and
 // never onto a draining shard or out of a zone, only non-jumbo chunks are split; at the end the
 // draining shards are empty, no chunk is above the chunk size unless jumbo, and each balanced
@@ -222,9 +286,28 @@ TEST(BalancerPolicyTest, PropertyRoundsConvergeOverRandomClusters) {
                     }
                 }
             }
+            std::vector<std::map<std::string, int64_t>> bytesBefore;
+            for (const Collection& c : cluster.collections) bytesBefore.push_back(perShard(c));
             apply(cluster, last);
+            for (size_t k = 0; k < cluster.collections.size(); ++k) {
+                const Collection& c = cluster.collections[k];
+                bool moved = std::any_of(last.migrations.begin(), last.migrations.end(),
+                                         [&](const Migration& m) { return m.ns == c.ns; });
+                if (!moved) {
+                    EXPECT_EQ(perShard(c), bytesBefore[k]) << "a split or merge changed bytes";
+                }
+            }
         }
         ASSERT_LT(rounds, 5000) << "no convergence in iteration " << iteration;
+        for (const Collection& c : cluster.collections) {
+            for (size_t i = 1; i < c.chunks.size(); ++i) {
+                const Chunk& a = c.chunks[i - 1];
+                const Chunk& b = c.chunks[i];
+                EXPECT_FALSE(a.shard == b.shard && a.zone == b.zone && !a.jumbo && !b.jumbo &&
+                             a.bytes + b.bytes <= c.chunkSizeBytes / 2)
+                    << c.ns << ": neighbours " << i - 1 << " and " << i << " left unmerged";
+            }
+        }
         std::vector<std::string> eligible = eligibleShards(cluster, "");
         for (const Collection& c : cluster.collections) {
             int64_t total = 0;

@@ -5,14 +5,17 @@
 // protocol of ddl_move_range.cpp). Runs while config.settings {_id: "balancer"} has mode "full"
 // (the default).
 #include <algorithm>
+#include <chrono>
 #include <ctime>
 #include <map>
 #include <set>
 #include <thread>
 
 #include "base/log.h"
+#include "base/wall_clock.h"
 #include "bson/bson_builder.h"
 #include "config/balancer_policy.h"
+#include "config/catalog_docs.h"
 #include "config/chunk_ops.h"
 #include "config/config_server_impl.h"
 #include "config/shard_requests.h"
@@ -27,6 +30,7 @@ namespace {
 
 constexpr int64_t kDefaultChunkSizeMB = 128;
 constexpr int64_t kDefaultRoundIntervalMillis = 5000;
+constexpr int64_t kShortRoundIntervalMillis = 250;
 
 void logFailure(int id, std::string_view msg, const std::string& ns, const Status& s) {
     log::warning("SHARDING", id, msg,
@@ -62,6 +66,14 @@ BalancerSettings ConfigServerImpl::balancerSettings() {
             }
         }
     }
+    if (auto doc = _local.findOne("settings", idQuery("automerge")); doc.isOK() && doc.getValue()) {
+        bson::BsonElement e = (*doc.getValue())["enabled"];
+        if (e.type() == bson::BsonType::Bool) s.autoMerge = e.boolValue();
+        bson::BsonElement every = (*doc.getValue())["intervalSecs"];
+        if (every.isNumber() && every.numberDouble() >= 0) {
+            s.mergeIntervalMillis = static_cast<int64_t>(every.numberDouble() * 1000);
+        }
+    }
     if (auto doc = _local.findOne("settings", idQuery("chunksize")); doc.isOK() && doc.getValue()) {
         bson::BsonElement v = (*doc.getValue())["value"];
         if (v.isNumber() && v.numberLong() >= 1 && v.numberLong() <= 1024) {
@@ -94,20 +106,24 @@ int64_t collectionChunkSize(BsonView collectionDoc, const BalancerSettings& sett
 }  // namespace
 
 Status ConfigServerImpl::configureCollectionBalancing(const std::string& ns,
-                                                      std::optional<int64_t> chunkSizeMB) {
+                                                      std::optional<int64_t> chunkSizeMB,
+                                                      std::optional<bool> autoMerge) {
     ASSIGN_OR_RETURN(DdlLockManager::Guard lock,
                      _ddlLocks.lockCollection(ns, "configureCollectionBalancing " + ns));
     TRY_STATUS(loadCollection(ns).getStatus());
-    if (!chunkSizeMB) return Status::OK();
+    if (!chunkSizeMB && !autoMerge) return Status::OK();
+    BsonBuilder set, unset;
+    if (chunkSizeMB && *chunkSizeMB == 0) unset.appendInt32("maxChunkSizeBytes", 1);
+    if (chunkSizeMB && *chunkSizeMB > 0) set.appendInt64("maxChunkSizeBytes", *chunkSizeMB << 20);
+    if (autoMerge && *autoMerge) unset.appendInt32("enableAutoMerge", 1);
+    if (autoMerge && !*autoMerge) set.appendBool("enableAutoMerge", false);
     BsonBuilder u;
-    if (*chunkSizeMB == 0) {
-        u.startObject("$unset").appendInt32("maxChunkSizeBytes", 1).end();
-    } else {
-        u.startObject("$set").appendInt64("maxChunkSizeBytes", *chunkSizeMB << 20).end();
-    }
+    if (BsonObj s = set.obj(); !s.isEmpty()) u.appendObject("$set", s);
+    if (BsonObj s = unset.obj(); !s.isEmpty()) u.appendObject("$unset", s);
     TRY_STATUS(_local.update("collections", idQuery(ns), u.obj()).getStatus());
     BsonBuilder details;
-    details.appendInt64("chunkSizeMB", *chunkSizeMB);
+    if (chunkSizeMB) details.appendInt64("chunkSizeMB", *chunkSizeMB);
+    if (autoMerge) details.appendBool("enableAutoMerger", *autoMerge);
     logChange("configureCollectionBalancing", ns, details.obj());
     return Status::OK();
 }
@@ -163,12 +179,22 @@ Status ConfigServerImpl::balancerSplit(const std::string& ns, const BsonObj& min
     if (!index) return Status::OK();  // changed meanwhile: the next round looks again
     BsonBuilder cmd;
     cmd.appendString("_shardsvrSplitPoint", ns).appendObject("min", min).appendObject("max", max);
+    cmd.appendInt64("maxChunkBytes", chunkSizeBytes);
     ASSIGN_OR_RETURN(BsonObj reply, runOnShard(coll.chunks[*index].shard, "admin", cmd.obj()));
     // The round sized the chunk by estimates; the shard counted it exactly. A chunk that is not
     // too large after all stays whole (unless the split is for balance), and only a too large
-    // one-value chunk is jumbo.
+    // one-value chunk is jumbo. A too large chunk is cut at once into pieces of equal bytes
+    // within the chunk size (one scan, however large it is); a split for balance halves it.
     const bool tooLarge = reply["bytes"].numberLong() > chunkSizeBytes;
     if (!tooLarge && !forBalance) return Status::OK();
+    if (!forBalance && reply["splitPoints"].type() == bson::BsonType::Array &&
+        !reply["splitPoints"].objValue().isEmpty()) {
+        std::vector<BsonObj> points;
+        for (bson::BsonElement p : reply["splitPoints"].objValue()) {
+            if (p.isObject()) points.push_back(p.objValue().copy());
+        }
+        return splitAt(coll, *index, std::move(points));
+    }
     if (reply["splitPoint"].isObject()) {
         return splitAt(coll, *index, {reply["splitPoint"].objValue().copy()});
     }
@@ -314,13 +340,65 @@ StatusWith<BsonObj> ConfigServerImpl::balancerCollectionStatus(const std::string
     return b.obj();
 }
 
-void ConfigServerImpl::balancerRound(const BalancerSettings& settings) {
+namespace {
+
+constexpr int64_t kActionlogRoundsKept = 100;
+
+// What one round did, for config.actionlog (sh.status() prints the last five rounds' errors).
+struct RoundOutcome {
+    int64_t splits = 0, migrations = 0, migrationsFailed = 0, merges = 0;
+    std::string firstError;
+    void failed(const Status& s) {
+        if (firstError.empty()) firstError = s.toString();
+    }
+};
+
+}  // namespace
+
+// config.actionlog {what: "balancer.round", details: {executionTimeMillis, errorOccured,
+// errmsg?, candidateChunks, chunksMoved, …}} — MongoDB's document, written for rounds that did
+// or tried something (an idle round every few seconds would bury them); the last
+// kActionlogRoundsKept are kept.
+void ConfigServerImpl::logBalancerRound(int64_t millis, int64_t splits, int64_t migrations,
+                                        int64_t migrationsFailed, int64_t merges,
+                                        const std::string& error) {
+    BsonBuilder d;
+    d.appendInt64("executionTimeMillis", millis);
+    d.appendBool("errorOccured", !error.empty());
+    if (!error.empty()) d.appendString("errmsg", error);
+    d.appendInt64("candidateChunks", migrations);
+    d.appendInt64("chunksMoved", migrations - migrationsFailed);
+    d.appendInt64("splits", splits);
+    d.appendInt64("merges", merges);
+    Status s = _local.insert("actionlog", makeChangelogDoc(serverName(), "balancer.round", "",
+                                                           d.obj(), wallClockMillis()));
+    if (!s.isOK()) return;
+    BsonBuilder sort;
+    sort.appendInt32("time", -1);
+    auto newest = _local.find("actionlog", BsonView(), sort.obj(), kActionlogRoundsKept + 1);
+    if (!newest.isOK() || newest.getValue().size() <= static_cast<size_t>(kActionlogRoundsKept)) {
+        return;
+    }
+    BsonBuilder older;
+    older.startObject("time").appendElementAs(newest.getValue().back()["time"], "$lte").end();
+    (void)_local.remove("actionlog", older.obj(), true);
+}
+
+bool ConfigServerImpl::balancerRound(const BalancerSettings& settings) {
     auto entries = allShards();
-    if (!entries.isOK()) return;
+    if (!entries.isOK()) return false;
     auto colls = _local.find("collections", BsonView());
-    if (!colls.isOK()) return;
+    if (!colls.isOK()) return false;
+    const auto started = std::chrono::steady_clock::now();
+    RoundOutcome outcome;
     balancer::Cluster cluster;
     cluster.tolerance = settings.tolerance;
+    // The auto-merger takes part in one round per interval.
+    const bool mergePass =
+        settings.autoMerge && std::chrono::steady_clock::now() - _lastMergePass >=
+                                  std::chrono::milliseconds(settings.mergeIntervalMillis);
+    if (mergePass) _lastMergePass = std::chrono::steady_clock::now();
+    cluster.autoMerge = mergePass;
     for (const ShardEntry& s : entries.getValue()) {
         cluster.shards.push_back(s.id);
         if (s.draining) cluster.draining.insert(s.id);
@@ -337,16 +415,22 @@ void ConfigServerImpl::balancerRound(const BalancerSettings& settings) {
             ranges.isOK() && !ranges.getValue().empty()) {
             // Chunks a zone's bound cuts through are split there first.
             Status split = splitAtZoneBounds(ns);
-            if (!split.isOK()) logFailure(9136, "Balancer split at a zone bound failed", ns, split);
+            if (!split.isOK()) {
+                logFailure(9136, "Balancer split at a zone bound failed", ns, split);
+                outcome.failed(split);
+            }
             coll = loadCollection(ns);
             if (!coll.isOK()) continue;
         }
         auto snapshot = balancerSnapshot(coll.getValue(), collectionChunkSize(doc, settings));
         if (!snapshot.isOK()) {
             logFailure(9132, "Balancer could not size a collection", ns, snapshot.getStatus());
+            outcome.failed(snapshot.getStatus());
             continue;
         }
         snapshot.getValue().noBalance = doc["noBalance"].trueValue();
+        snapshot.getValue().autoMerge = !(doc["enableAutoMerge"].type() == bson::BsonType::Bool &&
+                                          !doc["enableAutoMerge"].boolValue());
         assignZones(coll.getValue(), snapshot.getValue());
         cluster.collections.push_back(std::move(snapshot.getValue()));
         loaded.emplace(ns, std::move(coll.getValue()));
@@ -360,35 +444,76 @@ void ConfigServerImpl::balancerRound(const BalancerSettings& settings) {
                 ->chunkSizeBytes;
         Status split = balancerSplit(s.ns, c.min, c.max,
                                      s.reason == balancer::Reason::kChunksImbalance, chunkSize);
-        if (!split.isOK()) logFailure(9133, "Balancer split failed", s.ns, split);
+        ++outcome.splits;
+        if (!split.isOK()) {
+            logFailure(9133, "Balancer split failed", s.ns, split);
+            outcome.failed(split);
+        }
     }
     // Disjoint shard pairs: each migration on a thread of its own.
     std::vector<std::thread> moves;
-    for (const balancer::Migration& m : decision.migrations) {
+    std::vector<Status> moved(decision.migrations.size(), Status::OK());
+    for (size_t i = 0; i < decision.migrations.size(); ++i) {
+        const balancer::Migration& m = decision.migrations[i];
         const ChunkRecord& c = loaded.at(m.ns).chunks[m.chunk];
-        moves.emplace_back([this, ns = m.ns, min = c.min, max = c.max, to = m.to,
-                            reason = std::string(balancer::reasonName(m.reason))] {
+        moves.emplace_back([this, &result = moved[i], ns = m.ns, min = c.min, max = c.max,
+                            to = m.to, reason = std::string(balancer::reasonName(m.reason))] {
             log::info("SHARDING", 9134, "Balancer moves a range",
                       "{\"ns\":\"" + log::jsonEscape(ns) + "\",\"min\":" + min.toJson() +
                           ",\"to\":\"" + log::jsonEscape(to) + "\",\"reason\":\"" + reason + "\"}");
-            Status moved = moveRange(ns, min, max, to, /*waitForDelete=*/false);
-            if (!moved.isOK()) logFailure(9135, "Balancer migration failed", ns, moved);
+            result = moveRange(ns, min, max, to, /*waitForDelete=*/false);
+            if (!result.isOK()) logFailure(9135, "Balancer migration failed", ns, result);
         });
     }
     for (std::thread& t : moves) t.join();
+    for (const Status& m : moved) {
+        ++outcome.migrations;
+        if (!m.isOK()) {
+            ++outcome.migrationsFailed;
+            outcome.failed(m);
+        }
+    }
+    // The auto-merger, last: only collections the round neither split nor moved (so the
+    // indexes are of the snapshot still); mergeChunks re-reads the chunks under the
+    // collection's lock and merges nothing if they changed meanwhile.
+    for (const balancer::Merge& m : decision.merges) {
+        const ShardedCollection& coll = loaded.at(m.ns);
+        Status merged =
+            mergeChunks(m.ns, coll.chunks[m.first].min.view(), coll.chunks[m.last].max.view());
+        ++outcome.merges;
+        if (!merged.isOK()) {
+            logFailure(9137, "Balancer merge failed", m.ns, merged);
+            outcome.failed(merged);
+        }
+    }
+    const bool acted = outcome.splits + outcome.migrations + outcome.merges > 0;
+    if (acted || !outcome.firstError.empty()) {
+        const int64_t millis = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::steady_clock::now() - started)
+                                   .count();
+        logBalancerRound(millis, outcome.splits, outcome.migrations, outcome.migrationsFailed,
+                         outcome.merges, outcome.firstError);
+    }
+    return acted && outcome.firstError.empty();  // a failing round waits the whole interval
 }
 
 void ConfigServerImpl::runBalancer() {
     while (!_shutdown.load()) {
         BalancerSettings settings = balancerSettings();
+        bool acted = false;
         if (settings.runsNow()) {
             _inBalancerRound = true;
-            balancerRound(settings);
+            acted = balancerRound(settings);
             _inBalancerRound = false;
             _balancerRounds.fetch_add(1);
         }
-        auto until = std::chrono::steady_clock::now() +
-                     std::chrono::milliseconds(settings.roundIntervalMillis);
+        // After a round that split or moved, the next comes soon (MongoDB waits 1 s then too):
+        // the work of a round is what the next one builds on.
+        auto until =
+            std::chrono::steady_clock::now() +
+            std::chrono::milliseconds(
+                acted ? std::min<int64_t>(settings.roundIntervalMillis, kShortRoundIntervalMillis)
+                      : settings.roundIntervalMillis);
         while (!_shutdown.load() && std::chrono::steady_clock::now() < until) {
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
         }

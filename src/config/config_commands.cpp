@@ -306,7 +306,8 @@ void registerConfigServerCommands(command::CommandRegistry& registry) {
             }
             return cs.clearJumboFlag(std::string(req.firstElement().stringValue()), find, bounds);
         });
-    // {_configsvrConfigureCollectionBalancing: ns, chunkSize?: MB (0 = the cluster's)}.
+    // {_configsvrConfigureCollectionBalancing: ns, chunkSize?: MB (0 = the cluster's),
+    //  enableAutoMerger?: bool}.
     add("_configsvrConfigureCollectionBalancing",
         [](ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder&) {
             if (req.firstElement().type() != bson::BsonType::String) {
@@ -322,8 +323,15 @@ void registerConfigServerCommands(command::CommandRegistry& registry) {
                 }
                 chunkSizeMB = c.numberLong();
             }
+            std::optional<bool> autoMerge;
+            if (bson::BsonElement m = req.body["enableAutoMerger"]; !m.eoo()) {
+                if (m.type() != bson::BsonType::Bool) {
+                    return Status(ErrorCodes::TypeMismatch, "enableAutoMerger must be a boolean");
+                }
+                autoMerge = m.boolValue();
+            }
             return cs.configureCollectionBalancing(std::string(req.firstElement().stringValue()),
-                                                   chunkSizeMB);
+                                                   chunkSizeMB, autoMerge);
         });
     // {_configsvrBalancerCollectionStatus: ns} → MongoDB's balancerCollectionStatus reply.
     add("_configsvrBalancerCollectionStatus",

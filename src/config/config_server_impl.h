@@ -86,6 +86,11 @@ struct BalancerSettings {
     int64_t roundIntervalMillis = 0;
     double tolerance = 1.10;  // max/min owned bytes a collection may keep
     std::optional<std::pair<std::string, std::string>> activeWindow;  // "HH:MM" start, stop
+    // config.settings {_id: "automerge", enabled (sh.stopAutoMerger), intervalSecs}: the
+    // auto-merger runs in one round every interval (MongoDB's autoMergerIntervalSecs, 3600 s),
+    // so a split made by hand is not undone at once.
+    bool autoMerge = true;
+    int64_t mergeIntervalMillis = 3600 * 1000;
     // Whether rounds run now: enabled and inside the active window, if there is one.
     bool runsNow() const;
 };
@@ -108,6 +113,9 @@ class ConfigServerImpl {
                            bool implicitlyCreateIndex);
     Status splitChunk(const std::string& ns, bson::BsonView cmd);
     Status mergeChunks(const std::string& ns, bson::BsonView min, bson::BsonView max);
+    // At startup: the chunks a split or merge interrupted by a crash left enclosed in another
+    // chunk are removed (ddl_chunks.cpp).
+    Status repairInterruptedChunkOps();
     Status moveRange(const std::string& ns, std::optional<bson::BsonObj> min,
                      std::optional<bson::BsonObj> max, const std::string& toShard,
                      bool waitForDelete);
@@ -126,9 +134,12 @@ class ConfigServerImpl {
     Status updateShardZone(const std::string& shardId, const std::string& zone, bool add);
     Status updateZoneKeyRange(const std::string& ns, const bson::BsonObj& min,
                               const bson::BsonObj& max, const std::optional<std::string>& zone);
-    // configureCollectionBalancing {chunkSize: MB} (0: back to the cluster's chunk size), kept
-    // as MongoDB does in config.collections `maxChunkSizeBytes`.
-    Status configureCollectionBalancing(const std::string& ns, std::optional<int64_t> chunkSizeMB);
+    // configureCollectionBalancing {chunkSize: MB} (0: back to the cluster's chunk size; kept as
+    // MongoDB does in config.collections `maxChunkSizeBytes`) and
+    // {enableAutoMerger} (false: config.collections enableAutoMerge false, as mongosh's
+    // sh.disableAutoMerger writes it; true unsets it).
+    Status configureCollectionBalancing(const std::string& ns, std::optional<int64_t> chunkSizeMB,
+                                        std::optional<bool> autoMerge);
     // refineCollectionShardKey / clearJumboFlag (ddl_refine_shard_key.cpp, README.md "Refining a
     // shard key"); clearJumboFlag names its chunk by `find` (a shard key value) or `bounds`.
     Status refineCollectionShardKey(const std::string& ns, bson::BsonView newKey);
@@ -151,6 +162,9 @@ class ConfigServerImpl {
     void flushRoutingTable(const std::vector<std::string>& shardIds, const std::string& ns);
     void flushDatabase(const std::vector<std::string>& shardIds, const std::string& db);
     void logChange(std::string_view what, std::string_view ns, bson::BsonView details);
+    // One balancer round's record in config.actionlog (balancer_scheduler.cpp).
+    void logBalancerRound(int64_t millis, int64_t splits, int64_t migrations,
+                          int64_t migrationsFailed, int64_t merges, const std::string& error);
     // NamespaceNotFound when the collection is not in config.collections.
     StatusWith<ShardedCollection> loadCollection(const std::string& ns);
     Status writeChunk(const ChunkRecord& chunk, const placement::Uuid& uuid, bool insert);
@@ -210,7 +224,8 @@ class ConfigServerImpl {
     // `forBalance`: the policy splits to even out bytes (else: the chunk looked too large).
     Status balancerSplit(const std::string& ns, const bson::BsonObj& min, const bson::BsonObj& max,
                          bool forBalance, int64_t chunkSizeBytes);
-    void balancerRound(const BalancerSettings& settings);
+    // One round; true when it split, moved or merged something without an error.
+    bool balancerRound(const BalancerSettings& settings);
     // Moves the primary of every database on a draining shard (one per round).
     void drainDatabases(const std::vector<ShardEntry>& shards);
     void runBalancer();
@@ -233,6 +248,8 @@ class ConfigServerImpl {
     std::thread _balancer;
     std::atomic<bool> _inBalancerRound{false};
     std::atomic<int64_t> _balancerRounds{0};
+    // When the auto-merger last ran (the balancer thread's own; every mergeIntervalMillis).
+    std::chrono::steady_clock::time_point _lastMergePass = std::chrono::steady_clock::now();
     bson::ObjectId _clusterId;
 };
 

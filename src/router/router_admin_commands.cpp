@@ -534,25 +534,26 @@ Status clearJumboFlag(OperationContext& opCtx, const CommandRequest& request, Bs
     return relayRemoteReply(opCtx, r, reply);
 }
 
-// configureCollectionBalancing: ns, chunkSize (MB), defragmentCollection, enableAutoMerger.
-// Tessera has neither defragmentation nor an auto-merger: asking for them is refused, turning
-// them off is what is (and stays) so.
+// configureCollectionBalancing: ns, chunkSize (MB), enableAutoMerger, defragmentCollection.
+// Tessera has no defragmentation (the auto-merger and the balancer keep chunks proportional to
+// the data all the time): asking for it is refused, turning it off is what is (and stays) so.
 Status configureCollectionBalancing(OperationContext& opCtx, const CommandRequest& request,
                                     BsonBuilder& reply) {
     TRY_STATUS(
         checkKnownFields(request, {"chunkSize", "defragmentCollection", "enableAutoMerger"}));
     ASSIGN_OR_RETURN(std::string ns, nsArgument(request));
-    for (std::string_view off : {"defragmentCollection", "enableAutoMerger"}) {
-        if (request.body[off].trueValue()) {
-            return Status(ErrorCodes::IllegalOperation,
-                          "configureCollectionBalancing: " + std::string(off) +
-                              " is not supported by Tessera (chunks are split and moved by the "
-                              "balancer, not merged); only chunkSize can be set");
-        }
+    if (request.body["defragmentCollection"].trueValue()) {
+        return Status(ErrorCodes::IllegalOperation,
+                      "configureCollectionBalancing: defragmentCollection is not supported by "
+                      "Tessera (the auto-merger merges small neighbouring chunks in every "
+                      "balancer round); only chunkSize and enableAutoMerger can be set");
     }
     BsonBuilder cmd;
     cmd.append("_configsvrConfigureCollectionBalancing", ns);
     if (!request.body["chunkSize"].eoo()) cmd.appendElement(request.body["chunkSize"]);
+    if (!request.body["enableAutoMerger"].eoo()) {
+        cmd.appendElement(request.body["enableAutoMerger"]);
+    }
     ASSIGN_OR_RETURN(BsonObj r, runOnConfig(Router::get(opCtx), "admin", cmd.obj()));
     return relayRemoteReply(opCtx, r, reply);
 }

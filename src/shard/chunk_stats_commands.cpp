@@ -1,10 +1,17 @@
 // What the balancer asks a shard about its chunks (src/config/README.md "Balancer"):
 // _shardsvrChunkStats (the owned bytes of each range, without a scan) and _shardsvrSplitPoint
-// (the median shard key of one range, by a range scan).
+// (the keys that halve a range, or cut it into pieces of a chunk size, by one range scan).
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "base/log.h"
 #include "command/registry.h"
 #include "shard/command_util.h"
+#include "shard/key_sampler.h"
 #include "shard/ownership_filter.h"
 #include "shard/range_ops.h"
 #include "shard/sharding_state.h"
@@ -15,11 +22,6 @@ namespace {
 
 using command::CommandRequest;
 using command::OperationContext;
-
-class ShardCommand : public command::Command {
-  public:
-    bool adminOnly() const override { return true; }
-};
 
 // The collection's routing table (refreshed) and pattern, or an error.
 StatusWith<std::shared_ptr<const placement::RoutingTable>> tableOf(OperationContext& opCtx,
@@ -128,10 +130,12 @@ class ChunkStatsCommand final : public ShardCommand {
     }
 };
 
-// {_shardsvrSplitPoint: ns, min, max} → {bytes, splitPoint: key | jumbo: true | empty: true}: the
-// median shard key of the owned documents of [min, max) (a range scan of the records, which are
-// stored in shard key order), never the range's min; jumbo when every document has one key;
-// `bytes`: the range's owned BSON bytes, exactly.
+// {_shardsvrSplitPoint: ns, min, max, maxChunkBytes?} → {bytes, splitPoint: key, splitPoints:
+// [keys] | jumbo: true, key | empty: true}: from one range scan of the owned documents of
+// [min, max) (records are stored in shard key order): `splitPoint` the key that halves the
+// range's bytes, `splitPoints` the keys that cut it into ⌈bytes / maxChunkBytes⌉ pieces of
+// equal bytes (only with maxChunkBytes; MongoDB's autoSplitVector), never the range's min;
+// jumbo when every document has one key; `bytes`: the range's owned BSON bytes, exactly.
 class SplitPointCommand final : public ShardCommand {
   public:
     std::string_view name() const override { return "_shardsvrSplitPoint"; }
@@ -143,45 +147,62 @@ class SplitPointCommand final : public ShardCommand {
         ASSIGN_OR_RETURN(bson::BsonView min, objectArg(request.body, "min", name()));
         ASSIGN_OR_RETURN(bson::BsonView max, objectArg(request.body, "max", name()));
         ASSIGN_OR_RETURN(ShardKeyRange range, ShardKeyRange::make(pattern, min, max));
+        int64_t maxChunkBytes = 0;
+        if (bson::BsonElement m = request.body["maxChunkBytes"]; !m.eoo()) {
+            if (!m.isNumber() || m.numberLong() <= 0) {
+                return Status(ErrorCodes::BadValue, "maxChunkBytes must be a positive number");
+            }
+            maxChunkBytes = m.numberLong();
+        }
         storage::Engine& engine = *opCtx.service->engine;
         storage::CollectionPtr coll = engine.getCollection(ns);
         ASSIGN_OR_RETURN(auto filter, opCtx.ownershipFilter(ns));
-        std::vector<std::pair<std::string, bson::BsonObj>> keys;  // encoded, key
-        int64_t bytes = 0;
+        KeySampler sampler;
         if (coll) {
             auto snapshot = engine.snapshot();
-            bool clustered = isClusteredBy(*coll, pattern);
+            const bool clustered = isClusteredBy(*coll, pattern);
             auto cursor = clustered ? snapshot->scanRange(*coll, recordKeyRange(range))
                                     : snapshot->scan(*coll);
-            std::string previous;
+            // Not stored in shard key order (never for a collection sharded by Tessera; kept for
+            // safety): every key of the range, sorted, then sampled.
+            std::vector<std::tuple<std::string, bson::BsonObj, int64_t>> unordered;
             while (auto rec = cursor->next()) {
                 if (filter && !filter->owns(rec->doc)) continue;
                 auto key = pattern.extractShardKeyFromDoc(rec->doc);
                 if (!key.isOK()) continue;
                 std::string encoded = pattern.encodeKey(key.getValue());
                 if (!range.containsEncoded(encoded)) continue;
-                bytes += static_cast<int64_t>(rec->doc.size());
-                keys.emplace_back(std::move(encoded), std::move(key.getValue()));
+                const auto size = static_cast<int64_t>(rec->doc.size());
+                if (clustered) {
+                    sampler.add(std::move(encoded), key.getValue(), size);
+                } else {
+                    unordered.emplace_back(std::move(encoded), std::move(key.getValue()), size);
+                }
             }
-            if (!clustered) {
-                std::sort(keys.begin(), keys.end(),
-                          [](const auto& a, const auto& b) { return a.first < b.first; });
-            }
+            std::sort(unordered.begin(), unordered.end(),
+                      [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
+            for (auto& [encoded, key, size] : unordered) sampler.add(std::move(encoded), key, size);
         }
-        reply.appendInt64("bytes", bytes);  // exact: the size estimates of a round are not
-        if (keys.empty()) {
+        reply.appendInt64("bytes", sampler.bytes());  // exact: a round's sizes are estimates
+        if (sampler.empty()) {
             reply.appendBool("empty", true);
             return Status::OK();
         }
-        if (keys.front().first == keys.back().first) {
+        if (sampler.oneKey()) {
             reply.appendBool("jumbo", true);
-            reply.appendObject("key", keys.front().second);
+            reply.appendObject("key", sampler.firstKey());
             return Status::OK();
         }
-        size_t m = keys.size() / 2;
-        // Never the first key (a split there leaves an empty chunk): the next greater one.
-        while (m < keys.size() && keys[m].first == keys.front().first) ++m;
-        reply.appendObject("splitPoint", keys[m].second);
+        // No sampled key past the middle differs from the first (one key holds most of the
+        // bytes): the first key after it.
+        std::vector<bson::BsonObj> median = sampler.points(2);
+        reply.appendObject("splitPoint", median.empty() ? *sampler.secondKey() : median.front());
+        if (maxChunkBytes > 0 && sampler.bytes() > maxChunkBytes) {
+            const int64_t pieces = (sampler.bytes() + maxChunkBytes - 1) / maxChunkBytes;
+            bson::BsonArrayBuilder points;
+            for (const bson::BsonObj& p : sampler.points(pieces)) points.append(p);
+            reply.appendArray("splitPoints", points.arr());
+        }
         return Status::OK();
     }
 };

@@ -223,11 +223,70 @@ describeWithCluster('the balancer', (ctx) => {
         assert.equal((await admin({ configureCollectionBalancing: ns, chunkSize: 7 })).ok, 1);
         assert.equal((await admin({ balancerCollectionStatus: ns })).chunkSize, 7);
         assert.equal((await cfg.collection('collections').findOne({ _id: ns })).maxChunkSizeBytes, 7 * 1024 * 1024);
-        await assert.rejects(admin({ configureCollectionBalancing: ns, enableAutoMerger: true }), (e) => e.code === 20);
+        assert.equal((await admin({ configureCollectionBalancing: ns, enableAutoMerger: false })).ok, 1);
+        assert.equal((await cfg.collection('collections').findOne({ _id: ns })).enableAutoMerge, false);
+        assert.equal((await admin({ configureCollectionBalancing: ns, enableAutoMerger: true })).ok, 1);
+        assert.equal((await cfg.collection('collections').findOne({ _id: ns })).enableAutoMerge, undefined);
+        await assert.rejects(admin({ configureCollectionBalancing: ns, enableAutoMerger: 1 }), (e) => e.code === 14);
         await assert.rejects(admin({ configureCollectionBalancing: ns, defragmentCollection: true }), (e) => e.code === 20);
         await assert.rejects(admin({ configureCollectionBalancing: ns, chunkSize: -1 }), (e) => e.code === 2);
         assert.equal((await admin({ configureCollectionBalancing: ns, chunkSize: 0 })).ok, 1);
         assert.equal((await admin({ balancerCollectionStatus: ns })).chunkSize, 128);
+    });
+
+    // The auto-merger (config.settings {_id: "automerge", intervalSecs} short here; MongoDB's
+    // hourly default otherwise): after most documents are deleted, neighbouring chunks on one
+    // shard become one, sh.disableAutoMerger keeps a collection's chunks, every round that acted
+    // is in config.actionlog (what sh.status() prints) and the data is untouched.
+    test('the auto-merger merges small neighbouring chunks; sh.disableAutoMerger and actionlog', async () => {
+        const r = await c().router();
+        const settings = r.db('config').collection('settings');
+        const dbName = uniqueDbName('merge');
+        const ns = `${dbName}.c`;
+        const other = `${dbName}.kept`;
+        assert.equal((await admin({ enableSharding: dbName })).ok, 1);
+        for (const name of [ns, other]) {
+            assert.equal((await admin({ shardCollection: name, key: { x: 1 } })).ok, 1);
+            await r.db(dbName).collection(name.split('.')[1]).insertMany(Array.from({ length: 1000 }, (_, i) => ({ _id: i, x: i })));
+            for (let x = 100; x < 1000; x += 100) assert.equal((await admin({ split: name, middle: { x } })).ok, 1);
+        }
+        // One chunk of each collection moved away: the merged runs are the ones on each side.
+        const shards = (await admin({ listShards: 1 })).shards.map((sh) => sh._id);
+        const { chunks } = await c().placement(ns);
+        const home = chunks[0].shard;
+        const away = shards.find((s) => s !== home);
+        await admin({ moveRange: ns, min: { x: 500 }, max: { x: 600 }, toShard: away, _waitForDelete: true });
+        assert.equal((await admin({ configureCollectionBalancing: other, enableAutoMerger: false })).ok, 1);
+        await r.db(dbName).collection('c').deleteMany({ x: { $gte: 300 } });
+        const roundsBefore = await r.db('config').collection('actionlog').countDocuments({ what: 'balancer.round' });
+        try {
+            await settings.updateOne({ _id: 'balancer' }, { $set: { mode: 'full', stopped: false, roundIntervalMillis: 200 } }, { upsert: true });
+            await settings.updateOne({ _id: 'automerge' }, { $set: { enabled: true, intervalSecs: 0 } }, { upsert: true });
+            await waitFor('the chunks of db.c to be merged', async () => (await c().placement(ns)).chunks.length === 3, { timeoutMs: 60000, intervalMs: 300 });
+            const merged = (await c().placement(ns)).chunks.map((ch) => [ch.min.x, ch.max.x, ch.shard]);
+            assert.deepEqual(merged.map((m) => m[2]), [home, away, home], JSON.stringify(merged));
+            assert.deepEqual(merged.slice(1).map((m) => m[0]), [500, 600]);
+            // Several rounds later the collection with the merger off kept its ten chunks.
+            const status0 = await admin({ balancerStatus: 1 });
+            await waitFor('three more balancer rounds', async () =>
+                (await admin({ balancerStatus: 1 })).numBalancerRounds >= status0.numBalancerRounds + 3, { timeoutMs: 30000, intervalMs: 200 });
+            assert.equal((await c().placement(other)).chunks.length, 10);
+            const rounds = await r.db('config').collection('actionlog').find({ what: 'balancer.round' }).sort({ time: -1 }).toArray();
+            assert.ok(rounds.length > roundsBefore, 'rounds recorded in config.actionlog');
+            assert.ok(rounds.some((d) => d.details.merges > 0 && d.details.errorOccured === false), JSON.stringify(rounds.slice(0, 3)));
+            await c().checkConsistency(ns, 300);
+            await c().checkConsistency(other, 1000);
+            // Off cluster-wide (sh.stopAutoMerger): a new split stays.
+            await settings.updateOne({ _id: 'automerge' }, { $set: { enabled: false } });
+            assert.equal((await admin({ split: ns, middle: { x: 50 } })).ok, 1);
+            const status1 = await admin({ balancerStatus: 1 });
+            await waitFor('three more balancer rounds', async () =>
+                (await admin({ balancerStatus: 1 })).numBalancerRounds >= status1.numBalancerRounds + 3, { timeoutMs: 30000, intervalMs: 200 });
+            assert.equal((await c().placement(ns)).chunks.length, 4);
+        } finally {
+            await settings.updateOne({ _id: 'balancer' }, { $set: { mode: 'off', stopped: true } });
+            await settings.deleteOne({ _id: 'automerge' });
+        }
     });
 
     // A third shard is added and fills; then it is drained — its chunks and the primary of a
