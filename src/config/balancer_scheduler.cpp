@@ -170,13 +170,13 @@ StatusWith<balancer::Collection> ConfigServerImpl::balancerSnapshot(const Sharde
     return out;
 }
 
-Status ConfigServerImpl::balancerSplit(const std::string& ns, const BsonObj& min,
-                                       const BsonObj& max, bool forBalance,
-                                       int64_t chunkSizeBytes) {
+StatusWith<bool> ConfigServerImpl::balancerSplit(const std::string& ns, const BsonObj& min,
+                                                 const BsonObj& max, bool forBalance,
+                                                 int64_t chunkSizeBytes) {
     ASSIGN_OR_RETURN(DdlLockManager::Guard lock, _ddlLocks.lockCollection(ns, "balancer split"));
     ASSIGN_OR_RETURN(ShardedCollection coll, loadCollection(ns));
     auto index = findChunkWithBounds(coll.chunks, min, max);
-    if (!index) return Status::OK();  // changed meanwhile: the next round looks again
+    if (!index) return false;  // changed meanwhile: the next round looks again
     BsonBuilder cmd;
     cmd.appendString("_shardsvrSplitPoint", ns).appendObject("min", min).appendObject("max", max);
     cmd.appendInt64("maxChunkBytes", chunkSizeBytes);
@@ -186,17 +186,19 @@ Status ConfigServerImpl::balancerSplit(const std::string& ns, const BsonObj& min
     // one-value chunk is jumbo. A too large chunk is cut at once into pieces of equal bytes
     // within the chunk size (one scan, however large it is); a split for balance halves it.
     const bool tooLarge = reply["bytes"].numberLong() > chunkSizeBytes;
-    if (!tooLarge && !forBalance) return Status::OK();
+    if (!tooLarge && !forBalance) return false;
     if (!forBalance && reply["splitPoints"].type() == bson::BsonType::Array &&
         !reply["splitPoints"].objValue().isEmpty()) {
         std::vector<BsonObj> points;
         for (bson::BsonElement p : reply["splitPoints"].objValue()) {
             if (p.isObject()) points.push_back(p.objValue().copy());
         }
-        return splitAt(coll, *index, std::move(points));
+        TRY_STATUS(splitAt(coll, *index, std::move(points)));
+        return true;
     }
     if (reply["splitPoint"].isObject()) {
-        return splitAt(coll, *index, {reply["splitPoint"].objValue().copy()});
+        TRY_STATUS(splitAt(coll, *index, {reply["splitPoint"].objValue().copy()}));
+        return true;
     }
     if (reply["jumbo"].trueValue() && tooLarge) {
         // One key value: flagged, so that the policy reports it instead of asking again.
@@ -205,8 +207,9 @@ Status ConfigServerImpl::balancerSplit(const std::string& ns, const BsonObj& min
         TRY_STATUS(writeChunk(chunk, coll.coll.uuid, false));
         log::info("SHARDING", 9131, "Marked a chunk jumbo (one shard key value)",
                   "{\"ns\":\"" + log::jsonEscape(ns) + "\",\"min\":" + min.toJson() + "}");
+        return true;
     }
-    return Status::OK();
+    return false;
 }
 
 StatusWith<BsonObj> ConfigServerImpl::balancerCollectionStatus(const std::string& ns) {
@@ -442,12 +445,13 @@ bool ConfigServerImpl::balancerRound(const BalancerSettings& settings) {
             std::find_if(cluster.collections.begin(), cluster.collections.end(),
                          [&](const auto& coll) { return coll.ns == s.ns; })
                 ->chunkSizeBytes;
-        Status split = balancerSplit(s.ns, c.min, c.max,
-                                     s.reason == balancer::Reason::kChunksImbalance, chunkSize);
-        ++outcome.splits;
+        auto split = balancerSplit(s.ns, c.min, c.max,
+                                   s.reason == balancer::Reason::kChunksImbalance, chunkSize);
         if (!split.isOK()) {
-            logFailure(9133, "Balancer split failed", s.ns, split);
-            outcome.failed(split);
+            logFailure(9133, "Balancer split failed", s.ns, split.getStatus());
+            outcome.failed(split.getStatus());
+        } else if (split.getValue()) {
+            ++outcome.splits;  // a chunk the exact count finds small enough is no work done
         }
     }
     // Disjoint shard pairs: each migration on a thread of its own.

@@ -222,8 +222,10 @@ class ConfigServerImpl {
     StatusWith<balancer::Collection> balancerSnapshot(const ShardedCollection& coll,
                                                       int64_t chunkSizeBytes);
     // `forBalance`: the policy splits to even out bytes (else: the chunk looked too large).
-    Status balancerSplit(const std::string& ns, const bson::BsonObj& min, const bson::BsonObj& max,
-                         bool forBalance, int64_t chunkSizeBytes);
+    // Whether it changed config.chunks (split, or flagged jumbo).
+    StatusWith<bool> balancerSplit(const std::string& ns, const bson::BsonObj& min,
+                                   const bson::BsonObj& max, bool forBalance,
+                                   int64_t chunkSizeBytes);
     // One round; true when it split, moved or merged something without an error.
     bool balancerRound(const BalancerSettings& settings);
     // Moves the primary of every database on a draining shard (one per round).
