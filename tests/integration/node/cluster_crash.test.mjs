@@ -328,11 +328,11 @@ describeWithManualCluster('crash recovery of migrations and movePrimary (kill -9
                 await cfgAdmin({ configureFailPoint: fp, mode: 'alwaysOn' });
                 const running = settle(admin(cmd));
                 await waitFor(`${Object.keys(cmd)[0]} to hang at ${fp}`, async () => failpointHits(fp) > hitsBefore, { timeoutMs: 30000 });
-                return running;
+                return { running }; // not the promise itself: an async function would wait for it
             };
             const bounds = async () => (await c().placement(ns)).chunks.map((ch) => [ch.min.x, ch.max.x]);
 
-            const splitting = await hang('splitChunkHangAfterNewChunks', { split: ns, middle: { x: 150 } });
+            const { running: splitting } = await hang('splitChunkHangAfterNewChunks', { split: ns, middle: { x: 150 } });
             const half = await bounds();
             assert.equal(half.length, 3, `the split's new chunk is written, the old one not shrunk: ${JSON.stringify(half)}`);
             await crashConfig(ns);
@@ -343,7 +343,7 @@ describeWithManualCluster('crash recovery of migrations and movePrimary (kill -9
             assert.equal((await admin({ split: ns, middle: { x: 150 } })).ok, 1, 'the same split works after');
             await c().checkConsistency(ns, 200);
 
-            const merging = await hang('mergeChunksHangAfterWidening', {
+            const { running: merging } = await hang('mergeChunksHangAfterWidening', {
                 mergeChunks: ns, bounds: [{ x: 100 }, { x: new MaxKey() }],
             });
             await crashConfig(ns);
