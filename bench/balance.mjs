@@ -20,6 +20,8 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { order } from './orders.mjs';
+
 const here = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(path.join(here, '..', 'tests', 'integration', 'package.json'));
 const { MongoClient } = require('mongodb');
@@ -40,26 +42,8 @@ if (!uri) {
 
 const DB = 'bench_balance';
 const NS = `${DB}.orders`;
-const STATUSES = ['pending', 'paid', 'shipped', 'delivered', 'returned'];
 const MB = 1024 * 1024;
 
-/** An order of ≈ 340 BSON bytes (the seed's orders collection). */
-function order(i) {
-    return {
-        _id: i,
-        customerId: `cust-${(i * 7919) % 100000}`,
-        status: STATUSES[i % 5],
-        total: Math.round(((i * 31) % 100000) / 10) / 10,
-        currency: 'EUR',
-        createdAt: new Date(1700000000000 + i * 1000),
-        shipping: { street: `${i % 977} Main Street`, city: 'Springfield', zip: `${10000 + (i % 89999)}`, country: 'US' },
-        items: [
-            { sku: `sku-${i % 5000}`, qty: 1 + (i % 3), price: 19.99 },
-            { sku: `sku-${(i * 3) % 5000}`, qty: 1, price: 5.49 },
-        ],
-        note: 'x'.repeat(12),
-    };
-}
 
 const log = (msg) => console.error(`[balance] ${new Date().toISOString().slice(11, 19)} ${msg}`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
