@@ -76,6 +76,10 @@ class CollectionWriter {
     // latest version then reuses (refreshed, not rebuilt).
     virtual std::optional<Record> currentById(const bson::BsonElement& id) = 0;
 
+    // Whether this writer's writes are intents of a transaction (transaction.h): a
+    // WriteConflict then means the transaction must abort, not that the write may be retried.
+    virtual bool inTransaction() const { return false; }
+
     // After a DuplicateKey error: {keyPattern: {...}, keyValue: {...}} for the error reply.
     virtual bson::BsonObj duplicateKeyInfo() const = 0;
 };

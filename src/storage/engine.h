@@ -17,6 +17,7 @@ namespace tessera::storage {
 
 class ReadSnapshot;
 class CollectionWriter;
+class Transaction;
 
 struct EngineOptions {
     std::string dbpath;
@@ -111,6 +112,11 @@ class Engine {
     // collection was dropped.
     virtual StatusWith<std::unique_ptr<CollectionWriter>> writer(
         const CollectionPtr& coll, const WriteUnit* unit = nullptr) = 0;
+    // A multi-document transaction (transaction.h) reading at `readAt` (the latest visible
+    // state when absent; SnapshotTooOld as openSnapshot). Its commit tells the observers of
+    // `unit` (may be null; must outlive the transaction) about every write.
+    virtual StatusWith<std::unique_ptr<Transaction>> beginTransaction(
+        std::optional<Timestamp> readAt, const WriteUnit* unit) = 0;
 
     virtual CollectionStats stats(const CollectionInfo& coll) const = 0;
     // RocksDB's estimate of the bytes the records of `coll` in record-key range `range` take

@@ -43,6 +43,12 @@ inline uint64_t readBigEndian64(std::string_view s) {
 
 // Appends the inverted commit timestamp, so that newer versions of one user key sort first.
 inline void appendTs(std::string& out, Timestamp ts) { appendBigEndian64(out, ~ts.value); }
+// The version suffix of a transaction's uncommitted write (an intent): Timestamp::max(), so it
+// sorts before every committed version of its user key. Intents live only in their
+// transaction's own write batch (rocks_transaction.h), never in the database: a reader sees them
+// only through that transaction's overlay.
+inline constexpr Timestamp kIntentTs = Timestamp::max();
+
 // The commit timestamp of a versioned key.
 inline Timestamp tsOf(std::string_view versionedKey) {
     return Timestamp{~readBigEndian64(versionedKey.substr(versionedKey.size() - kTsSize))};

@@ -6,8 +6,12 @@ namespace tessera::storage {
 
 MvccIterator::MvccIterator(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
                            const rocksdb::Snapshot* snapshot, Timestamp readTs, std::string lower,
-                           std::string upper, bool forward)
-    : _lower(std::move(lower)), _upper(std::move(upper)), _readTs(readTs), _forward(forward) {
+                           std::string upper, bool forward, rocksdb::WriteBatchWithIndex* overlay)
+    : _lower(std::move(lower)),
+      _upper(std::move(upper)),
+      _readTs(readTs),
+      _withIntents(overlay != nullptr),
+      _forward(forward) {
     rocksdb::ReadOptions ro;
     ro.snapshot = snapshot;
     ro.total_order_seek = true;  // scans cross prefixes; the prefix extractor must not apply
@@ -18,6 +22,12 @@ MvccIterator::MvccIterator(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
         ro.iterate_upper_bound = &_upperSlice;
     }
     _it.reset(db->NewIterator(ro, cf));
+    if (overlay) {
+        _overlayOptions = ro;
+        _overlayOptions.iterate_lower_bound = &_lowerSlice;
+        _overlayOptions.iterate_upper_bound = _upper.empty() ? nullptr : &_upperSlice;
+        _it.reset(overlay->NewIteratorWithBase(cf, _it.release(), &_overlayOptions));
+    }
 }
 
 bool MvccIterator::next(std::string_view* userKey, std::string_view* value) {
@@ -34,7 +44,7 @@ bool MvccIterator::nextForward(std::string_view* userKey, std::string_view* valu
         std::string_view key(_it->key().data(), _it->key().size());
         std::string_view uk = keys::userKeyOf(key);
         if (_haveCurrent && uk == _current) continue;  // older version of a decided key
-        if (keys::tsOf(key) > _readTs) continue;       // too new for this reader
+        if (!visible(keys::tsOf(key))) continue;       // too new for this reader
         _current.assign(uk);
         _haveCurrent = true;
         if (_it->value().empty()) continue;  // deleted as of readTs
@@ -59,7 +69,7 @@ bool MvccIterator::nextBackward(std::string_view* userKey, std::string_view* val
         while (_it->Valid()) {
             std::string_view k(_it->key().data(), _it->key().size());
             if (keys::userKeyOf(k) != _current) break;
-            if (keys::tsOf(k) <= _readTs) {
+            if (visible(keys::tsOf(k))) {
                 found = true;
                 _currentValue.assign(_it->value().data(), _it->value().size());
                 _currentTs = keys::tsOf(k);
@@ -133,6 +143,17 @@ void PointReader::reset() {
 }
 
 bool PointReader::get(std::string_view userKey, Timestamp readTs, std::string_view* value) {
+    Timestamp ts;
+    if (!seek(userKey, readTs, value, &ts)) return false;
+    return !value->empty();  // empty: a tombstone
+}
+
+bool PointReader::newest(std::string_view userKey, std::string_view* value, Timestamp* ts) {
+    return seek(userKey, Timestamp::max(), value, ts);
+}
+
+bool PointReader::seek(std::string_view userKey, Timestamp readTs, std::string_view* value,
+                       Timestamp* ts) {
     if (_lease.it && _stale && !_lease.it->Refresh().ok()) _lease = {};  // dropped, not pooled
     if (!_lease.it) {
         if (_pool) {
@@ -153,8 +174,8 @@ bool PointReader::get(std::string_view userKey, Timestamp readTs, std::string_vi
     std::string_view key(it->key().data(), it->key().size());
     if (key.size() != userKey.size() + keys::kTsSize || keys::userKeyOf(key) != userKey)
         return false;
-    if (it->value().empty()) return false;  // tombstone
     *value = std::string_view(it->value().data(), it->value().size());
+    *ts = keys::tsOf(key);
     return true;
 }
 

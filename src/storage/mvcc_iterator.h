@@ -1,6 +1,7 @@
 #pragma once
 
 #include <rocksdb/db.h>
+#include <rocksdb/utilities/write_batch_with_index.h>
 
 #include <atomic>
 #include <cstdint>
@@ -11,16 +12,19 @@
 #include <vector>
 
 #include "base/hlc.h"
+#include "storage/key_format.h"
 
 namespace tessera::storage {
 
 // Iterates the user keys in [lower, upper) of a versioned column family as of timestamp `readTs`:
 // for each user key, the newest version with ts <= readTs, skipping tombstones (empty values).
+// With `overlay` (a transaction's own writes, keyed at keys::kIntentTs), the iteration merges
+// them over the database and an intent is the newest version of its user key whatever readTs.
 class MvccIterator {
   public:
     MvccIterator(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
                  const rocksdb::Snapshot* snapshot, Timestamp readTs, std::string lower,
-                 std::string upper, bool forward);
+                 std::string upper, bool forward, rocksdb::WriteBatchWithIndex* overlay = nullptr);
     MvccIterator(const MvccIterator&) = delete;
     MvccIterator& operator=(const MvccIterator&) = delete;
 
@@ -34,13 +38,18 @@ class MvccIterator {
   private:
     bool nextForward(std::string_view* userKey, std::string_view* value);
     bool nextBackward(std::string_view* userKey, std::string_view* value);
+    bool visible(Timestamp ts) const {
+        return ts <= _readTs || (_withIntents && ts == keys::kIntentTs);
+    }
 
     std::string _lower;
     std::string _upper;
     rocksdb::Slice _lowerSlice;
     rocksdb::Slice _upperSlice;
+    rocksdb::ReadOptions _overlayOptions;  // an overlay's merged iterator keeps a pointer to it
     std::unique_ptr<rocksdb::Iterator> _it;
     Timestamp _readTs;
+    bool _withIntents;
     bool _forward;
     bool _started = false;
     bool _haveCurrent = false;
@@ -107,12 +116,19 @@ class PointReader {
 
     // True and *value set (valid until the next call) when a live version exists.
     bool get(std::string_view userKey, Timestamp readTs, std::string_view* value);
+    // The newest committed version of userKey, tombstones included: false when there is none;
+    // else *value (empty: a tombstone; valid until the next call) and *ts. For a transaction's
+    // check that nobody committed the key after its read timestamp.
+    bool newest(std::string_view userKey, std::string_view* value, Timestamp* ts);
     // Makes the next get() see writes committed since the iterator was created.
     void markStale() { _stale = true; }
     // Gives the iterator back (to the pool, or destroys it): before its snapshot is released.
     void reset();
 
   private:
+    // The newest version <= readTs, tombstones included.
+    bool seek(std::string_view userKey, Timestamp readTs, std::string_view* value, Timestamp* ts);
+
     rocksdb::DB* _db;
     rocksdb::ColumnFamilyHandle* _cf;
     const rocksdb::Snapshot* _snapshot;

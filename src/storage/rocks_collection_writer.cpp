@@ -11,6 +11,7 @@
 #include "storage/key_format.h"
 #include "storage/rocks_engine.h"
 #include "storage/rocks_read_snapshot.h"
+#include "storage/rocks_transaction.h"
 
 namespace tessera::storage {
 namespace {
@@ -55,12 +56,13 @@ std::vector<std::pair<std::string, std::string>> lastPerKey(
 RocksCollectionWriter::RocksCollectionWriter(RocksEngine* engine, CollectionPtr coll,
                                              std::shared_ptr<CollectionState> state,
                                              std::shared_lock<CollectionLock> lock,
-                                             const WriteUnit* unit)
+                                             const WriteUnit* unit, RocksTransaction* txn)
     : _engine(engine),
       _coll(std::move(coll)),
       _state(std::move(state)),
       _lock(std::move(lock)),
       _unit(unit),
+      _txn(txn),
       _firstIndex(_coll->idIndexIsRecords() ? 1 : 0),
       _records(engine->db(), engine->recordsCf(), nullptr, engine->recordsPointIterators()),
       _indexes(engine->db(), engine->indexesCf(), nullptr, engine->indexesPointIterators()) {
@@ -80,6 +82,27 @@ Status RocksCollectionWriter::duplicateKey(const IndexSpec& index, bson::BsonObj
     return Status(ErrorCodes::DuplicateKey,
                   "E11000 duplicate key error collection: " + _coll->ns() +
                       " index: " + index.name + " dup key: " + formatKeyForMessage(keyValue));
+}
+
+Status RocksCollectionWriter::checkIntents(const std::vector<std::string>& lockKeys) {
+    if (_txn) return _txn->claim(_coll->id, lockKeys);
+    return _engine->intents().checkFree(_coll->id, lockKeys);
+}
+
+StatusWith<bool> RocksCollectionWriter::latestLive(PointReader& reader,
+                                                   rocksdb::ColumnFamilyHandle* cf,
+                                                   std::string_view userKey,
+                                                   std::string_view* value) {
+    if (!_txn) return reader.get(userKey, Timestamp::max(), value);
+    if (std::optional<std::string> own = _txn->overlay().ownVersion(cf, userKey)) {
+        _ownValue = std::move(*own);
+        *value = _ownValue;
+        return !_ownValue.empty();
+    }
+    Timestamp ts;
+    if (!reader.newest(userKey, value, &ts)) return false;
+    if (ts > _txn->readTimestamp()) return transactionWriteConflict();
+    return !value->empty();
 }
 
 Status RocksCollectionWriter::computeIndexDeltas(const bson::BsonView* oldDoc,
@@ -149,8 +172,9 @@ Status RocksCollectionWriter::checkUnique(const bson::BsonView* oldDoc,
             std::string_view owner;
             // The document's own entry (before a move: at its old record key) is no conflict; on
             // insert every owner is one.
-            if (!_indexes.get(_keyBuf, Timestamp::max(), &owner) ||
-                (oldDoc && (owner == newRecordKey || owner == oldRecordKey))) {
+            ASSIGN_OR_RETURN(bool owned,
+                             latestLive(_indexes, _engine->indexesCf(), _keyBuf, &owner));
+            if (!owned || (oldDoc && (owner == newRecordKey || owner == oldRecordKey))) {
                 continue;
             }
             // Report the values of the conflicting key as the document has them.
@@ -171,9 +195,8 @@ Status RocksCollectionWriter::checkExpected(std::string_view recordKey, bson::Bs
     keys::appendBigEndian64(_keyBuf, _coll->id);
     _keyBuf.append(recordKey);
     std::string_view existing;
-    if (!_records.get(_keyBuf, Timestamp::max(), &existing)) {
-        return Status(ErrorCodes::NoSuchKey, "the document no longer exists");
-    }
+    ASSIGN_OR_RETURN(bool live, latestLive(_records, _engine->recordsCf(), _keyBuf, &existing));
+    if (!live) return Status(ErrorCodes::NoSuchKey, "the document no longer exists");
     if (existing.size() != expected.size() ||
         std::memcmp(existing.data(), expected.data(), existing.size()) != 0) {
         return Status(ErrorCodes::WriteConflict,
@@ -209,7 +232,10 @@ StatusWith<Timestamp> RocksCollectionWriter::commit(std::string_view movedFrom,
         }
         if (!newInfo) _coll = published;  // another writer published it meanwhile
     }
-    std::string_view removedRecordKey = movedFrom.empty() ? recordKey : movedFrom;
+    if (_txn) {
+        return commitIntent(movedFrom, recordKey, oldDoc, doc, countDelta, sizeDelta,
+                            std::move(newInfo));
+    }
 
     rocksdb::Status s;
     Timestamp ts;
@@ -221,41 +247,7 @@ StatusWith<Timestamp> RocksCollectionWriter::commit(std::string_view movedFrom,
         // this write in that snapshot or is called for it.
         notifyObservers(oldDoc, doc, countDelta);
         _batch.Clear();
-        if (!movedFrom.empty()) {
-            _keyBuf.clear();
-            keys::appendBigEndian64(_keyBuf, _coll->id);
-            _keyBuf.append(movedFrom);
-            keys::appendTs(_keyBuf, ts);
-            s = _batch.Put(_engine->recordsCf(), _keyBuf, rocksdb::Slice());
-        }
-        _keyBuf.clear();
-        keys::appendBigEndian64(_keyBuf, _coll->id);
-        _keyBuf.append(recordKey);
-        keys::appendTs(_keyBuf, ts);
-        rocksdb::Slice value =
-            doc ? rocksdb::Slice(reinterpret_cast<const char*>(doc->data()), doc->size())
-                : rocksdb::Slice();
-        if (s.ok()) s = _batch.Put(_engine->recordsCf(), _keyBuf, value);
-        for (size_t i = 0; s.ok() && i < _deltas.size(); ++i) {
-            const IndexSpec& index = indexAt(i);
-            for (const std::string& key : _deltas[i].removed) {
-                // A unique key the moved record keeps is overwritten below (same user key and
-                // timestamp), not tombstoned.
-                if (index.unique && !movedFrom.empty() &&
-                    std::binary_search(_deltas[i].added.begin(), _deltas[i].added.end(), key)) {
-                    continue;
-                }
-                appendIndexUserKey(_keyBuf, _coll->id, index, key, removedRecordKey);
-                keys::appendTs(_keyBuf, ts);
-                s = _batch.Put(_engine->indexesCf(), _keyBuf, rocksdb::Slice());
-            }
-            for (const std::string& key : _deltas[i].added) {
-                appendIndexUserKey(_keyBuf, _coll->id, index, key, recordKey);
-                keys::appendTs(_keyBuf, ts);
-                s = _batch.Put(_engine->indexesCf(), _keyBuf,
-                               rocksdb::Slice(recordKey.data(), recordKey.size()));
-            }
-        }
+        s = putVersions(&_batch, ts, movedFrom, recordKey, doc);
         if (newInfo) {
             bson::BsonObj entry = encodeCollectionInfo(*newInfo);
             s = _batch.Put(
@@ -278,6 +270,85 @@ StatusWith<Timestamp> RocksCollectionWriter::commit(std::string_view movedFrom,
         _coll = std::move(newInfo);
     }
     return ts;
+}
+
+rocksdb::Status RocksCollectionWriter::putVersions(rocksdb::WriteBatchBase* batch, Timestamp ts,
+                                                   std::string_view movedFrom,
+                                                   std::string_view recordKey,
+                                                   const bson::BsonView* doc) {
+    std::string_view removedRecordKey = movedFrom.empty() ? recordKey : movedFrom;
+    rocksdb::Status s;
+    if (!movedFrom.empty()) {
+        _keyBuf.clear();
+        keys::appendBigEndian64(_keyBuf, _coll->id);
+        _keyBuf.append(movedFrom);
+        keys::appendTs(_keyBuf, ts);
+        s = batch->Put(_engine->recordsCf(), _keyBuf, rocksdb::Slice());
+    }
+    _keyBuf.clear();
+    keys::appendBigEndian64(_keyBuf, _coll->id);
+    _keyBuf.append(recordKey);
+    keys::appendTs(_keyBuf, ts);
+    rocksdb::Slice value =
+        doc ? rocksdb::Slice(reinterpret_cast<const char*>(doc->data()), doc->size())
+            : rocksdb::Slice();
+    if (s.ok()) s = batch->Put(_engine->recordsCf(), _keyBuf, value);
+    for (size_t i = 0; s.ok() && i < _deltas.size(); ++i) {
+        const IndexSpec& index = indexAt(i);
+        for (const std::string& key : _deltas[i].removed) {
+            // A unique key the moved record keeps is overwritten below (same user key and
+            // timestamp), not tombstoned.
+            if (index.unique && !movedFrom.empty() &&
+                std::binary_search(_deltas[i].added.begin(), _deltas[i].added.end(), key)) {
+                continue;
+            }
+            appendIndexUserKey(_keyBuf, _coll->id, index, key, removedRecordKey);
+            keys::appendTs(_keyBuf, ts);
+            s = batch->Put(_engine->indexesCf(), _keyBuf, rocksdb::Slice());
+        }
+        for (const std::string& key : _deltas[i].added) {
+            appendIndexUserKey(_keyBuf, _coll->id, index, key, recordKey);
+            keys::appendTs(_keyBuf, ts);
+            s = batch->Put(_engine->indexesCf(), _keyBuf,
+                           rocksdb::Slice(recordKey.data(), recordKey.size()));
+        }
+    }
+    return s;
+}
+
+StatusWith<Timestamp> RocksCollectionWriter::commitIntent(std::string_view movedFrom,
+                                                          std::string_view recordKey,
+                                                          const bson::BsonView* oldDoc,
+                                                          const bson::BsonView* doc,
+                                                          int64_t countDelta, int64_t sizeDelta,
+                                                          std::shared_ptr<CollectionInfo> newInfo) {
+    if (newInfo) {
+        // Marking an index multikey early is always safe (the planner only stops assuming
+        // single keys), so it does not wait for the transaction and survives its abort.
+        rocksdb::WriteBatch catalog;
+        bson::BsonObj entry = encodeCollectionInfo(*newInfo);
+        rocksdb::Status s =
+            catalog.Put(_engine->catalogCf(), keys::catalogCollKey(_coll->id),
+                        rocksdb::Slice(reinterpret_cast<const char*>(entry.data()), entry.size()));
+        rocksdb::WriteOptions wo;
+        wo.sync = true;
+        if (s.ok()) s = _engine->db()->Write(wo, &catalog);
+        if (!s.ok()) {
+            return Status(ErrorCodes::InternalError, "storage write failed: " + s.ToString());
+        }
+        _engine->publish(newInfo);
+        _coll = std::move(newInfo);
+    }
+    rocksdb::Status s =
+        putVersions(&_txn->overlay().batch, keys::kIntentTs, movedFrom, recordKey, doc);
+    if (!s.ok())
+        return Status(ErrorCodes::InternalError, "transaction write failed: " + s.ToString());
+    WriteObserver::Op op = countDelta > 0   ? WriteObserver::Op::kInsert
+                           : countDelta < 0 ? WriteObserver::Op::kRemove
+                                            : WriteObserver::Op::kUpdate;
+    _txn->recordWrite(_coll, _state, op, oldDoc ? *oldDoc : bson::BsonView(),
+                      doc ? *doc : bson::BsonView(), countDelta, sizeDelta);
+    return _txn->readTimestamp();
 }
 
 void RocksCollectionWriter::notifyObservers(const bson::BsonView* oldDoc, const bson::BsonView* doc,
@@ -313,6 +384,7 @@ StatusWith<Timestamp> RocksCollectionWriter::insert(bson::BsonView doc, const Wr
     TRY_STATUS(computeIndexDeltas(nullptr, &doc, {}, recordKey));
     std::vector<std::string> keys = lockKeys({recordKey});
     KeyLocks::Guard guard = _engine->keyLocks().lock(_coll->id, {keys.begin(), keys.end()});
+    TRY_STATUS(checkIntents(keys));
     _records.markStale();
     _indexes.markStale();
     if (_coll->idIndexIsRecords()) {
@@ -321,7 +393,9 @@ StatusWith<Timestamp> RocksCollectionWriter::insert(bson::BsonView doc, const Wr
         keys::appendBigEndian64(_keyBuf, _coll->id);
         _keyBuf.append(recordKey);
         std::string_view existing;
-        if (_records.get(_keyBuf, Timestamp::max(), &existing)) {
+        ASSIGN_OR_RETURN(bool taken,
+                         latestLive(_records, _engine->recordsCf(), _keyBuf, &existing));
+        if (taken) {
             bson::BsonObj keyValue = bson::BsonBuilder().appendElementAs(id, "_id").obj();
             return duplicateKey(_coll->indexes[0], std::move(keyValue));
         }
@@ -334,6 +408,7 @@ StatusWith<Timestamp> RocksCollectionWriter::insert(bson::BsonView doc, const Wr
 
 StatusWith<int64_t> RocksCollectionWriter::insertBatch(const std::vector<bson::BsonView>& docs,
                                                        const WriteOptions& opts, int64_t* skipped) {
+    if (_txn) return Status(ErrorCodes::OperationNotSupportedInTransaction, "insertBatch");
     // Each document's record key and index keys first (no lock held), then every key of the
     // batch locked at once, the uniqueness checks under the locks, and one write.
     struct Pending {
@@ -381,7 +456,8 @@ StatusWith<int64_t> RocksCollectionWriter::insertBatch(const std::vector<bson::B
         _deltas = p.deltas;
         std::vector<std::string> mine = lockKeys({p.recordKey});
         bool conflict = std::any_of(mine.begin(), mine.end(),
-                                    [&](const std::string& k) { return taken.count(k) > 0; });
+                                    [&](const std::string& k) { return taken.count(k) > 0; }) ||
+                        !checkIntents(mine).isOK();  // a transaction holds it
         if (!conflict && _coll->idIndexIsRecords()) {
             _keyBuf.clear();
             keys::appendBigEndian64(_keyBuf, _coll->id);
@@ -436,6 +512,7 @@ StatusWith<int64_t> RocksCollectionWriter::insertBatch(const std::vector<bson::B
 
 StatusWith<int64_t> RocksCollectionWriter::removeBatch(const std::vector<Record>& records,
                                                        const WriteOptions& opts, int64_t* skipped) {
+    if (_txn) return Status(ErrorCodes::OperationNotSupportedInTransaction, "removeBatch");
     struct Pending {
         const Record* rec;
         std::vector<IndexDelta> deltas;
@@ -455,7 +532,9 @@ StatusWith<int64_t> RocksCollectionWriter::removeBatch(const std::vector<Record>
     _records.markStale();
     std::vector<const Pending*> accepted;
     for (const Pending& p : pending) {
-        if (!checkExpected(p.rec->recordKey, p.rec->doc).isOK()) {
+        _deltas = p.deltas;
+        if (!checkIntents(lockKeys({p.rec->recordKey})).isOK() ||
+            !checkExpected(p.rec->recordKey, p.rec->doc).isOK()) {
             if (skipped) ++*skipped;
             continue;
         }
@@ -543,6 +622,7 @@ StatusWith<Timestamp> RocksCollectionWriter::update(std::string_view recordKey,
     std::vector<std::string> keys =
         lockKeys({recordKey, newRecordKey == recordKey ? std::string_view() : newRecordKey});
     KeyLocks::Guard guard = _engine->keyLocks().lock(_coll->id, {keys.begin(), keys.end()});
+    TRY_STATUS(checkIntents(keys));
     _records.markStale();
     _indexes.markStale();
     TRY_STATUS(checkExpected(recordKey, expected));
@@ -558,6 +638,7 @@ StatusWith<Timestamp> RocksCollectionWriter::remove(std::string_view recordKey,
     TRY_STATUS(computeIndexDeltas(&expected, nullptr, recordKey, recordKey));
     std::vector<std::string> keys = lockKeys({recordKey});
     KeyLocks::Guard guard = _engine->keyLocks().lock(_coll->id, {keys.begin(), keys.end()});
+    TRY_STATUS(checkIntents(keys));
     _records.markStale();
     TRY_STATUS(checkExpected(recordKey, expected));
     return commit({}, recordKey, &expected, nullptr, -1, -static_cast<int64_t>(expected.size()),
@@ -565,11 +646,14 @@ StatusWith<Timestamp> RocksCollectionWriter::remove(std::string_view recordKey,
 }
 
 std::unique_ptr<ReadSnapshot> RocksCollectionWriter::latest() {
+    if (_txn) return _txn->snapshot();
     return std::make_unique<RocksReadSnapshot>(_engine, Timestamp::max(), nullptr,
                                                /*physical=*/false);
 }
 
 std::optional<Record> RocksCollectionWriter::currentById(const bson::BsonElement& id) {
+    // A transaction's view is its snapshot with its own writes: a conflict shows when it writes.
+    if (_txn) return _txn->snapshot()->findById(*_coll, id);
     std::string recordKey;
     if (_coll->idIndexIsRecords()) {
         recordKey = keystring::encodeValue(id);
@@ -588,6 +672,7 @@ std::optional<Record> RocksCollectionWriter::currentById(const bson::BsonElement
 }
 
 std::optional<bson::BsonObj> RocksCollectionWriter::current(std::string_view recordKey) {
+    if (_txn) return _txn->snapshot()->findByRecordKey(*_coll, recordKey);
     _records.markStale();
     _keyBuf.clear();
     keys::appendBigEndian64(_keyBuf, _coll->id);

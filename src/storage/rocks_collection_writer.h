@@ -15,6 +15,7 @@
 namespace tessera::storage {
 
 class RocksEngine;
+class RocksTransaction;
 struct CollectionState;
 class CollectionLock;
 
@@ -28,7 +29,8 @@ class RocksCollectionWriter final : public CollectionWriter {
   public:
     RocksCollectionWriter(RocksEngine* engine, CollectionPtr coll,
                           std::shared_ptr<CollectionState> state,
-                          std::shared_lock<CollectionLock> lock, const WriteUnit* unit);
+                          std::shared_lock<CollectionLock> lock, const WriteUnit* unit,
+                          RocksTransaction* txn = nullptr);
     ~RocksCollectionWriter() override;
 
     const CollectionInfo& collection() const override { return *_coll; }
@@ -45,6 +47,7 @@ class RocksCollectionWriter final : public CollectionWriter {
     std::optional<bson::BsonObj> current(std::string_view recordKey) override;
     std::optional<Record> currentById(const bson::BsonElement& id) override;
     bson::BsonObj duplicateKeyInfo() const override { return _dupInfo; }
+    bool inTransaction() const override { return _txn != nullptr; }
 
   private:
     // Keys of one index for the old and the new version of a document. When the record moves
@@ -69,6 +72,25 @@ class RocksCollectionWriter final : public CollectionWriter {
     // there is none, WriteConflict when it is another).
     Status checkExpected(std::string_view recordKey, bson::BsonView expected);
     Status duplicateKey(const IndexSpec& index, bson::BsonObj keyValue);
+    // Under the write's key locks: a transaction claims the keys (WriteConflict when another
+    // holds one); any other writer checks that no transaction holds them.
+    Status checkIntents(const std::vector<std::string>& lockKeys);
+    // Under the key's lock: whether a live version of userKey exists in the state this write is
+    // checked against — the transaction's own version if it wrote one, else the newest
+    // committed version — with *value viewing it (valid until the next call). In a
+    // transaction, a version committed after its read timestamp is a WriteConflict: the
+    // snapshot did not see it, and the first committer wins.
+    StatusWith<bool> latestLive(PointReader& reader, rocksdb::ColumnFamilyHandle* cf,
+                                std::string_view userKey, std::string_view* value);
+    // commit()'s versions (record, moved-from tombstone, index entries) at `ts`, into `batch`.
+    rocksdb::Status putVersions(rocksdb::WriteBatchBase* batch, Timestamp ts,
+                                std::string_view movedFrom, std::string_view recordKey,
+                                const bson::BsonView* doc);
+    // commit() inside a transaction: the versions as intents, the multikey change on its own.
+    StatusWith<Timestamp> commitIntent(std::string_view movedFrom, std::string_view recordKey,
+                                       const bson::BsonView* oldDoc, const bson::BsonView* doc,
+                                       int64_t countDelta, int64_t sizeDelta,
+                                       std::shared_ptr<CollectionInfo> newInfo);
     // Writes the batch: a tombstone at `movedFrom` (unless empty), the record version at
     // recordKey (`doc` null: tombstone), index deltas (removed keys point at movedFrom when
     // set), the counts' delta, the observers' records. `oldDoc`: the version replaced or removed
@@ -96,6 +118,8 @@ class RocksCollectionWriter final : public CollectionWriter {
     std::shared_ptr<CollectionState> _state;
     std::shared_lock<CollectionLock> _lock;
     const WriteUnit* _unit;  // may be null
+    RocksTransaction* _txn;  // null outside a transaction
+    std::string _ownValue;   // latestLive's copy of a transaction's own version
     // 1 when _id_ is the records keyspace (clustered by _id), else 0 (_id_ is maintained too).
     size_t _firstIndex;
     std::vector<IndexKeyGenerator> _generators;  // one per _coll->indexes[i], i >= _firstIndex

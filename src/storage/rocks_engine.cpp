@@ -22,6 +22,7 @@
 #include "storage/rocks_collection_writer.h"
 #include "storage/rocks_options.h"
 #include "storage/rocks_read_snapshot.h"
+#include "storage/rocks_transaction.h"
 
 namespace tessera::storage {
 namespace fs = std::filesystem;
@@ -720,14 +721,14 @@ CollectionPtr RocksEngine::currentInfo(uint64_t id) const {
     return byIdLocked(id);
 }
 
-StatusWith<std::unique_ptr<CollectionWriter>> RocksEngine::writer(const CollectionPtr& coll,
-                                                                  const WriteUnit* unit) {
+StatusWith<RocksEngine::WriterParts> RocksEngine::writerParts(const CollectionPtr& coll,
+                                                              bool mayWait) {
     auto state = stateFor(coll->id);
     if (!state) {
         return Status(ErrorCodes::NamespaceNotFound, "collection " + coll->ns() + " was dropped");
     }
     std::shared_lock lock(state->access, std::defer_lock);
-    if (unit && !unit->mayWait()) {
+    if (!mayWait) {
         if (!lock.try_lock()) {
             return Status(ErrorCodes::InlineWouldBlock, "the collection is held by DDL");
         }
@@ -744,8 +745,48 @@ StatusWith<std::unique_ptr<CollectionWriter>> RocksEngine::writer(const Collecti
     if (!current) {
         return Status(ErrorCodes::NamespaceNotFound, "collection " + coll->ns() + " was dropped");
     }
+    return WriterParts{std::move(current), std::move(state), std::move(lock)};
+}
+
+StatusWith<std::unique_ptr<CollectionWriter>> RocksEngine::writer(const CollectionPtr& coll,
+                                                                  const WriteUnit* unit) {
+    ASSIGN_OR_RETURN(WriterParts parts, writerParts(coll, !unit || unit->mayWait()));
     return std::unique_ptr<CollectionWriter>(std::make_unique<RocksCollectionWriter>(
-        this, std::move(current), std::move(state), std::move(lock), unit));
+        this, std::move(parts.coll), std::move(parts.state), std::move(parts.lock), unit));
+}
+
+StatusWith<std::unique_ptr<RocksCollectionWriter>> RocksEngine::transactionWriter(
+    const CollectionPtr& coll, RocksTransaction* txn) {
+    auto parts = writerParts(coll, /*mayWait=*/false);
+    if (parts.getStatus().is(ErrorCodes::InlineWouldBlock)) {
+        // MongoDB's answer when a transaction cannot take a collection lock at once: the
+        // client retries the transaction once the DDL is done.
+        return Status(ErrorCodes::LockTimeout,
+                      "Unable to acquire a lock on '" + coll->ns() +
+                          "' within a transaction: DDL holds or waits for the collection");
+    }
+    if (!parts.isOK()) return parts.getStatus();
+    return std::make_unique<RocksCollectionWriter>(this, std::move(parts.getValue().coll),
+                                                   std::move(parts.getValue().state),
+                                                   std::move(parts.getValue().lock), nullptr, txn);
+}
+
+StatusWith<std::unique_ptr<Transaction>> RocksEngine::beginTransaction(
+    std::optional<Timestamp> readAt, const WriteUnit* unit) {
+    if (readAt) {
+        // Refuses a timestamp older than the history window, waits for a future one.
+        ASSIGN_OR_RETURN(std::unique_ptr<ReadSnapshot> probe, openSnapshot(readAt));
+    }
+    Timestamp ts;
+    if (readAt) {
+        _visibility.waitUntilVisible(*readAt, /*pin=*/true);
+        ts = *readAt;
+    } else {
+        ts = _visibility.readTimestamp(/*pin=*/true);
+    }
+    auto pin = std::make_unique<SnapshotPin>(&_visibility, ts);
+    return std::unique_ptr<Transaction>(std::make_unique<RocksTransaction>(
+        this, _nextTransactionId.fetch_add(1), ts, std::move(pin), unit));
 }
 
 // ---- Stats and maintenance

@@ -6,11 +6,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 
 #include "storage/collection_lock.h"
 #include "storage/engine.h"
+#include "storage/intent_table.h"
 #include "storage/key_locks.h"
 #include "storage/mvcc_iterator.h"
 #include "storage/visibility.h"
@@ -33,6 +35,9 @@ struct CollectionState {
 };
 
 // The RocksDB implementation of Engine (see README.md).
+class RocksCollectionWriter;
+class RocksTransaction;
+
 class RocksEngine final : public Engine {
   public:
     static StatusWith<std::unique_ptr<Engine>> open(const EngineOptions& options);
@@ -57,6 +62,8 @@ class RocksEngine final : public Engine {
     StatusWith<std::unique_ptr<ReadSnapshot>> openSnapshot(std::optional<Timestamp> at) override;
     StatusWith<std::unique_ptr<CollectionWriter>> writer(const CollectionPtr& coll,
                                                          const WriteUnit* unit) override;
+    StatusWith<std::unique_ptr<Transaction>> beginTransaction(std::optional<Timestamp> readAt,
+                                                              const WriteUnit* unit) override;
 
     CollectionStats stats(const CollectionInfo& coll) const override;
     int64_t approximateRangeBytes(const CollectionInfo& coll, const KeyRange& range) const override;
@@ -92,6 +99,11 @@ class RocksEngine final : public Engine {
     void mergeCounts(rocksdb::WriteBatch* batch, uint64_t collId, int64_t countDelta,
                      int64_t sizeDelta, Timestamp ts);
     KeyLocks& keyLocks() { return _keyLocks; }
+    IntentTable& intents() { return _intents; }
+    // A writer whose writes are intents of `txn` (rocks_transaction.h); never waits for DDL
+    // (LockTimeout instead).
+    StatusWith<std::unique_ptr<RocksCollectionWriter>> transactionWriter(const CollectionPtr& coll,
+                                                                         RocksTransaction* txn);
 
   private:
     explicit RocksEngine(const EngineOptions& options);
@@ -99,6 +111,14 @@ class RocksEngine final : public Engine {
     Status loadCatalog();
 
     CollectionPtr byIdLocked(uint64_t id) const;
+    // The current metadata of `coll` (following a rewrite), with its state and access lock
+    // (shared; without waiting when !mayWait).
+    struct WriterParts {
+        CollectionPtr coll;
+        std::shared_ptr<CollectionState> state;
+        std::shared_lock<CollectionLock> lock;
+    };
+    StatusWith<WriterParts> writerParts(const CollectionPtr& coll, bool mayWait);
     std::shared_ptr<CollectionState> stateFor(uint64_t id) const;
     Status writeSync(rocksdb::WriteBatch* batch);
     Status syncWalNow();  // one DB::SyncWAL (through _walSync)
@@ -136,6 +156,8 @@ class RocksEngine final : public Engine {
     std::unordered_map<uint64_t, uint64_t> _replacedBy;
     uint64_t _nextCollectionId = 1;
     KeyLocks _keyLocks;
+    IntentTable _intents;
+    std::atomic<uint64_t> _nextTransactionId{1};
     // Group commit for syncWal(): concurrent callers share one WAL sync.
     WalSyncGroup _walSync{[this] { return syncWalNow(); }};
 };

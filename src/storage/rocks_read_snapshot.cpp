@@ -3,6 +3,7 @@
 #include "keystring/keystring.h"
 #include "storage/key_format.h"
 #include "storage/rocks_engine.h"
+#include "storage/rocks_transaction.h"
 
 namespace tessera::storage {
 namespace {
@@ -10,9 +11,10 @@ namespace {
 class RocksRecordCursor final : public RecordCursor {
   public:
     RocksRecordCursor(RocksEngine* engine, const rocksdb::Snapshot* snap, Timestamp ts,
-                      std::string lower, std::string upper, bool forward)
+                      std::string lower, std::string upper, bool forward,
+                      rocksdb::WriteBatchWithIndex* overlay)
         : _it(engine->db(), engine->recordsCf(), snap, ts, std::move(lower), std::move(upper),
-              forward) {}
+              forward, overlay) {}
 
     std::optional<Record> next() override {
         std::string_view userKey, value;
@@ -29,9 +31,10 @@ class RocksRecordCursor final : public RecordCursor {
 class RocksIndexCursor final : public IndexCursor {
   public:
     RocksIndexCursor(RocksEngine* engine, const rocksdb::Snapshot* snap, Timestamp ts,
-                     std::string lower, std::string upper, bool unique, bool forward)
+                     std::string lower, std::string upper, bool unique, bool forward,
+                     rocksdb::WriteBatchWithIndex* overlay)
         : _it(engine->db(), engine->indexesCf(), snap, ts, std::move(lower), std::move(upper),
-              forward),
+              forward, overlay),
           _unique(unique) {}
 
     std::optional<IndexEntry> next() override {
@@ -52,9 +55,10 @@ class RocksIndexCursor final : public IndexCursor {
 class IdIndexCursor final : public IndexCursor {
   public:
     IdIndexCursor(RocksEngine* engine, const rocksdb::Snapshot* snap, Timestamp ts,
-                  std::string lower, std::string upper, bool forward)
+                  std::string lower, std::string upper, bool forward,
+                  rocksdb::WriteBatchWithIndex* overlay)
         : _it(engine->db(), engine->recordsCf(), snap, ts, std::move(lower), std::move(upper),
-              forward) {}
+              forward, overlay) {}
 
     std::optional<IndexEntry> next() override {
         std::string_view userKey, value;
@@ -86,17 +90,35 @@ void keyRangeToBounds(std::string_view prefix, const KeyRange& range, std::strin
 }
 
 RocksReadSnapshot::RocksReadSnapshot(RocksEngine* engine, Timestamp ts,
-                                     std::unique_ptr<SnapshotPin> pin, bool physical)
+                                     std::unique_ptr<SnapshotPin> pin, bool physical,
+                                     std::shared_ptr<TxnOverlay> overlay)
     : _engine(engine),
       _ts(ts),
       _physical(physical),
       _pin(std::move(pin)),
+      _overlay(std::move(overlay)),
       _records(engine->db(), engine->recordsCf(), nullptr, engine->recordsPointIterators()),
       _indexes(engine->db(), engine->indexesCf(), nullptr, engine->indexesPointIterators()) {}
 
 const rocksdb::Snapshot* RocksReadSnapshot::cursorSnapshot() {
     if (_physical && !_rocksSnapshot) _rocksSnapshot = _engine->db()->GetSnapshot();
     return _rocksSnapshot;
+}
+
+rocksdb::WriteBatchWithIndex* RocksReadSnapshot::overlayBatch() const {
+    return _overlay ? &_overlay->batch : nullptr;
+}
+
+bool RocksReadSnapshot::get(PointReader& reader, rocksdb::ColumnFamilyHandle* cf,
+                            std::string_view userKey, std::string_view* value) {
+    if (_overlay) {
+        if (std::optional<std::string> own = _overlay->ownVersion(cf, userKey)) {
+            _ownValue = std::move(*own);
+            *value = _ownValue;
+            return !_ownValue.empty();
+        }
+    }
+    return reader.get(userKey, _ts, value);
 }
 
 RocksReadSnapshot::~RocksReadSnapshot() {
@@ -111,7 +133,7 @@ std::optional<bson::BsonObj> RocksReadSnapshot::findByRecordKey(const Collection
     keys::appendBigEndian64(_keyBuf, coll.id);
     _keyBuf.append(recordKey);
     std::string_view value;
-    if (!_records.get(_keyBuf, _ts, &value)) return std::nullopt;
+    if (!get(_records, _engine->recordsCf(), _keyBuf, &value)) return std::nullopt;
     return bson::BsonObj::fromBytes(value);
 }
 
@@ -125,7 +147,7 @@ std::optional<Record> RocksReadSnapshot::findById(const CollectionInfo& coll,
         _keyBuf = keys::indexPrefix(coll.id, coll.indexes.front().id);
         _keyBuf.append(keystring::encodeValue(id));
         std::string_view owner;
-        if (!_indexes.get(_keyBuf, _ts, &owner)) return std::nullopt;
+        if (!get(_indexes, _engine->indexesCf(), _keyBuf, &owner)) return std::nullopt;
         recordKey.assign(owner);
     }
     auto doc = findByRecordKey(coll, recordKey);
@@ -134,9 +156,9 @@ std::optional<Record> RocksReadSnapshot::findById(const CollectionInfo& coll,
 }
 
 std::unique_ptr<RecordCursor> RocksReadSnapshot::scan(const CollectionInfo& coll, bool forward) {
-    return std::make_unique<RocksRecordCursor>(_engine, cursorSnapshot(), _ts,
-                                               keys::collPrefix(coll.id),
-                                               keys::collPrefix(coll.id + 1), forward);
+    return std::make_unique<RocksRecordCursor>(
+        _engine, cursorSnapshot(), _ts, keys::collPrefix(coll.id), keys::collPrefix(coll.id + 1),
+        forward, overlayBatch());
 }
 
 std::unique_ptr<RecordCursor> RocksReadSnapshot::scanRange(const CollectionInfo& coll,
@@ -144,7 +166,7 @@ std::unique_ptr<RecordCursor> RocksReadSnapshot::scanRange(const CollectionInfo&
     std::string lower, upper;
     keyRangeToBounds(keys::collPrefix(coll.id), range, &lower, &upper);
     return std::make_unique<RocksRecordCursor>(_engine, cursorSnapshot(), _ts, std::move(lower),
-                                               std::move(upper), forward);
+                                               std::move(upper), forward, overlayBatch());
 }
 
 std::unique_ptr<IndexCursor> RocksReadSnapshot::indexScan(const CollectionInfo& coll,
@@ -154,11 +176,12 @@ std::unique_ptr<IndexCursor> RocksReadSnapshot::indexScan(const CollectionInfo& 
     if (index.isIdIndex() && coll.idIndexIsRecords()) {
         keyRangeToBounds(keys::collPrefix(coll.id), range, &lower, &upper);
         return std::make_unique<IdIndexCursor>(_engine, cursorSnapshot(), _ts, std::move(lower),
-                                               std::move(upper), forward);
+                                               std::move(upper), forward, overlayBatch());
     }
     keyRangeToBounds(keys::indexPrefix(coll.id, index.id), range, &lower, &upper);
     return std::make_unique<RocksIndexCursor>(_engine, cursorSnapshot(), _ts, std::move(lower),
-                                              std::move(upper), index.unique, forward);
+                                              std::move(upper), index.unique, forward,
+                                              overlayBatch());
 }
 
 }  // namespace tessera::storage

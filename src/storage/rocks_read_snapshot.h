@@ -12,6 +12,7 @@
 namespace tessera::storage {
 
 class RocksEngine;
+struct TxnOverlay;
 
 // A ReadSnapshot at timestamp `ts`: every lookup reads the newest version <= ts.
 //
@@ -21,11 +22,12 @@ class RocksEngine;
 // `physical`, cursors (scans) additionally share one RocksDB snapshot, taken when the first one
 // is created, so that they all see one physical state (a concurrent drop's range delete
 // included); without, each cursor reads the latest state when it starts (ts = max, under a
-// collection's writer).
+// collection's writer). With `overlay` (a transaction's snapshot), the transaction's own writes
+// are seen over the committed state at `ts`.
 class RocksReadSnapshot final : public ReadSnapshot {
   public:
     RocksReadSnapshot(RocksEngine* engine, Timestamp ts, std::unique_ptr<SnapshotPin> pin,
-                      bool physical);
+                      bool physical, std::shared_ptr<TxnOverlay> overlay = nullptr);
     ~RocksReadSnapshot() override;
 
     Timestamp timestamp() const override { return _ts; }
@@ -42,12 +44,18 @@ class RocksReadSnapshot final : public ReadSnapshot {
   private:
     // The cursors' RocksDB snapshot (null without `physical`), taken on first use.
     const rocksdb::Snapshot* cursorSnapshot();
+    rocksdb::WriteBatchWithIndex* overlayBatch() const;
+    // The version of userKey at `_ts` (the transaction's own first): true and *value when live.
+    bool get(PointReader& reader, rocksdb::ColumnFamilyHandle* cf, std::string_view userKey,
+             std::string_view* value);
 
     RocksEngine* _engine;
     Timestamp _ts;
     bool _physical;
     const rocksdb::Snapshot* _rocksSnapshot = nullptr;
     std::unique_ptr<SnapshotPin> _pin;
+    std::shared_ptr<TxnOverlay> _overlay;
+    std::string _ownValue;
     PointReader _records;
     PointReader _indexes;  // the _id_ index of collections with a cluster key
     std::string _keyBuf;

@@ -1,0 +1,92 @@
+#pragma once
+
+#include <rocksdb/utilities/write_batch_with_index.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "storage/rocks_collection_writer.h"
+#include "storage/transaction.h"
+#include "storage/visibility.h"
+#include "storage/write_observer.h"
+
+namespace tessera::storage {
+
+class RocksEngine;
+struct CollectionState;
+
+// A transaction's own writes, shared by the transaction and every snapshot it handed out (a
+// cursor may outlive the statement, or the transaction): intents keyed like committed versions
+// with keys::kIntentTs (overwritten in place by a later write of the same key), and the pin
+// that keeps the versions at the read timestamp from garbage collection.
+struct TxnOverlay {
+    rocksdb::WriteBatchWithIndex batch{rocksdb::BytewiseComparator(), 0, /*overwrite_key=*/true};
+    std::unique_ptr<SnapshotPin> pin;
+
+    // The transaction's own version of `userKey` in `cf` ("" = it removed it), or nullopt.
+    std::optional<std::string> ownVersion(rocksdb::ColumnFamilyHandle* cf,
+                                          std::string_view userKey);
+};
+
+// Transaction over RocksDB (transaction.h). Its writers are RocksCollectionWriters in
+// transaction mode: they check and claim keys as any writer locks them, and put the versions
+// into the overlay instead of the database.
+class RocksTransaction final : public Transaction {
+  public:
+    RocksTransaction(RocksEngine* engine, uint64_t id, Timestamp readTs,
+                     std::unique_ptr<SnapshotPin> pin, const WriteUnit* unit);
+    ~RocksTransaction() override;
+
+    Timestamp readTimestamp() const override { return _readTs; }
+    std::unique_ptr<ReadSnapshot> snapshot() override;
+    StatusWith<CollectionWriter*> writer(const CollectionPtr& coll) override;
+    bool hasWrites() const override { return !_writes.empty(); }
+    StatusWith<Timestamp> commit(
+        const std::vector<std::pair<std::string, std::string>>& sideRecords,
+        const WriteOptions& opts) override;
+    void abort() override;
+
+    // ---- For the transaction's writers.
+    uint64_t id() const { return _id; }
+    TxnOverlay& overlay() { return *_overlay; }
+    // Claims the lock keys of a write (IntentTable::claim): WriteConflict if another
+    // transaction holds one.
+    Status claim(uint64_t collId, const std::vector<std::string>& lockKeys);
+    // One document write made as intents: what commit() tells the observers and adds to the
+    // collection's counts.
+    void recordWrite(const CollectionPtr& coll, const std::shared_ptr<CollectionState>& state,
+                     WriteObserver::Op op, bson::BsonView before, bson::BsonView after,
+                     int64_t countDelta, int64_t sizeDelta);
+
+  private:
+    struct Write {
+        CollectionPtr coll;
+        WriteObserver::Op op;
+        bson::BsonObj before;
+        bson::BsonObj after;
+    };
+    struct Counts {
+        std::shared_ptr<CollectionState> state;
+        int64_t count = 0;
+        int64_t size = 0;
+    };
+    // Releases the claimed keys and the writers (their collections' access locks).
+    void release();
+
+    RocksEngine* _engine;
+    uint64_t _id;
+    Timestamp _readTs;
+    const WriteUnit* _unit;  // the observers told at commit; may be null
+    std::shared_ptr<TxnOverlay> _overlay;
+    std::map<uint64_t, std::unique_ptr<RocksCollectionWriter>> _writers;  // by collection id
+    std::map<uint64_t, CollectionWriter*> _byRequestedId;
+    std::vector<std::string> _claimed;  // intent table keys
+    std::vector<Write> _writes;
+    std::map<uint64_t, Counts> _counts;  // by collection id
+    bool _ended = false;
+};
+
+}  // namespace tessera::storage

@@ -1,0 +1,62 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/hlc.h"
+#include "base/status.h"
+#include "storage/catalog_types.h"
+#include "storage/collection_writer.h"
+#include "storage/read_snapshot.h"
+
+namespace tessera::storage {
+
+// The storage side of one multi-document transaction (Engine::beginTransaction): snapshot
+// isolation at one read timestamp, with the transaction's writes as intents nobody else sees.
+//
+// - Reads (snapshot()) see the committed state at readTimestamp() and, over it, the
+//   transaction's own writes.
+// - Writes go through writer(coll): the same CollectionWriter contract, but each write is an
+//   intent in the transaction's private batch (document, index entries), claimed in the
+//   engine's intent table (intent_table.h). A write of a document or unique value that another
+//   transaction holds, or that someone committed after the read timestamp (the snapshot did not
+//   see it: first committer wins), is a WriteConflict (112) and writes nothing.
+// - commit() writes every intent as a committed version at one new commit timestamp, with the
+//   collections' count deltas, the observers' side records and the caller's `sideRecords`, in
+//   one atomic RocksDB batch: a reader sees all of the transaction or none of it. Releasing the
+//   intents after that batch lets the writers that waited for them go on.
+// - abort(), or destroying an uncommitted transaction, releases everything; nothing was ever
+//   written to the database. After a crash an unprepared transaction has simply vanished.
+//
+// A transaction holds the access lock of every collection it wrote (shared, like any writer)
+// until it ends: DDL of those collections waits for it. writer() never waits for DDL: a
+// collection held or awaited by DDL is LockTimeout (24), a transient error for the client.
+// Not thread-safe: one operation of the session uses it at a time. Destroy it (and its
+// snapshots) before the engine, as every snapshot and writer.
+class Transaction {
+  public:
+    virtual ~Transaction() = default;
+    virtual Timestamp readTimestamp() const = 0;
+    // A snapshot at readTimestamp() that sees this transaction's writes (also those made after
+    // it was opened). It may outlive the transaction; it then sees what the transaction had
+    // written when it ended (never committed data newer than readTimestamp()).
+    virtual std::unique_ptr<ReadSnapshot> snapshot() = 0;
+    // The transaction's writer of `coll`, owned by the transaction (one per collection, kept
+    // until it ends). NamespaceNotFound if the collection was dropped, LockTimeout while DDL
+    // holds or waits for it.
+    virtual StatusWith<CollectionWriter*> writer(const CollectionPtr& coll) = 0;
+    // Whether any write was made (a read-only transaction commits without a write).
+    virtual bool hasWrites() const = 0;
+    // Commits (see above): the commit timestamp, or readTimestamp() for a read-only
+    // transaction. `sideRecords` (Engine::sideRecords keys; empty value deletes) go into the
+    // same batch: the session's record of the commit. A failed commit leaves the transaction
+    // aborted.
+    virtual StatusWith<Timestamp> commit(
+        const std::vector<std::pair<std::string, std::string>>& sideRecords,
+        const WriteOptions& opts) = 0;
+    virtual void abort() = 0;
+};
+
+}  // namespace tessera::storage

@@ -1,0 +1,192 @@
+// Transactions: own writes visible, nobody else's until commit, all at once at commit,
+// first-writer-wins conflicts with transactions and plain writers, counts, unique indexes, abort.
+
+#include "storage/transaction.h"
+
+#include <gtest/gtest.h>
+
+#include "storage/storage_test_util.h"
+
+namespace tessera::storage {
+namespace {
+
+using test::EngineTest;
+using test::idKey;
+using test::J;
+
+class TransactionTest : public EngineTest {
+  protected:
+    std::unique_ptr<Transaction> begin() {
+        auto sw = engine->beginTransaction(std::nullopt, nullptr);
+        EXPECT_TRUE(sw.isOK()) << sw.getStatus().toString();
+        return std::move(sw.getValue());
+    }
+    CollectionWriter& writerOf(Transaction& txn, std::string_view ns) {
+        auto sw = txn.writer(engine->getCollection(ns));
+        EXPECT_TRUE(sw.isOK()) << sw.getStatus().toString();
+        return *sw.getValue();
+    }
+    StatusWith<Timestamp> commit(Transaction& txn) { return txn.commit({}, WriteOptions{}); }
+};
+
+TEST_F(TransactionTest, OwnWritesAreVisibleOnlyToTheTransactionUntilCommit) {
+    create("db.c");
+    insert("db.c", R"({"_id": 1, "v": 1})");
+    auto txn = begin();
+    CollectionWriter& w = writerOf(*txn, "db.c");
+    ASSERT_TRUE(w.insert(J(R"({"_id": 2, "v": 2})"), {}).isOK());
+    ASSERT_TRUE(test::updateCurrent(w, idKey("1"), J(R"({"_id": 1, "v": 10})")).isOK());
+
+    auto mine = txn->snapshot();
+    EXPECT_EQ(scanAll(*mine, "db.c"), (std::vector<std::string>{R"({ "_id" : 1, "v" : 10 })",
+                                                                R"({ "_id" : 2, "v" : 2 })"}));
+    EXPECT_EQ(scanAll(*mine, "db.c", false).size(), 2u);
+    auto coll = engine->getCollection("db.c");
+    ASSERT_TRUE(mine->findByRecordKey(*coll, idKey("2")).has_value());
+    EXPECT_EQ(scanAll("db.c"), std::vector<std::string>{R"({ "_id" : 1, "v" : 1 })"});
+    EXPECT_EQ(engine->stats(*coll).count, 1);
+
+    auto before = engine->snapshot();
+    auto sw = commit(*txn);
+    ASSERT_TRUE(sw.isOK()) << sw.getStatus().toString();
+    EXPECT_GT(sw.getValue(), before->timestamp());
+    EXPECT_EQ(scanAll(*before, "db.c").size(), 1u);  // an older snapshot sees none of it
+    EXPECT_EQ(scanAll("db.c"), (std::vector<std::string>{R"({ "_id" : 1, "v" : 10 })",
+                                                         R"({ "_id" : 2, "v" : 2 })"}));
+    EXPECT_EQ(engine->stats(*coll).count, 2);
+}
+
+TEST_F(TransactionTest, TheSnapshotDoesNotSeeLaterCommits) {
+    create("db.c");
+    insert("db.c", R"({"_id": 1})");
+    auto txn = begin();
+    insert("db.c", R"({"_id": 2})");
+    EXPECT_EQ(scanAll(*txn->snapshot(), "db.c").size(), 1u);
+}
+
+TEST_F(TransactionTest, SecondWriterOfADocumentConflicts) {
+    create("db.c");
+    insert("db.c", R"({"_id": 1, "v": 0})");
+    auto a = begin();
+    auto b = begin();
+    ASSERT_TRUE(
+        test::updateCurrent(writerOf(*a, "db.c"), idKey("1"), J(R"({"_id": 1, "v": 1})")).isOK());
+    auto conflict =
+        test::updateCurrent(writerOf(*b, "db.c"), idKey("1"), J(R"({"_id": 1, "v": 2})"));
+    EXPECT_TRUE(conflict.getStatus().is(ErrorCodes::WriteConflict));
+    // A plain writer waits (WriteConflict, retried by the command layer) while a holds it.
+    auto plain = writerFor("db.c");
+    EXPECT_TRUE(test::updateCurrent(*plain, idKey("1"), J(R"({"_id": 1, "v": 3})"))
+                    .getStatus()
+                    .is(ErrorCodes::WriteConflict));
+    plain.reset();
+    ASSERT_TRUE(commit(*a).isOK());
+    EXPECT_EQ(scanAll("db.c"), std::vector<std::string>{R"({ "_id" : 1, "v" : 1 })"});
+    // After a's commit the plain writer goes on; b's snapshot is older than a's commit.
+    plain = writerFor("db.c");
+    EXPECT_TRUE(test::updateCurrent(*plain, idKey("1"), J(R"({"_id": 1, "v": 3})")).isOK());
+    b->abort();
+}
+
+TEST_F(TransactionTest, ACommitAfterTheSnapshotIsAConflict) {
+    create("db.c");
+    insert("db.c", R"({"_id": 1, "v": 0})");
+    auto txn = begin();
+    auto plain = writerFor("db.c");
+    ASSERT_TRUE(test::updateCurrent(*plain, idKey("1"), J(R"({"_id": 1, "v": 5})")).isOK());
+    plain.reset();
+    CollectionWriter& w = writerOf(*txn, "db.c");
+    std::optional<bson::BsonObj> seen = w.current(idKey("1"));
+    ASSERT_TRUE(seen.has_value());
+    EXPECT_EQ(seen->getField("v").numberInt(), 0);  // the snapshot's version
+    EXPECT_TRUE(w.update(idKey("1"), *seen, J(R"({"_id": 1, "v": 1})"), {})
+                    .getStatus()
+                    .is(ErrorCodes::WriteConflict));
+    // Inserting an _id someone inserted after the snapshot conflicts too (not a duplicate the
+    // snapshot could explain).
+    insert("db.c", R"({"_id": 7})");
+    EXPECT_TRUE(w.insert(J(R"({"_id": 7})"), {}).getStatus().is(ErrorCodes::WriteConflict));
+}
+
+TEST_F(TransactionTest, UniqueValuesAreClaimedAndChecked) {
+    create("db.c");
+    IndexSpec u;
+    u.name = "u_1";
+    u.keyPattern = J(R"({"u": 1})");
+    u.unique = true;
+    ASSERT_TRUE(engine->createIndexes("db.c", {u}).isOK());
+    insert("db.c", R"({"_id": 1, "u": 1})");
+    auto a = begin();
+    CollectionWriter& w = writerOf(*a, "db.c");
+    EXPECT_TRUE(w.insert(J(R"({"_id": 2, "u": 1})"), {}).getStatus().is(ErrorCodes::DuplicateKey));
+    ASSERT_TRUE(w.insert(J(R"({"_id": 3, "u": 3})"), {}).isOK());
+    EXPECT_TRUE(w.insert(J(R"({"_id": 4, "u": 3})"), {}).getStatus().is(ErrorCodes::DuplicateKey));
+    // Another writer of the same unique value conflicts while a holds it.
+    auto plain = writerFor("db.c");
+    EXPECT_TRUE(
+        plain->insert(J(R"({"_id": 5, "u": 3})"), {}).getStatus().is(ErrorCodes::WriteConflict));
+    plain.reset();
+    // The transaction's index scan sees its own entry.
+    auto coll = engine->getCollection("db.c");
+    auto cursor = a->snapshot()->indexScan(*coll, coll->indexes[1], KeyRange{});
+    int entries = 0;
+    while (cursor->next()) ++entries;
+    EXPECT_EQ(entries, 2);
+    a->abort();
+    plain = writerFor("db.c");
+    EXPECT_TRUE(plain->insert(J(R"({"_id": 5, "u": 3})"), {}).isOK());
+}
+
+TEST_F(TransactionTest, AbortWritesNothingAndReleasesTheKeys) {
+    create("db.c");
+    {
+        auto txn = begin();
+        ASSERT_TRUE(writerOf(*txn, "db.c").insert(J(R"({"_id": 1})"), {}).isOK());
+    }  // destroyed uncommitted
+    EXPECT_TRUE(scanAll("db.c").empty());
+    EXPECT_EQ(engine->stats(*engine->getCollection("db.c")).count, 0);
+    insert("db.c", R"({"_id": 1})");
+    reopen();
+    EXPECT_EQ(scanAll("db.c").size(), 1u);
+}
+
+TEST_F(TransactionTest, CommitIsDurableWithItsSideRecordsAndCounts) {
+    create("db.c");
+    create("db.d");
+    auto txn = begin();
+    ASSERT_TRUE(writerOf(*txn, "db.c").insert(J(R"({"_id": 1})"), {}).isOK());
+    ASSERT_TRUE(writerOf(*txn, "db.d").insert(J(R"({"_id": 1})"), {}).isOK());
+    CollectionWriter& d = writerOf(*txn, "db.d");
+    ASSERT_TRUE(test::removeCurrent(d, idKey("1")).isOK());
+    ASSERT_TRUE(d.insert(J(R"({"_id": 2, "x": 1})"), {}).isOK());
+    ASSERT_TRUE(txn->commit({{"txntest", "committed"}}, WriteOptions{true}).isOK());
+    txn.reset();  // before the engine, as every snapshot and writer
+    reopen();
+    EXPECT_EQ(scanAll("db.c").size(), 1u);
+    EXPECT_EQ(scanAll("db.d"), std::vector<std::string>{R"({ "_id" : 2, "x" : 1 })"});
+    EXPECT_EQ(engine->stats(*engine->getCollection("db.d")).count, 1);
+    auto records = engine->sideRecords("txntest");
+    ASSERT_EQ(records.size(), 1u);
+    EXPECT_EQ(records[0].second, "committed");
+}
+
+TEST_F(TransactionTest, DdlWaitingForTheCollectionIsALockTimeoutForTheTransaction) {
+    create("db.c");
+    auto plain = writerFor("db.c");  // DDL would wait for it; a transaction must not
+    std::thread ddl([&] { EXPECT_TRUE(engine->dropCollection("db.c").isOK()); });
+    // Poll until the drop waits (it holds back new writers).
+    auto coll = engine->getCollection("db.c");
+    Status s = Status::OK();
+    for (int i = 0; i < 2000; ++i) {
+        auto txn = begin();
+        s = txn->writer(coll).getStatus();
+        if (!s.isOK()) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_TRUE(s.is(ErrorCodes::LockTimeout)) << s.toString();
+    plain.reset();
+    ddl.join();
+}
+
+}  // namespace
+}  // namespace tessera::storage
