@@ -333,6 +333,46 @@ if ((RUN_INTEG)) && [[ -z "${TESSERA_SKIP_SPEC:-}" ]]; then
         wait "$spec_pid" 2>/dev/null
         rm -rf "$spec_db"
     fi
+
+    # Transactions, sessions and retryable writes on a one-member replica set (serve --replSet).
+    banner "spec: transactions, sessions, retryable-writes (replicaset-8.0)"
+    if [[ -d "$SPEC_DIR/transactions" ]]; then
+        rs_db="$(mktemp -d)"
+        rs_port="$("${PYTHON:-python3}" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+        "$TESSERA_BIN" serve --port "$rs_port" --dbpath "$rs_db" --replSet rs0 \
+            --enableTestCommands >"$OUT/spec-rs-server.log" 2>&1 &
+        rs_pid=$!
+        ready=0
+        for _ in $(seq 1 100); do
+            if (exec 3<>"/dev/tcp/127.0.0.1/$rs_port") 2>/dev/null; then
+                ready=1
+                break
+            fi
+            sleep 0.1
+        done
+        if ((!ready)); then
+            tail -n 40 "$OUT/spec-rs-server.log"
+            record spec-rs 0 1 0 "replica set server did not start"
+        else
+            timeout --kill-after=30 "${TESSERA_SPEC_TIMEOUT:-1200}" \
+                node tests/spec/run.mjs --uri "mongodb://127.0.0.1:$rs_port/?replicaSet=rs0" \
+                --profile replicaset-8.0 --known-failures tests/spec/known-failures-replicaset.txt \
+                --list-failures "$OUT/spec-rs-failures.json" "$SPEC_DIR/transactions" \
+                "$SPEC_DIR/sessions" "$SPEC_DIR/retryable-writes" | tee "$OUT/spec-rs.log"
+            rc=${PIPESTATUS[0]}
+            sp="$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p' "$OUT/spec-rs.log" | tail -1)"
+            sf="$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p' "$OUT/spec-rs.log" | tail -1)"
+            sk="$(sed -nE 's/^([0-9]+) known failures.*/\1/p' "$OUT/spec-rs.log" | tail -1)"
+            sp=${sp:-0} sf=${sf:-0} sk=${sk:-0}
+            if ((rc != 0 && sf == 0)); then
+                sf=1
+            fi
+            record spec-rs "$sp" "$sf" "$sk" "transactions+sessions+retryable-writes at replicaset-8.0; known failures counted as skipped"
+        fi
+        kill "$rs_pid" 2>/dev/null
+        wait "$rs_pid" 2>/dev/null
+        rm -rf "$rs_db"
+    fi
 fi
 
 # --- 8. MongoDB's unified spec tests through a sharded cluster ----------------------------------

@@ -62,6 +62,9 @@ namespace tessera {
     X(CommandFailed, 125)                                                                      \
     X(StaleDbVersion, 249)                                                                     \
     X(NoSuchTransaction, 251)                                                                  \
+    X(SnapshotUnavailable, 246)                                                                \
+    X(TransactionCommitted, 256)                                                               \
+    X(TransactionExceededLifetimeLimitSeconds, 290)                                            \
     X(ExceededTimeLimit, 262)                                                                  \
     X(TooManyFilesOpen, 264)                                                                   \
     X(DuplicateKey, 11000)                                                                     \

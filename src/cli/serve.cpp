@@ -14,11 +14,13 @@
 #include "command/cursor_manager.h"
 #include "command/registry.h"
 #include "command/service_entry_point.h"
+#include "command/transactions.h"
 #include "config/config_server.h"
 #include "net/server.h"
 #include "router/router.h"
 #include "shard/sharding_state.h"
 #include "storage/engine.h"
+#include "txn/retryable_write_hooks.h"
 
 namespace tessera::cli {
 namespace {
@@ -116,7 +118,29 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
                    : role == "shard"  ? command::ClusterRole::kShard
                    : role == "config" ? command::ClusterRole::kConfig
                                       : command::ClusterRole::kStandalone;
+    service.replSetName = opts.replSet;
     command::ServiceEntryPoint entryPoint(service);
+    // A one-member replica set: transactions, and retryable writes recorded per session
+    // (txn::RetryableWriteHooks: the reply is recorded after the write, README "Transactions").
+    std::unique_ptr<command::SessionTransactions> transactions;
+    std::unique_ptr<txn::RetryableWriteHooks> retryableWrites;
+    if (!opts.replSet.empty()) {
+        transactions = std::make_unique<command::SessionTransactions>(engine.get());
+        service.transactions = transactions.get();
+        retryableWrites = std::make_unique<txn::RetryableWriteHooks>(
+            service, [&entryPoint](std::string_view db, const bson::BsonObj& cmd) {
+                bson::BsonObj reply = entryPoint.runCommand(db, cmd, nullptr);
+                if (reply["ok"].trueValue()) return Status::OK();
+                bson::BsonElement code = reply["code"], errmsg = reply["errmsg"];
+                return Status(code.isNumber() ? static_cast<ErrorCodes>(code.numberInt())
+                                              : ErrorCodes::InternalError,
+                              errmsg.type() == bson::BsonType::String
+                                  ? std::string(errmsg.stringValue())
+                                  : "recording the retryable write failed");
+            });
+        service.hooks = retryableWrites.get();
+        retryableWrites->startup();
+    }
 
     net::ServerOptions serverOptions;
     serverOptions.bindIp = opts.bindIp;
@@ -148,6 +172,11 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
     }
     service.port = server.port();
     service.host = hostName() + ":" + std::to_string(server.port());
+    if (!opts.replSet.empty() && opts.bindIp != "0.0.0.0" && opts.bindIp != "::") {
+        // The set's one host, as clients reach it (drivers connect to what `hosts` names).
+        service.host =
+            opts.bindIp.substr(0, opts.bindIp.find(',')) + ":" + std::to_string(server.port());
+    }
     service.connections.current = [&server] { return server.connectionStats().current; };
     service.connections.totalCreated = [&server] { return server.connectionStats().totalCreated; };
     service.connections.available = serverOptions.maxConnections;

@@ -34,6 +34,11 @@ std::string serveUsage(const std::string& role) {
                "  Starts a config server, N shards and M routers as child processes: routers on\n"
                "  ports P … P+M-1, the config server on P+M, shard i on P+M+1+i.\n";
     }
+    if (role == "serve") {
+        return "usage: tessera serve --dbpath DIR [--replSet NAME]\n" + common +
+               "  --replSet NAME: answer as the primary of a one-member replica set (sessions,\n"
+               "  multi-document transactions, retryable writes).\n";
+    }
     return "usage: tessera " + role + " --dbpath DIR\n" + common;
 }
 
@@ -77,6 +82,12 @@ StatusWith<ServeOptions> parseServeOptions(const std::vector<std::string>& args,
             TRY_STATUS(needValue());
             ASSIGN_OR_RETURN(long long n, parseInteger(flag, value, 1, 256));
             opts.workerThreads = static_cast<int>(n);
+        } else if (flag == "--replSet" && role == "serve") {
+            TRY_STATUS(needValue());
+            // mongod accepts "name/seed1,seed2"; a one-member set needs only its name.
+            value = value.substr(0, value.find('/'));
+            if (value.empty()) return Status(ErrorCodes::BadValue, "--replSet needs a set name");
+            opts.replSet = value;
         } else if (flag == "--enableTestCommands") {
             opts.enableTestCommands = true;
         } else if (flag == "--setParameter") {

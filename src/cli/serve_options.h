@@ -14,6 +14,7 @@ struct ServeOptions {
     std::string bindIp = "127.0.0.1";
     std::string dbpath;
     bool enableTestCommands = false;
+    std::string replSet;  // serve: answer as the primary of this one-member replica set
     size_t cacheSizeMB = 256;
     bool cacheSizeMBGiven = false;  // --cacheSizeMB was on the command line
     int workerThreads = 0;          // 0: chosen from the role and the core count

@@ -15,6 +15,14 @@ TEST(ServeOptions, ParsesMongodSpellings) {
     EXPECT_TRUE(opts.getValue().enableTestCommands);
 }
 
+TEST(ServeOptions, ReplSetNamesAOneMemberSetOnServeOnly) {
+    auto opts = parseServeOptions({"--dbpath", "d", "--replSet", "rs0/host:1,host:2"});
+    ASSERT_TRUE(opts.isOK()) << opts.getStatus().toString();
+    EXPECT_EQ(opts.getValue().replSet, "rs0");
+    EXPECT_FALSE(parseServeOptions({"--dbpath", "d", "--replSet", "/x"}).isOK());
+    EXPECT_FALSE(parseServeOptions({"--dbpath", "d", "--replSet", "rs0"}, "shard").isOK());
+}
+
 TEST(ServeOptions, RejectsBadInputWithClearMessages) {
     EXPECT_EQ(parseServeOptions({"--port", "1"}).getStatus().reason(), "--dbpath is required");
     EXPECT_NE(parseServeOptions({"--dbpath", "d", "--port", "70000"})

@@ -328,7 +328,7 @@ class BulkWriteCommand final : public Command {
                                                           ": insert it through a router");
         }
         ASSIGN_OR_RETURN(storage::CollectionPtr coll, getOrCreateCollection(engine, ns));
-        ASSIGN_OR_RETURN(auto writer, engine.writer(coll, &opCtx.writeUnit));
+        ASSIGN_OR_RETURN(auto writer, opCtx.writer(coll));
         ASSIGN_OR_RETURN(auto validator,
                          DocumentValidator::forWrites(writer->collection(), bypass));
         if (validator) TRY_STATUS(validator->validate(doc, nullptr, &r->errorInfo));
@@ -358,7 +358,7 @@ class BulkWriteCommand final : public Command {
             TRY_STATUS(exec::parseUpdate(op.update).getStatus());
             return Status::OK();
         }
-        ASSIGN_OR_RETURN(auto writer, engine.writer(coll, &opCtx.writeUnit));
+        ASSIGN_OR_RETURN(auto writer, opCtx.writer(coll));
         ASSIGN_OR_RETURN(auto validator,
                          DocumentValidator::forWrites(writer->collection(), bypass));
         exec::UpdateStatement stmt = op.update;
@@ -380,7 +380,7 @@ class BulkWriteCommand final : public Command {
         storage::Engine& engine = *opCtx.service->engine;
         ASSIGN_OR_RETURN(storage::CollectionPtr coll, getWritableCollection(engine, ns));
         if (!coll) return query::Matcher::parse(op.del.query, nullptr, op.del.let).getStatus();
-        ASSIGN_OR_RETURN(auto writer, engine.writer(coll, &opCtx.writeUnit));
+        ASSIGN_OR_RETURN(auto writer, opCtx.writer(coll));
         return exec::executeDelete(opCtx, *writer, op.del, wopts, &r->n);
     }
 };

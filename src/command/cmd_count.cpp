@@ -131,7 +131,7 @@ class DistinctCommand final : public Command {
             ASSIGN_OR_RETURN(exec,
                              viewQueryExecutor(opCtx, ns, query, 0, std::nullopt, spec.collator));
         } else {
-            ASSIGN_OR_RETURN(exec, exec::buildQueryExecutor(engine.snapshot(), coll, ns, spec));
+            ASSIGN_OR_RETURN(exec, exec::buildQueryExecutor(opCtx.snapshot(), coll, ns, spec));
         }
         query::FieldPath path(key.stringValue());
         std::vector<bson::BsonObj> docs;  // keeps the values' bytes alive

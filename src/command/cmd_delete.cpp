@@ -66,7 +66,7 @@ class DeleteCommand final : public Command {
         ASSIGN_OR_RETURN(storage::CollectionPtr coll, getWritableCollection(engine, ns));
         std::unique_ptr<storage::CollectionWriter> writer;
         if (coll) {
-            ASSIGN_OR_RETURN(writer, engine.writer(coll, &opCtx.writeUnit));
+            ASSIGN_OR_RETURN(writer, opCtx.writer(coll));
         }
         int64_t n = 0;
         std::vector<WriteError> errors;

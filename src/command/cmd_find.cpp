@@ -28,7 +28,7 @@ class FindCommand final : public Command {
         ASSIGN_OR_RETURN(exec::FindRequest req, exec::parseFindRequest(request, request.body));
         std::string ns = request.db + "." + req.coll;
         storage::Engine& engine = *opCtx.service->engine;
-        auto snapshot = engine.snapshot();
+        auto snapshot = opCtx.snapshot();
         storage::CollectionPtr coll = engine.getCollection(ns);
         bool missing = coll == nullptr;
         ASSIGN_OR_RETURN(req.query.collator,

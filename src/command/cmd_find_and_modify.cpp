@@ -110,7 +110,7 @@ class FindAndModifyCommand final : public Command {
         if (remove) {
             int64_t n = 0;
             if (coll) {
-                ASSIGN_OR_RETURN(auto writer, engine.writer(coll, &opCtx.writeUnit));
+                ASSIGN_OR_RETURN(auto writer, opCtx.writer(coll));
                 exec::DeleteStatement del{
                     query.copy(), hint, sort.copy(), false, true, collationArgument(body), let};
                 TRY_STATUS(exec::executeDelete(opCtx, *writer, del, wopts, &n, &value));
@@ -119,7 +119,7 @@ class FindAndModifyCommand final : public Command {
         } else {
             exec::UpdateOutcome outcome;
             if (coll) {
-                ASSIGN_OR_RETURN(auto writer, engine.writer(coll, &opCtx.writeUnit));
+                ASSIGN_OR_RETURN(auto writer, opCtx.writer(coll));
                 ASSIGN_OR_RETURN(auto validator,
                                  DocumentValidator::forWrites(writer->collection(), bypass));
                 stmt.validator = validator.get();

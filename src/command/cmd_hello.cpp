@@ -48,6 +48,20 @@ class HelloCommand : public Command {
         if (opCtx.service && opCtx.service->role == ClusterRole::kRouter) {
             reply.append("msg", "isdbgrid");
         }
+        if (opCtx.service && !opCtx.service->replSetName.empty()) {
+            // The primary of a one-member replica set (`serve --replSet`).
+            reply.startArray("hosts").append("0", opCtx.service->host).end();
+            reply.append("setName", opCtx.service->replSetName);
+            reply.appendInt32("setVersion", 1);
+            reply.appendBool("secondary", false);
+            reply.append("primary", opCtx.service->host);
+            reply.append("me", opCtx.service->host);
+            bson::ObjectId electionId;
+            electionId.bytes[0] = 0x7f;
+            electionId.bytes[1] = electionId.bytes[2] = electionId.bytes[3] = 0xff;
+            electionId.bytes[11] = 1;
+            reply.appendOid("electionId", electionId);
+        }
         if (body["helloOk"].trueValue()) reply.appendBool("helloOk", true);
         reply.appendInt32("maxBsonObjectSize", kMaxBsonObjectSize);
         reply.appendInt32("maxMessageSizeBytes", kMaxMessageSizeBytes);

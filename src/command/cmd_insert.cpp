@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "command/crud_commands.h"
 #include "command/document_validation.h"
@@ -77,7 +79,7 @@ class InsertCommand final : public Command {
         if (anyValid) {
             ASSIGN_OR_RETURN(storage::CollectionPtr collPtr,
                              getOrCreateCollection(*opCtx.service->engine, ns));
-            ASSIGN_OR_RETURN(auto writer, opCtx.service->engine->writer(collPtr, &opCtx.writeUnit));
+            ASSIGN_OR_RETURN(auto writer, opCtx.writer(collPtr));
             ASSIGN_OR_RETURN(auto validator,
                              DocumentValidator::forWrites(writer->collection(), bypass));
             // On a shard, a sharded collection takes only documents the shard owns: a router
@@ -117,6 +119,18 @@ class InsertCommand final : public Command {
                     retryable->beginStatement(stmtIds[i], RetryableStatements::Kind::kInsert, true);
                 }
                 auto sw = writer->insert(prepared[i], wopts);
+                // A transaction holds this _id or unique value (intent_table.h): wait for it to
+                // end, as MongoDB's insert waits for the transaction's document lock.
+                for (int attempt = 1; !sw.isOK() && sw.getStatus().is(ErrorCodes::WriteConflict) &&
+                                      !writer->inTransaction() && attempt < 10000;
+                     ++attempt) {
+                    if (opCtx.inlineExecution && n == 0 && i == 0) {
+                        return Status(ErrorCodes::InlineWouldBlock, "a transaction holds the key");
+                    }
+                    std::this_thread::sleep_for(std::chrono::microseconds(std::min(attempt, 1000)));
+                    TRY_STATUS(opCtx.checkForInterrupt());
+                    sw = writer->insert(prepared[i], wopts);
+                }
                 if (retryable) retryable->endStatement(sw.getStatus());
                 if (sw.isOK()) {
                     ++n;

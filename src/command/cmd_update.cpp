@@ -101,7 +101,7 @@ class UpdateCommand final : public Command {
         std::shared_ptr<const DocumentValidator> validator;
         std::shared_ptr<const OwnershipFilter> ownership;
         if (coll) {
-            ASSIGN_OR_RETURN(writer, engine.writer(coll, &opCtx.writeUnit));
+            ASSIGN_OR_RETURN(writer, opCtx.writer(coll));
             ASSIGN_OR_RETURN(validator, DocumentValidator::forWrites(writer->collection(), bypass));
             ASSIGN_OR_RETURN(ownership, opCtx.ownershipFilter(ns));
             for (exec::UpdateStatement& stmt : stmts) {

@@ -16,7 +16,10 @@
 
 namespace tessera::storage {
 class Engine;
-}
+class Transaction;
+class ReadSnapshot;
+class CollectionWriter;
+}  // namespace tessera::storage
 
 namespace tessera::command {
 
@@ -24,6 +27,8 @@ class CursorManager;
 class CommandRegistry;
 class CommandHooks;
 class RetryableStatements;
+class SessionTransactions;
+struct TransactionSession;
 struct OperationContext;
 struct CommandRequest;
 class Command;
@@ -114,6 +119,12 @@ struct ServiceContext {
     std::chrono::system_clock::time_point startTime = std::chrono::system_clock::now();
     ClusterRole role = ClusterRole::kStandalone;
     CommandHooks* hooks = nullptr;  // null: no role-specific checks
+    // Multi-document transactions of this process (transactions.h), or null where they are
+    // refused (OperationNotSupportedInTransaction).
+    SessionTransactions* transactions = nullptr;
+    // `--replSet NAME`: a single node that answers the handshake as the primary of a
+    // one-member replica set (sessions, transactions, retryable writes); empty otherwise.
+    std::string replSetName;
     // The role's own state (router::Router, shard::ShardingState, config::ConfigServer), owned by
     // main; role commands cast it back. Null on a standalone.
     RoleState* roleState = nullptr;
@@ -194,6 +205,21 @@ struct OperationContext {
     // attempt of the session. Where it would, it fails with InlineWouldBlock before it changes
     // anything, and runs again on the worker pool.
     bool inlineExecution = false;
+    // The storage transaction this statement of a multi-document transaction runs in, or null.
+    storage::Transaction* transaction = nullptr;
+    // The checked-out session of a transaction statement (commitTransaction/abortTransaction
+    // act on it), or null.
+    TransactionSession* transactionSession = nullptr;
+    // The write concern asks for the journal (commitTransaction syncs its batch then).
+    bool journaled = false;
+
+    // The snapshot reads of this operation use: its transaction's (with its own writes), or the
+    // engine's latest.
+    std::unique_ptr<storage::ReadSnapshot> snapshot() const;
+    // A writer of `coll` for this operation: its transaction's (owned by the transaction; the
+    // returned handle only borrows it), or a new one with writeUnit.
+    StatusWith<std::unique_ptr<storage::CollectionWriter>> writer(
+        const storage::CollectionPtr& coll);
 
     // MaxTimeMSExpired if the deadline has passed.
     Status checkForInterrupt() const;

@@ -12,6 +12,8 @@ namespace {
 
 constexpr std::string_view kRetryableWriteError = "RetryableWriteError";
 constexpr std::string_view kNoWritesPerformed = "NoWritesPerformed";
+constexpr std::string_view kTransientTransactionError = "TransientTransactionError";
+constexpr std::string_view kUnknownCommitResult = "UnknownTransactionCommitResult";
 
 int codeOf(bson::BsonElement e) { return e.isNumber() ? e.numberInt() : 0; }
 
@@ -47,7 +49,63 @@ bool isRetriableErrorCode(int code) {
     return false;
 }
 
+bool isTransientTransactionErrorCode(int code) {
+    static constexpr std::array kTransient = {
+        ErrorCodes::WriteConflict,
+        ErrorCodes::LockTimeout,
+        ErrorCodes::NoSuchTransaction,
+        ErrorCodes::SnapshotUnavailable,
+    };
+    for (ErrorCodes c : kTransient) {
+        if (static_cast<int>(c) == code) return true;
+    }
+    return isRetriableErrorCode(code);
+}
+
+namespace {
+
+// The labels of a transaction's reply (error_labels.h).
+bson::BsonObj transactionLabels(bson::BsonObj reply, const LabelContext& context) {
+    bson::BsonView view = reply;
+    bool failed = !view["ok"].trueValue();
+    int code = failed ? codeOf(view["code"]) : 0;
+    // A write concern no member set could satisfy is a definite answer, not an unknown one.
+    auto unsatisfiable = [](int c) { return c == 100 || c == 79; };  // Unsatisfiable/UnknownRepl
+    bool wcError = view["writeConcernError"].isObject() &&
+                   !unsatisfiable(codeOf(view["writeConcernError"].objValue()["code"]));
+    std::string_view label;
+    if (context.commitTransaction) {
+        if ((failed && (isRetriableErrorCode(code) ||
+                        code == static_cast<int>(ErrorCodes::MaxTimeMSExpired))) ||
+            wcError) {
+            label = kUnknownCommitResult;
+        } else if (failed && code == static_cast<int>(ErrorCodes::NoSuchTransaction)) {
+            label = kTransientTransactionError;
+        }
+    } else if (failed && isTransientTransactionErrorCode(code)) {
+        label = kTransientTransactionError;
+    }
+    bson::BsonElement present = view["errorLabels"];
+    if (label.empty() || hasLabel(present, label)) return reply;
+    bson::BsonArrayBuilder labels;
+    if (present.isArray()) {
+        for (bson::BsonElement e : present.objValue()) labels.appendElement(e);
+    }
+    labels.append(label);
+    bson::BsonBuilder b;
+    for (bson::BsonElement e : view) {
+        if (e.fieldName() != "errorLabels") b.appendElement(e);
+    }
+    b.appendArray("errorLabels", labels.arr());
+    return b.obj();
+}
+
+}  // namespace
+
 bson::BsonObj withServerErrorLabels(bson::BsonObj reply, const LabelContext& context) {
+    if (context.inTransaction && !reply.isEmpty()) {
+        return transactionLabels(std::move(reply), context);
+    }
     if (!context.retryableWrite || reply.isEmpty()) return reply;
     bson::BsonView view = reply;
     bool failed = !view["ok"].trueValue();

@@ -12,17 +12,26 @@ namespace tessera::command {
 // MongoDB's RetriableError category: the network, shutdown and not-primary codes a retry of the
 // same statement (same lsid and txnNumber) may succeed on.
 bool isRetriableErrorCode(int code);
+// Errors after which the whole transaction may succeed when retried (TransientTransactionError).
+bool isTransientTransactionErrorCode(int code);
 
 // What an operation knows about the reply it is about to send.
 struct LabelContext {
     bool retryableWrite = false;  // lsid + txnNumber, no autocommit (no transaction)
     bool wroteNothing = false;    // the error came before the command ran (admission, failCommand)
+    bool inTransaction = false;   // a statement, commit or abort of a multi-document transaction
+    bool commitTransaction = false;  // ... and it is commitTransaction
 };
 
 // Returns `reply` with the labels the server owes it: `RetryableWriteError` when the operation is
 // a retryable write and the reply's `code` (ok: 0) or `writeConcernError.code` is retriable, plus
 // `NoWritesPerformed` when `wroteNothing` and it is an error reply. Labels already present
 // (relayed from a shard, or set by failCommand's `errorLabels`) are kept and never duplicated.
+// In a transaction: `TransientTransactionError` on an error the whole transaction may succeed
+// on when the application retries it (WriteConflict, LockTimeout, NoSuchTransaction, ...; not on
+// a commit's write concern error), and on commitTransaction `UnknownTransactionCommitResult` when
+// the outcome is unknown to the client (a retriable error, MaxTimeMSExpired, a write concern
+// error): withTransaction then retries the commit, which is idempotent.
 // Returns `reply` itself when nothing is owed (the common case: no copy).
 bson::BsonObj withServerErrorLabels(bson::BsonObj reply, const LabelContext& context);
 

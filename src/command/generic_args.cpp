@@ -80,7 +80,8 @@ Status checkApiParameters(BsonView body, const Command& command) {
     return Status::OK();
 }
 
-Status checkReadConcern(BsonView body, const Command& command, ReadConcernLevel* level) {
+Status checkReadConcern(BsonView body, const Command& command, ReadConcernLevel* level,
+                        bool causal) {
     *level = ReadConcernLevel::kLocal;
     BsonElement rc = body["readConcern"];
     if (rc.eoo()) return Status::OK();
@@ -91,6 +92,7 @@ Status checkReadConcern(BsonView body, const Command& command, ReadConcernLevel*
     for (BsonElement e : rc.objValue()) {
         std::string_view f = e.fieldName();
         if (f == "level" || f == "provenance") continue;
+        if (f == "afterClusterTime" && causal && e.type() == BsonType::Timestamp) continue;
         if (f == "afterClusterTime" || f == "atClusterTime" || f == "afterOpTime") {
             return Status(ErrorCodes::InvalidOptions,
                           "readConcern." + std::string(f) +
@@ -284,7 +286,8 @@ bool takesReadConcern(std::string_view name) {
 }
 
 Status checkGenericArguments(const CommandRequest& request, const Command& command,
-                             ClusterRole role, ReadConcernLevel* readConcern) {
+                             ClusterRole role, ReadConcernLevel* readConcern,
+                             bool transactionStatement, bool gossipsClusterTime) {
     *readConcern = ReadConcernLevel::kLocal;
     BsonView body = request.body;
     for (BsonElement e : body) {
@@ -303,13 +306,18 @@ Status checkGenericArguments(const CommandRequest& request, const Command& comma
                               std::string(command.name()));
         }
         // Transactions have their own refusal (service_entry_point.cpp), made before this.
+        // A one-member replica set gossips cluster time (service_entry_point.cpp).
         if (arg->kind == GenericArgKind::kRefused && arg->name != "autocommit" &&
-            arg->name != "startTransaction") {
+            arg->name != "startTransaction" &&
+            !(gossipsClusterTime && arg->name == "$clusterTime")) {
             return refused(*arg);
         }
     }
     TRY_STATUS(checkApiParameters(body, command));
-    TRY_STATUS(checkReadConcern(body, command, readConcern));
+    // A transaction's read concern is the transaction's (service_entry_point.cpp checks it).
+    if (!transactionStatement) {
+        TRY_STATUS(checkReadConcern(body, command, readConcern, gossipsClusterTime));
+    }
     TRY_STATUS(checkWriteConcern(body));
     if (role == ClusterRole::kRouter) TRY_STATUS(checkReadPreference(body));
     return Status::OK();

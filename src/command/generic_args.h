@@ -58,6 +58,7 @@ bool takesReadConcern(std::string_view commandName);
 //    ignores it as mongod does.
 // On success `*readConcern` is the level asked for (local when none).
 Status checkGenericArguments(const CommandRequest& request, const Command& command,
-                             ClusterRole role, ReadConcernLevel* readConcern);
+                             ClusterRole role, ReadConcernLevel* readConcern,
+                             bool transactionStatement = false, bool gossipsClusterTime = false);
 
 }  // namespace tessera::command

@@ -10,6 +10,7 @@
 #include "command/fail_command.h"
 #include "command/generic_args.h"
 #include "command/opcounters.h"
+#include "command/transactions.h"
 #include "storage/engine.h"
 #include "wire/op_msg.h"
 
@@ -83,7 +84,8 @@ Status applySessionArgs(bson::BsonView body, OperationContext& opCtx) {
 // to copy, and the Node driver rewrites every IllegalOperation (20) of a write into its
 // "add retryWrites=false" hint, which would hide what to do; 263 reaches the user as written and
 // carries no TransientTransactionError label, so withTransaction does not retry it.
-Status refuseTransaction(const CommandRequest& request, bool acceptsSessions) {
+Status refuseTransaction(const CommandRequest& request, bool acceptsSessions,
+                         bool supportsTransactions) {
     bool txnCommand =
         request.commandName == "commitTransaction" || request.commandName == "abortTransaction";
     bool txnFields =
@@ -92,13 +94,163 @@ Status refuseTransaction(const CommandRequest& request, bool acceptsSessions) {
         return Status(ErrorCodes::IllegalOperation,
                       "Transaction numbers are only allowed on a replica set member or mongos");
     }
-    if (!txnCommand && !txnFields) return Status::OK();
+    if ((!txnCommand && !txnFields) || supportsTransactions) return Status::OK();
     return Status(ErrorCodes::OperationNotSupportedInTransaction,
                   "Transactions are not supported by this Tessera version: '" +
                       std::string(request.commandName) +
                       (txnCommand ? "' commits or aborts a multi-document transaction"
                                   : "' carries startTransaction/autocommit") +
                       ". Nothing was applied; run the operations without a transaction.");
+}
+
+// A statement of a multi-document transaction: `autocommit: false` with lsid and txnNumber
+// (commitTransaction and abortTransaction included). What it asks for, checked.
+struct TransactionArgs {
+    bool statement = false;  // autocommit: false is present
+    bool start = false;
+    std::optional<Timestamp> atClusterTime;
+};
+
+StatusWith<TransactionArgs> parseTransactionArgs(const CommandRequest& request,
+                                                 const OperationContext& opCtx) {
+    TransactionArgs args;
+    bson::BsonView body = request.body;
+    bson::BsonElement autocommit = body["autocommit"];
+    bson::BsonElement start = body["startTransaction"];
+    bool txnCommand =
+        request.commandName == "commitTransaction" || request.commandName == "abortTransaction";
+    if (autocommit.eoo()) {
+        if (!start.eoo()) {
+            return Status(ErrorCodes::InvalidOptions,
+                          "'startTransaction' requires 'autocommit' to be false");
+        }
+        if (txnCommand) {
+            return Status(ErrorCodes::InvalidOptions,
+                          std::string(request.commandName) +
+                              " must be run within a transaction (autocommit: false)");
+        }
+        return args;
+    }
+    if (autocommit.type() != bson::BsonType::Bool || autocommit.boolValue()) {
+        return Status(ErrorCodes::InvalidOptions, "Specifying autocommit=true is not allowed.");
+    }
+    if (!opCtx.lsid || !body.hasField("txnNumber")) {
+        return Status(ErrorCodes::InvalidOptions,
+                      "'autocommit' is only allowed with a session (lsid) and a txnNumber");
+    }
+    args.statement = true;
+    if (!start.eoo()) {
+        if (start.type() != bson::BsonType::Bool || !start.boolValue()) {
+            return Status(ErrorCodes::InvalidOptions,
+                          "'startTransaction' must be true when present");
+        }
+        args.start = true;
+    }
+    if (!allowedInTransaction(request.commandName)) {
+        return Status(ErrorCodes::OperationNotSupportedInTransaction,
+                      "Cannot run '" + std::string(request.commandName) +
+                          "' in a multi-document transaction.");
+    }
+    if (args.start && txnCommand) {
+        return Status(ErrorCodes::InvalidOptions,
+                      std::string(request.commandName) + " cannot start a transaction");
+    }
+    if (body.hasField("writeConcern") && !txnCommand) {
+        return Status(ErrorCodes::InvalidOptions,
+                      "Cannot set a write concern on a statement of a multi-document transaction; "
+                      "set it on commitTransaction or abortTransaction");
+    }
+    bson::BsonElement rc = body["readConcern"];
+    if (!rc.eoo()) {
+        if (!args.start) {
+            return Status(ErrorCodes::InvalidOptions,
+                          "Only the first command in a transaction may specify a readConcern");
+        }
+        if (!rc.isObject()) {
+            return Status(ErrorCodes::TypeMismatch,
+                          "BSON field 'readConcern' is the wrong type, expected type 'object'");
+        }
+        std::string_view level = "local";
+        for (bson::BsonElement e : rc.objValue()) {
+            if (e.fieldName() == "level" && e.type() == bson::BsonType::String) {
+                level = e.stringValue();
+            } else if (e.fieldName() == "afterClusterTime" &&
+                       e.type() == bson::BsonType::Timestamp) {
+                continue;  // waited for before the transaction begins (execute)
+            } else if (e.fieldName() == "atClusterTime" && e.type() == bson::BsonType::Timestamp) {
+                args.atClusterTime = Timestamp{e.timestampValue()};
+            } else if (e.fieldName() != "provenance") {
+                return Status(ErrorCodes::InvalidOptions,
+                              "readConcern." + std::string(e.fieldName()) +
+                                  " is not supported in a transaction by this Tessera version");
+            }
+        }
+        if (level != "local" && level != "majority" && level != "snapshot") {
+            return Status(ErrorCodes::InvalidOptions,
+                          "The readConcern level must be either 'local', 'majority' or "
+                          "'snapshot' in a multi-document transaction");
+        }
+        if (args.atClusterTime && level != "snapshot") {
+            return Status(ErrorCodes::InvalidOptions,
+                          "readConcern.atClusterTime is only valid with level 'snapshot'");
+        }
+    }
+    return args;
+}
+
+// In a transaction a write error that is a conflict ends the statement, and the transaction:
+// the statement fails with it (MongoDB's reply shape: a top-level error with
+// TransientTransactionError, not a writeErrors entry).
+std::optional<Status> transientWriteError(bson::BsonView reply) {
+    bson::BsonElement errors = reply["writeErrors"];
+    if (!errors.isArray()) return std::nullopt;
+    for (bson::BsonElement e : errors.objValue()) {
+        if (!e.isObject()) continue;
+        int code = e.objValue()["code"].numberInt();
+        if (code == static_cast<int>(ErrorCodes::WriteConflict) ||
+            code == static_cast<int>(ErrorCodes::LockTimeout)) {
+            return Status(static_cast<ErrorCodes>(code),
+                          std::string(e.objValue()["errmsg"].stringValue()));
+        }
+    }
+    return std::nullopt;
+}
+
+// Cluster time gossip of a one-member replica set: a client's $clusterTime advances the clock;
+// a readConcern.afterClusterTime waits until every commit up to it is visible (a snapshot there
+// waits for them and makes later commits get greater timestamps).
+void waitForClusterTime(bson::BsonView body, storage::Engine& engine) {
+    bson::BsonElement ct = body["$clusterTime"];
+    if (ct.isObject()) {
+        bson::BsonElement t = ct.objValue()["clusterTime"];
+        if (t.type() == bson::BsonType::Timestamp) {
+            HybridLogicalClock::global().advanceTo(Timestamp{t.timestampValue()});
+        }
+    }
+    bson::BsonElement rc = body["readConcern"];
+    if (!rc.isObject()) return;
+    bson::BsonElement after = rc.objValue()["afterClusterTime"];
+    if (after.type() != bson::BsonType::Timestamp) return;
+    Timestamp at{after.timestampValue()};
+    if (at > engine.lastCommitTimestamp()) HybridLogicalClock::global().advanceTo(at);
+    engine.snapshot(at);  // returns once `at` is readable
+}
+
+// `reply` with operationTime and $clusterTime (an unsigned cluster time: no auth).
+bson::BsonObj withClusterTime(bson::BsonObj reply, Timestamp operationTime) {
+    if (reply.isEmpty() || reply.hasField("operationTime")) return reply;
+    Timestamp clusterTime = std::max(operationTime, HybridLogicalClock::global().current());
+    bson::BsonBuilder b;
+    for (bson::BsonElement e : reply) b.appendElement(e);
+    b.appendTimestamp("operationTime", operationTime.value);
+    b.startObject("$clusterTime");
+    b.appendTimestamp("clusterTime", clusterTime.value);
+    b.startObject("signature");
+    b.appendBinary("hash", 0, std::string(20, '\0'));
+    b.appendInt64("keyId", 0);
+    b.end();
+    b.end();
+    return b.obj();
 }
 
 void countRequest(const CommandRequest& request) {
@@ -314,7 +466,8 @@ std::optional<bson::BsonObj> ServiceEntryPoint::runInline(const net::Request& re
     }
     CommandRequest cmd = commandRequestOf(*request.msg);
     Command* command = _service.registry->find(cmd.commandName);
-    if (!command || !command->runsInline(_service, cmd) || waitsForDurability(cmd.body)) {
+    if (!command || !command->runsInline(_service, cmd) || waitsForDurability(cmd.body) ||
+        cmd.body.hasField("autocommit")) {  // a transaction's statement may wait for its session
         return std::nullopt;
     }
     ClientState& state = clientStateOf(client);
@@ -339,7 +492,9 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
                                                         ClientState& client, bool* closeConnection,
                                                         bool inlineExecution) {
     auto started = std::chrono::steady_clock::now();
-    if (Status refused = refuseTransaction(request, acceptsSessions()); !refused.isOK()) {
+    if (Status refused =
+            refuseTransaction(request, acceptsSessions(), _service.transactions != nullptr);
+        !refused.isOK()) {
         return errorReply(refused);
     }
     Command* command = _service.registry->find(request.commandName);
@@ -360,14 +515,26 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
     opCtx.inlineExecution = inlineExecution;
     opCtx.writeUnit.setMayWait(!inlineExecution);
     ReadConcernLevel readConcern = ReadConcernLevel::kLocal;
-    Status status = checkGenericArguments(request, *command, _service.role, &readConcern);
+    bool transactionStatement = _service.transactions && request.body.hasField("autocommit");
+    // A one-member replica set gossips cluster time: replies carry operationTime and
+    // $clusterTime, and a read with afterClusterTime waits until that time is readable (causal
+    // consistency).
+    bool gossip = !_service.replSetName.empty() && _service.engine;
+    Status status = checkGenericArguments(request, *command, _service.role, &readConcern,
+                                          transactionStatement, gossip);
     if (!status.isOK()) return errorReply(status);
     status = applyMaxTimeMS(request.body, opCtx);
     if (!status.isOK()) return errorReply(status);
+    TransactionArgs txnArgs;
     if (acceptsSessions()) {
         status = applySessionArgs(request.body, opCtx);
         if (!status.isOK()) return errorReply(status);
-        if (opCtx.txnNumber && !command->supportsRetryableWrite()) {
+        if (_service.transactions) {
+            StatusWith<TransactionArgs> parsed = parseTransactionArgs(request, opCtx);
+            if (!parsed.isOK()) return errorReply(parsed.getStatus());
+            txnArgs = parsed.getValue();
+        }
+        if (opCtx.txnNumber && !txnArgs.statement && !command->supportsRetryableWrite()) {
             return errorReply(Status(
                 ErrorCodes::NotARetryableWriteCommand,
                 "txnNumber may only be provided for multi-document transactions and retryable "
@@ -378,12 +545,20 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
 
     // Error labels (error_labels.h): nothing is written until run() starts.
     LabelContext labels;
-    labels.retryableWrite = opCtx.txnNumber.has_value() && command->supportsRetryableWrite();
+    labels.retryableWrite =
+        opCtx.txnNumber.has_value() && command->supportsRetryableWrite() && !txnArgs.statement;
     labels.wroteNothing = true;
+    labels.inTransaction = txnArgs.statement;
+    labels.commitTransaction = request.commandName == "commitTransaction";
+    bool txnCommand =
+        request.commandName == "commitTransaction" || request.commandName == "abortTransaction";
     std::optional<bson::BsonObj> failCommandLabels;
     auto finish = [&](bson::BsonObj reply) {
-        return withServerErrorLabels(std::move(reply), labels);
+        reply = withServerErrorLabels(std::move(reply), labels);
+        return gossip ? withClusterTime(std::move(reply), _service.engine->lastCommitTimestamp())
+                      : reply;
     };
+    if (gossip) waitForClusterTime(request.body, *_service.engine);
 
     bson::BsonObj writeConcernError;
     if (_service.enableTestCommands) {
@@ -408,6 +583,21 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
             }
             writeConcernError = action->writeConcernError;
         }
+    }
+
+    // A transaction's statement runs with its session checked out (one at a time) and in its
+    // storage transaction; it is not a retryable write.
+    SessionTransactions::Checkout txnSession;
+    if (txnArgs.statement) {
+        auto checkout =
+            _service.transactions->beginStatement(*opCtx.lsid, *opCtx.txnNumber, txnArgs.start,
+                                                  txnArgs.atClusterTime, request.commandName);
+        if (!checkout.isOK()) return finish(errorReply(checkout.getStatus()));
+        txnSession = std::move(checkout.getValue());
+        opCtx.transaction = txnSession->txn.get();
+        opCtx.transactionSession = &*txnSession;
+        opCtx.txnNumber.reset();
+        opCtx.writeUnit.setMayWait(true);
     }
 
     bson::BsonBuilder reply;
@@ -439,6 +629,23 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
     } catch (const std::exception& e) {
         status = Status(ErrorCodes::InternalError,
                         std::string("unexpected exception in command: ") + e.what());
+    }
+    if (txnArgs.statement && !txnCommand) {
+        // A failed statement aborts its transaction, a write error included (MongoDB's rule);
+        // a conflict is the statement's error.
+        if (status.isOK()) {
+            bson::BsonObj partial = reply.obj();
+            if (std::optional<Status> conflict = transientWriteError(partial)) {
+                status = *conflict;
+            } else if (partial["writeErrors"].isArray()) {
+                SessionTransactions::abortAfterFailure(
+                    *txnSession, Status(ErrorCodes::OperationFailed, "a write error"));
+            }
+            bson::BsonBuilder again;
+            for (bson::BsonElement e : partial) again.appendElement(e);
+            reply = std::move(again);
+        }
+        if (!status.isOK()) SessionTransactions::abortAfterFailure(*txnSession, status);
     }
     if (_service.hooks) {
         // The hooks see the reply exactly as it is sent (a retryable write stores it).

@@ -45,7 +45,9 @@ class ServiceEntryPoint : public net::RequestHandler {
   private:
     // Shards, routers and the config server take lsid/txnNumber (retryable writes); a
     // standalone refuses them as mongod does.
-    bool acceptsSessions() const { return _service.role != ClusterRole::kStandalone; }
+    bool acceptsSessions() const {
+        return _service.role != ClusterRole::kStandalone || !_service.replSetName.empty();
+    }
     // nullopt only with `inlineExecution`, when the request would have waited.
     std::optional<bson::BsonObj> execute(CommandRequest& request, ClientState& client,
                                          bool* closeConnection, bool inlineExecution = false);

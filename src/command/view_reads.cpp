@@ -16,7 +16,7 @@ StatusWith<std::unique_ptr<exec::PlanExecutor>> buildOnView(OperationContext& op
                                                             const bson::BsonObj& findProjection,
                                                             query::CollatorPtr collator) {
     storage::Engine& engine = *opCtx.service->engine;
-    auto snapshot = engine.snapshot();
+    auto snapshot = opCtx.snapshot();
     ASSIGN_OR_RETURN(exec::ResolvedNamespace resolved, exec::resolveNamespace(engine, ns));
     std::vector<bson::BsonObj> stages = resolved.pipeline;
     stages.insert(stages.end(), extra.begin(), extra.end());

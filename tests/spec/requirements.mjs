@@ -14,6 +14,18 @@ export const PROFILES = {
         serverParameters: {},
         initialDataWriteConcern: null,
     },
+    // `tessera serve --replSet NAME`: the primary of a one-member replica set.
+    'replicaset-8.0': {
+        name: 'replicaset-8.0',
+        topology: 'replicaset',
+        serverVersion: '8.0.0',
+        auth: false,
+        serverless: false,
+        csfle: false,
+        shardsAreReplicaSets: false,
+        serverParameters: {},
+        initialDataWriteConcern: { w: 'majority' },
+    },
     'sharded-8.0': {
         name: 'sharded-8.0',
         topology: 'sharded',

@@ -24,7 +24,7 @@ const DEFAULT_PATH = path.join(REPO, '..', 'shared', 'spec-tests', 'crud');
 function usage(msg) {
     if (msg) console.error(`run.mjs: ${msg}`);
     console.error(
-        'usage: node tests/spec/run.mjs --uri URI [--profile single-8.0|sharded-8.0] [--timeout MS]\n' +
+        'usage: node tests/spec/run.mjs --uri URI [--profile single-8.0|replicaset-8.0|sharded-8.0] [--timeout MS]\n' +
             '       [--allow-failures] [--list-failures FILE] [--filter REGEX] [--verbose] PATH...'
     );
     process.exit(2);

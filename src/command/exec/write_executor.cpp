@@ -203,7 +203,9 @@ StatusWith<TargetResult> updateTarget(
             return TargetResult::kWritten;
         }
         if (sw.getStatus().is(ErrorCodes::NoSuchKey)) return TargetResult::kGone;
-        if (!sw.getStatus().is(ErrorCodes::WriteConflict) || attempt >= kMaxWriteConflictRetries) {
+        // In a transaction a conflict aborts it (the snapshot cannot be re-read to a newer one).
+        if (!sw.getStatus().is(ErrorCodes::WriteConflict) || attempt >= kMaxWriteConflictRetries ||
+            writer.inTransaction()) {
             if (sw.getStatus().is(ErrorCodes::DuplicateKey)) {
                 outcome->errorInfo = writer.duplicateKeyInfo();
             }
@@ -307,6 +309,11 @@ Status executeUpdate(const OperationContext& opCtx, storage::CollectionWriter& w
         }
         auto sw = writer.insert(newDoc, wopts);
         if (!sw.isOK()) {
+            if (sw.getStatus().is(ErrorCodes::WriteConflict) && !writer.inTransaction() &&
+                round < kMaxWriteConflictRetries) {
+                backoff(round);  // a transaction holds the key: look again once it ended
+                continue;
+            }
             if (sw.getStatus().is(ErrorCodes::DuplicateKey)) {
                 // A concurrent upsert inserted the document first: update it instead, once (as
                 // MongoDB retries an upsert on a duplicate key of its own query).
@@ -359,7 +366,7 @@ Status executeDelete(const OperationContext& opCtx, storage::CollectionWriter& w
                     break;
                 }
                 if (!sw.getStatus().is(ErrorCodes::WriteConflict) ||
-                    attempt >= kMaxWriteConflictRetries) {
+                    attempt >= kMaxWriteConflictRetries || writer.inTransaction()) {
                     return sw.getStatus();
                 }
                 backoff(attempt);

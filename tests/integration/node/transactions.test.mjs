@@ -1,0 +1,212 @@
+// Multi-document transactions on `tessera serve --replSet` (a one-member replica set) through
+// the Node driver: withTransaction, snapshot isolation, conflicts and their labels, abort, and a
+// bank of concurrent transfers whose total no reader ever sees change.
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { MongoClient } from 'mongodb';
+import { describeWithServer, startServer, uniqueDbName, withServerLog } from './harness.mjs';
+
+describeWithServer(
+    'transactions on a one-member replica set',
+    (ctx) => {
+        const test = (name, fn) => it(name, withServerLog(ctx, fn));
+        const dbName = uniqueDbName('txn');
+        let n = 0;
+        const coll = () => ctx.client.db(dbName).collection(`c${++n}`);
+        let rsClient;
+        // Through replica-set discovery, as an application connects (hosts/setName/primary).
+        const rs = async () => {
+            if (!rsClient) {
+                rsClient = new MongoClient(
+                    `mongodb://127.0.0.1:${ctx.server.port}/?replicaSet=rs0&serverSelectionTimeoutMS=10000`,
+                );
+                await rsClient.connect();
+            }
+            return rsClient;
+        };
+
+        test('hello answers as the primary of the set', async () => {
+            const hello = await ctx.client.db('admin').command({ hello: 1 });
+            assert.equal(hello.setName, 'rs0');
+            assert.equal(hello.isWritablePrimary, true);
+            assert.deepEqual(hello.hosts, [hello.me]);
+            assert.equal(hello.primary, hello.me);
+            assert.equal(hello.logicalSessionTimeoutMinutes, 30);
+        });
+
+        test('withTransaction commits all writes at once and nobody sees them before', async () => {
+            const c = (await rs()).db(dbName).collection(`c${++n}`);
+            await c.insertMany([{ _id: 1, bal: 100 }, { _id: 2, bal: 100 }]);
+            const session = (await rs()).startSession();
+            try {
+                await session.withTransaction(async () => {
+                    await c.updateOne({ _id: 1 }, { $inc: { bal: -30 } }, { session });
+                    assert.deepEqual(await c.findOne({ _id: 1 }, { session }), { _id: 1, bal: 70 });
+                    assert.deepEqual(await c.findOne({ _id: 1 }), { _id: 1, bal: 100 });
+                    await c.updateOne({ _id: 2 }, { $inc: { bal: 30 } }, { session });
+                    await c.insertOne({ _id: 3, bal: 0 }, { session });
+                    assert.equal(await c.countDocuments({}, { session }), 3);
+                    assert.equal(await c.countDocuments({}), 2);
+                });
+            } finally {
+                await session.endSession();
+            }
+            assert.deepEqual(await c.find().sort({ _id: 1 }).toArray(), [
+                { _id: 1, bal: 70 },
+                { _id: 2, bal: 130 },
+                { _id: 3, bal: 0 },
+            ]);
+        });
+
+        test('abort leaves nothing; a conflicting transaction gets WriteConflict with its label', async () => {
+            const client = await rs();
+            const c = client.db(dbName).collection(`c${++n}`);
+            await c.insertOne({ _id: 1, v: 0 });
+            const a = client.startSession();
+            const b = client.startSession();
+            try {
+                a.startTransaction();
+                b.startTransaction();
+                await c.updateOne({ _id: 1 }, { $set: { v: 1 } }, { session: a });
+                await c.insertOne({ _id: 2 }, { session: a });
+                const err = await c
+                    .updateOne({ _id: 1 }, { $set: { v: 2 } }, { session: b })
+                    .then(() => null, (e) => e);
+                assert.ok(err, 'the second writer of the document must fail');
+                assert.equal(err.code, 112);
+                assert.ok(err.hasErrorLabel('TransientTransactionError'), JSON.stringify(err));
+                // b is aborted by its failed statement.
+                const next = await c.findOne({ _id: 1 }, { session: b }).then(() => null, (e) => e);
+                assert.equal(next?.code, 251);
+                await b.abortTransaction().catch(() => {});
+                await a.abortTransaction();
+                assert.deepEqual(await c.find().toArray(), [{ _id: 1, v: 0 }]);
+                // The keys are free again: a plain write goes through at once.
+                await c.updateOne({ _id: 1 }, { $set: { v: 3 } });
+                assert.deepEqual(await c.findOne({ _id: 1 }), { _id: 1, v: 3 });
+            } finally {
+                await a.endSession();
+                await b.endSession();
+            }
+        });
+
+        test('a plain write of a document a transaction holds waits for its commit', async () => {
+            const client = await rs();
+            const c = client.db(dbName).collection(`c${++n}`);
+            await c.insertOne({ _id: 1, v: 0 });
+            const s = client.startSession();
+            try {
+                s.startTransaction();
+                await c.updateOne({ _id: 1 }, { $inc: { v: 10 } }, { session: s });
+                const plain = c.updateOne({ _id: 1 }, { $inc: { v: 1 } });
+                let settled = false;
+                plain.then(() => (settled = true), () => (settled = true));
+                await new Promise((r) => setTimeout(r, 200));
+                assert.equal(settled, false, 'the plain update must wait for the transaction');
+                await s.commitTransaction();
+                await plain;
+                assert.deepEqual(await c.findOne({ _id: 1 }), { _id: 1, v: 11 });
+            } finally {
+                await s.endSession();
+            }
+        });
+
+        test('commands a transaction cannot run are refused and change nothing', async () => {
+            const client = await rs();
+            const c = client.db(dbName).collection(`c${++n}`);
+            await c.insertOne({ _id: 1 });
+            const s = client.startSession();
+            try {
+                s.startTransaction();
+                const err = await c.db
+                    .command({ count: c.collectionName }, { session: s })
+                    .then(() => null, (e) => e);
+                assert.equal(err?.code, 263);
+                await s.abortTransaction().catch(() => {});
+            } finally {
+                await s.endSession();
+            }
+        });
+
+        test('bank: concurrent transfers never change the total any reader sees', async () => {
+            const client = await rs();
+            const c = client.db(dbName).collection(`bank${++n}`);
+            const accounts = 8;
+            await c.insertMany(Array.from({ length: accounts }, (_, i) => ({ _id: i, bal: 1000 })));
+            const total = accounts * 1000;
+            let stop = false;
+            let transfers = 0;
+            let badReads = [];
+            const worker = async (seed) => {
+                let x = seed;
+                const session = client.startSession();
+                try {
+                    while (!stop) {
+                        x = (x * 1103515245 + 12345) % 2147483648;
+                        const from = x % accounts;
+                        const to = (from + 1 + (x >> 8) % (accounts - 1)) % accounts;
+                        await session.withTransaction(async () => {
+                            await c.updateOne({ _id: from }, { $inc: { bal: -7 } }, { session });
+                            await c.updateOne({ _id: to }, { $inc: { bal: 7 } }, { session });
+                        });
+                        transfers++;
+                    }
+                } finally {
+                    await session.endSession();
+                }
+            };
+            const reader = async (inTxn) => {
+                const session = client.startSession();
+                try {
+                    while (!stop) {
+                        let docs;
+                        if (inTxn) {
+                            session.startTransaction({ readConcern: { level: 'snapshot' } });
+                            docs = await c.find({}, { session }).toArray();
+                            await session.commitTransaction();
+                        } else {
+                            docs = await c.find({}).toArray();
+                        }
+                        const sum = docs.reduce((a, d) => a + d.bal, 0);
+                        if (sum !== total) badReads.push(sum);
+                    }
+                } finally {
+                    await session.endSession();
+                }
+            };
+            const runs = [worker(1), worker(2), worker(3), worker(4), reader(true), reader(false)];
+            const deadline = Date.now() + 4000;
+            while (Date.now() < deadline && transfers < 300) await new Promise((r) => setTimeout(r, 50));
+            stop = true;
+            await Promise.all(runs);
+            assert.ok(transfers > 20, `only ${transfers} transfers completed`);
+            assert.deepEqual(badReads, [], 'a reader saw a partial transfer');
+            const docs = await c.find().toArray();
+            assert.equal(docs.reduce((a, d) => a + d.bal, 0), total);
+        });
+
+        it('closes the replica-set client', async () => {
+            if (rsClient) await rsClient.close();
+        });
+    },
+    { serverOptions: { args: ['--replSet', 'rs0'] } },
+);
+
+it('a standalone without --replSet refuses transactions and applies nothing', async () => {
+    const server = await startServer();
+    try {
+        const client = await server.client();
+        const c = client.db(uniqueDbName('txn')).collection('c');
+        const s = client.startSession();
+        s.startTransaction();
+        const err = await c.insertOne({ _id: 1 }, { session: s }).then(() => null, (e) => e);
+        assert.ok(err, 'the insert must be refused');
+        await s.abortTransaction().catch(() => {});
+        await s.endSession();
+        assert.equal(await c.countDocuments(), 0);
+        await client.close();
+    } finally {
+        await server.stop();
+        server.cleanup();
+    }
+});
