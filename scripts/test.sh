@@ -12,6 +12,9 @@
 #   7. spec        MongoDB's unified CRUD spec tests (../shared/spec-tests/crud) through
 #                  tests/spec/run.mjs against a build/tessera started with --enableTestCommands;
 #                  tests listed in tests/spec/known-failures-single.txt do not fail the run
+#      spec-rs     the transactions, sessions and retryable-writes spec tests at --profile
+#                  replicaset-8.0 against `build/tessera serve --replSet rs0`; tests listed in
+#                  tests/spec/known-failures-replicaset.txt do not fail the run
 #   8. spec-sharded the same CRUD spec tests at --profile sharded-8.0 through a router of a
 #                  `tessera up --shards 3 --routers 1` cluster (--enableTestCommands); tests listed in
 #                  tests/spec/known-failures-sharded.txt do not fail the run
@@ -22,7 +25,7 @@
 #   TESSERA_SKIP_FUZZ=1         no fuzz build/run
 #   TESSERA_SKIP_NODE=1         no Node/mongosh suite
 #   TESSERA_SKIP_PYTHON=1       no pytest suite
-#   TESSERA_SKIP_SPEC=1         no spec-test run (neither profile)
+#   TESSERA_SKIP_SPEC=1         no spec-test run (no profile)
 #   TESSERA_SKIP_SPEC_SHARDED=1 no spec-test run against the sharded cluster
 #   TESSERA_SPEC_TESTS=...      spec-tests folder (default: ../shared/spec-tests next to the repo)
 #   TESSERA_SKIP_INTEGRATION=1  neither integration suite
@@ -291,87 +294,66 @@ fi
 
 # --- 7. MongoDB's unified spec tests ------------------------------------------------------------
 SPEC_DIR="${TESSERA_SPEC_TESTS:-$ROOT/../shared/spec-tests}"
+
+# run_spec_suite SUITE PROFILE URI_PARAMS KNOWN_FAILURES NOTE "SERVE_ARGS" PATH...: starts
+# `tessera serve --enableTestCommands SERVE_ARGS` on a free port, runs tests/spec/run.mjs at
+# PROFILE against it (logs: $OUT/SUITE.log, SUITE-server.log, SUITE-failures.json), records it.
+run_spec_suite() {
+    local suite="$1" profile="$2" uri_params="$3" known="$4" note="$5" serve_args="$6"
+    shift 6
+    local db port pid ready rc sp sf sk
+    db="$(mktemp -d)"
+    port="$("${PYTHON:-python3}" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+    # shellcheck disable=SC2086 # serve_args is a list of words
+    "$TESSERA_BIN" serve --port "$port" --dbpath "$db" --enableTestCommands $serve_args \
+        >"$OUT/$suite-server.log" 2>&1 &
+    pid=$!
+    ready=0
+    for _ in $(seq 1 100); do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+            ready=1
+            break
+        fi
+        sleep 0.1
+    done
+    if ((!ready)); then
+        echo "spec server did not start; log:"
+        tail -n 40 "$OUT/$suite-server.log"
+        record "$suite" 0 1 0 "server did not start"
+    else
+        timeout --kill-after=30 "${TESSERA_SPEC_TIMEOUT:-1200}" \
+            node tests/spec/run.mjs --uri "mongodb://127.0.0.1:$port/?$uri_params" \
+            --profile "$profile" --known-failures "$known" \
+            --list-failures "$OUT/$suite-failures.json" "$@" | tee "$OUT/$suite.log"
+        rc=${PIPESTATUS[0]}
+        sp="$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p' "$OUT/$suite.log" | tail -1)"
+        sf="$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p' "$OUT/$suite.log" | tail -1)"
+        sk="$(sed -nE 's/^([0-9]+) known failures.*/\1/p' "$OUT/$suite.log" | tail -1)"
+        sp=${sp:-0} sf=${sf:-0} sk=${sk:-0}
+        if ((rc != 0 && sf == 0)); then
+            sf=1
+        fi
+        record "$suite" "$sp" "$sf" "$sk" "$note"
+    fi
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    rm -rf "$db"
+}
+
 if ((RUN_INTEG)) && [[ -z "${TESSERA_SKIP_SPEC:-}" ]]; then
     banner "spec: unified CRUD tests (single-8.0)"
     if [[ ! -d "$SPEC_DIR/crud" ]]; then
         echo "no spec tests at $SPEC_DIR/crud"
         record spec 0 1 0 "spec tests not found at $SPEC_DIR"
     else
-        spec_db="$(mktemp -d)"
-        spec_port="$("${PYTHON:-python3}" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
-        "$TESSERA_BIN" serve --port "$spec_port" --dbpath "$spec_db" --enableTestCommands \
-            >"$OUT/spec-server.log" 2>&1 &
-        spec_pid=$!
-        ready=0
-        for _ in $(seq 1 100); do
-            if (exec 3<>"/dev/tcp/127.0.0.1/$spec_port") 2>/dev/null; then
-                ready=1
-                break
-            fi
-            sleep 0.1
-        done
-        if ((!ready)); then
-            echo "spec server did not start; log:"
-            tail -n 40 "$OUT/spec-server.log"
-            record spec 0 1 0 "server did not start"
-        else
-            timeout --kill-after=30 "${TESSERA_SPEC_TIMEOUT:-1200}" \
-                node tests/spec/run.mjs --uri "mongodb://127.0.0.1:$spec_port/?directConnection=true" \
-                --profile single-8.0 --known-failures tests/spec/known-failures-single.txt \
-                --list-failures "$OUT/spec-failures.json" "$SPEC_DIR/crud" | tee "$OUT/spec.log"
-            rc=${PIPESTATUS[0]}
-            sp="$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p' "$OUT/spec.log" | tail -1)"
-            sf="$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p' "$OUT/spec.log" | tail -1)"
-            sk="$(sed -nE 's/^([0-9]+) known failures.*/\1/p' "$OUT/spec.log" | tail -1)"
-            sp=${sp:-0} sf=${sf:-0} sk=${sk:-0}
-            if ((rc != 0 && sf == 0)); then
-                sf=1
-            fi
-            record spec "$sp" "$sf" "$sk" "crud at single-8.0; known failures counted as skipped"
-        fi
-        kill "$spec_pid" 2>/dev/null
-        wait "$spec_pid" 2>/dev/null
-        rm -rf "$spec_db"
-    fi
-
-    # Transactions, sessions and retryable writes on a one-member replica set (serve --replSet).
-    banner "spec: transactions, sessions, retryable-writes (replicaset-8.0)"
-    if [[ -d "$SPEC_DIR/transactions" ]]; then
-        rs_db="$(mktemp -d)"
-        rs_port="$("${PYTHON:-python3}" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
-        "$TESSERA_BIN" serve --port "$rs_port" --dbpath "$rs_db" --replSet rs0 \
-            --enableTestCommands >"$OUT/spec-rs-server.log" 2>&1 &
-        rs_pid=$!
-        ready=0
-        for _ in $(seq 1 100); do
-            if (exec 3<>"/dev/tcp/127.0.0.1/$rs_port") 2>/dev/null; then
-                ready=1
-                break
-            fi
-            sleep 0.1
-        done
-        if ((!ready)); then
-            tail -n 40 "$OUT/spec-rs-server.log"
-            record spec-rs 0 1 0 "replica set server did not start"
-        else
-            timeout --kill-after=30 "${TESSERA_SPEC_TIMEOUT:-1200}" \
-                node tests/spec/run.mjs --uri "mongodb://127.0.0.1:$rs_port/?replicaSet=rs0" \
-                --profile replicaset-8.0 --known-failures tests/spec/known-failures-replicaset.txt \
-                --list-failures "$OUT/spec-rs-failures.json" "$SPEC_DIR/transactions" \
-                "$SPEC_DIR/sessions" "$SPEC_DIR/retryable-writes" | tee "$OUT/spec-rs.log"
-            rc=${PIPESTATUS[0]}
-            sp="$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p' "$OUT/spec-rs.log" | tail -1)"
-            sf="$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p' "$OUT/spec-rs.log" | tail -1)"
-            sk="$(sed -nE 's/^([0-9]+) known failures.*/\1/p' "$OUT/spec-rs.log" | tail -1)"
-            sp=${sp:-0} sf=${sf:-0} sk=${sk:-0}
-            if ((rc != 0 && sf == 0)); then
-                sf=1
-            fi
-            record spec-rs "$sp" "$sf" "$sk" "transactions+sessions+retryable-writes at replicaset-8.0; known failures counted as skipped"
-        fi
-        kill "$rs_pid" 2>/dev/null
-        wait "$rs_pid" 2>/dev/null
-        rm -rf "$rs_db"
+        run_spec_suite spec single-8.0 directConnection=true tests/spec/known-failures-single.txt \
+            "crud at single-8.0; known failures counted as skipped" "" "$SPEC_DIR/crud"
+        # Transactions, sessions and retryable writes on a one-member replica set.
+        banner "spec: transactions, sessions, retryable-writes (replicaset-8.0)"
+        run_spec_suite spec-rs replicaset-8.0 replicaSet=rs0 \
+            tests/spec/known-failures-replicaset.txt \
+            "transactions+sessions+retryable-writes at replicaset-8.0; known failures counted as skipped" \
+            "--replSet rs0" "$SPEC_DIR/transactions" "$SPEC_DIR/sessions" "$SPEC_DIR/retryable-writes"
     fi
 fi
 

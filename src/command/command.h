@@ -210,8 +210,6 @@ struct OperationContext {
     // The checked-out session of a transaction statement (commitTransaction/abortTransaction
     // act on it), or null.
     TransactionSession* transactionSession = nullptr;
-    // The write concern asks for the journal (commitTransaction syncs its batch then).
-    bool journaled = false;
 
     // The snapshot reads of this operation use: its transaction's (with its own writes), or the
     // engine's latest.

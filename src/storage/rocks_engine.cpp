@@ -686,7 +686,7 @@ Status RocksEngine::setCollectionOptions(std::string_view ns, bson::BsonView opt
 
 // ---- Reads and writes
 
-std::unique_ptr<ReadSnapshot> RocksEngine::snapshot(std::optional<Timestamp> at) {
+std::unique_ptr<SnapshotPin> RocksEngine::pinReadTimestamp(std::optional<Timestamp> at) {
     Timestamp ts;
     if (at) {
         _visibility.waitUntilVisible(*at, /*pin=*/true);
@@ -694,7 +694,12 @@ std::unique_ptr<ReadSnapshot> RocksEngine::snapshot(std::optional<Timestamp> at)
     } else {
         ts = _visibility.readTimestamp(/*pin=*/true);
     }
-    auto pin = std::make_unique<SnapshotPin>(&_visibility, ts);
+    return std::make_unique<SnapshotPin>(&_visibility, ts);
+}
+
+std::unique_ptr<ReadSnapshot> RocksEngine::snapshot(std::optional<Timestamp> at) {
+    std::unique_ptr<SnapshotPin> pin = pinReadTimestamp(at);
+    Timestamp ts = pin->timestamp();
     return std::make_unique<RocksReadSnapshot>(this, ts, std::move(pin), /*physical=*/true);
 }
 
@@ -777,14 +782,8 @@ StatusWith<std::unique_ptr<Transaction>> RocksEngine::beginTransaction(
         // Refuses a timestamp older than the history window, waits for a future one.
         ASSIGN_OR_RETURN(std::unique_ptr<ReadSnapshot> probe, openSnapshot(readAt));
     }
-    Timestamp ts;
-    if (readAt) {
-        _visibility.waitUntilVisible(*readAt, /*pin=*/true);
-        ts = *readAt;
-    } else {
-        ts = _visibility.readTimestamp(/*pin=*/true);
-    }
-    auto pin = std::make_unique<SnapshotPin>(&_visibility, ts);
+    std::unique_ptr<SnapshotPin> pin = pinReadTimestamp(readAt);
+    Timestamp ts = pin->timestamp();
     return std::unique_ptr<Transaction>(std::make_unique<RocksTransaction>(
         this, _nextTransactionId.fetch_add(1), ts, std::move(pin), unit));
 }

@@ -111,6 +111,9 @@ class RocksEngine final : public Engine {
     Status loadCatalog();
 
     CollectionPtr byIdLocked(uint64_t id) const;
+    // Pins the timestamp a snapshot or transaction reads at: `at` (waiting until it is
+    // visible), or the latest visible one.
+    std::unique_ptr<SnapshotPin> pinReadTimestamp(std::optional<Timestamp> at);
     // The current metadata of `coll` (following a rewrite), with its state and access lock
     // (shared; without waiting when !mayWait).
     struct WriterParts {

@@ -68,6 +68,7 @@ class SnapshotPin {
     ~SnapshotPin() {
         if (_tracker) _tracker->unpin(_ts);
     }
+    Timestamp timestamp() const { return _ts; }
 
   private:
     VisibilityTracker* _tracker = nullptr;
