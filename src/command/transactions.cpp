@@ -176,16 +176,6 @@ void SessionTransactions::killAll() {
     for (const std::string& id : ids) endSession(id);
 }
 
-size_t SessionTransactions::openTransactionsForTest() {
-    std::lock_guard lk(_mutex);
-    size_t n = 0;
-    for (const auto& [id, s] : _sessions) {
-        std::lock_guard state(s->stateMutex);
-        n += s->state == State::kInProgress;
-    }
-    return n;
-}
-
 void SessionTransactions::reapLoop() {
     const auto idleSessionLimit = std::chrono::minutes(kLogicalSessionTimeoutMinutes);
     std::unique_lock lk(_mutex);

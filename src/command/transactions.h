@@ -95,7 +95,6 @@ class SessionTransactions {
     // endSessions / killSessions: aborts their unfinished transactions.
     void endSession(const std::string& lsid);
     void killAll();
-    size_t openTransactionsForTest();
 
   private:
     std::shared_ptr<Session> sessionFor(const std::string& lsid);

@@ -707,17 +707,21 @@ std::unique_ptr<ReadSnapshot> RocksEngine::snapshotIncludingInFlight() {
     return snapshot(_clock->current());
 }
 
-StatusWith<std::unique_ptr<ReadSnapshot>> RocksEngine::openSnapshot(std::optional<Timestamp> at) {
-    if (at) {
-        Timestamp now = _clock->current();
-        uint32_t window = _options.historyWindowSeconds;
-        if (now.secs() > window && at->secs() < now.secs() - window) {
-            return Status(ErrorCodes::SnapshotTooOld,
-                          "Read timestamp " + std::to_string(at->secs()) + ":" +
-                              std::to_string(at->inc()) + " is older than the history window (" +
-                              std::to_string(window) + " s)");
-        }
+Status RocksEngine::checkHistoryWindow(std::optional<Timestamp> at) const {
+    if (!at) return Status::OK();
+    Timestamp now = _clock->current();
+    uint32_t window = _options.historyWindowSeconds;
+    if (now.secs() > window && at->secs() < now.secs() - window) {
+        return Status(ErrorCodes::SnapshotTooOld, "Read timestamp " + std::to_string(at->secs()) +
+                                                      ":" + std::to_string(at->inc()) +
+                                                      " is older than the history window (" +
+                                                      std::to_string(window) + " s)");
     }
+    return Status::OK();
+}
+
+StatusWith<std::unique_ptr<ReadSnapshot>> RocksEngine::openSnapshot(std::optional<Timestamp> at) {
+    TRY_STATUS(checkHistoryWindow(at));
     return snapshot(at);
 }
 
@@ -778,11 +782,8 @@ StatusWith<std::unique_ptr<RocksCollectionWriter>> RocksEngine::transactionWrite
 
 StatusWith<std::unique_ptr<Transaction>> RocksEngine::beginTransaction(
     std::optional<Timestamp> readAt, const WriteUnit* unit) {
-    if (readAt) {
-        // Refuses a timestamp older than the history window, waits for a future one.
-        ASSIGN_OR_RETURN(std::unique_ptr<ReadSnapshot> probe, openSnapshot(readAt));
-    }
-    std::unique_ptr<SnapshotPin> pin = pinReadTimestamp(readAt);
+    TRY_STATUS(checkHistoryWindow(readAt));
+    std::unique_ptr<SnapshotPin> pin = pinReadTimestamp(readAt);  // waits for a future readAt
     Timestamp ts = pin->timestamp();
     return std::unique_ptr<Transaction>(std::make_unique<RocksTransaction>(
         this, _nextTransactionId.fetch_add(1), ts, std::move(pin), unit));

@@ -114,6 +114,8 @@ class RocksEngine final : public Engine {
     // Pins the timestamp a snapshot or transaction reads at: `at` (waiting until it is
     // visible), or the latest visible one.
     std::unique_ptr<SnapshotPin> pinReadTimestamp(std::optional<Timestamp> at);
+    // SnapshotTooOld when `at` is older than the history window (its versions may be gone).
+    Status checkHistoryWindow(std::optional<Timestamp> at) const;
     // The current metadata of `coll` (following a rewrite), with its state and access lock
     // (shared; without waiting when !mayWait).
     struct WriterParts {
