@@ -482,8 +482,10 @@ bool ConfigServerImpl::balancerRound(const BalancerSettings& settings) {
     // collection's lock and merges nothing if they changed meanwhile.
     for (const balancer::Merge& m : decision.merges) {
         const ShardedCollection& coll = loaded.at(m.ns);
-        Status merged =
-            mergeChunks(m.ns, coll.chunks[m.first].min.view(), coll.chunks[m.last].max.view());
+        std::vector<bson::ObjectId> decided;
+        for (size_t i = m.first; i <= m.last; ++i) decided.push_back(coll.chunks[i].id);
+        Status merged = mergeChunks(m.ns, coll.chunks[m.first].min.view(),
+                                    coll.chunks[m.last].max.view(), &decided);
         ++outcome.merges;
         if (!merged.isOK()) {
             logFailure(9137, "Balancer merge failed", m.ns, merged);

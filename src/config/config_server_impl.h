@@ -112,7 +112,10 @@ class ConfigServerImpl {
                            int numInitialChunks, bool simpleCollationGiven,
                            bool implicitlyCreateIndex);
     Status splitChunk(const std::string& ns, bson::BsonView cmd);
-    Status mergeChunks(const std::string& ns, bson::BsonView min, bson::BsonView max);
+    // `expected`, when given, are the ids of the chunks the caller decided to merge (the
+    // balancer's snapshot): if the range holds other chunks now (a split since), nothing merges.
+    Status mergeChunks(const std::string& ns, bson::BsonView min, bson::BsonView max,
+                       const std::vector<bson::ObjectId>* expected = nullptr);
     // At startup: the chunks a split or merge interrupted by a crash left enclosed in another
     // chunk are removed (ddl_chunks.cpp).
     Status repairInterruptedChunkOps();

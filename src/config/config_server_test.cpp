@@ -15,6 +15,7 @@
 #include "command/registry.h"
 #include "command/service_entry_point.h"
 #include "config/catalog_docs.h"
+#include "config/config_server_impl.h"
 #include "config/coordinator_state.h"
 #include "storage/engine.h"
 #include "storage/storage_test_util.h"
@@ -218,6 +219,29 @@ TEST_F(ConfigServerTest, SplitAtMiddleThenMergeBack) {
     EXPECT_EQ(r["code"].numberInt(), static_cast<int>(ErrorCodes::IllegalOperation));
     r = run(R"({"_configsvrSplitChunk": "db.none", "middle": {"a": 1}})");
     EXPECT_EQ(r["code"].numberInt(), static_cast<int>(ErrorCodes::NamespaceNotSharded));
+}
+
+// The balancer decides a merge from a snapshot of the chunks; a split that lands between the
+// decision and the merge is the user's, and the stale decision must not undo it.
+TEST_F(ConfigServerTest, MergeOfStaleDecisionLeavesALaterSplit) {
+    seedCollection();
+    auto chunks = find("chunks", "{}", R"({"min": 1})");
+    ASSERT_EQ(chunks.size(), 2u);
+    std::vector<bson::ObjectId> decided;
+    for (const BsonObj& c : chunks) decided.push_back(c["_id"].oidValue());
+    ok(R"({"_configsvrSplitChunk": "db.c", "middle": {"a": 50}})");
+    const BsonObj lo = fromJson(R"({"a": {"$minKey": 1}})");
+    const BsonObj hi = fromJson(R"({"a": {"$maxKey": 1}})");
+    Status s = server->impl().mergeChunks("db.c", lo, hi, &decided);
+    ASSERT_TRUE(s.isOK()) << s.toString();
+    EXPECT_EQ(find("chunks").size(), 3u);
+    EXPECT_TRUE(find("changelog", R"({"what": "merge"})").empty());
+    // A decision taken on the current chunks merges them.
+    decided.clear();
+    for (const BsonObj& c : find("chunks")) decided.push_back(c["_id"].oidValue());
+    s = server->impl().mergeChunks("db.c", lo, hi, &decided);
+    ASSERT_TRUE(s.isOK()) << s.toString();
+    EXPECT_EQ(find("chunks").size(), 1u);
 }
 
 TEST_F(ConfigServerTest, MoveRangeToUnknownShardFailsWithoutCoordinator) {

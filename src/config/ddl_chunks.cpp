@@ -206,12 +206,21 @@ Status ConfigServerImpl::splitChunk(const std::string& ns, BsonView cmd) {
     return splitAt(coll, *index, {point});
 }
 
-Status ConfigServerImpl::mergeChunks(const std::string& ns, BsonView min, BsonView max) {
+Status ConfigServerImpl::mergeChunks(const std::string& ns, BsonView min, BsonView max,
+                                     const std::vector<bson::ObjectId>* expected) {
     ASSIGN_OR_RETURN(DdlLockManager::Guard lock, _ddlLocks.lockCollection(ns, "mergeChunks " + ns));
     ASSIGN_OR_RETURN(ShardedCollection coll, loadCollection(ns));
     auto exact = findChunkWithBounds(coll.chunks, min, max);
     if (exact) return Status::OK();  // one chunk already covers the range: nothing to merge
     ASSIGN_OR_RETURN(MergeResult merge, computeMerge(coll.pattern, coll.chunks, min, max, now()));
+    if (expected) {
+        std::vector<bson::ObjectId> found = merge.removed;
+        found.push_back(merge.merged.id);
+        std::vector<bson::ObjectId> want = *expected;
+        std::sort(found.begin(), found.end());
+        std::sort(want.begin(), want.end());
+        if (found != want) return Status::OK();  // changed since the decision: the next round looks
+    }
     TRY_STATUS(writeChunk(merge.merged, coll.coll.uuid, false));
     pauseWhileSet(mergeChunksHangAfterWidening);
     for (const bson::ObjectId& id : merge.removed) {

@@ -276,8 +276,12 @@ describeWithCluster('the balancer', (ctx) => {
             assert.ok(rounds.some((d) => d.details.merges > 0 && d.details.errorOccured === false), JSON.stringify(rounds.slice(0, 3)));
             await c().checkConsistency(ns, 300);
             await c().checkConsistency(other, 1000);
-            // Off cluster-wide (sh.stopAutoMerger): a new split stays.
+            // Off cluster-wide (sh.stopAutoMerger): a new split stays. A round that read the
+            // settings before the change may still merge; two rounds later one has begun after it.
             await settings.updateOne({ _id: 'automerge' }, { $set: { enabled: false } });
+            const status2 = await admin({ balancerStatus: 1 });
+            await waitFor('a balancer round that began after sh.stopAutoMerger', async () =>
+                (await admin({ balancerStatus: 1 })).numBalancerRounds >= status2.numBalancerRounds + 2, { timeoutMs: 30000, intervalMs: 200 });
             assert.equal((await admin({ split: ns, middle: { x: 50 } })).ok, 1);
             const status1 = await admin({ balancerStatus: 1 });
             await waitFor('three more balancer rounds', async () =>
