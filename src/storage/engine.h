@@ -136,6 +136,10 @@ class Engine {
     // would have: a read after it sees only what survives a crash (readConcern "majority" of a
     // one-member set). Concurrent callers share one sync.
     virtual Status syncWal() = 0;
+    // Transactions prepared and not yet decided (transaction.h, two-phase commit). While there
+    // are any, a read may wait for a decision (prepared_transactions.h).
+    virtual size_t preparedTransactionCount() const = 0;
+    virtual size_t readersWaitingForPreparedForTest() const = 0;
     // WAL syncs syncWal() has run since open (fewer than its calls when callers shared one).
     virtual uint64_t walSyncCount() const = 0;
     // The side records (write_observer.h) whose key starts with `prefix`, in key order.

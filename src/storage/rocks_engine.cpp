@@ -694,7 +694,11 @@ std::unique_ptr<SnapshotPin> RocksEngine::pinReadTimestamp(std::optional<Timesta
     } else {
         ts = _visibility.readTimestamp(/*pin=*/true);
     }
-    return std::make_unique<SnapshotPin>(&_visibility, ts);
+    auto pin = std::make_unique<SnapshotPin>(&_visibility, ts);
+    // A transaction prepared at or before `ts` may commit at or before it: wait for its
+    // decision (prepared_transactions.h). The snapshot reads nothing before this returns.
+    _prepared.waitForDecisions(ts);
+    return pin;
 }
 
 std::unique_ptr<ReadSnapshot> RocksEngine::snapshot(std::optional<Timestamp> at) {

@@ -15,6 +15,7 @@
 #include "storage/intent_table.h"
 #include "storage/key_locks.h"
 #include "storage/mvcc_iterator.h"
+#include "storage/prepared_transactions.h"
 #include "storage/visibility.h"
 #include "storage/wal_sync_group.h"
 
@@ -72,6 +73,8 @@ class RocksEngine final : public Engine {
     Status flush() override;
     Status syncWal() override;
     uint64_t walSyncCount() const override { return _walSync.syncs(); }
+    size_t preparedTransactionCount() const override { return _prepared.count(); }
+    size_t readersWaitingForPreparedForTest() const override { return _prepared.waiting(); }
     Status collectGarbageForTest() override;
     Status writeSideRecords(
         const std::vector<std::pair<std::string, std::string>>& records) override;
@@ -100,6 +103,7 @@ class RocksEngine final : public Engine {
                      int64_t sizeDelta, Timestamp ts);
     KeyLocks& keyLocks() { return _keyLocks; }
     IntentTable& intents() { return _intents; }
+    PreparedTransactions& prepared() { return _prepared; }
     // A writer whose writes are intents of `txn` (rocks_transaction.h); never waits for DDL
     // (LockTimeout instead).
     StatusWith<std::unique_ptr<RocksCollectionWriter>> transactionWriter(const CollectionPtr& coll,
@@ -162,6 +166,7 @@ class RocksEngine final : public Engine {
     uint64_t _nextCollectionId = 1;
     KeyLocks _keyLocks;
     IntentTable _intents;
+    PreparedTransactions _prepared;
     std::atomic<uint64_t> _nextTransactionId{1};
     // Group commit for syncWal(): concurrent callers share one WAL sync.
     WalSyncGroup _walSync{[this] { return syncWalNow(); }};

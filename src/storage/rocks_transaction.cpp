@@ -65,18 +65,61 @@ void RocksTransaction::recordWrite(const CollectionPtr& coll,
 StatusWith<Timestamp> RocksTransaction::commit(
     const std::vector<std::pair<std::string, std::string>>& sideRecords, const WriteOptions& opts) {
     if (_ended) return Status(ErrorCodes::NoSuchTransaction, "the transaction has ended");
+    if (_prepareTs) {
+        return Status(ErrorCodes::InvalidOptions,
+                      "a prepared transaction commits at its coordinator's commit timestamp");
+    }
     if (_writes.empty() && sideRecords.empty()) {
         abort();
         return _readTs;
     }
+    return writeCommit(std::nullopt, sideRecords, opts);
+}
+
+StatusWith<Timestamp> RocksTransaction::prepare() {
+    if (_ended) return Status(ErrorCodes::NoSuchTransaction, "the transaction has ended");
+    if (_prepareTs) return *_prepareTs;
+    if (_writes.empty()) return _readTs;  // read-only: nothing a reader could see half of
+    _prepareTs = _engine->prepared().prepare(_id, _engine->visibility().clock());
+    return *_prepareTs;
+}
+
+StatusWith<Timestamp> RocksTransaction::commitPrepared(
+    Timestamp commitTs, const std::vector<std::pair<std::string, std::string>>& sideRecords,
+    const WriteOptions& opts) {
+    if (_ended) return Status(ErrorCodes::NoSuchTransaction, "the transaction has ended");
+    if (!_prepareTs) {
+        if (_writes.empty() && sideRecords.empty()) {
+            abort();
+            return commitTs;
+        }
+        return Status(ErrorCodes::InvalidOptions,
+                      "commitTimestamp is only valid for a prepared transaction");
+    }
+    if (commitTs < *_prepareTs) {
+        return Status(ErrorCodes::BadValue,
+                      "the commit timestamp is before the transaction's prepare timestamp");
+    }
+    return writeCommit(commitTs, sideRecords, opts);
+}
+
+StatusWith<Timestamp> RocksTransaction::writeCommit(
+    std::optional<Timestamp> versionTs,
+    const std::vector<std::pair<std::string, std::string>>& sideRecords, const WriteOptions& opts) {
     rocksdb::WriteBatch out;
     rocksdb::Status s;
     Timestamp ts;
     {
         // Visible all at once: a reader at a timestamp >= ts waits until this batch is written
-        // (VisibilityTracker), a reader below it sees none of it.
+        // (VisibilityTracker), a reader below it sees none of it. A prepared transaction's
+        // versions carry the coordinator's timestamp, which may be older than commits made
+        // since its prepare: the readers that could see it (at or after the prepare timestamp)
+        // wait for its release (PreparedTransactions), and the visibility ticket drawn after
+        // it makes the next "latest" read include it.
         VisibilityTracker& visibility = _engine->visibility();
-        ts = visibility.beginCommit();
+        if (versionTs) visibility.clock().advanceTo(*versionTs);
+        Timestamp ticket = visibility.beginCommit();
+        ts = versionTs ? *versionTs : ticket;
         std::vector<std::pair<std::string, std::string>> observed;
         if (_unit) {
             for (const Write& w : _writes) {
@@ -114,7 +157,7 @@ StatusWith<Timestamp> RocksTransaction::commit(
             wo.sync = opts.sync;
             s = _engine->db()->Write(wo, &out);
         }
-        visibility.endCommit(ts);
+        visibility.endCommit(ticket);
     }
     if (!s.ok()) {
         abort();
@@ -136,6 +179,7 @@ void RocksTransaction::abort() {
 void RocksTransaction::release() {
     _ended = true;
     _engine->intents().release(_claimed, _id);
+    if (_prepareTs) _engine->prepared().finish(_id);
     _claimed.clear();
     _byRequestedId.clear();
     _writers.clear();  // the collections' access locks

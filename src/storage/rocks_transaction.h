@@ -47,6 +47,11 @@ class RocksTransaction final : public Transaction {
     StatusWith<Timestamp> commit(
         const std::vector<std::pair<std::string, std::string>>& sideRecords,
         const WriteOptions& opts) override;
+    StatusWith<Timestamp> prepare() override;
+    bool isPrepared() const override { return _prepareTs.has_value(); }
+    StatusWith<Timestamp> commitPrepared(
+        Timestamp commitTs, const std::vector<std::pair<std::string, std::string>>& sideRecords,
+        const WriteOptions& opts) override;
     void abort() override;
 
     // ---- For the transaction's writers.
@@ -73,7 +78,14 @@ class RocksTransaction final : public Transaction {
         int64_t count = 0;
         int64_t size = 0;
     };
-    // Releases the claimed keys and the writers (their collections' access locks).
+    // Writes every intent as a version at `versionTs` (a fresh commit timestamp when absent) in
+    // one batch with the counts, observers' and caller's side records; returns the timestamp.
+    StatusWith<Timestamp> writeCommit(
+        std::optional<Timestamp> versionTs,
+        const std::vector<std::pair<std::string, std::string>>& sideRecords,
+        const WriteOptions& opts);
+    // Releases the claimed keys and the writers (their collections' access locks), and the
+    // engine's prepared registration.
     void release();
 
     RocksEngine* _engine;
@@ -87,6 +99,7 @@ class RocksTransaction final : public Transaction {
     std::vector<Write> _writes;
     std::map<uint64_t, Counts> _counts;  // by collection id
     bool _ended = false;
+    std::optional<Timestamp> _prepareTs;
 };
 
 }  // namespace tessera::storage

@@ -56,6 +56,23 @@ class Transaction {
     virtual StatusWith<Timestamp> commit(
         const std::vector<std::pair<std::string, std::string>>& sideRecords,
         const WriteOptions& opts) = 0;
+
+    // ---- Two-phase commit (a participant of a cross-shard transaction).
+    // The first phase: the transaction takes no more writes, keeps its intents claimed, and is
+    // registered with the engine as prepared at the returned prepare timestamp
+    // (prepared_transactions.h): from then on every read at or after that timestamp waits for
+    // the decision, so no reader sees part of the transaction. A transaction without writes is
+    // not registered (nothing to wait for) and returns its read timestamp.
+    virtual StatusWith<Timestamp> prepare() = 0;
+    virtual bool isPrepared() const = 0;
+    // The second phase, commit: as commit(), but every version is written at `commitTs`, the
+    // coordinator's decision (the greatest prepare timestamp of all participants, so >= this
+    // one's: BadValue otherwise). The clock advances past it. Readers waiting for the decision
+    // go on once the batch is written.
+    virtual StatusWith<Timestamp> commitPrepared(
+        Timestamp commitTs, const std::vector<std::pair<std::string, std::string>>& sideRecords,
+        const WriteOptions& opts) = 0;
+    // Aborts (a prepared transaction too: its waiting readers go on).
     virtual void abort() = 0;
 };
 

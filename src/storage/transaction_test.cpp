@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
+#include "storage/prepared_transactions.h"
 #include "storage/storage_test_util.h"
 
 namespace tessera::storage {
@@ -186,6 +190,131 @@ TEST_F(TransactionTest, DdlWaitingForTheCollectionIsALockTimeoutForTheTransactio
     EXPECT_TRUE(s.is(ErrorCodes::LockTimeout)) << s.toString();
     plain.reset();
     ddl.join();
+}
+
+// Two-phase commit: a read at or after the prepare timestamp waits for the decision and then sees
+// the whole transaction; a read below it goes on and sees none of it.
+TEST_F(TransactionTest, PreparedTransactionHoldsReadersAtOrAfterItsPrepareTimestamp) {
+    create("db.c");
+    insert("db.c", R"({"_id": 1, "v": 0})");
+    auto before = engine->snapshot();
+    auto txn = begin();
+    CollectionWriter& w = writerOf(*txn, "db.c");
+    ASSERT_TRUE(test::updateCurrent(w, idKey("1"), J(R"({"_id": 1, "v": 1})")).isOK());
+    ASSERT_TRUE(w.insert(J(R"({"_id": 2, "v": 1})"), {}).isOK());
+    auto prepared = txn->prepare();
+    ASSERT_TRUE(prepared.isOK()) << prepared.getStatus().toString();
+    EXPECT_TRUE(txn->isPrepared());
+    EXPECT_GT(prepared.getValue(), before->timestamp());
+    EXPECT_EQ(engine->preparedTransactionCount(), 1u);
+    EXPECT_EQ(scanAll(*before, "db.c").size(), 1u);  // an older snapshot is not held
+
+    // A later read waits; where it may not wait it says so instead.
+    {
+        PrepareWaitScope inlineThread;
+        EXPECT_THROW(engine->snapshot(), PrepareConflict);
+    }
+    std::atomic<bool> readDone{false};
+    std::vector<std::string> seen;
+    std::thread reader([&] {
+        seen = scanAll("db.c");
+        readDone = true;
+    });
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (engine->readersWaitingForPreparedForTest() == 0 &&
+           std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::yield();
+    }
+    ASSERT_EQ(engine->readersWaitingForPreparedForTest(), 1u);
+    EXPECT_FALSE(readDone.load());
+    // The decision: this prepare timestamp (the greatest of all participants'), which is at or
+    // below the waiting reader's timestamp: the reader sees the whole transaction.
+    Timestamp commitTs = prepared.getValue();
+    auto committed = txn->commitPrepared(commitTs, {}, WriteOptions{});
+    ASSERT_TRUE(committed.isOK()) << committed.getStatus().toString();
+    EXPECT_EQ(committed.getValue(), commitTs);
+    reader.join();
+    EXPECT_EQ(seen,
+              (std::vector<std::string>{R"({ "_id" : 1, "v" : 1 })", R"({ "_id" : 2, "v" : 1 })"}));
+    EXPECT_EQ(engine->preparedTransactionCount(), 0u);
+    // The next write is later than the commit.
+    EXPECT_GT(insert("db.c", R"({"_id": 3})"), commitTs);
+    EXPECT_EQ(engine->stats(*engine->getCollection("db.c")).count, 3);
+}
+
+TEST_F(TransactionTest, APreparedTransactionCommitsBelowLaterCommitsOfOtherDocuments) {
+    create("db.c");
+    insert("db.c", R"({"_id": 1, "v": 0})");
+    auto txn = begin();
+    ASSERT_TRUE(
+        test::updateCurrent(writerOf(*txn, "db.c"), idKey("1"), J(R"({"_id": 1, "v": 1})")).isOK());
+    auto prepared = txn->prepare();
+    ASSERT_TRUE(prepared.isOK());
+    // Another document is written after the prepare (its writer reads nothing of the prepared
+    // transaction's), so its commit timestamp is above the prepare timestamp.
+    std::thread other([&] { insert("db.c", R"({"_id": 2})"); });
+    // The coordinator's decision: the prepare timestamp itself, below that later commit.
+    auto committed = txn->commitPrepared(prepared.getValue(), {}, WriteOptions{});
+    ASSERT_TRUE(committed.isOK()) << committed.getStatus().toString();
+    other.join();
+    auto snap = engine->snapshot();
+    EXPECT_EQ(scanAll(*snap, "db.c"),
+              (std::vector<std::string>{R"({ "_id" : 1, "v" : 1 })", R"({ "_id" : 2 })"}));
+    auto at = engine->snapshot(Timestamp{prepared.getValue().value - 1});
+    EXPECT_EQ(scanAll(*at, "db.c"), (std::vector<std::string>{R"({ "_id" : 1, "v" : 0 })"}));
+}
+
+TEST_F(TransactionTest, AReaderBelowTheCommitTimestampSeesNoneOfTheTransaction) {
+    create("db.c");
+    insert("db.c", R"({"_id": 1, "v": 0})");
+    auto txn = begin();
+    CollectionWriter& w = writerOf(*txn, "db.c");
+    ASSERT_TRUE(test::updateCurrent(w, idKey("1"), J(R"({"_id": 1, "v": 1})")).isOK());
+    ASSERT_TRUE(w.insert(J(R"({"_id": 2, "v": 1})"), {}).isOK());
+    auto prepared = txn->prepare();
+    ASSERT_TRUE(prepared.isOK());
+    std::vector<std::string> seen;
+    std::thread reader([&] { seen = scanAll("db.c"); });  // reads at the prepare timestamp
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (engine->readersWaitingForPreparedForTest() == 0 &&
+           std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::yield();
+    }
+    // Another participant prepared later: the decision is above the reader's timestamp.
+    Timestamp commitTs = Timestamp{prepared.getValue().value + 5};
+    ASSERT_TRUE(txn->commitPrepared(commitTs, {}, WriteOptions{}).isOK());
+    reader.join();
+    EXPECT_EQ(seen, std::vector<std::string>{R"({ "_id" : 1, "v" : 0 })"});
+    EXPECT_EQ(scanAll("db.c").size(), 2u);  // a read after the commit sees all of it
+    EXPECT_GT(insert("db.c", R"({"_id": 3})"), commitTs);
+}
+
+TEST_F(TransactionTest, AbortOfAPreparedTransactionReleasesItsReadersAndKeys) {
+    create("db.c");
+    insert("db.c", R"({"_id": 1, "v": 0})");
+    auto txn = begin();
+    ASSERT_TRUE(
+        test::updateCurrent(writerOf(*txn, "db.c"), idKey("1"), J(R"({"_id": 1, "v": 1})")).isOK());
+    ASSERT_TRUE(txn->prepare().isOK());
+    EXPECT_TRUE(txn->commit({}, WriteOptions{}).getStatus().is(ErrorCodes::InvalidOptions));
+    std::vector<std::string> seen;
+    std::thread reader([&] { seen = scanAll("db.c"); });
+    txn->abort();
+    reader.join();
+    EXPECT_EQ(seen, std::vector<std::string>{R"({ "_id" : 1, "v" : 0 })"});
+    auto plain = writerFor("db.c");
+    EXPECT_TRUE(test::updateCurrent(*plain, idKey("1"), J(R"({"_id": 1, "v": 2})")).isOK());
+}
+
+TEST_F(TransactionTest, AReadOnlyTransactionPreparesWithoutHoldingReaders) {
+    create("db.c");
+    auto txn = begin();
+    auto prepared = txn->prepare();
+    ASSERT_TRUE(prepared.isOK());
+    EXPECT_EQ(prepared.getValue(), txn->readTimestamp());
+    EXPECT_FALSE(txn->isPrepared());
+    EXPECT_EQ(engine->preparedTransactionCount(), 0u);
+    EXPECT_TRUE(txn->commitPrepared(prepared.getValue(), {}, WriteOptions{}).isOK());
 }
 
 }  // namespace
