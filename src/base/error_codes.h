@@ -64,6 +64,7 @@ namespace tessera {
     X(NoSuchTransaction, 251)                                                                  \
     X(SnapshotUnavailable, 246)                                                                \
     X(TransactionCommitted, 256)                                                               \
+    X(PreparedTransactionInProgress, 267)                                                      \
     X(TransactionExceededLifetimeLimitSeconds, 290)                                            \
     X(ExceededTimeLimit, 262)                                                                  \
     X(TooManyFilesOpen, 264)                                                                   \

@@ -18,6 +18,7 @@
 #include "config/config_server.h"
 #include "net/server.h"
 #include "router/router.h"
+#include "router/transaction_router.h"
 #include "shard/sharding_state.h"
 #include "storage/engine.h"
 #include "txn/retryable_write_hooks.h"
@@ -124,6 +125,12 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
     // (txn::RetryableWriteHooks: the reply is recorded after the write, README "Transactions").
     std::unique_ptr<command::SessionTransactions> transactions;
     std::unique_ptr<txn::RetryableWriteHooks> retryableWrites;
+    if (role == "shard") {
+        // A shard takes part in its routers' transactions (participant mode, set up with its
+        // sharding state below).
+        transactions = std::make_unique<command::SessionTransactions>(engine.get());
+        service.transactions = transactions.get();
+    }
     if (!opts.replSet.empty()) {
         transactions = std::make_unique<command::SessionTransactions>(engine.get());
         service.transactions = transactions.get();
@@ -200,10 +207,12 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
         shardingState = std::make_unique<shard::ShardingState>(service, opts.configdb);
         service.roleState = shardingState.get();
         service.hooks = shardingState.get();
+        transactions->enableParticipantMode(shardingState->transactionCommitObservers());
         roleStarted = shardingState->startup();
     } else if (role == "router") {
         router = std::make_unique<router::Router>(opts.configdb, service.host);
         service.roleState = router.get();
+        service.routerTransactions = &router->transactions();
         service.appendRoleServerStatus = [r = router.get()](bson::BsonBuilder& b) {
             r->appendServerStatus(b);
         };

@@ -1,5 +1,5 @@
-// Logical session commands. Sessions carry no server state yet beyond what retryable writes
-// will need (a later issue); these commands exist so drivers can end sessions cleanly.
+// Logical session commands and the end of a transaction (commitTransaction, abortTransaction,
+// a shard's prepareTransaction): ending or killing a session aborts its unfinished transaction.
 
 #include <cstring>
 #include <random>
@@ -14,18 +14,23 @@ namespace {
 
 // Aborts the unfinished transactions of the sessions in `ids` ([{id: UUID}, ...]).
 void endTransactionsOf(OperationContext& opCtx, bson::BsonElement ids) {
-    if (!opCtx.service || !opCtx.service->transactions || !ids.isArray()) return;
+    if (!opCtx.service || !ids.isArray()) return;
+    SessionTransactions* node = opCtx.service->transactions;
+    RouterTransactionHooks* router = opCtx.service->routerTransactions;
+    if (!node && !router) return;
     for (bson::BsonElement e : ids.objValue()) {
         if (!e.isObject()) continue;
         bson::BsonElement id = e.objValue()["id"];
-        if (id.type() == bson::BsonType::BinData) {
-            opCtx.service->transactions->endSession(std::string(id.binaryValue().data));
-        }
+        if (id.type() != bson::BsonType::BinData) continue;
+        std::string lsid(id.binaryValue().data);
+        if (node) node->endSession(lsid);
+        if (router) router->endSession(lsid);
     }
 }
 
 // commitTransaction / abortTransaction: the entry point checked the session out and verified
-// the transaction (transactions.h); these act on it.
+// the transaction (transactions.h); these act on it. On a shard, commitTransaction of a prepared
+// transaction carries its coordinator's `commitTimestamp` (two-phase commit).
 class EndTransactionCommand : public Command {
   public:
     explicit EndTransactionCommand(bool commit) : _commit(commit) {}
@@ -33,16 +38,58 @@ class EndTransactionCommand : public Command {
         return _commit ? "commitTransaction" : "abortTransaction";
     }
     bool adminOnly() const override { return true; }
-    Status run(OperationContext& opCtx, const CommandRequest&, bson::BsonBuilder&) override {
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder& reply) override {
+        if (RouterTransactionHooks* router = opCtx.service->routerTransactions) {
+            return _commit ? router->commit(opCtx, request.body, reply)
+                           : router->abort(opCtx, reply);
+        }
         if (!opCtx.transactionSession) {
             return Status(ErrorCodes::NoSuchTransaction, "no transaction is in progress");
         }
         if (!_commit) return SessionTransactions::abort(*opCtx.transactionSession);
-        return SessionTransactions::commit(*opCtx.transactionSession, /*sync=*/false).getStatus();
+        std::optional<Timestamp> commitTs;
+        if (bson::BsonElement ts = request.body["commitTimestamp"]; !ts.eoo()) {
+            if (!opCtx.service->transactions->participantMode()) {
+                return Status(ErrorCodes::InvalidOptions,
+                              "commitTimestamp is only accepted from a transaction's coordinator "
+                              "on a shard");
+            }
+            if (ts.type() != bson::BsonType::Timestamp || ts.timestampValue() == 0) {
+                return Status(ErrorCodes::TypeMismatch, "commitTimestamp must be a Timestamp");
+            }
+            commitTs = Timestamp{ts.timestampValue()};
+        }
+        // A prepared transaction's commit is journaled: its coordinator has told the other
+        // participants to commit too.
+        bool sync = commitTs.has_value();
+        return SessionTransactions::commit(*opCtx.transactionSession, sync, commitTs).getStatus();
     }
 
   private:
     bool _commit;
+};
+
+// prepareTransaction (internal: a shard's part of a router's two-phase commit): the storage
+// transaction stops taking writes and is prepared; the reply's prepareTimestamp is what the
+// coordinator takes the maximum of.
+class PrepareTransactionCommand : public Command {
+  public:
+    std::string_view name() const override { return "prepareTransaction"; }
+    bool adminOnly() const override { return true; }
+    Status run(OperationContext& opCtx, const CommandRequest&, bson::BsonBuilder& reply) override {
+        if (!opCtx.service->transactions || !opCtx.service->transactions->participantMode()) {
+            return Status(ErrorCodes::CommandNotFound,
+                          "prepareTransaction is a shard's command (two-phase commit); this "
+                          "process is not a shard");
+        }
+        if (!opCtx.transactionSession) {
+            return Status(ErrorCodes::NoSuchTransaction, "no transaction is in progress");
+        }
+        ASSIGN_OR_RETURN(Timestamp ts, SessionTransactions::prepare(*opCtx.transactionSession));
+        reply.appendTimestamp("prepareTimestamp", ts.value);
+        return Status::OK();
+    }
 };
 
 class EndSessionsCommand : public Command {
@@ -108,6 +155,7 @@ void registerSessionCommands(CommandRegistry& registry) {
     registry.add(std::make_unique<StartSessionCommand>());
     registry.add(std::make_unique<EndTransactionCommand>(true));
     registry.add(std::make_unique<EndTransactionCommand>(false));
+    registry.add(std::make_unique<PrepareTransactionCommand>());
 }
 
 }  // namespace tessera::command

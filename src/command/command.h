@@ -30,6 +30,7 @@ class RetryableStatements;
 class SessionTransactions;
 struct TransactionSession;
 struct OperationContext;
+class RouterTransactionHooks;
 struct CommandRequest;
 class Command;
 
@@ -122,6 +123,9 @@ struct ServiceContext {
     // Multi-document transactions of this process (transactions.h), or null where they are
     // refused (OperationNotSupportedInTransaction).
     SessionTransactions* transactions = nullptr;
+    // A router's transactions (router/transaction_router.h), or null: the entry point hands
+    // them each statement of a transaction on a router.
+    RouterTransactionHooks* routerTransactions = nullptr;
     // `--replSet NAME`: a single node that answers the handshake as the primary of a
     // one-member replica set (sessions, transactions, retryable writes); empty otherwise.
     std::string replSetName;

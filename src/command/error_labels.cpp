@@ -55,6 +55,10 @@ bool isTransientTransactionErrorCode(int code) {
         ErrorCodes::LockTimeout,
         ErrorCodes::NoSuchTransaction,
         ErrorCodes::SnapshotUnavailable,
+        // A router's statement whose placement changed under it: the whole transaction is
+        // retried against the new placement.
+        ErrorCodes::StaleConfig,
+        ErrorCodes::StaleDbVersion,
     };
     for (ErrorCodes c : kTransient) {
         if (static_cast<int>(c) == code) return true;

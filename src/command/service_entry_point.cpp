@@ -12,6 +12,7 @@
 #include "command/opcounters.h"
 #include "command/transactions.h"
 #include "storage/engine.h"
+#include "storage/prepared_transactions.h"
 #include "wire/op_msg.h"
 
 namespace tessera::command {
@@ -76,18 +77,17 @@ Status applySessionArgs(bson::BsonView body, OperationContext& opCtx) {
     return Status::OK();
 }
 
-// Multi-document transactions do not exist yet. A command that would start, continue, commit or
-// abort one is refused before it is looked up, checked or run, on every role, so no statement of
-// a would-be transaction is ever applied on its own (a router once dropped `startTransaction` and
-// applied the writes). The standalone keeps mongod's answer for session fields (20). Routers and
-// shards answer OperationNotSupportedInTransaction (263): a mongos has no "unsupported" answer
-// to copy, and the Node driver rewrites every IllegalOperation (20) of a write into its
-// "add retryWrites=false" hint, which would hide what to do; 263 reaches the user as written and
+// Where a process runs no multi-document transactions (the config server, a standalone without
+// --replSet), a command that would start, continue, commit or abort one is refused before it is
+// looked up, checked or run, so no statement of a would-be transaction is ever applied on its own
+// (a router once dropped `startTransaction` and applied the writes). The standalone keeps
+// mongod's answer for session fields (20); the others answer OperationNotSupportedInTransaction
+// (263): the Node driver rewrites every IllegalOperation (20) of a write into its "add
+// retryWrites=false" hint, which would hide what to do; 263 reaches the user as written and
 // carries no TransientTransactionError label, so withTransaction does not retry it.
 Status refuseTransaction(const CommandRequest& request, bool acceptsSessions,
                          bool supportsTransactions) {
-    bool txnCommand =
-        request.commandName == "commitTransaction" || request.commandName == "abortTransaction";
+    bool txnCommand = isTransactionEndCommand(request.commandName);
     bool txnFields =
         request.body.hasField("startTransaction") || request.body.hasField("autocommit");
     if (!acceptsSessions && (txnFields || request.body.hasField("txnNumber"))) {
@@ -101,101 +101,6 @@ Status refuseTransaction(const CommandRequest& request, bool acceptsSessions,
                       (txnCommand ? "' commits or aborts a multi-document transaction"
                                   : "' carries startTransaction/autocommit") +
                       ". Nothing was applied; run the operations without a transaction.");
-}
-
-// A statement of a multi-document transaction: `autocommit: false` with lsid and txnNumber
-// (commitTransaction and abortTransaction included). What it asks for, checked.
-struct TransactionArgs {
-    bool statement = false;  // autocommit: false is present
-    bool start = false;
-    std::optional<Timestamp> atClusterTime;
-};
-
-StatusWith<TransactionArgs> parseTransactionArgs(const CommandRequest& request,
-                                                 const OperationContext& opCtx) {
-    TransactionArgs args;
-    bson::BsonView body = request.body;
-    bson::BsonElement autocommit = body["autocommit"];
-    bson::BsonElement start = body["startTransaction"];
-    bool txnCommand =
-        request.commandName == "commitTransaction" || request.commandName == "abortTransaction";
-    if (autocommit.eoo()) {
-        if (!start.eoo()) {
-            return Status(ErrorCodes::InvalidOptions,
-                          "'startTransaction' requires 'autocommit' to be false");
-        }
-        if (txnCommand) {
-            return Status(ErrorCodes::InvalidOptions,
-                          std::string(request.commandName) +
-                              " must be run within a transaction (autocommit: false)");
-        }
-        return args;
-    }
-    if (autocommit.type() != bson::BsonType::Bool || autocommit.boolValue()) {
-        return Status(ErrorCodes::InvalidOptions, "Specifying autocommit=true is not allowed.");
-    }
-    if (!opCtx.lsid || !body.hasField("txnNumber")) {
-        return Status(ErrorCodes::InvalidOptions,
-                      "'autocommit' is only allowed with a session (lsid) and a txnNumber");
-    }
-    args.statement = true;
-    if (!start.eoo()) {
-        if (start.type() != bson::BsonType::Bool || !start.boolValue()) {
-            return Status(ErrorCodes::InvalidOptions,
-                          "'startTransaction' must be true when present");
-        }
-        args.start = true;
-    }
-    if (!allowedInTransaction(request.commandName)) {
-        return Status(ErrorCodes::OperationNotSupportedInTransaction,
-                      "Cannot run '" + std::string(request.commandName) +
-                          "' in a multi-document transaction.");
-    }
-    if (args.start && txnCommand) {
-        return Status(ErrorCodes::InvalidOptions,
-                      std::string(request.commandName) + " cannot start a transaction");
-    }
-    if (body.hasField("writeConcern") && !txnCommand) {
-        return Status(ErrorCodes::InvalidOptions,
-                      "Cannot set a write concern on a statement of a multi-document transaction; "
-                      "set it on commitTransaction or abortTransaction");
-    }
-    bson::BsonElement rc = body["readConcern"];
-    if (!rc.eoo()) {
-        if (!args.start) {
-            return Status(ErrorCodes::InvalidOptions,
-                          "Only the first command in a transaction may specify a readConcern");
-        }
-        if (!rc.isObject()) {
-            return Status(ErrorCodes::TypeMismatch,
-                          "BSON field 'readConcern' is the wrong type, expected type 'object'");
-        }
-        std::string_view level = "local";
-        for (bson::BsonElement e : rc.objValue()) {
-            if (e.fieldName() == "level" && e.type() == bson::BsonType::String) {
-                level = e.stringValue();
-            } else if (e.fieldName() == "afterClusterTime" &&
-                       e.type() == bson::BsonType::Timestamp) {
-                continue;  // waited for before the transaction begins (execute)
-            } else if (e.fieldName() == "atClusterTime" && e.type() == bson::BsonType::Timestamp) {
-                args.atClusterTime = Timestamp{e.timestampValue()};
-            } else if (e.fieldName() != "provenance") {
-                return Status(ErrorCodes::InvalidOptions,
-                              "readConcern." + std::string(e.fieldName()) +
-                                  " is not supported in a transaction by this Tessera version");
-            }
-        }
-        if (level != "local" && level != "majority" && level != "snapshot") {
-            return Status(ErrorCodes::InvalidOptions,
-                          "The readConcern level must be either 'local', 'majority' or "
-                          "'snapshot' in a multi-document transaction");
-        }
-        if (args.atClusterTime && level != "snapshot") {
-            return Status(ErrorCodes::InvalidOptions,
-                          "readConcern.atClusterTime is only valid with level 'snapshot'");
-        }
-    }
-    return args;
 }
 
 // In a transaction a write error that is a conflict ends the statement, and the transaction:
@@ -234,6 +139,15 @@ void waitForClusterTime(bson::BsonView body, storage::Engine& engine) {
     Timestamp at{after.timestampValue()};
     if (at > engine.lastCommitTimestamp()) HybridLogicalClock::global().advanceTo(at);
     engine.snapshot(at);  // returns once `at` is readable
+}
+
+// `reply` with operationTime (a shard's reply to a router).
+bson::BsonObj withOperationTime(bson::BsonObj reply, Timestamp operationTime) {
+    if (reply.isEmpty() || reply.hasField("operationTime")) return reply;
+    bson::BsonBuilder b;
+    for (bson::BsonElement e : reply) b.appendElement(e);
+    b.appendTimestamp("operationTime", operationTime.value);
+    return b.obj();
 }
 
 // `reply` with operationTime and $clusterTime (an unsigned cluster time: no auth).
@@ -470,8 +384,14 @@ std::optional<bson::BsonObj> ServiceEntryPoint::runInline(const net::Request& re
         cmd.body.hasField("autocommit")) {  // a transaction's statement may wait for its session
         return std::nullopt;
     }
+    if (_service.engine && _service.engine->preparedTransactionCount() > 0) {
+        return std::nullopt;  // a read may wait for a prepared transaction's decision: the pool
+    }
     ClientState& state = clientStateOf(client);
     bool closeConnection = false;
+    // Should a transaction be prepared meanwhile, a read that would wait for it fails instead
+    // (PrepareConflict) and the pool runs the request: an io thread never waits for a decision.
+    storage::PrepareWaitScope noWait;
     std::optional<bson::BsonObj> reply = execute(cmd, state, &closeConnection, true);
     if (!reply) return std::nullopt;  // it would have waited: the pool runs it
     countRequest(cmd);
@@ -492,8 +412,9 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
                                                         ClientState& client, bool* closeConnection,
                                                         bool inlineExecution) {
     auto started = std::chrono::steady_clock::now();
-    if (Status refused =
-            refuseTransaction(request, acceptsSessions(), _service.transactions != nullptr);
+    if (Status refused = refuseTransaction(
+            request, acceptsSessions(),
+            _service.transactions != nullptr || _service.routerTransactions != nullptr);
         !refused.isOK()) {
         return errorReply(refused);
     }
@@ -515,13 +436,17 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
     opCtx.inlineExecution = inlineExecution;
     opCtx.writeUnit.setMayWait(!inlineExecution);
     ReadConcernLevel readConcern = ReadConcernLevel::kLocal;
-    bool transactionStatement = _service.transactions && request.body.hasField("autocommit");
+    bool transactionsHere = _service.transactions || _service.routerTransactions;
+    bool transactionStatement = transactionsHere && request.body.hasField("autocommit");
     // A one-member replica set gossips cluster time: replies carry operationTime and
     // $clusterTime, and a read with afterClusterTime waits until that time is readable (causal
     // consistency).
     bool gossip = !_service.replSetName.empty() && _service.engine;
+    // A shard tells its clients its time (operationTime, below): a driver's causally consistent
+    // session sends it back as readConcern.afterClusterTime, which the shard waits for.
+    bool stampsOperationTime = _service.role == ClusterRole::kShard && _service.engine;
     Status status = checkGenericArguments(request, *command, _service.role, &readConcern,
-                                          transactionStatement, gossip);
+                                          transactionStatement, gossip || stampsOperationTime);
     if (!status.isOK()) return errorReply(status);
     status = applyMaxTimeMS(request.body, opCtx);
     if (!status.isOK()) return errorReply(status);
@@ -529,7 +454,7 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
     if (acceptsSessions()) {
         status = applySessionArgs(request.body, opCtx);
         if (!status.isOK()) return errorReply(status);
-        if (_service.transactions) {
+        if (transactionsHere) {
             StatusWith<TransactionArgs> parsed = parseTransactionArgs(request, opCtx);
             if (!parsed.isOK()) return errorReply(parsed.getStatus());
             txnArgs = parsed.getValue();
@@ -550,15 +475,20 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
     labels.wroteNothing = true;
     labels.inTransaction = txnArgs.statement;
     labels.commitTransaction = request.commandName == "commitTransaction";
-    bool txnCommand =
-        request.commandName == "commitTransaction" || request.commandName == "abortTransaction";
+    bool txnCommand = isTransactionEndCommand(request.commandName);
     std::optional<bson::BsonObj> failCommandLabels;
+    // A shard tells its routers its time (operationTime): a router draws its transactions' read
+    // timestamps from a clock that has seen every commit it acknowledged.
     auto finish = [&](bson::BsonObj reply) {
         reply = withServerErrorLabels(std::move(reply), labels);
-        return gossip ? withClusterTime(std::move(reply), _service.engine->lastCommitTimestamp())
-                      : reply;
+        if (gossip) {
+            return withClusterTime(std::move(reply), _service.engine->lastCommitTimestamp());
+        }
+        return stampsOperationTime
+                   ? withOperationTime(std::move(reply), _service.engine->lastCommitTimestamp())
+                   : reply;
     };
-    if (gossip) waitForClusterTime(request.body, *_service.engine);
+    if (gossip || stampsOperationTime) waitForClusterTime(request.body, *_service.engine);
 
     bson::BsonObj writeConcernError;
     if (_service.enableTestCommands) {
@@ -588,7 +518,15 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
     // A transaction's statement runs with its session checked out (one at a time) and in its
     // storage transaction; it is not a retryable write.
     SessionTransactions::Checkout txnSession;
-    if (txnArgs.statement) {
+    bool routerStatement = false;
+    if (txnArgs.statement && _service.routerTransactions) {
+        // A router's transaction: its shard requests join it (router/transaction_router.h).
+        Status begun =
+            _service.routerTransactions->beginStatement(opCtx, txnArgs, request.commandName);
+        if (!begun.isOK()) return finish(errorReply(begun));
+        opCtx.txnNumber.reset();
+        routerStatement = true;
+    } else if (txnArgs.statement) {
         auto checkout =
             _service.transactions->beginStatement(*opCtx.lsid, *opCtx.txnNumber, txnArgs.start,
                                                   txnArgs.atClusterTime, request.commandName);
@@ -601,11 +539,21 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
     }
 
     bson::BsonBuilder reply;
+    // A read that waits for a prepared transaction's decision waits at most until maxTimeMS
+    // (on an io thread the enclosing runInline scope forbids waiting at all).
+    std::optional<storage::PrepareWaitScope> prepareWait;
+    if (opCtx.deadline && !inlineExecution) prepareWait.emplace(*opCtx.deadline);
     try {
         if (_service.hooks) {
             status = _service.hooks->beforeCommand(opCtx, request, *command);
             if (status.is(ErrorCodes::InlineWouldBlock)) return std::nullopt;
-            if (!status.isOK()) return finish(errorReply(status, opCtx.errorExtraInfo));
+            if (!status.isOK()) {
+                // A statement the shard refuses (a stale version) fails its transaction too.
+                if (txnSession && !txnCommand) {
+                    SessionTransactions::abortAfterFailure(*txnSession, status);
+                }
+                return finish(errorReply(status, opCtx.errorExtraInfo));
+            }
             if (std::optional<bson::BsonObj> replayed =
                     _service.hooks->replayedReply(opCtx, request, *command)) {
                 if (replayed->getField("code").numberInt() ==
@@ -626,11 +574,32 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
             labels.wroteNothing = false;
             status = command->run(opCtx, request, reply);
         }
+    } catch (const storage::PrepareConflict& e) {
+        using Kind = storage::PrepareConflict::Kind;
+        status = Status(e.kind() == Kind::kWouldBlock ? ErrorCodes::InlineWouldBlock
+                        : e.kind() == Kind::kDeadline ? ErrorCodes::MaxTimeMSExpired
+                                                      : ErrorCodes::ExceededTimeLimit,
+                        e.what());
     } catch (const std::exception& e) {
         status = Status(ErrorCodes::InternalError,
                         std::string("unexpected exception in command: ") + e.what());
     }
-    if (txnArgs.statement && !txnCommand) {
+    if (routerStatement) {
+        // As on a shard: a failed statement, a write error included, aborts the transaction.
+        Status outcome = status;
+        if (status.isOK()) {
+            bson::BsonObj partial = reply.obj();
+            if (std::optional<Status> conflict = transientWriteError(partial)) {
+                status = outcome = *conflict;
+            } else if (partial["writeErrors"].isArray()) {
+                outcome = Status(ErrorCodes::OperationFailed, "a write error");
+            }
+            bson::BsonBuilder again;
+            for (bson::BsonElement e : partial) again.appendElement(e);
+            reply = std::move(again);
+        }
+        _service.routerTransactions->endStatement(opCtx, outcome);
+    } else if (txnArgs.statement && !txnCommand) {
         // A failed statement aborts its transaction, a write error included (MongoDB's rule);
         // a conflict is the statement's error.
         if (status.isOK()) {

@@ -3,13 +3,14 @@
 #include <array>
 
 #include "base/log.h"
+#include "command/command.h"
 #include "command/server_info.h"
 #include "storage/engine.h"
 
 namespace tessera::command {
 
 bool allowedInTransaction(std::string_view name) {
-    static constexpr std::array<std::string_view, 13> kAllowed = {
+    static constexpr std::array<std::string_view, 14> kAllowed = {
         "find",
         "getMore",
         "killCursors",
@@ -22,12 +23,106 @@ bool allowedInTransaction(std::string_view name) {
         "findandmodify",
         "commitTransaction",
         "abortTransaction",
+        "prepareTransaction",
         "bulkWrite",
     };
     for (std::string_view n : kAllowed) {
         if (n == name) return true;
     }
     return false;
+}
+
+bool isTransactionEndCommand(std::string_view name) {
+    return name == "commitTransaction" || name == "abortTransaction" ||
+           name == "prepareTransaction";
+}
+
+StatusWith<TransactionArgs> parseTransactionArgs(const CommandRequest& request,
+                                                 const OperationContext& opCtx) {
+    TransactionArgs args;
+    bson::BsonView body = request.body;
+    bson::BsonElement autocommit = body["autocommit"];
+    bson::BsonElement start = body["startTransaction"];
+    bool txnCommand = isTransactionEndCommand(request.commandName);
+    if (autocommit.eoo()) {
+        if (!start.eoo()) {
+            return Status(ErrorCodes::InvalidOptions,
+                          "'startTransaction' requires 'autocommit' to be false");
+        }
+        if (txnCommand) {
+            return Status(ErrorCodes::InvalidOptions,
+                          std::string(request.commandName) +
+                              " must be run within a transaction (autocommit: false)");
+        }
+        return args;
+    }
+    if (autocommit.type() != bson::BsonType::Bool || autocommit.boolValue()) {
+        return Status(ErrorCodes::InvalidOptions, "Specifying autocommit=true is not allowed.");
+    }
+    if (!opCtx.lsid || !body.hasField("txnNumber")) {
+        return Status(ErrorCodes::InvalidOptions,
+                      "'autocommit' is only allowed with a session (lsid) and a txnNumber");
+    }
+    args.statement = true;
+    if (!start.eoo()) {
+        if (start.type() != bson::BsonType::Bool || !start.boolValue()) {
+            return Status(ErrorCodes::InvalidOptions,
+                          "'startTransaction' must be true when present");
+        }
+        args.start = true;
+    }
+    if (!allowedInTransaction(request.commandName)) {
+        return Status(ErrorCodes::OperationNotSupportedInTransaction,
+                      "Cannot run '" + std::string(request.commandName) +
+                          "' in a multi-document transaction.");
+    }
+    if (args.start && txnCommand) {
+        return Status(ErrorCodes::InvalidOptions,
+                      std::string(request.commandName) + " cannot start a transaction");
+    }
+    if (body.hasField("writeConcern") && !txnCommand) {
+        return Status(ErrorCodes::InvalidOptions,
+                      "Cannot set a write concern on a statement of a multi-document transaction; "
+                      "set it on commitTransaction or abortTransaction");
+    }
+    bson::BsonElement rc = body["readConcern"];
+    if (!rc.eoo()) {
+        if (!args.start) {
+            return Status(ErrorCodes::InvalidOptions,
+                          "Only the first command in a transaction may specify a readConcern");
+        }
+        if (!rc.isObject()) {
+            return Status(ErrorCodes::TypeMismatch,
+                          "BSON field 'readConcern' is the wrong type, expected type 'object'");
+        }
+        std::string_view level = "local";
+        for (bson::BsonElement e : rc.objValue()) {
+            if (e.fieldName() == "level" && e.type() == bson::BsonType::String) {
+                level = e.stringValue();
+            } else if (e.fieldName() == "afterClusterTime" &&
+                       e.type() == bson::BsonType::Timestamp) {
+                // A node waited for it before the transaction begins (execute); a router reads
+                // at or after it.
+                args.afterClusterTime = Timestamp{e.timestampValue()};
+            } else if (e.fieldName() == "atClusterTime" && e.type() == bson::BsonType::Timestamp) {
+                args.atClusterTime = Timestamp{e.timestampValue()};
+            } else if (e.fieldName() != "provenance") {
+                return Status(ErrorCodes::InvalidOptions,
+                              "readConcern." + std::string(e.fieldName()) +
+                                  " is not supported in a transaction by this Tessera version");
+            }
+        }
+        if (level != "local" && level != "majority" && level != "snapshot") {
+            return Status(ErrorCodes::InvalidOptions,
+                          "The readConcern level must be either 'local', 'majority' or "
+                          "'snapshot' in a multi-document transaction");
+        }
+        if (args.atClusterTime && level != "snapshot") {
+            return Status(ErrorCodes::InvalidOptions,
+                          "readConcern.atClusterTime is only valid with level 'snapshot'");
+        }
+    }
+    return args;
 }
 
 SessionTransactions::SessionTransactions(storage::Engine* engine)
@@ -65,17 +160,26 @@ StatusWith<SessionTransactions::Checkout> SessionTransactions::beginStatement(
                                                          " has already started");
     }
     if (start) {
-        if (txnNumber == session->txnNumber) {
+        bool restart = _participant && txnNumber == session->txnNumber &&
+                       session->state == State::kAborted && session->abortedByStatement;
+        if (txnNumber == session->txnNumber && !restart) {
             return Status(ErrorCodes::ConflictingOperationInProgress,
                           "Cannot start transaction " + number +
                               " on session: a transaction with the same number was started "
                               "already");
         }
+        if (session->state == State::kPrepared) {
+            return Status(ErrorCodes::PreparedTransactionInProgress,
+                          "Cannot start transaction " + number + ": transaction " +
+                              std::to_string(session->txnNumber) +
+                              " of the session is prepared and awaits its commit decision");
+        }
         if (session->txn) session->txn->abort();
         session->txn.reset();
-        ASSIGN_OR_RETURN(session->txn, _engine->beginTransaction(atClusterTime, nullptr));
+        ASSIGN_OR_RETURN(session->txn, _engine->beginTransaction(atClusterTime, _commitObservers));
         session->txnNumber = txnNumber;
         session->state = State::kInProgress;
+        session->abortedByStatement = false;
         session->abortReason.clear();
         session->started = session->lastUse;
         return session;
@@ -90,6 +194,15 @@ StatusWith<SessionTransactions::Checkout> SessionTransactions::beginStatement(
     switch (session->state) {
         case State::kInProgress:
             return session;
+        case State::kPrepared:
+            if (commandName == "commitTransaction" || commandName == "abortTransaction" ||
+                commandName == "prepareTransaction") {
+                return session;
+            }
+            return Status(ErrorCodes::PreparedTransactionInProgress,
+                          "Transaction " + number +
+                              " is prepared: only commitTransaction or abortTransaction may "
+                              "follow");
         case State::kCommitted:
             if (commandName == "commitTransaction") return session;  // a retried commit
             return Status(ErrorCodes::TransactionCommitted,
@@ -109,19 +222,32 @@ void SessionTransactions::abortAfterFailure(Session& session, const Status& stat
     if (session.txn) session.txn->abort();
     session.txn.reset();
     session.state = State::kAborted;
+    session.abortedByStatement = true;
     session.abortReason = "a statement failed with " + status.toString();
 }
 
-StatusWith<Timestamp> SessionTransactions::commit(Session& session, bool sync) {
+StatusWith<Timestamp> SessionTransactions::commit(Session& session, bool sync,
+                                                  std::optional<Timestamp> commitTs) {
     std::lock_guard lk(session.stateMutex);
     if (session.state == State::kCommitted) return session.commitTs;
-    if (session.state != State::kInProgress || !session.txn) {
+    if (session.state == State::kPrepared && !commitTs) {
+        return Status(ErrorCodes::InvalidOptions,
+                      "commitTimestamp must be provided to commit a prepared transaction");
+    }
+    if (session.state == State::kInProgress && commitTs) {
+        return Status(ErrorCodes::InvalidOptions,
+                      "commitTimestamp cannot be provided for a transaction that is not "
+                      "prepared");
+    }
+    if ((session.state != State::kInProgress && session.state != State::kPrepared) ||
+        !session.txn) {
         return Status(ErrorCodes::NoSuchTransaction,
                       "Transaction " + std::to_string(session.txnNumber) + " has been aborted.");
     }
     storage::WriteOptions opts;
     opts.sync = sync;
-    StatusWith<Timestamp> ts = session.txn->commit({}, opts);
+    StatusWith<Timestamp> ts =
+        commitTs ? session.txn->commitPrepared(*commitTs, {}, opts) : session.txn->commit({}, opts);
     session.txn.reset();
     if (!ts.isOK()) {
         session.state = State::kAborted;
@@ -140,15 +266,45 @@ Status SessionTransactions::abort(Session& session) {
                                                             std::to_string(session.txnNumber) +
                                                             ": it has been committed.");
     }
-    if (session.state != State::kInProgress) {
+    if (session.state != State::kInProgress && session.state != State::kPrepared) {
         return Status(ErrorCodes::NoSuchTransaction,
                       "Transaction " + std::to_string(session.txnNumber) + " has been aborted.");
     }
     if (session.txn) session.txn->abort();
     session.txn.reset();
     session.state = State::kAborted;
+    session.abortedByStatement = false;
     session.abortReason = "abortTransaction";
     return Status::OK();
+}
+
+StatusWith<Timestamp> SessionTransactions::prepare(Session& session) {
+    std::lock_guard lk(session.stateMutex);
+    if (session.state == State::kPrepared) return session.prepareTs;
+    if (session.state != State::kInProgress || !session.txn) {
+        return Status(ErrorCodes::NoSuchTransaction,
+                      "Transaction " + std::to_string(session.txnNumber) + " has been aborted.");
+    }
+    StatusWith<Timestamp> ts = session.txn->prepare();
+    if (!ts.isOK()) {
+        session.txn->abort();
+        session.txn.reset();
+        session.state = State::kAborted;
+        session.abortReason = "its prepare failed with " + ts.getStatus().toString();
+        return ts.getStatus();
+    }
+    // A read-only participant has nothing to commit: it is done (committed) at once, so the
+    // coordinator's commitTransaction later finds it committed.
+    if (!session.txn->isPrepared()) {
+        session.txn->abort();
+        session.txn.reset();
+        session.state = State::kCommitted;
+        session.commitTs = ts.getValue();
+        return ts;
+    }
+    session.state = State::kPrepared;
+    session.prepareTs = ts.getValue();
+    return ts;
 }
 
 void SessionTransactions::endSession(const std::string& lsid) {
@@ -158,10 +314,16 @@ void SessionTransactions::endSession(const std::string& lsid) {
         auto it = _sessions.find(lsid);
         if (it == _sessions.end()) return;
         s = it->second;
-        _sessions.erase(it);
     }
-    Checkout session(std::move(s));  // waits for an operation still running in it
+    Checkout session(s);  // waits for an operation still running in it
     std::lock_guard lk(session->stateMutex);
+    // Only its coordinator's decision ends a prepared transaction: the session stays.
+    if (session->state == State::kPrepared) return;
+    {
+        std::lock_guard all(_mutex);
+        auto it = _sessions.find(lsid);
+        if (it != _sessions.end() && it->second == s) _sessions.erase(it);
+    }
     if (session->txn) session->txn->abort();
     session->txn.reset();
     if (session->state == State::kInProgress) session->state = State::kAborted;
@@ -204,7 +366,8 @@ void SessionTransactions::reapLoop() {
                     s.abortReason = "it exceeded transactionLifetimeLimitSeconds (" +
                                     std::to_string(kLifetimeLimit.count()) + ")";
                 }
-                expired = s.state != State::kInProgress && now - s.lastUse > idleSessionLimit;
+                expired = s.state != State::kInProgress && s.state != State::kPrepared &&
+                          now - s.lastUse > idleSessionLimit;
             }
             busy.unlock();
             if (expired) {

@@ -11,18 +11,20 @@
 
 #include "base/hlc.h"
 #include "base/status.h"
+#include "bson/bson_builder.h"
 #include "bson/bson_obj.h"
 #include "storage/transaction.h"
 
 namespace tessera::storage {
 class Engine;
-}
+class WriteUnit;
+}  // namespace tessera::storage
 
 namespace tessera::command {
 
 struct CommandRequest;
 
-enum class TransactionState { kNone, kInProgress, kCommitted, kAborted };
+enum class TransactionState { kNone, kInProgress, kPrepared, kCommitted, kAborted };
 
 // One logical session's transaction state (SessionTransactions).
 struct TransactionSession {
@@ -35,6 +37,10 @@ struct TransactionSession {
     std::chrono::steady_clock::time_point started;
     std::chrono::steady_clock::time_point lastUse;
     Timestamp commitTs;
+    Timestamp prepareTs;  // kPrepared: the storage transaction's prepare timestamp
+    // The transaction ended because of its statement's error (not abortTransaction): a shard
+    // may start it again under the same number (a router retrying a stale first statement).
+    bool abortedByStatement = false;
 };
 
 // The multi-document transactions of one process, per logical session (MongoDB's
@@ -52,6 +58,12 @@ struct TransactionSession {
 // - a statement that fails aborts the transaction (MongoDB's rule): its next statement gets 251.
 // - a transaction older than transactionLifetimeLimitSeconds (60) is aborted by a reaper, so
 //   that its intents stop holding back other writers.
+// - On a shard (participant mode) a router's transaction may also be prepared (two-phase
+//   commit, prepareTransaction) and then only committed at its coordinator's commitTimestamp or
+//   aborted: a prepared transaction is never aborted by the reaper, endSessions or
+//   killSessions, and any other statement is PreparedTransactionInProgress (267). A
+//   transaction a statement error aborted may be started again under the same txnNumber
+//   (MongoDB's rule for shards: the router retries a first statement after StaleConfig).
 class SessionTransactions {
   public:
     static constexpr std::chrono::seconds kLifetimeLimit{60};
@@ -61,6 +73,15 @@ class SessionTransactions {
 
     explicit SessionTransactions(storage::Engine* engine);
     ~SessionTransactions();
+
+    // A shard's transactions (see above). `commitObservers` (may be null; must outlive this)
+    // are told about every write of a transaction when it commits: the shard's change capture,
+    // so that a migration's catch-up sees transactional writes.
+    void enableParticipantMode(const storage::WriteUnit* commitObservers) {
+        _participant = true;
+        _commitObservers = commitObservers;
+    }
+    bool participantMode() const { return _participant; }
 
     // A checked-out session: released when destroyed.
     class Checkout {
@@ -88,9 +109,14 @@ class SessionTransactions {
 
     // Ends the statement: a failed statement (other than commit/abort) aborts the transaction.
     static void abortAfterFailure(Session& session, const Status& status);
-    // commitTransaction / abortTransaction of the checked-out session's transaction.
-    static StatusWith<Timestamp> commit(Session& session, bool sync);
+    // commitTransaction / abortTransaction of the checked-out session's transaction. A prepared
+    // transaction commits at `commitTs` (required for it, refused for any other).
+    static StatusWith<Timestamp> commit(Session& session, bool sync,
+                                        std::optional<Timestamp> commitTs = std::nullopt);
     static Status abort(Session& session);
+    // prepareTransaction (participant mode): the prepare timestamp; again the same one when
+    // retried.
+    static StatusWith<Timestamp> prepare(Session& session);
 
     // endSessions / killSessions: aborts their unfinished transactions.
     void endSession(const std::string& lsid);
@@ -101,11 +127,52 @@ class SessionTransactions {
     void reapLoop();
 
     storage::Engine* _engine;
+    bool _participant = false;
+    const storage::WriteUnit* _commitObservers = nullptr;
     std::mutex _mutex;
     std::unordered_map<std::string, std::shared_ptr<Session>> _sessions;
     std::condition_variable _wake;
     bool _stopping = false;
     std::thread _reaper;
+};
+
+// A statement of a multi-document transaction: `autocommit: false` with lsid and txnNumber
+// (commitTransaction, abortTransaction and prepareTransaction included). What it asks for.
+struct TransactionArgs {
+    bool statement = false;  // autocommit: false is present
+    bool start = false;
+    std::optional<Timestamp> atClusterTime;
+    std::optional<Timestamp> afterClusterTime;
+};
+struct OperationContext;
+// Checks a request's transaction fields (MongoDB's rules: autocommit false only, with lsid and
+// txnNumber; readConcern only on the first statement; no writeConcern but on the end commands).
+StatusWith<TransactionArgs> parseTransactionArgs(const CommandRequest& request,
+                                                 const OperationContext& opCtx);
+// commitTransaction, abortTransaction, prepareTransaction: they end (a phase of) a transaction
+// and never start one.
+bool isTransactionEndCommand(std::string_view name);
+
+// The router's side of transactions (router/transaction_router.h), which the entry point hands
+// each statement of a transaction on a router process.
+class RouterTransactionHooks {
+  public:
+    virtual ~RouterTransactionHooks() = default;
+    // Checks the router's session out for the statement (a second statement of the session
+    // waits) and makes its transaction the one the statement's shard requests join. Errors:
+    // TransactionTooOld, NoSuchTransaction, ... as on a shard.
+    virtual Status beginStatement(OperationContext& opCtx, const TransactionArgs& args,
+                                  std::string_view commandName) = 0;
+    // Ends the statement begun on this thread: a failed statement aborts the transaction on
+    // every participant. Called exactly once after a successful beginStatement.
+    virtual void endStatement(OperationContext& opCtx, const Status& status) = 0;
+    // commitTransaction / abortTransaction of the statement's transaction (run between
+    // beginStatement and endStatement); `cmd` is the client's command.
+    virtual Status commit(OperationContext& opCtx, bson::BsonView cmd,
+                          bson::BsonBuilder& reply) = 0;
+    virtual Status abort(OperationContext& opCtx, bson::BsonBuilder& reply) = 0;
+    // endSessions / killSessions: forgets the session, aborting its unfinished transaction.
+    virtual void endSession(const std::string& lsid) = 0;
 };
 
 // Whether `commandName` may run inside a multi-document transaction (MongoDB's list, less what

@@ -3,6 +3,7 @@
 
 #include "command/exec/find_request.h"
 #include "router/cluster_find.h"
+#include "router/transaction_router.h"
 
 namespace tessera::router::reads {
 
@@ -82,8 +83,16 @@ Status shardResponseStatus(const ShardResponse& r) {
 
 RunCommandsFn runCommandsFn(Router& router) {
     net::RemoteClient* client = &router.client();
-    return
-        [client](const std::vector<net::RemoteCommand>& cmds) { return client->runCommands(cmds); };
+    // A cursor's getMore/killCursors inside a transaction joins it (transaction_router.h).
+    return [client](const std::vector<net::RemoteCommand>& cmds) {
+        std::vector<net::RemoteCommand> joined = cmds;
+        for (net::RemoteCommand& c : joined) c.cmd = joinTransactionByHost(c.host, c.cmd);
+        auto replies = client->runCommands(joined);
+        for (const auto& r : replies) {
+            if (r.isOK()) observeShardReply(r.getValue());
+        }
+        return replies;
+    };
 }
 
 StatusWith<std::vector<RemoteCursor>> cursorsFromResponses(Router& router,

@@ -6,6 +6,7 @@
 #include "command/write_ops_util.h"
 #include "router/cluster_find.h"
 #include "router/cluster_write_commands.h"
+#include "router/transaction_router.h"
 
 namespace tessera::router {
 namespace {
@@ -59,7 +60,10 @@ ShardResponse responseOf(const ShardId& shard, const std::string& host,
     r.shard = shard;
     r.host = host;
     r.status = remote.getStatus();
-    if (remote.isOK()) r.reply = remote.getValue();
+    if (remote.isOK()) {
+        r.reply = remote.getValue();
+        observeShardReply(r.reply);
+    }
     return r;
 }
 

@@ -15,6 +15,7 @@
 #include "router/router_commands.h"
 #include "router/router_cursor_manager.h"
 #include "router/router_util.h"
+#include "router/transaction_router.h"
 
 namespace tessera::router {
 
@@ -74,6 +75,7 @@ Router::Router(std::string configHost, std::string selfHost)
       _shards(_client, std::move(configHost)),
       _catalog(_client, _shards),
       _cursors(std::make_unique<RouterCursorManager>()),
+      _transactions(std::make_unique<TransactionRouter>(*this)),
       _selfHost(std::move(selfHost)) {}
 
 Router::~Router() { stopBackgroundTasks(); }
@@ -208,28 +210,25 @@ std::vector<ShardResponse> sendToShards(Router& router, std::string_view db,
             continue;
         }
         responses[i].host = host.getValue();
-        cmds.push_back({host.getValue(), std::string(db), requests[i].cmd});
+        cmds.push_back({host.getValue(), std::string(db),
+                        joinTransaction(requests[i].shard, host.getValue(), requests[i].cmd)});
         slots.push_back(i);
     }
+    std::vector<StatusWith<BsonObj>> results;
     if (cmds.size() == 1) {
-        auto r = router.client().runCommand(cmds[0].host, cmds[0].db, cmds[0].cmd);
-        ShardResponse& out = responses[slots[0]];
-        if (r.isOK()) {
-            out.reply = std::move(r).getValue();
-        } else {
-            out.status = r.getStatus();
-        }
-        return responses;
+        results.push_back(router.client().runCommand(cmds[0].host, cmds[0].db, cmds[0].cmd));
+    } else if (!cmds.empty()) {
+        results = router.client().runCommands(cmds);
     }
-    if (cmds.empty()) return responses;
-    auto results = router.client().runCommands(cmds);
     for (size_t i = 0; i < results.size(); ++i) {
         ShardResponse& out = responses[slots[i]];
         if (results[i].isOK()) {
             out.reply = std::move(results[i]).getValue();
+            observeShardReply(out.reply);
         } else {
             out.status = results[i].getStatus();
         }
+        noteTransactionReply(out.shard, out.status, out.reply);
     }
     return responses;
 }

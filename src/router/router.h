@@ -23,6 +23,7 @@ using cluster::CollectionRoutingInfo;
 using placement::ShardId;
 
 class RouterCursorManager;
+class TransactionRouter;
 
 // The state of a router process (ServiceContext::roleState). Owned by main.
 class Router final : public command::RoleState {
@@ -34,6 +35,7 @@ class Router final : public command::RoleState {
     cluster::ShardRegistry& shards() { return _shards; }
     cluster::CatalogCache& catalog() { return _catalog; }
     RouterCursorManager& cursors() { return *_cursors; }
+    TransactionRouter& transactions() { return *_transactions; }
     const std::string& configHost() const { return _shards.configHost(); }
     const std::string& selfHost() const { return _selfHost; }
 
@@ -54,6 +56,7 @@ class Router final : public command::RoleState {
     cluster::ShardRegistry _shards;
     cluster::CatalogCache _catalog;
     std::unique_ptr<RouterCursorManager> _cursors;
+    std::unique_ptr<TransactionRouter> _transactions;
     std::string _selfHost;
 
     // The config.mongos pinger (startBackgroundTasks).
@@ -91,7 +94,8 @@ void appendPlacementVersion(bson::BsonBuilder& b, const CollectionRoutingInfo& i
                             const ShardId& shard);
 
 // Sends the requests concurrently (RemoteClient::runCommands) on `db`. Never fails as a whole:
-// each response carries its own status.
+// each response carries its own status. Inside a transaction's statement each request joins the
+// transaction (transaction_router.h); every reply's operationTime advances the router's clock.
 std::vector<ShardResponse> sendToShards(Router& router, std::string_view db,
                                         const std::vector<ShardRequest>& requests);
 

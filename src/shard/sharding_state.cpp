@@ -118,7 +118,9 @@ ShardingState::ShardingState(command::ServiceContext& service, std::string confi
       _configHostOverride(std::move(configHostOverride)),
       _client(std::make_unique<net::RemoteClient>()),
       _tracked(std::make_shared<TrackedRanges>(*service.engine)),
-      _rangeDeleter(std::make_unique<RangeDeleter>(*this)) {}
+      _rangeDeleter(std::make_unique<RangeDeleter>(*this)) {
+    _commitObservers.addObserver(&_changeCapture);
+}
 
 ShardingState::~ShardingState() { shutdown(); }
 

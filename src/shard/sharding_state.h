@@ -89,6 +89,9 @@ class ShardingState : public command::CommandHooks, public command::RoleState {
     TrackedRanges& trackedRanges() { return *_tracked; }
     RangeDeleter& rangeDeleter() { return *_rangeDeleter; }
     ForegroundLatency& foregroundLatency() { return _latency; }
+    // The observers a multi-document transaction's commit tells about its writes (the change
+    // capture: a migration's catch-up must see transactional writes too).
+    const storage::WriteUnit* transactionCommitObservers() const { return &_commitObservers; }
 
   private:
     // Everything that exists once the shard knows its name and config server. Member order is
@@ -115,6 +118,7 @@ class ShardingState : public command::CommandHooks, public command::RoleState {
     std::shared_ptr<Identity> _identity;
     txn::TransactionTable _transactions;
     ChangeCapture _changeCapture;
+    storage::WriteUnit _commitObservers;
     MigrationRecipients _recipients;
     std::shared_ptr<TrackedRanges> _tracked;
     ForegroundLatency _latency;

@@ -40,8 +40,9 @@ describeWithCluster(
             ['comment', { find: 'c', comment: 'audit' }, 'ok'],
             ['txnNumber on a read', { find: 'c', txnNumber: Long.fromNumber(1) }, 50768],
             ['txnNumber on a retryable write', { insert: 'c', documents: [{ _id: 10 }], txnNumber: Long.fromNumber(7) }, 'ok'],
-            ['autocommit', { find: 'c', txnNumber: Long.fromNumber(2), autocommit: false }, 263],
-            ['startTransaction', { find: 'c', txnNumber: Long.fromNumber(3), startTransaction: true, autocommit: false }, 263],
+            ['autocommit without a transaction', { find: 'c', txnNumber: Long.fromNumber(2), autocommit: false }, 251],
+            ['startTransaction', { find: 'c', txnNumber: Long.fromNumber(3), startTransaction: true, autocommit: false }, 'ok'],
+            ['autocommit: true', { find: 'c', txnNumber: Long.fromNumber(4), startTransaction: true, autocommit: true }, 72],
             ['readConcern local', { find: 'c', readConcern: { level: 'local' } }, 'ok'],
             ['readConcern available', { find: 'c', readConcern: { level: 'available' } }, 'ok'],
             ['readConcern majority', { find: 'c', readConcern: { level: 'majority' } }, 'ok'],
@@ -86,10 +87,15 @@ describeWithCluster(
             assert.deepEqual((await c.find({ _id: { $gte: 10 } }).sort({ _id: 1 }).toArray()).map((d) => d._id), [10, 12, 13]);
         });
 
-        test('a shard reached directly takes shardVersion but refuses what a router refuses', async () => {
+        test('a shard reached directly gossips cluster time but refuses what a router refuses', async () => {
             const shard = await ctx.cluster.shard(0);
+            // A shard's replies carry operationTime, and it takes $clusterTime and afterClusterTime
+            // back (causally consistent sessions on a shard); a router refuses $clusterTime.
             const got = await outcome(shard.db(db).command({ find: 'c', $clusterTime: { clusterTime: new Timestamp({ t: 1, i: 1 }) } }));
-            assert.equal(got.code, 72, JSON.stringify(got));
+            assert.equal(got.ok, 1, JSON.stringify(got));
+            assert.ok(got.reply.operationTime, JSON.stringify(got));
+            const viaRouter = await run({ find: 'c', $clusterTime: { clusterTime: new Timestamp({ t: 1, i: 1 }) } });
+            assert.equal(viaRouter.code, 72, JSON.stringify(viaRouter));
             const wc = await outcome(shard.db(db).command({ insert: 'c', documents: [{ _id: 99 }], writeConcern: { w: 3 } }));
             assert.equal(wc.code, 100, JSON.stringify(wc));
         });

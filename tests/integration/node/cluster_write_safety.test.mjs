@@ -1,7 +1,6 @@
 // Writes a sharded cluster must refuse or route differently so that no document is lost, doubled
 // or half-written (issue "Ways a cluster silently loses or misreports data"), through the Node
 // driver against `tessera up --shards 2 --routers 2`:
-//  - transactions are refused (OperationNotSupportedInTransaction) and nothing of them applies;
 //  - a write that would change a document's owning shard fails with MongoDB's error, nothing
 //    written, in every write form and batch position, through the router and on the shard;
 //  - unique indexes a sharded collection cannot enforce are refused on every path;
@@ -11,8 +10,6 @@ import assert from 'node:assert/strict';
 import { BSON, MongoBulkWriteError, MongoClient, MongoServerError } from 'mongodb';
 import { uniqueDbName } from './harness.mjs';
 import { describeWithCluster } from './cluster_harness.mjs';
-
-const kNotInTxn = 263; // OperationNotSupportedInTransaction
 
 // The server's code. The Node driver replaces an IllegalOperation (20) of a write with its own
 // "add retryWrites=false" error and keeps the server's as originalError.
@@ -34,89 +31,6 @@ describeWithCluster(
         const shardNames = async () =>
             (await (await router()).db('config').collection('shards').find().sort({ _id: 1 }).toArray()).map((s) => s._id);
         const primaryOf = async (db) => (await (await router()).db('config').collection('databases').findOne({ _id: db })).primary;
-
-        // --- 1. transactions ----------------------------------------------------------------------
-
-        const bank = uniqueDbName('txbank');
-        const accounts = `${bank}.accounts`;
-
-        test('setup: two accounts on two shards, sharded by {_id: 1}', async () => {
-            await admin({ enableSharding: bank });
-            await admin({ shardCollection: accounts, key: { _id: 1 } });
-            const c = (await router()).db(bank).collection('accounts');
-            await c.insertMany([
-                { _id: 1, balance: 100 },
-                { _id: 2, balance: 100 },
-            ]);
-            await admin({ split: accounts, middle: { _id: 2 } });
-            const primary = await primaryOf(bank);
-            const other = (await shardNames()).find((s) => s !== primary);
-            await admin({ moveChunk: accounts, find: { _id: 2 }, to: other });
-            const { chunks } = await ctx.cluster.checkConsistency(accounts, 2);
-            assert.deepEqual(new Set(chunks.map((ch) => ch.shard)).size, 2);
-        });
-
-        test('a transaction through a router is refused and applies nothing, before or after abort', async () => {
-            const client = await router(0);
-            const observer = (await router(1)).db(bank).collection('accounts');
-            const c = client.db(bank).collection('accounts');
-            const session = client.startSession();
-            try {
-                session.startTransaction();
-                const e1 = await rejects(c.updateOne({ _id: 1 }, { $inc: { balance: -10 } }, { session }));
-                assert.equal(e1.code, kNotInTxn, `${e1}`);
-                assert.match(e1.message, /Transactions are not supported/);
-                // While the "transaction" is open, another router sees nothing of it.
-                assert.deepEqual((await observer.find().sort({ _id: 1 }).toArray()).map((d) => d.balance), [100, 100]);
-                const e2 = await rejects(c.updateOne({ _id: 2 }, { $inc: { balance: 10 } }, { session }));
-                assert.ok(e2 instanceof MongoServerError, `${e2}`);
-                await session.abortTransaction().catch(() => {});
-            } finally {
-                await session.endSession();
-            }
-            assert.deepEqual((await observer.find().sort({ _id: 1 }).toArray()).map((d) => d.balance), [100, 100]);
-            // commitTransaction / abortTransaction are refused with the same error, not 59.
-            for (const name of ['commitTransaction', 'abortTransaction']) {
-                const e = await rejects(client.db('admin').command({ [name]: 1 }));
-                assert.equal(e.code, kNotInTxn, `${name}: ${e}`);
-            }
-            // withTransaction does not retry the refusal (no TransientTransactionError label).
-            const s2 = client.startSession();
-            let attempts = 0;
-            const e3 = await rejects(
-                s2.withTransaction(async () => {
-                    attempts++;
-                    await c.insertOne({ _id: 3, balance: 0 }, { session: s2 });
-                }),
-            );
-            await s2.endSession();
-            assert.equal(e3.code, kNotInTxn, `${e3}`);
-            assert.equal(attempts, 1);
-            await ctx.cluster.checkConsistency(accounts, 2);
-        });
-
-        test('a shard reached directly refuses transaction commands too', async () => {
-            const primary = await primaryOf(bank);
-            const shard = await ctx.cluster.shardByName(primary);
-            const db = shard.db(bank);
-            const lsid = { id: new BSON.UUID() };
-            const e = await rejects(
-                db.command({
-                    update: 'accounts',
-                    updates: [{ q: { _id: 1 }, u: { $inc: { balance: 1 } } }],
-                    lsid,
-                    txnNumber: 1,
-                    startTransaction: true,
-                    autocommit: false,
-                }),
-            );
-            assert.equal(e.code, kNotInTxn, `${e}`);
-            const find = await rejects(db.command({ find: 'accounts', lsid, txnNumber: 2, autocommit: false }));
-            assert.equal(find.code, kNotInTxn);
-            const commit = await rejects(shard.db('admin').command({ commitTransaction: 1, lsid, txnNumber: 1, autocommit: false }));
-            assert.equal(commit.code, kNotInTxn);
-            assert.equal((await db.collection('accounts').findOne({ _id: 1 })).balance, 100);
-        });
 
         // --- 2. writes that would change the owning shard -------------------------------------------
 

@@ -1,0 +1,421 @@
+#include "router/transaction_router.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "base/failpoint.h"
+#include "base/log.h"
+#include "command/command.h"
+#include "command/reply_util.h"
+#include "command/server_info.h"
+#include "net/remote_client.h"
+#include "router/router.h"
+
+namespace tessera::router {
+
+using bson::BsonBuilder;
+using bson::BsonObj;
+using bson::BsonView;
+
+// Hangs a two-phase commit after every participant prepared, before the decision is sent
+// (tests: readers must wait, not see half of it).
+TESSERA_FAIL_POINT_DEFINE(hangBeforeWritingDecision);
+
+namespace {
+
+constexpr std::chrono::minutes kIdleSessionLimit{command::kLogicalSessionTimeoutMinutes};
+// Attempts of a commit's second phase on one participant before the client is told the
+// outcome is unknown (it retries commitTransaction, which resumes from the kept decision).
+constexpr int kCommitAttempts = 5;
+
+}  // namespace
+
+enum class RouterTxnPhase { kNone, kInProgress, kCommitting, kCommitted, kAborted };
+
+struct TransactionRouter::Session {
+    std::mutex checkout;  // held by the statement using the session
+    std::string lsid;     // lsid.id, 16 bytes
+    int64_t txnNumber = -1;
+    RouterTxnPhase phase = RouterTxnPhase::kNone;
+    Timestamp readTs;
+    struct Participant {
+        ShardId shard;
+        std::string host;
+    };
+    std::vector<Participant> participants;  // in the order they joined
+    std::optional<Timestamp> commitTs;      // the two-phase commit's decision, once taken
+    std::vector<ShardId> writers;           // participants that prepared with writes
+    std::string abortReason;
+    std::chrono::steady_clock::time_point lastUse;
+};
+
+// The statement of a transaction running on this thread (thread-local: sendToShards and the
+// cursors' getMores run on the statement's thread).
+class TransactionRouter::Statement {
+  public:
+    Statement(std::shared_ptr<Session> session, std::string_view commandName)
+        : _session(std::move(session)),
+          _checkout(_session->checkout),
+          _commandName(commandName),
+          _participantsBefore(_session->participants.size()) {}
+
+    Session& session() { return *_session; }
+    std::string_view commandName() const { return _commandName; }
+
+    BsonObj join(const ShardId* shard, const std::string& host, BsonView cmd) {
+        std::lock_guard lk(_mutex);
+        Session& s = *_session;
+        if (s.phase != RouterTxnPhase::kInProgress) return BsonObj::fromBytes(cmd.bytes());
+        auto it = std::find_if(s.participants.begin(), s.participants.end(), [&](const auto& p) {
+            return shard ? p.shard == *shard : p.host == host;
+        });
+        bool start = it == s.participants.end();
+        if (start && !shard) return BsonObj::fromBytes(cmd.bytes());  // not part of it
+        if (start) s.participants.push_back({*shard, host});
+        return transactionRequest(s, cmd, start);
+    }
+
+    void noteReply(const ShardId& shard, const Status& status, BsonView reply) {
+        std::lock_guard lk(_mutex);
+        Session& s = *_session;
+        // A shard whose first request of the transaction failed with an answer has aborted its
+        // part (or never began it): forgotten, so that a retried statement starts it again. A
+        // network error keeps it (its part may exist: the abort must reach it).
+        if (!status.isOK() || reply["ok"].trueValue()) return;
+        for (size_t i = _participantsBefore; i < s.participants.size(); ++i) {
+            if (s.participants[i].shard == shard) {
+                s.participants.erase(s.participants.begin() + static_cast<ptrdiff_t>(i));
+                return;
+            }
+        }
+    }
+
+    // The body of a request of transaction `s` (`start`: its first on that shard).
+    static BsonObj transactionRequest(const Session& s, BsonView cmd, bool start) {
+        BsonBuilder b;
+        for (bson::BsonElement e : cmd) {
+            std::string_view n = e.fieldName();
+            if (n == "lsid" || n == "txnNumber" || n == "autocommit" || n == "startTransaction" ||
+                n == "readConcern" || n == "writeConcern" || n == "stmtIds" ||
+                n == "recoveryToken") {
+                continue;
+            }
+            b.appendElement(e);
+        }
+        b.startObject("lsid");
+        command::appendUuid(b, "id", s.lsid);
+        b.end();
+        b.appendInt64("txnNumber", s.txnNumber);
+        b.appendBool("autocommit", false);
+        if (start) {
+            b.appendBool("startTransaction", true);
+            b.startObject("readConcern");
+            b.append("level", "snapshot");
+            b.appendTimestamp("atClusterTime", s.readTs.value);
+            b.end();
+        }
+        return b.obj();
+    }
+
+  private:
+    std::shared_ptr<Session> _session;
+    std::unique_lock<std::mutex> _checkout;
+    std::string _commandName;
+    size_t _participantsBefore;
+    std::mutex _mutex;
+};
+
+namespace {
+
+thread_local TransactionRouter::Statement* tlsStatement = nullptr;
+
+// The end command `name` ({prepareTransaction | commitTransaction | abortTransaction: 1}) of
+// the session's transaction, with `extra` fields.
+BsonObj endCommand(const TransactionRouter::Session& s, std::string_view name, BsonView extra) {
+    BsonBuilder b;
+    b.appendInt32(name, 1);
+    for (bson::BsonElement e : extra) b.appendElement(e);
+    BsonObj body = b.obj();
+    return TransactionRouter::Statement::transactionRequest(s, body, false);
+}
+
+Status statusOf(const StatusWith<BsonObj>& r) {
+    if (!r.isOK()) return r.getStatus();
+    observeShardReply(r.getValue());
+    return net::replyStatus(r.getValue());
+}
+
+std::string describe(const ShardId& shard, const Status& s) {
+    return "shard " + shard + ": " + s.toString();
+}
+
+}  // namespace
+
+TransactionRouter::TransactionRouter(Router& router) : _router(router) {}
+
+TransactionRouter::~TransactionRouter() = default;
+
+std::shared_ptr<TransactionRouter::Session> TransactionRouter::sessionFor(const std::string& lsid) {
+    std::lock_guard lk(_mutex);
+    auto [it, added] = _sessions.try_emplace(lsid);
+    if (added) {
+        it->second = std::make_shared<Session>();
+        it->second->lsid = lsid;
+        it->second->lastUse = std::chrono::steady_clock::now();
+        if (++_insertsSincePurge >= 1024) {
+            // Sessions idle past logicalSessionTimeoutMinutes go (not one checked out, nor one
+            // whose transaction is unfinished).
+            _insertsSincePurge = 0;
+            auto now = std::chrono::steady_clock::now();
+            std::erase_if(_sessions, [&](const auto& entry) {
+                Session& s = *entry.second;
+                std::unique_lock busy(s.checkout, std::try_to_lock);
+                return busy && s.phase != RouterTxnPhase::kInProgress &&
+                       s.phase != RouterTxnPhase::kCommitting &&
+                       now - s.lastUse > kIdleSessionLimit;
+            });
+        }
+    }
+    return it->second;
+}
+
+Status TransactionRouter::beginStatement(command::OperationContext& opCtx,
+                                         const command::TransactionArgs& args,
+                                         std::string_view commandName) {
+    auto statement = std::make_unique<Statement>(sessionFor(*opCtx.lsid), commandName);
+    Session& s = statement->session();
+    s.lastUse = std::chrono::steady_clock::now();
+    int64_t txnNumber = *opCtx.txnNumber;
+    std::string number = std::to_string(txnNumber);
+    if (txnNumber < s.txnNumber) {
+        return Status(ErrorCodes::TransactionTooOld,
+                      "Cannot start transaction " + number +
+                          " on session because a newer transaction " + std::to_string(s.txnNumber) +
+                          " has already started");
+    }
+    if (args.start) {
+        if (txnNumber == s.txnNumber) {
+            return Status(ErrorCodes::ConflictingOperationInProgress,
+                          "Cannot start transaction " + number +
+                              " on session: a transaction with the same number was started "
+                              "already");
+        }
+        if (s.phase == RouterTxnPhase::kInProgress) {
+            abortParticipants(s, "a newer transaction of the session started");
+        }
+        s.txnNumber = txnNumber;
+        s.phase = RouterTxnPhase::kInProgress;
+        s.participants.clear();
+        s.writers.clear();
+        s.commitTs.reset();
+        s.abortReason.clear();
+        // One snapshot of the whole cluster: at least everything this router has seen acknowledged
+        // (its clock observes the shards' operationTime), or the client's causal or chosen time.
+        s.readTs = args.atClusterTime ? *args.atClusterTime
+                                      : std::max(HybridLogicalClock::global().next(),
+                                                 args.afterClusterTime.value_or(Timestamp{}));
+    } else if (txnNumber > s.txnNumber || s.phase == RouterTxnPhase::kNone) {
+        return Status(ErrorCodes::NoSuchTransaction,
+                      "Given transaction number " + number +
+                          " does not match any in-progress transactions. The active transaction "
+                          "number is " +
+                          std::to_string(s.txnNumber));
+    } else if (s.phase == RouterTxnPhase::kAborted) {
+        return Status(ErrorCodes::NoSuchTransaction,
+                      "Transaction " + number + " has been aborted" +
+                          (s.abortReason.empty() ? "." : ": " + s.abortReason));
+    } else if (s.phase == RouterTxnPhase::kCommitted || s.phase == RouterTxnPhase::kCommitting) {
+        if (commandName != "commitTransaction") {
+            return Status(ErrorCodes::TransactionCommitted,
+                          "Transaction " + number + " has been committed.");
+        }
+    }
+    tlsStatement = statement.release();
+    return Status::OK();
+}
+
+void TransactionRouter::endStatement(command::OperationContext&, const Status& status) {
+    std::unique_ptr<Statement> statement(tlsStatement);
+    tlsStatement = nullptr;
+    if (!statement) return;
+    Session& s = statement->session();
+    s.lastUse = std::chrono::steady_clock::now();
+    if (!status.isOK() && s.phase == RouterTxnPhase::kInProgress &&
+        !command::isTransactionEndCommand(statement->commandName())) {
+        abortParticipants(s, "a statement failed with " + status.toString());
+    }
+}  // the session is checked in with the statement
+
+void TransactionRouter::abortParticipants(Session& s, const std::string& reason) {
+    s.phase = RouterTxnPhase::kAborted;
+    s.abortReason = reason;
+    std::vector<net::RemoteCommand> cmds;
+    for (const auto& p : s.participants) {
+        cmds.push_back({p.host, "admin", endCommand(s, "abortTransaction", BsonObj())});
+    }
+    if (!cmds.empty()) {
+        for (const auto& r : _router.client().runCommands(cmds)) {
+            if (r.isOK()) observeShardReply(r.getValue());
+        }
+    }
+}
+
+Status TransactionRouter::commit(command::OperationContext&, BsonView cmd, BsonBuilder&) {
+    Statement* statement = tlsStatement;
+    if (!statement) return Status(ErrorCodes::NoSuchTransaction, "no transaction is in progress");
+    Session& s = statement->session();
+    if (s.phase == RouterTxnPhase::kCommitted) return Status::OK();  // a retried commit
+    BsonObj writeConcern;
+    if (bson::BsonElement wc = cmd["writeConcern"]; wc.isObject()) {
+        BsonBuilder b;
+        b.appendObject("writeConcern", wc.objValue());
+        writeConcern = b.obj();
+    }
+    if (s.participants.empty()) {
+        s.phase = RouterTxnPhase::kCommitted;
+        return Status::OK();
+    }
+    if (s.participants.size() == 1 && !s.commitTs) {
+        // One participant: its own commit is atomic; no prepare, no coordinator.
+        const auto& p = s.participants.front();
+        Status st = statusOf(_router.client().runCommand(
+            p.host, "admin", endCommand(s, "commitTransaction", writeConcern)));
+        if (st.isOK()) {
+            s.phase = RouterTxnPhase::kCommitted;
+        } else if (st.is(ErrorCodes::NoSuchTransaction)) {
+            s.phase = RouterTxnPhase::kAborted;
+            s.abortReason = describe(p.shard, st);
+        } else {
+            s.phase = RouterTxnPhase::kCommitting;  // the outcome is unknown: a retry asks again
+        }
+        return st;
+    }
+    return twoPhaseCommit(s, writeConcern);
+}
+
+Status TransactionRouter::twoPhaseCommit(Session& s, BsonView writeConcern) {
+    if (!s.commitTs) {
+        // Phase one: every participant prepares; the decision is commit at the greatest
+        // prepare timestamp, or abort if any cannot prepare.
+        std::vector<net::RemoteCommand> cmds;
+        for (const auto& p : s.participants) {
+            cmds.push_back({p.host, "admin", endCommand(s, "prepareTransaction", BsonObj())});
+        }
+        auto replies = _router.client().runCommands(cmds);
+        Timestamp commitTs;
+        std::vector<ShardId> writers;
+        for (size_t i = 0; i < replies.size(); ++i) {
+            Status st = statusOf(replies[i]);
+            if (!st.isOK()) {
+                std::string reason =
+                    "prepareTransaction failed on " + describe(s.participants[i].shard, st);
+                abortParticipants(s, reason);
+                return Status(
+                    ErrorCodes::NoSuchTransaction,
+                    "Transaction " + std::to_string(s.txnNumber) + " was aborted: " + reason);
+            }
+            const BsonObj& reply = replies[i].getValue();
+            commitTs = std::max(commitTs, Timestamp{reply["prepareTimestamp"].timestampValue()});
+            if (!reply["readOnly"].trueValue()) writers.push_back(s.participants[i].shard);
+        }
+        s.commitTs = commitTs;
+        s.writers = std::move(writers);
+        s.phase = RouterTxnPhase::kCommitting;
+        if (hangBeforeWritingDecision.shouldFail()) {
+            log::info("TXN", 22201, "Hanging at failpoint",
+                      "{\"failpoint\":\"hangBeforeWritingDecision\"}");
+            auto until = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+            while (hangBeforeWritingDecision.active() && std::chrono::steady_clock::now() < until) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            }
+        }
+    }
+    // Phase two: the decision is commit; every participant that wrote must hear it.
+    BsonBuilder extra;
+    extra.appendTimestamp("commitTimestamp", s.commitTs->value);
+    for (bson::BsonElement e : writeConcern) extra.appendElement(e);
+    BsonObj commitCmd = endCommand(s, "commitTransaction", extra.obj());
+    std::vector<ShardId> pending = s.writers;
+    Status last = Status::OK();
+    for (int attempt = 0; attempt < kCommitAttempts && !pending.empty(); ++attempt) {
+        if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50 << attempt));
+        std::vector<net::RemoteCommand> cmds;
+        for (const ShardId& shard : pending) {
+            auto it = std::find_if(s.participants.begin(), s.participants.end(),
+                                   [&](const auto& p) { return p.shard == shard; });
+            cmds.push_back({it->host, "admin", commitCmd});
+        }
+        auto replies = _router.client().runCommands(cmds);
+        std::vector<ShardId> again;
+        for (size_t i = 0; i < replies.size(); ++i) {
+            Status st = statusOf(replies[i]);
+            if (st.isOK()) continue;
+            last = Status(st.code(), describe(pending[i], st));
+            if (st.is(ErrorCodes::NoSuchTransaction)) {
+                // The participant lost its prepared part (it restarted): nothing resends it.
+                log::error("TXN", 22200, "A participant lost a prepared transaction",
+                           "{\"shard\":\"" + log::jsonEscape(pending[i]) +
+                               "\",\"txnNumber\":" + std::to_string(s.txnNumber) + "}");
+                continue;
+            }
+            again.push_back(pending[i]);
+        }
+        pending = std::move(again);
+    }
+    if (!pending.empty()) return last;  // unknown to the client: its retry resumes phase two
+    s.phase = RouterTxnPhase::kCommitted;
+    return last;
+}
+
+Status TransactionRouter::abort(command::OperationContext&, BsonBuilder&) {
+    Statement* statement = tlsStatement;
+    if (!statement) return Status(ErrorCodes::NoSuchTransaction, "no transaction is in progress");
+    Session& s = statement->session();
+    if (s.phase == RouterTxnPhase::kCommitting) {
+        return Status(ErrorCodes::TransactionCommitted,
+                      "Transaction " + std::to_string(s.txnNumber) +
+                          " is being committed: it cannot be aborted");
+    }
+    abortParticipants(s, "abortTransaction");
+    return Status::OK();
+}
+
+void TransactionRouter::endSession(const std::string& lsid) {
+    std::shared_ptr<Session> s;
+    {
+        std::lock_guard lk(_mutex);
+        auto it = _sessions.find(lsid);
+        if (it == _sessions.end()) return;
+        s = it->second;
+    }
+    std::lock_guard checkout(s->checkout);                // after a statement still running in it
+    if (s->phase == RouterTxnPhase::kCommitting) return;  // its decision must still reach them
+    if (s->phase == RouterTxnPhase::kInProgress) abortParticipants(*s, "the session ended");
+    std::lock_guard lk(_mutex);
+    if (auto it = _sessions.find(lsid); it != _sessions.end() && it->second == s) {
+        _sessions.erase(it);
+    }
+}
+
+BsonObj joinTransaction(const ShardId& shard, const std::string& host, BsonView cmd) {
+    if (!tlsStatement) return BsonObj::fromBytes(cmd.bytes());
+    return tlsStatement->join(&shard, host, cmd);
+}
+
+BsonObj joinTransactionByHost(const std::string& host, BsonView cmd) {
+    if (!tlsStatement) return BsonObj::fromBytes(cmd.bytes());
+    return tlsStatement->join(nullptr, host, cmd);
+}
+
+void noteTransactionReply(const ShardId& shard, const Status& status, BsonView reply) {
+    if (tlsStatement) tlsStatement->noteReply(shard, status, reply);
+}
+
+void observeShardReply(BsonView reply) {
+    bson::BsonElement t = reply["operationTime"];
+    if (t.type() == bson::BsonType::Timestamp) {
+        HybridLogicalClock::global().advanceTo(Timestamp{t.timestampValue()});
+    }
+}
+
+}  // namespace tessera::router

@@ -1,0 +1,89 @@
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/hlc.h"
+#include "base/status.h"
+#include "bson/bson_obj.h"
+#include "command/transactions.h"
+#include "placement/chunk_map.h"
+
+namespace tessera::router {
+
+class Router;
+using placement::ShardId;
+
+// A router's multi-document transactions (MongoDB's TransactionRouter), README.md
+// "Transactions". Per logical session: the transaction in progress, the one read timestamp all
+// of its participants read at, and the participants — the shards its statements reached.
+//
+// - A statement runs with its session checked out (one at a time). While it runs, every request
+//   the router sends a shard on its thread joins the transaction (joinTransaction): lsid,
+//   txnNumber and autocommit: false, and for a shard not yet a participant startTransaction with
+//   readConcern {level: snapshot, atClusterTime: T}. T is drawn once, at the first statement,
+//   from the router's clock, which observes every shard reply's operationTime: so a
+//   transaction reads at least what its client saw acknowledged through this router, and every
+//   participant reads the same snapshot of the cluster.
+// - A statement that fails (a write error included) aborts the transaction on every participant.
+//   A participant whose first request failed is forgotten (its shard aborted its part): a retry
+//   of the statement after a stale placement starts it there again.
+// - commitTransaction: no participant, nothing to do; one participant, its commitTransaction;
+//   more, two-phase commit coordinated by this router: prepareTransaction on each (in parallel),
+//   commit timestamp = the greatest prepare timestamp, commitTransaction {commitTimestamp} on
+//   each participant that wrote. A participant that refuses to prepare aborts the transaction
+//   (NoSuchTransaction, TransientTransactionError). The decision is kept, so a retried commit
+//   finishes it. Between prepare and commit every shard holds reads at or after its prepare
+//   timestamp (storage/prepared_transactions.h): no reader anywhere sees half of it.
+// - Not yet: the decision is kept in this router's memory only. A router that dies between
+//   prepare and commit leaves its participants prepared (their reads wait) until they restart,
+//   and a shard that restarts while prepared loses its part. The durable coordinator on a
+//   participant shard is the next step of issue 14.
+class TransactionRouter final : public command::RouterTransactionHooks {
+  public:
+    explicit TransactionRouter(Router& router);
+    ~TransactionRouter() override;
+
+    Status beginStatement(command::OperationContext& opCtx, const command::TransactionArgs& args,
+                          std::string_view commandName) override;
+    void endStatement(command::OperationContext& opCtx, const Status& status) override;
+    Status commit(command::OperationContext& opCtx, bson::BsonView cmd,
+                  bson::BsonBuilder& reply) override;
+    Status abort(command::OperationContext& opCtx, bson::BsonBuilder& reply) override;
+    void endSession(const std::string& lsid) override;
+
+    struct Session;
+    class Statement;
+
+  private:
+    std::shared_ptr<Session> sessionFor(const std::string& lsid);
+    // Sends abortTransaction to every participant (errors ignored: a shard that has no such
+    // transaction has nothing to undo) and marks the transaction aborted.
+    void abortParticipants(Session& session, const std::string& reason);
+    Status twoPhaseCommit(Session& session, bson::BsonView writeConcern);
+
+    Router& _router;
+    std::mutex _mutex;
+    std::unordered_map<std::string, std::shared_ptr<Session>> _sessions;
+    size_t _insertsSincePurge = 0;
+};
+
+// The shard request `cmd` for `shard` (at `host`) as part of the transaction of the statement
+// running on this thread, or `cmd` unchanged outside one. `cmd` has no `$db`.
+bson::BsonObj joinTransaction(const ShardId& shard, const std::string& host, bson::BsonView cmd);
+// The same for a request addressed by host only (a cursor's getMore or killCursors): joined only
+// when the host is already a participant.
+bson::BsonObj joinTransactionByHost(const std::string& host, bson::BsonView cmd);
+// Tells the current statement's transaction (if any) how the shard answered a joined request.
+void noteTransactionReply(const ShardId& shard, const Status& status, bson::BsonView reply);
+
+// A shard's reply: its operationTime advances this router's clock (cluster time gossip between
+// the roles, which transactions' read timestamps are drawn from).
+void observeShardReply(bson::BsonView reply);
+
+}  // namespace tessera::router

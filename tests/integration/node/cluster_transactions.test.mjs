@@ -1,0 +1,279 @@
+// Multi-document transactions through routers (issue 14), with the Node driver against
+// `tessera up --shards 2 --routers 2`: eight accounts on two shards, money moved with
+// withTransaction. What must hold: nothing of a transaction is visible before its commit and all
+// of it after (through the other router and on the shards directly); a transaction reads one
+// snapshot of the whole cluster; conflicts are WriteConflict with TransientTransactionError; a
+// failed statement aborts the transaction everywhere; a reader that arrives while a two-phase
+// commit is between prepare and decision waits rather than see half; and under concurrent
+// transfers through both routers the total of all accounts never changes for a snapshot reader.
+import assert from 'node:assert/strict';
+import { MongoServerError } from 'mongodb';
+import { uniqueDbName } from './harness.mjs';
+import { describeWithCluster, waitFor } from './cluster_harness.mjs';
+
+const kAccounts = 8;
+const kInitial = 1000;
+const kTotal = kAccounts * kInitial;
+
+async function rejects(promise) {
+    return promise.then(
+        (v) => assert.fail(`expected an error, got ${JSON.stringify(v)}`),
+        (e) => e,
+    );
+}
+
+describeWithCluster(
+    'transactions through routers (2 shards, 2 routers)',
+    (ctx) => {
+        const test = ctx.test;
+        const dbName = uniqueDbName('txn');
+        const ns = `${dbName}.accounts`;
+        const router = (i = 0) => ctx.cluster.router(i);
+        const admin = async (cmd, i = 0) => (await router(i)).db('admin').command(cmd);
+        const accounts = async (i = 0) => (await router(i)).db(dbName).collection('accounts');
+        const owners = {}; // 'low' (_id < 4) | 'high' -> shard name
+        const onShard = async (which) => (await ctx.cluster.shardByName(owners[which])).db(dbName).collection('accounts');
+        const balances = async (c, options = {}) =>
+            (await c.find({}, options).sort({ _id: 1 }).toArray()).map((d) => d.balance);
+
+        // Moves `amount` from account `from` to account `to` in a transaction on router `i`.
+        async function transfer(i, from, to, amount, options = {}) {
+            const client = await router(i);
+            const c = client.db(dbName).collection('accounts');
+            const session = client.startSession();
+            try {
+                await session.withTransaction(async () => {
+                    await c.updateOne({ _id: from }, { $inc: { balance: -amount } }, { session });
+                    await c.updateOne({ _id: to }, { $inc: { balance: amount } }, { session });
+                }, options);
+            } finally {
+                await session.endSession();
+            }
+        }
+
+        test('setup: accounts 0-3 on one shard, 4-7 on the other', async () => {
+            await admin({ enableSharding: dbName });
+            await admin({ shardCollection: ns, key: { _id: 1 } });
+            const docs = [];
+            for (let i = 0; i < kAccounts; i++) docs.push({ _id: i, balance: kInitial });
+            await (await accounts()).insertMany(docs);
+            await admin({ split: ns, middle: { _id: 4 } });
+            const primary = (await (await router()).db('config').collection('databases').findOne({ _id: dbName })).primary;
+            const shards = (await (await router()).db('config').collection('shards').find().toArray()).map((s) => s._id);
+            const other = shards.find((s) => s !== primary);
+            await admin({ moveChunk: ns, find: { _id: 4 }, to: other });
+            owners.low = primary;
+            owners.high = other;
+            const { chunks } = await ctx.cluster.checkConsistency(ns, kAccounts);
+            assert.equal(new Set(chunks.map((ch) => ch.shard)).size, 2);
+        });
+
+        test('a transfer between shards is invisible until the commit, then visible everywhere at once', async () => {
+            const client = await router(0);
+            const c = client.db(dbName).collection('accounts');
+            const other = await accounts(1);
+            const session = client.startSession();
+            try {
+                session.startTransaction();
+                await c.updateOne({ _id: 1 }, { $inc: { balance: -100 } }, { session });
+                await c.updateOne({ _id: 5 }, { $inc: { balance: 100 } }, { session });
+                // The transaction sees its own writes; nobody else does.
+                assert.deepEqual((await c.find({ _id: { $in: [1, 5] } }, { session }).sort({ _id: 1 }).toArray()).map((d) => d.balance), [900, 1100]);
+                assert.deepEqual(await balances(other), Array(kAccounts).fill(kInitial));
+                assert.equal((await (await onShard('low')).findOne({ _id: 1 })).balance, kInitial);
+                assert.equal((await (await onShard('high')).findOne({ _id: 5 })).balance, kInitial);
+                await session.commitTransaction();
+            } finally {
+                await session.endSession();
+            }
+            const after = await balances(other);
+            assert.equal(after[1], 900);
+            assert.equal(after[5], 1100);
+            assert.equal((await (await onShard('low')).findOne({ _id: 1 })).balance, 900);
+            assert.equal((await (await onShard('high')).findOne({ _id: 5 })).balance, 1100);
+            // Give it back, through the other router.
+            await transfer(1, 5, 1, 100);
+            assert.deepEqual(await balances(await accounts(0)), Array(kAccounts).fill(kInitial));
+        });
+
+        test('abortTransaction undoes every participant; a failed statement aborts the whole transaction', async () => {
+            const client = await router(0);
+            const c = client.db(dbName).collection('accounts');
+            const session = client.startSession();
+            try {
+                session.startTransaction();
+                await c.updateOne({ _id: 2 }, { $inc: { balance: -5 } }, { session });
+                await c.insertOne({ _id: 100, balance: 5 }, { session }); // on the high shard
+                await session.abortTransaction();
+                assert.deepEqual(await balances(await accounts(1)), Array(kAccounts).fill(kInitial));
+
+                session.startTransaction();
+                await c.updateOne({ _id: 2 }, { $inc: { balance: -5 } }, { session });
+                await c.updateOne({ _id: 6 }, { $inc: { balance: 5 } }, { session });
+                const dup = await rejects(c.insertOne({ _id: 6, balance: 0 }, { session }));
+                assert.equal(dup.code, 11000, `${dup}`);
+                const commit = await rejects(session.commitTransaction());
+                assert.equal(commit.code, 251, `${commit}`); // NoSuchTransaction
+                assert.ok(commit.hasErrorLabel('TransientTransactionError'), `${JSON.stringify(commit.errorLabels)}`);
+            } finally {
+                await session.endSession();
+            }
+            assert.deepEqual(await balances(await accounts(1)), Array(kAccounts).fill(kInitial));
+            await ctx.cluster.checkConsistency(ns, kAccounts);
+        });
+
+        test('a transaction reads one snapshot of the cluster, whatever commits meanwhile', async () => {
+            const client = await router(0);
+            const c = client.db(dbName).collection('accounts');
+            const session = client.startSession();
+            try {
+                session.startTransaction({ readConcern: { level: 'snapshot' } });
+                const first = await c.findOne({ _id: 3 }, { session }); // the low shard only
+                assert.equal(first.balance, kInitial);
+                await transfer(1, 3, 7, 250); // commits on both shards through the other router
+                // The high shard joins the transaction now, at the transaction's read timestamp.
+                const second = await c.findOne({ _id: 7 }, { session });
+                assert.equal(second.balance, kInitial, 'the snapshot must not see the later transfer');
+                assert.equal((await c.findOne({ _id: 3 }, { session })).balance, kInitial);
+                await session.commitTransaction();
+            } finally {
+                await session.endSession();
+            }
+            const now = await balances(await accounts(0));
+            assert.equal(now[3], kInitial - 250);
+            assert.equal(now[7], kInitial + 250);
+            await transfer(0, 7, 3, 250);
+        });
+
+        test('a second writer of a document gets WriteConflict with TransientTransactionError', async () => {
+            const client = await router(0);
+            const otherClient = await router(1);
+            const a = client.startSession();
+            const b = otherClient.startSession();
+            try {
+                a.startTransaction();
+                b.startTransaction();
+                await client.db(dbName).collection('accounts').updateOne({ _id: 0 }, { $inc: { balance: 1 } }, { session: a });
+                const e = await rejects(
+                    otherClient.db(dbName).collection('accounts').updateOne({ _id: 0 }, { $inc: { balance: 1 } }, { session: b }),
+                );
+                assert.ok(e instanceof MongoServerError, `${e}`);
+                assert.equal(e.code, 112, `${e}`);
+                assert.ok(e.hasErrorLabel('TransientTransactionError'), `${JSON.stringify(e.errorLabels)}`);
+                await b.abortTransaction().catch(() => {});
+                await a.abortTransaction();
+            } finally {
+                await a.endSession();
+                await b.endSession();
+            }
+            assert.deepEqual(await balances(await accounts()), Array(kAccounts).fill(kInitial));
+        });
+
+        test('between prepare and decision, readers on every path wait instead of seeing half', async () => {
+            await admin({ configureFailPoint: 'hangBeforeWritingDecision', mode: 'alwaysOn' });
+            let committed = false;
+            const commit = transfer(0, 2, 6, 300).then(() => {
+                committed = true;
+            });
+            try {
+                // Once both shards prepared, a read on a shard directly waits for the decision (here
+                // until its maxTimeMS), whichever shard it is.
+                for (const which of ['low', 'high']) {
+                    const shard = await onShard(which);
+                    await waitFor(`a read on the ${which} shard waits for the prepared transaction`, async () => {
+                        const e = await shard.find({}).maxTimeMS(300).toArray().then(() => null, (err) => err);
+                        return e !== null && e.code === 50;
+                    }, { timeoutMs: 20000, intervalMs: 50 });
+                }
+                // Through the other router: a plain read and a snapshot transaction wait too.
+                const other = await accounts(1);
+                const plain = await other.find({}).maxTimeMS(300).toArray().then(() => null, (err) => err);
+                assert.ok(plain && plain.code === 50, `a plain read returned during the commit: ${plain}`);
+                assert.equal(committed, false);
+            } finally {
+                await admin({ configureFailPoint: 'hangBeforeWritingDecision', mode: 'off' });
+            }
+            await commit;
+            const after = await balances(await accounts(1));
+            assert.equal(after[2], kInitial - 300);
+            assert.equal(after[6], kInitial + 300);
+            await transfer(1, 6, 2, 300);
+        });
+
+        test('bank: concurrent transfers through two routers; every snapshot reader sees the same total', async () => {
+            const deadline = Date.now() + 60000;
+            let transfers = 0;
+            let retried = 0;
+            const workers = [];
+            for (let w = 0; w < 4; w++) {
+                workers.push((async () => {
+                    for (let n = 0; n < 25 && Date.now() < deadline; n++) {
+                        const from = (w * 7 + n * 3) % kAccounts;
+                        const to = (from + 1 + ((n + w) % (kAccounts - 1))) % kAccounts;
+                        await transfer(w % 2, from, to, 1 + ((n * 13 + w) % 50));
+                        transfers++;
+                    }
+                })());
+            }
+            let done = false;
+            const totals = [];
+            const readers = [];
+            for (let r = 0; r < 2; r++) {
+                readers.push((async () => {
+                    const client = await router(r);
+                    const c = client.db(dbName).collection('accounts');
+                    while (!done && Date.now() < deadline) {
+                        const session = client.startSession();
+                        try {
+                            session.startTransaction({ readConcern: { level: 'snapshot' } });
+                            const docs = await c.find({}, { session }).toArray();
+                            await session.commitTransaction();
+                            totals.push(docs.reduce((s, d) => s + d.balance, 0));
+                            assert.equal(docs.length, kAccounts);
+                        } catch (e) {
+                            if (!e.hasErrorLabel?.('TransientTransactionError')) throw e;
+                            retried++;
+                            await session.abortTransaction().catch(() => {});
+                        } finally {
+                            await session.endSession();
+                        }
+                    }
+                })());
+            }
+            await Promise.all(workers);
+            done = true;
+            await Promise.all(readers);
+            assert.equal(transfers, 100);
+            assert.ok(totals.length > 0, 'no snapshot read completed');
+            for (const t of totals) assert.equal(t, kTotal, `a snapshot read saw a total of ${t}`);
+            const final = await balances(await accounts(0));
+            assert.equal(final.reduce((s, b) => s + b, 0), kTotal);
+            await ctx.cluster.checkConsistency(ns, kAccounts);
+            console.log(`bank: ${transfers} transfers, ${totals.length} snapshot reads (${retried} retried), total ${kTotal} throughout`);
+        });
+
+        test('a shard reached directly runs its own transactions and causally consistent sessions', async () => {
+            const shard = await ctx.cluster.shardByName(owners.low);
+            const c = shard.db(dbName).collection('direct');
+            const session = shard.startSession();
+            try {
+                session.startTransaction();
+                await c.insertOne({ _id: 1 }, { session });
+                await c.insertOne({ _id: 2 }, { session });
+                assert.equal(await c.countDocuments(), 0);
+                await session.commitTransaction();
+                assert.equal(await c.countDocuments(), 2);
+                // The session now sends the shard's operationTime back as afterClusterTime.
+                await c.insertOne({ _id: 3 }, { session });
+                assert.ok(session.operationTime, 'the shard replies carry operationTime');
+                assert.deepEqual(await c.findOne({ _id: 3 }, { session }), { _id: 3 });
+            } finally {
+                await session.endSession();
+            }
+            // prepareTransaction is a shard's command: a router does not run it.
+            const e = await rejects((await router()).db('admin').command({ prepareTransaction: 1 }));
+            assert.ok(e.code === 59 || e.code === 72, `${e}`);
+        });
+    },
+    { shards: 2, routers: 2 },
+);
