@@ -209,6 +209,13 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
         service.hooks = shardingState.get();
         transactions->enableParticipantMode(shardingState->transactionCommitObservers());
         roleStarted = shardingState->startup();
+        if (roleStarted.isOK()) {
+            // Transactions prepared before a crash are prepared again before the first request,
+            // then the coordinations this shard ran are finished (txn/transaction_coordinator.h).
+            StatusWith<size_t> prepared = transactions->recoverPrepared();
+            roleStarted = prepared.getStatus();
+            if (roleStarted.isOK()) shardingState->coordinator().start();
+        }
     } else if (role == "router") {
         router = std::make_unique<router::Router>(opts.configdb, service.host);
         service.roleState = router.get();

@@ -88,6 +88,9 @@ class PrepareTransactionCommand : public Command {
         }
         ASSIGN_OR_RETURN(Timestamp ts, SessionTransactions::prepare(*opCtx.transactionSession));
         reply.appendTimestamp("prepareTimestamp", ts.value);
+        // A participant without writes finished at its prepare: the coordinator skips it.
+        bool readOnly = opCtx.transactionSession->state == TransactionState::kCommitted;
+        reply.appendBool("readOnly", readOnly);
         return Status::OK();
     }
 };

@@ -141,6 +141,10 @@ void waitForClusterTime(bson::BsonView body, storage::Engine& engine) {
     engine.snapshot(at);  // returns once `at` is readable
 }
 
+// How long a command without maxTimeMS waits for a prepared transaction's decision before it
+// fails with ExceededTimeLimit (the decision normally takes one coordinator round trip).
+constexpr std::chrono::seconds kMaxPrepareWait{60};
+
 // `reply` with operationTime (a shard's reply to a router).
 bson::BsonObj withOperationTime(bson::BsonObj reply, Timestamp operationTime) {
     if (reply.isEmpty() || reply.hasField("operationTime")) return reply;
@@ -539,10 +543,14 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
     }
 
     bson::BsonBuilder reply;
-    // A read that waits for a prepared transaction's decision waits at most until maxTimeMS
-    // (on an io thread the enclosing runInline scope forbids waiting at all).
+    // A read that waits for a prepared transaction's decision waits at most until maxTimeMS, or
+    // kMaxPrepareWait (on an io thread the enclosing runInline scope forbids waiting at all).
     std::optional<storage::PrepareWaitScope> prepareWait;
-    if (opCtx.deadline && !inlineExecution) prepareWait.emplace(*opCtx.deadline);
+    if (!inlineExecution) {
+        auto bound = std::chrono::steady_clock::now() + kMaxPrepareWait;
+        bool byMaxTime = opCtx.deadline && *opCtx.deadline < bound;
+        prepareWait.emplace(byMaxTime ? *opCtx.deadline : bound, byMaxTime);
+    }
     try {
         if (_service.hooks) {
             status = _service.hooks->beforeCommand(opCtx, request, *command);

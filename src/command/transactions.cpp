@@ -32,6 +32,22 @@ bool allowedInTransaction(std::string_view name) {
     return false;
 }
 
+namespace {
+
+// The side record of a session's prepared transaction: one per session (a session has at most
+// one transaction, and a prepared one blocks the next).
+std::string preparedRecordKey(const std::string& lsid) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string key(SessionTransactions::kPreparedRecordPrefix);
+    for (unsigned char c : lsid) {
+        key.push_back(kHex[c >> 4]);
+        key.push_back(kHex[c & 15]);
+    }
+    return key;
+}
+
+}  // namespace
+
 bool isTransactionEndCommand(std::string_view name) {
     return name == "commitTransaction" || name == "abortTransaction" ||
            name == "prepareTransaction";
@@ -141,7 +157,10 @@ std::shared_ptr<SessionTransactions::Session> SessionTransactions::sessionFor(
     const std::string& lsid) {
     std::lock_guard lk(_mutex);
     auto& s = _sessions[lsid];
-    if (!s) s = std::make_shared<Session>();
+    if (!s) {
+        s = std::make_shared<Session>();
+        s->lsid = lsid;
+    }
     return s;
 }
 
@@ -216,6 +235,29 @@ StatusWith<SessionTransactions::Checkout> SessionTransactions::beginStatement(
                       (session->abortReason.empty() ? "." : ": " + session->abortReason));
 }
 
+StatusWith<size_t> SessionTransactions::recoverPrepared() {
+    ASSIGN_OR_RETURN(auto recovered,
+                     _engine->recoverPreparedTransactions(kPreparedRecordPrefix, _commitObservers));
+    for (storage::Engine::RecoveredTransaction& r : recovered) {
+        bson::BsonElement lsid = r.meta["lsid"];
+        if (lsid.type() != bson::BsonType::BinData) {
+            return Status(ErrorCodes::InternalError, "a prepare record without its session");
+        }
+        std::shared_ptr<Session> s = sessionFor(std::string(lsid.binaryValue().data));
+        std::lock_guard lk(s->stateMutex);
+        s->txnNumber = r.meta["txnNumber"].numberLong();
+        s->state = State::kPrepared;
+        s->prepareTs = r.prepareTs;
+        s->txn = std::move(r.txn);
+        s->started = s->lastUse = std::chrono::steady_clock::now();
+        log::info("TXN", 22211, "Restored a prepared transaction",
+                  "{\"txnNumber\":" + std::to_string(s->txnNumber) +
+                      ",\"prepareTimestamp\":{\"t\":" + std::to_string(r.prepareTs.secs()) +
+                      ",\"i\":" + std::to_string(r.prepareTs.inc()) + "}}");
+    }
+    return recovered.size();
+}
+
 void SessionTransactions::abortAfterFailure(Session& session, const Status& status) {
     std::lock_guard lk(session.stateMutex);
     if (session.state != State::kInProgress) return;
@@ -285,7 +327,10 @@ StatusWith<Timestamp> SessionTransactions::prepare(Session& session) {
         return Status(ErrorCodes::NoSuchTransaction,
                       "Transaction " + std::to_string(session.txnNumber) + " has been aborted.");
     }
-    StatusWith<Timestamp> ts = session.txn->prepare();
+    bson::BsonBuilder meta;
+    meta.appendBinary("lsid", 4, session.lsid);
+    meta.appendInt64("txnNumber", session.txnNumber);
+    StatusWith<Timestamp> ts = session.txn->prepare(preparedRecordKey(session.lsid), meta.obj());
     if (!ts.isOK()) {
         session.txn->abort();
         session.txn.reset();

@@ -28,6 +28,7 @@ enum class TransactionState { kNone, kInProgress, kPrepared, kCommitted, kAborte
 
 // One logical session's transaction state (SessionTransactions).
 struct TransactionSession {
+    std::string lsid;       // lsid.id, 16 bytes
     std::mutex checkout;    // held by the operation using the session
     std::mutex stateMutex;  // guards what the reaper reads and changes below
     int64_t txnNumber = -1;
@@ -115,8 +116,14 @@ class SessionTransactions {
                                         std::optional<Timestamp> commitTs = std::nullopt);
     static Status abort(Session& session);
     // prepareTransaction (participant mode): the prepare timestamp; again the same one when
-    // retried.
+    // retried. The prepared transaction is durable (its record, kPreparedRecordPrefix): after a
+    // crash recoverPrepared() restores it, prepared.
     static StatusWith<Timestamp> prepare(Session& session);
+    // At a shard's startup, before it serves anything: the sessions whose transaction was
+    // prepared when the process stopped, prepared again (awaiting their coordinator's decision).
+    // Returns how many.
+    StatusWith<size_t> recoverPrepared();
+    static constexpr std::string_view kPreparedRecordPrefix = "txn.prepared/";
 
     // endSessions / killSessions: aborts their unfinished transactions.
     void endSession(const std::string& lsid);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <thread>
 
-#include "base/failpoint.h"
 #include "base/log.h"
 #include "command/command.h"
 #include "command/reply_util.h"
@@ -17,16 +16,9 @@ using bson::BsonBuilder;
 using bson::BsonObj;
 using bson::BsonView;
 
-// Hangs a two-phase commit after every participant prepared, before the decision is sent
-// (tests: readers must wait, not see half of it).
-TESSERA_FAIL_POINT_DEFINE(hangBeforeWritingDecision);
-
 namespace {
 
 constexpr std::chrono::minutes kIdleSessionLimit{command::kLogicalSessionTimeoutMinutes};
-// Attempts of a commit's second phase on one participant before the client is told the
-// outcome is unknown (it retries commitTransaction, which resumes from the kept decision).
-constexpr int kCommitAttempts = 5;
 
 }  // namespace
 
@@ -43,8 +35,7 @@ struct TransactionRouter::Session {
         std::string host;
     };
     std::vector<Participant> participants;  // in the order they joined
-    std::optional<Timestamp> commitTs;      // the two-phase commit's decision, once taken
-    std::vector<ShardId> writers;           // participants that prepared with writes
+    std::optional<Timestamp> commitTs;      // the two-phase commit's decision, once known
     std::string abortReason;
     std::chrono::steady_clock::time_point lastUse;
 };
@@ -206,7 +197,6 @@ Status TransactionRouter::beginStatement(command::OperationContext& opCtx,
         s.txnNumber = txnNumber;
         s.phase = RouterTxnPhase::kInProgress;
         s.participants.clear();
-        s.writers.clear();
         s.commitTs.reset();
         s.abortReason.clear();
         // One snapshot of the whole cluster: at least everything this router has seen acknowledged
@@ -275,7 +265,7 @@ Status TransactionRouter::commit(command::OperationContext&, BsonView cmd, BsonB
         s.phase = RouterTxnPhase::kCommitted;
         return Status::OK();
     }
-    if (s.participants.size() == 1 && !s.commitTs) {
+    if (s.participants.size() == 1) {
         // One participant: its own commit is atomic; no prepare, no coordinator.
         const auto& p = s.participants.front();
         Status st = statusOf(_router.client().runCommand(
@@ -294,77 +284,38 @@ Status TransactionRouter::commit(command::OperationContext&, BsonView cmd, BsonB
 }
 
 Status TransactionRouter::twoPhaseCommit(Session& s, BsonView writeConcern) {
-    if (!s.commitTs) {
-        // Phase one: every participant prepares; the decision is commit at the greatest
-        // prepare timestamp, or abort if any cannot prepare.
-        std::vector<net::RemoteCommand> cmds;
-        for (const auto& p : s.participants) {
-            cmds.push_back({p.host, "admin", endCommand(s, "prepareTransaction", BsonObj())});
-        }
-        auto replies = _router.client().runCommands(cmds);
-        Timestamp commitTs;
-        std::vector<ShardId> writers;
-        for (size_t i = 0; i < replies.size(); ++i) {
-            Status st = statusOf(replies[i]);
-            if (!st.isOK()) {
-                std::string reason =
-                    "prepareTransaction failed on " + describe(s.participants[i].shard, st);
-                abortParticipants(s, reason);
-                return Status(
-                    ErrorCodes::NoSuchTransaction,
-                    "Transaction " + std::to_string(s.txnNumber) + " was aborted: " + reason);
-            }
-            const BsonObj& reply = replies[i].getValue();
-            commitTs = std::max(commitTs, Timestamp{reply["prepareTimestamp"].timestampValue()});
-            if (!reply["readOnly"].trueValue()) writers.push_back(s.participants[i].shard);
-        }
-        s.commitTs = commitTs;
-        s.writers = std::move(writers);
-        s.phase = RouterTxnPhase::kCommitting;
-        if (hangBeforeWritingDecision.shouldFail()) {
-            log::info("TXN", 22201, "Hanging at failpoint",
-                      "{\"failpoint\":\"hangBeforeWritingDecision\"}");
-            auto until = std::chrono::steady_clock::now() + std::chrono::minutes(2);
-            while (hangBeforeWritingDecision.active() && std::chrono::steady_clock::now() < until) {
-                std::this_thread::sleep_for(std::chrono::milliseconds(20));
-            }
-        }
+    // The first participant coordinates (txn/transaction_coordinator.h): it prepares every
+    // participant, makes the decision durable and delivers it, whatever happens to this router.
+    // A retried commit asks it again; it answers from its record.
+    const auto& coordinator = s.participants.front();
+    BsonBuilder b;
+    b.appendInt32("_shardsvrCoordinateCommitTransaction", 1);
+    b.startObject("lsid");
+    command::appendUuid(b, "id", s.lsid);
+    b.end();
+    b.appendInt64("txnNum", s.txnNumber);
+    b.startArray("participants");
+    for (size_t i = 0; i < s.participants.size(); ++i) {
+        b.startObject(std::to_string(i));
+        b.append("shard", s.participants[i].shard);
+        b.append("host", s.participants[i].host);
+        b.end();
     }
-    // Phase two: the decision is commit; every participant that wrote must hear it.
-    BsonBuilder extra;
-    extra.appendTimestamp("commitTimestamp", s.commitTs->value);
-    for (bson::BsonElement e : writeConcern) extra.appendElement(e);
-    BsonObj commitCmd = endCommand(s, "commitTransaction", extra.obj());
-    std::vector<ShardId> pending = s.writers;
-    Status last = Status::OK();
-    for (int attempt = 0; attempt < kCommitAttempts && !pending.empty(); ++attempt) {
-        if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50 << attempt));
-        std::vector<net::RemoteCommand> cmds;
-        for (const ShardId& shard : pending) {
-            auto it = std::find_if(s.participants.begin(), s.participants.end(),
-                                   [&](const auto& p) { return p.shard == shard; });
-            cmds.push_back({it->host, "admin", commitCmd});
-        }
-        auto replies = _router.client().runCommands(cmds);
-        std::vector<ShardId> again;
-        for (size_t i = 0; i < replies.size(); ++i) {
-            Status st = statusOf(replies[i]);
-            if (st.isOK()) continue;
-            last = Status(st.code(), describe(pending[i], st));
-            if (st.is(ErrorCodes::NoSuchTransaction)) {
-                // The participant lost its prepared part (it restarted): nothing resends it.
-                log::error("TXN", 22200, "A participant lost a prepared transaction",
-                           "{\"shard\":\"" + log::jsonEscape(pending[i]) +
-                               "\",\"txnNumber\":" + std::to_string(s.txnNumber) + "}");
-                continue;
-            }
-            again.push_back(pending[i]);
-        }
-        pending = std::move(again);
+    b.end();
+    for (bson::BsonElement e : writeConcern) b.appendElement(e);
+    s.phase = RouterTxnPhase::kCommitting;
+    auto reply = _router.client().runCommand(coordinator.host, "admin", b.obj());
+    Status st = statusOf(reply);
+    if (st.isOK()) {
+        s.phase = RouterTxnPhase::kCommitted;
+        s.commitTs = Timestamp{reply.getValue()["commitTimestamp"].timestampValue()};
+        HybridLogicalClock::global().advanceTo(*s.commitTs);
+    } else if (st.is(ErrorCodes::NoSuchTransaction)) {
+        s.phase = RouterTxnPhase::kAborted;
+        s.abortReason = st.reason();
     }
-    if (!pending.empty()) return last;  // unknown to the client: its retry resumes phase two
-    s.phase = RouterTxnPhase::kCommitted;
-    return last;
+    // Else unknown (the coordinator unreachable): the client's retry asks again.
+    return st;
 }
 
 Status TransactionRouter::abort(command::OperationContext&, BsonBuilder&) {

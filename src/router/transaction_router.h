@@ -34,16 +34,14 @@ using placement::ShardId;
 //   A participant whose first request failed is forgotten (its shard aborted its part): a retry
 //   of the statement after a stale placement starts it there again.
 // - commitTransaction: no participant, nothing to do; one participant, its commitTransaction;
-//   more, two-phase commit coordinated by this router: prepareTransaction on each (in parallel),
-//   commit timestamp = the greatest prepare timestamp, commitTransaction {commitTimestamp} on
-//   each participant that wrote. A participant that refuses to prepare aborts the transaction
-//   (NoSuchTransaction, TransientTransactionError). The decision is kept, so a retried commit
-//   finishes it. Between prepare and commit every shard holds reads at or after its prepare
-//   timestamp (storage/prepared_transactions.h): no reader anywhere sees half of it.
-// - Not yet: the decision is kept in this router's memory only. A router that dies between
-//   prepare and commit leaves its participants prepared (their reads wait) until they restart,
-//   and a shard that restarts while prepared loses its part. The durable coordinator on a
-//   participant shard is the next step of issue 14.
+//   more, two-phase commit by the first participant (`_shardsvrCoordinateCommitTransaction`,
+//   txn/transaction_coordinator.h): it prepares every participant, writes the decision (commit at
+//   the greatest prepare timestamp, or abort if one cannot prepare) durably and delivers it,
+//   whatever happens to this router afterwards. NoSuchTransaction (TransientTransactionError)
+//   when it aborted; a commit whose answer is lost is retried by the client and answered from the
+//   coordinator's record. Between a participant's prepare and its commit every shard holds reads
+//   at or after its prepare timestamp (storage/prepared_transactions.h): no reader sees half.
+// - Not yet: a `recoveryToken` for committing through another router.
 class TransactionRouter final : public command::RouterTransactionHooks {
   public:
     explicit TransactionRouter(Router& router);
@@ -65,6 +63,7 @@ class TransactionRouter final : public command::RouterTransactionHooks {
     // Sends abortTransaction to every participant (errors ignored: a shard that has no such
     // transaction has nothing to undo) and marks the transaction aborted.
     void abortParticipants(Session& session, const std::string& reason);
+    // Hands the commit to the first participant, the coordinator.
     Status twoPhaseCommit(Session& session, bson::BsonView writeConcern);
 
     Router& _router;

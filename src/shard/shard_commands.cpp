@@ -13,6 +13,7 @@ void registerShardMigrationCommands(command::CommandRegistry& registry);
 void registerShardDatabaseCommands(command::CommandRegistry& registry);
 void registerShardCollectionCommands(command::CommandRegistry& registry);
 void registerShardChunkStatsCommands(command::CommandRegistry& registry);
+void registerShardTransactionCommands(command::CommandRegistry& registry);
 
 namespace {
 
@@ -213,6 +214,7 @@ void registerShardServerCommands(command::CommandRegistry& registry) {
     registerShardDatabaseCommands(registry);
     registerShardCollectionCommands(registry);
     registerShardChunkStatsCommands(registry);
+    registerShardTransactionCommands(registry);
 }
 
 }  // namespace tessera::shard

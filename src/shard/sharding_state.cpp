@@ -118,6 +118,7 @@ ShardingState::ShardingState(command::ServiceContext& service, std::string confi
       _configHostOverride(std::move(configHostOverride)),
       _client(std::make_unique<net::RemoteClient>()),
       _tracked(std::make_shared<TrackedRanges>(*service.engine)),
+      _coordinator(std::make_unique<txn::TransactionCoordinator>(*service.engine, *_client)),
       _rangeDeleter(std::make_unique<RangeDeleter>(*this)) {
     _commitObservers.addObserver(&_changeCapture);
 }
@@ -192,6 +193,7 @@ Status ShardingState::startup() {
 }
 
 void ShardingState::shutdown() {
+    if (_coordinator) _coordinator->stop();
     if (_rangeDeleter) _rangeDeleter->stop();
 }
 

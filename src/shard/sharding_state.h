@@ -15,6 +15,7 @@
 #include "shard/range_deleter.h"
 #include "shard/shard_metadata.h"
 #include "shard/tracked_ranges.h"
+#include "txn/transaction_coordinator.h"
 #include "txn/transaction_table.h"
 
 namespace tessera::net {
@@ -92,6 +93,8 @@ class ShardingState : public command::CommandHooks, public command::RoleState {
     // The observers a multi-document transaction's commit tells about its writes (the change
     // capture: a migration's catch-up must see transactional writes too).
     const storage::WriteUnit* transactionCommitObservers() const { return &_commitObservers; }
+    // The two-phase commits this shard coordinates for its routers (txn/transaction_coordinator.h).
+    txn::TransactionCoordinator& coordinator() { return *_coordinator; }
 
   private:
     // Everything that exists once the shard knows its name and config server. Member order is
@@ -122,6 +125,7 @@ class ShardingState : public command::CommandHooks, public command::RoleState {
     MigrationRecipients _recipients;
     std::shared_ptr<TrackedRanges> _tracked;
     ForegroundLatency _latency;
+    std::unique_ptr<txn::TransactionCoordinator> _coordinator;
     std::unique_ptr<RangeDeleter> _rangeDeleter;  // last: its thread uses the members above
 };
 

@@ -112,6 +112,19 @@ class Engine {
     // collection was dropped.
     virtual StatusWith<std::unique_ptr<CollectionWriter>> writer(
         const CollectionPtr& coll, const WriteUnit* unit = nullptr) = 0;
+    // A transaction prepared before a restart (Transaction::prepare): the caller's `meta`, its
+    // prepare timestamp, and the transaction, prepared again.
+    struct RecoveredTransaction {
+        bson::BsonObj meta;
+        Timestamp prepareTs;
+        std::unique_ptr<Transaction> txn;
+    };
+    // At startup, before anything reads: every transaction whose prepare record (side records
+    // under `prefix`) is still there, prepared again — its intents claimed, its collections'
+    // access locks held, reads at or after its prepare timestamp held until it is decided. Its
+    // commit tells the observers of `unit` (may be null; must outlive it).
+    virtual StatusWith<std::vector<RecoveredTransaction>> recoverPreparedTransactions(
+        std::string_view prefix, const WriteUnit* unit) = 0;
     // A multi-document transaction (transaction.h) reading at `readAt` (the latest visible
     // state when absent; SnapshotTooOld as openSnapshot). Its commit tells the observers of
     // `unit` (may be null; must outlive the transaction) about every write.

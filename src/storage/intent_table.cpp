@@ -44,6 +44,13 @@ Status IntentTable::checkFree(uint64_t collId, const std::vector<std::string>& l
     return Status::OK();
 }
 
+void IntentTable::restore(const std::vector<std::string>& claimed, uint64_t txnId) {
+    std::lock_guard lk(_mutex);
+    for (const std::string& key : claimed) {
+        if (_owners.emplace(key, txnId).second) _size.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
 void IntentTable::release(const std::vector<std::string>& claimed, uint64_t txnId) {
     if (claimed.empty()) return;
     std::lock_guard lk(_mutex);

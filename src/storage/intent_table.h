@@ -35,6 +35,9 @@ class IntentTable {
                  std::vector<std::string>* claimed);
     // WriteConflict if any transaction holds one of the keys.
     Status checkFree(uint64_t collId, const std::vector<std::string>& lockKeys) const;
+    // Claims table keys (as `claim` appended them) for `txnId` again: a prepared transaction
+    // recovered after a restart, before anything else runs.
+    void restore(const std::vector<std::string>& claimed, uint64_t txnId);
     // Releases keys `txnId` claimed.
     void release(const std::vector<std::string>& claimed, uint64_t txnId);
     size_t sizeForTest() const { return _size.load(); }

@@ -45,23 +45,25 @@ void PreparedTransactions::waitForDecisions(Timestamp readTs) {
         throw PrepareConflict("a prepared transaction's decision is pending",
                               PrepareConflict::Kind::kWouldBlock);
     }
-    auto until = std::chrono::steady_clock::now() + kMaxWait;
-    bool byDeadline = limit.deadline && *limit.deadline < until;
-    if (byDeadline) until = *limit.deadline;
     _waiting.fetch_add(1);
-    bool decided = _decided.wait_until(lk, until, [&] { return !blockingLocked(readTs); });
+    bool decided = true;
+    if (!limit.deadline) {
+        _decided.wait(lk, [&] { return !blockingLocked(readTs); });
+    } else {
+        decided = _decided.wait_until(lk, *limit.deadline, [&] { return !blockingLocked(readTs); });
+    }
     _waiting.fetch_sub(1);
     if (decided) return;
-    if (byDeadline) {
+    if (limit.isMaxTime) {
         throw PrepareConflict(
             "operation exceeded time limit while waiting for the commit "
             "decision of a prepared transaction",
             PrepareConflict::Kind::kDeadline);
     }
-    throw PrepareConflict("a read waited " + std::to_string(kMaxWait.count()) +
-                              " s for the commit decision of a prepared transaction; its "
-                              "coordinator has not decided. Retry the read later.",
-                          PrepareConflict::Kind::kTooLong);
+    throw PrepareConflict(
+        "a read waited too long for the commit decision of a prepared "
+        "transaction; its coordinator has not decided yet. Retry the read.",
+        PrepareConflict::Kind::kTooLong);
 }
 
 }  // namespace tessera::storage

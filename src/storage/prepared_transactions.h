@@ -15,15 +15,14 @@
 namespace tessera::storage {
 
 // Thrown by a read that would have to wait for a prepared transaction's decision where it may
-// not wait (PrepareWaitScope), or that waited past its deadline or PreparedTransactions::kMaxWait.
-// The command layer turns the first into "run this on the pool", the others into
-// MaxTimeMSExpired and ExceededTimeLimit.
+// not wait (PrepareWaitScope), or that waited past its scope's deadline. The command layer turns
+// the first into "run this on the pool", the others into MaxTimeMSExpired or ExceededTimeLimit.
 class PrepareConflict : public std::runtime_error {
   public:
     enum class Kind {
         kWouldBlock,  // the thread may not wait (PrepareWaitScope())
-        kDeadline,    // the operation's deadline passed while waiting
-        kTooLong,     // waited kMaxWait without a decision
+        kDeadline,    // the operation's maxTimeMS passed while waiting
+        kTooLong,     // the command layer's own bound passed while waiting
     };
     PrepareConflict(std::string what, Kind kind)
         : std::runtime_error(std::move(what)), _kind(kind) {}
@@ -36,14 +35,16 @@ class PrepareConflict : public std::runtime_error {
 // While alive on a thread, bounds how reads on that thread wait for a prepared transaction's
 // decision: not at all (the default constructor: an io thread running a request inline must not
 // block on a decision that another request on the same thread may carry; the read throws
-// PrepareConflict instead), or until `deadline` (the operation's maxTimeMS; then PrepareConflict
-// with timedOut()). Scopes nest; the innermost applies.
+// PrepareConflict instead), or until `deadline` (a command's maxTimeMS, or the command layer's
+// own bound; then PrepareConflict kDeadline or kTooLong as `isMaxTime` says). Outside any scope
+// (background threads) a read waits for the decision however long it takes: the coordinator
+// always decides in the end. Scopes nest; the innermost applies.
 class PrepareWaitScope {
   public:
     using Clock = std::chrono::steady_clock;
-    PrepareWaitScope() : _previous(tlsLimit) { tlsLimit = Limit{false, std::nullopt}; }
-    explicit PrepareWaitScope(Clock::time_point deadline) : _previous(tlsLimit) {
-        tlsLimit = Limit{true, deadline};
+    PrepareWaitScope() : _previous(tlsLimit) { tlsLimit = Limit{false, std::nullopt, false}; }
+    PrepareWaitScope(Clock::time_point deadline, bool isMaxTime) : _previous(tlsLimit) {
+        tlsLimit = Limit{true, deadline, isMaxTime};
     }
     ~PrepareWaitScope() { tlsLimit = _previous; }
     PrepareWaitScope(const PrepareWaitScope&) = delete;
@@ -52,6 +53,7 @@ class PrepareWaitScope {
     struct Limit {
         bool mayWait = true;
         std::optional<Clock::time_point> deadline;
+        bool isMaxTime = false;
     };
     static const Limit& current() { return tlsLimit; }
 
@@ -77,8 +79,6 @@ class PrepareWaitScope {
 // Thread-safe; `any()` is one relaxed load.
 class PreparedTransactions {
   public:
-    static constexpr std::chrono::seconds kMaxWait{60};
-
     // Registers transaction `txnId` as prepared at a fresh timestamp of `clock`, returned.
     Timestamp prepare(uint64_t txnId, HybridLogicalClock& clock);
     // Registers a transaction prepared before a restart at its recorded timestamp.
@@ -86,7 +86,7 @@ class PreparedTransactions {
     // The transaction is decided and its commit (if any) written: readers waiting go on.
     void finish(uint64_t txnId);
     // Waits until no prepared transaction has a prepare timestamp <= `readTs`. Throws
-    // PrepareConflict where the thread may not wait, or after its deadline or kMaxWait.
+    // PrepareConflict where the thread's PrepareWaitScope forbids waiting or its deadline passes.
     void waitForDecisions(Timestamp readTs);
     bool any() const { return _count.load(std::memory_order_relaxed) > 0; }
     size_t count() const { return _count.load(); }

@@ -793,6 +793,22 @@ StatusWith<std::unique_ptr<Transaction>> RocksEngine::beginTransaction(
         this, _nextTransactionId.fetch_add(1), ts, std::move(pin), unit));
 }
 
+StatusWith<std::vector<Engine::RecoveredTransaction>> RocksEngine::recoverPreparedTransactions(
+    std::string_view prefix, const WriteUnit* unit) {
+    std::vector<RecoveredTransaction> out;
+    for (const auto& [key, value] : sideRecords(prefix)) {
+        bson::BsonView record(value.data());
+        ASSIGN_OR_RETURN(
+            std::unique_ptr<RocksTransaction> txn,
+            RocksTransaction::recover(this, _nextTransactionId.fetch_add(1), key, record, unit));
+        bson::BsonElement meta = record["meta"];
+        out.push_back(RecoveredTransaction{
+            meta.isObject() ? bson::BsonObj::fromBytes(meta.objValue().bytes()) : bson::BsonObj(),
+            Timestamp{record["prepareTs"].timestampValue()}, std::move(txn)});
+    }
+    return out;
+}
+
 // ---- Stats and maintenance
 
 CollectionStats RocksEngine::stats(const CollectionInfo& coll) const {

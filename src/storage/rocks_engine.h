@@ -65,6 +65,8 @@ class RocksEngine final : public Engine {
                                                          const WriteUnit* unit) override;
     StatusWith<std::unique_ptr<Transaction>> beginTransaction(std::optional<Timestamp> readAt,
                                                               const WriteUnit* unit) override;
+    StatusWith<std::vector<RecoveredTransaction>> recoverPreparedTransactions(
+        std::string_view prefix, const WriteUnit* unit) override;
 
     CollectionStats stats(const CollectionInfo& coll) const override;
     int64_t approximateRangeBytes(const CollectionInfo& coll, const KeyRange& range) const override;
@@ -95,6 +97,8 @@ class RocksEngine final : public Engine {
     void publish(CollectionPtr info);
     // The published metadata of collection `id` (nullptr once dropped).
     CollectionPtr currentInfo(uint64_t id) const;
+    // The mutable state of collection `id` (nullptr once dropped).
+    std::shared_ptr<CollectionState> collectionState(uint64_t id) const { return stateFor(id); }
     // Adds the persisted counts (count, dataSize, last commit ts) of a collection to `batch`.
     void putCounts(rocksdb::WriteBatch* batch, uint64_t collId, int64_t count, int64_t dataSize,
                    Timestamp lastTs);

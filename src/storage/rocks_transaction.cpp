@@ -1,5 +1,7 @@
 #include "storage/rocks_transaction.h"
 
+#include "base/log.h"
+#include "bson/bson_builder.h"
 #include "storage/key_format.h"
 #include "storage/rocks_engine.h"
 #include "storage/rocks_read_snapshot.h"
@@ -76,12 +78,141 @@ StatusWith<Timestamp> RocksTransaction::commit(
     return writeCommit(std::nullopt, sideRecords, opts);
 }
 
-StatusWith<Timestamp> RocksTransaction::prepare() {
+StatusWith<Timestamp> RocksTransaction::prepare(const std::string& recordKey, bson::BsonView meta) {
     if (_ended) return Status(ErrorCodes::NoSuchTransaction, "the transaction has ended");
     if (_prepareTs) return *_prepareTs;
     if (_writes.empty()) return _readTs;  // read-only: nothing a reader could see half of
-    _prepareTs = _engine->prepared().prepare(_id, _engine->visibility().clock());
-    return *_prepareTs;
+    // Registered first (readers at or after P wait from now on), then made durable: a crash
+    // before the record is written loses an unprepared transaction, which is its contract.
+    Timestamp ts = _engine->prepared().prepare(_id, _engine->visibility().clock());
+    bson::BsonObj record = prepareRecord(meta, ts);
+    Status written = _engine->writeSideRecords({{recordKey, std::string(record.bytes())}});
+    if (!written.isOK()) {
+        _engine->prepared().finish(_id);
+        abort();
+        return written;
+    }
+    _prepareTs = ts;
+    _prepareRecordKey = recordKey;
+    return ts;
+}
+
+bson::BsonObj RocksTransaction::prepareRecord(bson::BsonView meta, Timestamp prepareTs) const {
+    bson::BsonBuilder b;
+    b.appendObject("meta", meta);
+    b.appendTimestamp("readTs", _readTs.value);
+    b.appendTimestamp("prepareTs", prepareTs.value);
+    bson::BsonBuilder claims;  // an array of the intent-table keys
+    for (size_t i = 0; i < _claimed.size(); ++i) {
+        claims.appendBinary(std::to_string(i), 0, _claimed[i]);
+    }
+    b.appendArray("claims", claims.obj());
+    // The intents, one WriteBatch of the latest version of each key (the overlay may hold
+    // several writes of one key).
+    rocksdb::WriteBatch intents;
+    for (rocksdb::ColumnFamilyHandle* cf : {_engine->recordsCf(), _engine->indexesCf()}) {
+        std::unique_ptr<rocksdb::WBWIIterator> it(_overlay->batch.NewIterator(cf));
+        for (it->SeekToFirst(); it->Valid(); it->Next()) {
+            rocksdb::WriteEntry e = it->Entry();
+            intents.Put(cf, e.key, e.value).PermitUncheckedError();
+        }
+    }
+    b.appendBinary("intents", 0, intents.Data());
+    bson::BsonArrayBuilder writes;
+    for (const Write& w : _writes) {
+        bson::BsonBuilder one;
+        one.appendInt64("coll", static_cast<int64_t>(w.coll->id));
+        one.appendInt32("op", static_cast<int32_t>(w.op));
+        one.appendObject("before", w.before);
+        one.appendObject("after", w.after);
+        writes.append(one.obj());
+    }
+    b.appendArray("writes", writes.arr());
+    bson::BsonArrayBuilder counts;
+    for (const auto& [collId, c] : _counts) {
+        bson::BsonBuilder one;
+        one.appendInt64("coll", static_cast<int64_t>(collId));
+        one.appendInt64("count", c.count);
+        one.appendInt64("size", c.size);
+        counts.append(one.obj());
+    }
+    b.appendArray("counts", counts.arr());
+    return b.obj();
+}
+
+namespace {
+
+// Puts a recovered prepare record's intents back into a transaction's overlay.
+class IntentLoader final : public rocksdb::WriteBatch::Handler {
+  public:
+    IntentLoader(TxnOverlay* overlay, std::map<uint32_t, rocksdb::ColumnFamilyHandle*> cfs)
+        : _overlay(overlay), _cfs(std::move(cfs)) {}
+    rocksdb::Status PutCF(uint32_t cfId, const rocksdb::Slice& key,
+                          const rocksdb::Slice& value) override {
+        auto it = _cfs.find(cfId);
+        if (it == _cfs.end()) return rocksdb::Status::Corruption("unknown column family");
+        return _overlay->batch.Put(it->second, key, value);
+    }
+
+  private:
+    TxnOverlay* _overlay;
+    std::map<uint32_t, rocksdb::ColumnFamilyHandle*> _cfs;
+};
+
+}  // namespace
+
+StatusWith<std::unique_ptr<RocksTransaction>> RocksTransaction::recover(
+    RocksEngine* engine, uint64_t id, const std::string& recordKey, bson::BsonView record,
+    const WriteUnit* unit) {
+    auto corrupt = [&](const std::string& what) {
+        return Status(ErrorCodes::InternalError,
+                      "the prepare record " + recordKey + " is damaged: " + what);
+    };
+    if (record["readTs"].type() != bson::BsonType::Timestamp ||
+        record["prepareTs"].type() != bson::BsonType::Timestamp ||
+        record["intents"].type() != bson::BsonType::BinData || !record["writes"].isArray() ||
+        !record["counts"].isArray() || !record["claims"].isArray()) {
+        return corrupt("missing fields");
+    }
+    Timestamp readTs{record["readTs"].timestampValue()};
+    Timestamp prepareTs{record["prepareTs"].timestampValue()};
+    // No read-timestamp pin: a prepared transaction reads nothing any more.
+    auto txn = std::make_unique<RocksTransaction>(engine, id, readTs, nullptr, unit);
+    IntentLoader loader(txn->_overlay.get(), {{engine->recordsCf()->GetID(), engine->recordsCf()},
+                                              {engine->indexesCf()->GetID(), engine->indexesCf()}});
+    rocksdb::WriteBatch intents(std::string(record["intents"].binaryValue().data));
+    if (rocksdb::Status s = intents.Iterate(&loader); !s.ok()) return corrupt(s.ToString());
+    for (bson::BsonElement e : record["writes"].objValue()) {
+        bson::BsonView w = e.objValue();
+        auto collId = static_cast<uint64_t>(w["coll"].numberLong());
+        CollectionPtr coll = engine->currentInfo(collId);
+        if (!coll) return corrupt("collection " + std::to_string(collId) + " no longer exists");
+        auto copy = [](bson::BsonElement v) {
+            return v.isObject() ? bson::BsonObj::fromBytes(v.objValue().bytes()) : bson::BsonObj();
+        };
+        txn->_writes.push_back(Write{coll, static_cast<WriteObserver::Op>(w["op"].numberInt()),
+                                     copy(w["before"]), copy(w["after"])});
+        // Its writer holds the collection's access lock (DDL waits for the decision).
+        if (!txn->_byRequestedId.count(collId)) TRY_STATUS(txn->writer(coll).getStatus());
+    }
+    for (bson::BsonElement e : record["counts"].objValue()) {
+        bson::BsonView c = e.objValue();
+        auto collId = static_cast<uint64_t>(c["coll"].numberLong());
+        Counts& counts = txn->_counts[collId];
+        counts.state = engine->collectionState(collId);
+        if (!counts.state) return corrupt("collection " + std::to_string(collId) + " has no state");
+        counts.count = c["count"].numberLong();
+        counts.size = c["size"].numberLong();
+    }
+    for (bson::BsonElement e : record["claims"].objValue()) {
+        txn->_claimed.emplace_back(e.binaryValue().data);
+    }
+    engine->intents().restore(txn->_claimed, id);
+    engine->visibility().clock().advanceTo(prepareTs);
+    engine->prepared().restore(id, prepareTs);
+    txn->_prepareTs = prepareTs;
+    txn->_prepareRecordKey = recordKey;
+    return txn;
 }
 
 StatusWith<Timestamp> RocksTransaction::commitPrepared(
@@ -142,6 +273,7 @@ StatusWith<Timestamp> RocksTransaction::writeCommit(
         for (const auto& [collId, c] : _counts) {
             _engine->mergeCounts(&out, collId, c.count, c.size, ts);
         }
+        if (!_prepareRecordKey.empty()) observed.emplace_back(_prepareRecordKey, std::string());
         using Records = std::vector<std::pair<std::string, std::string>>;
         for (const Records* records : {static_cast<const Records*>(&observed), &sideRecords}) {
             for (const auto& [key, value] : *records) {
@@ -173,6 +305,17 @@ StatusWith<Timestamp> RocksTransaction::writeCommit(
 
 void RocksTransaction::abort() {
     if (_ended) return;
+    if (!_prepareRecordKey.empty()) {
+        // Synced: a prepare record that survived its abort would prepare the transaction again
+        // after a crash, with no coordinator left to decide it.
+        Status deleted = _engine->writeSideRecords({{_prepareRecordKey, std::string()}});
+        if (!deleted.isOK()) {
+            log::error("STORAGE", 22210,
+                       "Could not delete the record of an aborted prepared "
+                       "transaction",
+                       "{\"error\":\"" + log::jsonEscape(deleted.toString()) + "\"}");
+        }
+    }
     release();
 }
 

@@ -47,12 +47,19 @@ class RocksTransaction final : public Transaction {
     StatusWith<Timestamp> commit(
         const std::vector<std::pair<std::string, std::string>>& sideRecords,
         const WriteOptions& opts) override;
-    StatusWith<Timestamp> prepare() override;
+    StatusWith<Timestamp> prepare(const std::string& recordKey, bson::BsonView meta) override;
     bool isPrepared() const override { return _prepareTs.has_value(); }
     StatusWith<Timestamp> commitPrepared(
         Timestamp commitTs, const std::vector<std::pair<std::string, std::string>>& sideRecords,
         const WriteOptions& opts) override;
     void abort() override;
+
+    // A transaction prepared before a restart, from its prepare record (prepare()); registered
+    // with the engine as prepared again. `unit` as for a new transaction.
+    static StatusWith<std::unique_ptr<RocksTransaction>> recover(RocksEngine* engine, uint64_t id,
+                                                                 const std::string& recordKey,
+                                                                 bson::BsonView record,
+                                                                 const WriteUnit* unit);
 
     // ---- For the transaction's writers.
     uint64_t id() const { return _id; }
@@ -78,6 +85,8 @@ class RocksTransaction final : public Transaction {
         int64_t count = 0;
         int64_t size = 0;
     };
+    // The prepare record: `meta`, the timestamps, claims, intents, writes and counts.
+    bson::BsonObj prepareRecord(bson::BsonView meta, Timestamp prepareTs) const;
     // Writes every intent as a version at `versionTs` (a fresh commit timestamp when absent) in
     // one batch with the counts, observers' and caller's side records; returns the timestamp.
     StatusWith<Timestamp> writeCommit(
@@ -100,6 +109,7 @@ class RocksTransaction final : public Transaction {
     std::map<uint64_t, Counts> _counts;  // by collection id
     bool _ended = false;
     std::optional<Timestamp> _prepareTs;
+    std::string _prepareRecordKey;  // the side record of the prepared transaction
 };
 
 }  // namespace tessera::storage

@@ -7,6 +7,7 @@
 
 #include "base/hlc.h"
 #include "base/status.h"
+#include "bson/bson_obj.h"
 #include "storage/catalog_types.h"
 #include "storage/collection_writer.h"
 #include "storage/read_snapshot.h"
@@ -61,9 +62,13 @@ class Transaction {
     // The first phase: the transaction takes no more writes, keeps its intents claimed, and is
     // registered with the engine as prepared at the returned prepare timestamp
     // (prepared_transactions.h): from then on every read at or after that timestamp waits for
-    // the decision, so no reader sees part of the transaction. A transaction without writes is
-    // not registered (nothing to wait for) and returns its read timestamp.
-    virtual StatusWith<Timestamp> prepare() = 0;
+    // the decision, so no reader sees part of the transaction. Before it returns, the
+    // transaction (intents, claims, writes, counts) and the caller's `meta` are written, synced,
+    // as side record `recordKey` (Engine::sideRecords), so that after a crash
+    // Engine::recoverPreparedTransactions prepares it again; its commit deletes the record in
+    // its batch, its abort in a synced write of its own. A transaction without writes is not
+    // registered (nothing to wait for), writes no record and returns its read timestamp.
+    virtual StatusWith<Timestamp> prepare(const std::string& recordKey, bson::BsonView meta) = 0;
     virtual bool isPrepared() const = 0;
     // The second phase, commit: as commit(), but every version is written at `commitTs`, the
     // coordinator's decision (the greatest prepare timestamp of all participants, so >= this

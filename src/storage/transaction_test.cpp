@@ -18,6 +18,8 @@ using test::EngineTest;
 using test::idKey;
 using test::J;
 
+constexpr const char* kRecord = "txn.prepared/test";
+
 class TransactionTest : public EngineTest {
   protected:
     std::unique_ptr<Transaction> begin() {
@@ -202,7 +204,7 @@ TEST_F(TransactionTest, PreparedTransactionHoldsReadersAtOrAfterItsPrepareTimest
     CollectionWriter& w = writerOf(*txn, "db.c");
     ASSERT_TRUE(test::updateCurrent(w, idKey("1"), J(R"({"_id": 1, "v": 1})")).isOK());
     ASSERT_TRUE(w.insert(J(R"({"_id": 2, "v": 1})"), {}).isOK());
-    auto prepared = txn->prepare();
+    auto prepared = txn->prepare(kRecord, J("{}"));
     ASSERT_TRUE(prepared.isOK()) << prepared.getStatus().toString();
     EXPECT_TRUE(txn->isPrepared());
     EXPECT_GT(prepared.getValue(), before->timestamp());
@@ -248,7 +250,7 @@ TEST_F(TransactionTest, APreparedTransactionCommitsBelowLaterCommitsOfOtherDocum
     auto txn = begin();
     ASSERT_TRUE(
         test::updateCurrent(writerOf(*txn, "db.c"), idKey("1"), J(R"({"_id": 1, "v": 1})")).isOK());
-    auto prepared = txn->prepare();
+    auto prepared = txn->prepare(kRecord, J("{}"));
     ASSERT_TRUE(prepared.isOK());
     // Another document is written after the prepare (its writer reads nothing of the prepared
     // transaction's), so its commit timestamp is above the prepare timestamp.
@@ -271,7 +273,7 @@ TEST_F(TransactionTest, AReaderBelowTheCommitTimestampSeesNoneOfTheTransaction) 
     CollectionWriter& w = writerOf(*txn, "db.c");
     ASSERT_TRUE(test::updateCurrent(w, idKey("1"), J(R"({"_id": 1, "v": 1})")).isOK());
     ASSERT_TRUE(w.insert(J(R"({"_id": 2, "v": 1})"), {}).isOK());
-    auto prepared = txn->prepare();
+    auto prepared = txn->prepare(kRecord, J("{}"));
     ASSERT_TRUE(prepared.isOK());
     std::vector<std::string> seen;
     std::thread reader([&] { seen = scanAll("db.c"); });  // reads at the prepare timestamp
@@ -295,7 +297,7 @@ TEST_F(TransactionTest, AbortOfAPreparedTransactionReleasesItsReadersAndKeys) {
     auto txn = begin();
     ASSERT_TRUE(
         test::updateCurrent(writerOf(*txn, "db.c"), idKey("1"), J(R"({"_id": 1, "v": 1})")).isOK());
-    ASSERT_TRUE(txn->prepare().isOK());
+    ASSERT_TRUE(txn->prepare(kRecord, J("{}")).isOK());
     EXPECT_TRUE(txn->commit({}, WriteOptions{}).getStatus().is(ErrorCodes::InvalidOptions));
     std::vector<std::string> seen;
     std::thread reader([&] { seen = scanAll("db.c"); });
@@ -309,12 +311,71 @@ TEST_F(TransactionTest, AbortOfAPreparedTransactionReleasesItsReadersAndKeys) {
 TEST_F(TransactionTest, AReadOnlyTransactionPreparesWithoutHoldingReaders) {
     create("db.c");
     auto txn = begin();
-    auto prepared = txn->prepare();
+    auto prepared = txn->prepare(kRecord, J("{}"));
     ASSERT_TRUE(prepared.isOK());
     EXPECT_EQ(prepared.getValue(), txn->readTimestamp());
     EXPECT_FALSE(txn->isPrepared());
     EXPECT_EQ(engine->preparedTransactionCount(), 0u);
     EXPECT_TRUE(txn->commitPrepared(prepared.getValue(), {}, WriteOptions{}).isOK());
+}
+
+// A prepared transaction survives a crash: its record prepares it again at startup (intents
+// claimed, readers held), and its commit then writes it with its counts.
+TEST_F(TransactionTest, APreparedTransactionIsPreparedAgainAfterARestart) {
+    create("db.c");
+    insert("db.c", R"({"_id": 1, "v": 0})");
+    Timestamp prepareTs;
+    std::vector<std::pair<std::string, std::string>> record;
+    {
+        auto txn = begin();
+        CollectionWriter& w = writerOf(*txn, "db.c");
+        ASSERT_TRUE(test::updateCurrent(w, idKey("1"), J(R"({"_id": 1, "v": 1})")).isOK());
+        ASSERT_TRUE(w.insert(J(R"({"_id": 2, "v": 1})"), {}).isOK());
+        auto prepared = txn->prepare(kRecord, J(R"({"lsid": "s", "txnNumber": 7})"));
+        ASSERT_TRUE(prepared.isOK()) << prepared.getStatus().toString();
+        prepareTs = prepared.getValue();
+        record = engine->sideRecords("txn.prepared/");
+        ASSERT_EQ(record.size(), 1u);
+    }  // destroyed: aborted, its record deleted; a crash would have left it
+    EXPECT_TRUE(engine->sideRecords("txn.prepared/").empty());
+    ASSERT_TRUE(engine->writeSideRecords(record).isOK());  // the state a crash leaves
+    reopen();
+
+    auto recovered = engine->recoverPreparedTransactions("txn.prepared/", nullptr);
+    ASSERT_TRUE(recovered.isOK()) << recovered.getStatus().toString();
+    ASSERT_EQ(recovered.getValue().size(), 1u);
+    Engine::RecoveredTransaction& r = recovered.getValue()[0];
+    EXPECT_EQ(r.meta["txnNumber"].numberInt(), 7);
+    EXPECT_EQ(r.prepareTs, prepareTs);
+    EXPECT_TRUE(r.txn->isPrepared());
+    EXPECT_EQ(engine->preparedTransactionCount(), 1u);
+    {
+        PrepareWaitScope inlineThread;
+        EXPECT_THROW(engine->snapshot(), PrepareConflict);
+    }
+    auto before = engine->snapshot(Timestamp{prepareTs.value - 1});
+    EXPECT_EQ(scanAll(*before, "db.c"), std::vector<std::string>{R"({ "_id" : 1, "v" : 0 })"});
+    // Its keys are claimed again: a plain writer of the document conflicts.
+    auto plain = writerFor("db.c");
+    EXPECT_TRUE(test::updateCurrent(*plain, idKey("1"), J(R"({"_id": 1, "v": 9})"))
+                    .getStatus()
+                    .is(ErrorCodes::WriteConflict));
+    plain.reset();
+    before.reset();
+
+    auto committed = r.txn->commitPrepared(prepareTs, {}, WriteOptions{true});
+    ASSERT_TRUE(committed.isOK()) << committed.getStatus().toString();
+    r.txn.reset();
+    EXPECT_EQ(scanAll("db.c"),
+              (std::vector<std::string>{R"({ "_id" : 1, "v" : 1 })", R"({ "_id" : 2, "v" : 1 })"}));
+    EXPECT_EQ(engine->stats(*engine->getCollection("db.c")).count, 2);
+    EXPECT_TRUE(engine->sideRecords("txn.prepared/").empty());
+    recovered.getValue().clear();
+    reopen();
+    auto again = engine->recoverPreparedTransactions("txn.prepared/", nullptr);
+    ASSERT_TRUE(again.isOK());
+    EXPECT_TRUE(again.getValue().empty());
+    EXPECT_EQ(scanAll("db.c").size(), 2u);
 }
 
 }  // namespace

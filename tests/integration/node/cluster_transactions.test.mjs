@@ -170,7 +170,13 @@ describeWithCluster(
         });
 
         test('between prepare and decision, readers on every path wait instead of seeing half', async () => {
-            await admin({ configureFailPoint: 'hangBeforeWritingDecision', mode: 'alwaysOn' });
+            // The coordinator is the first participant: hold it on both shards.
+            const failpoint = async (mode) => {
+                for (const which of ['low', 'high']) {
+                    await (await ctx.cluster.shardByName(owners[which])).db('admin').command({ configureFailPoint: 'hangBeforeWritingDecision', mode });
+                }
+            };
+            await failpoint('alwaysOn');
             let committed = false;
             const commit = transfer(0, 2, 6, 300).then(() => {
                 committed = true;
@@ -191,7 +197,7 @@ describeWithCluster(
                 assert.ok(plain && plain.code === 50, `a plain read returned during the commit: ${plain}`);
                 assert.equal(committed, false);
             } finally {
-                await admin({ configureFailPoint: 'hangBeforeWritingDecision', mode: 'off' });
+                await failpoint('off');
             }
             await commit;
             const after = await balances(await accounts(1));

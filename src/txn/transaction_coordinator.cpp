@@ -1,0 +1,390 @@
+#include "txn/transaction_coordinator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+
+#include "base/failpoint.h"
+#include "base/log.h"
+#include "base/wall_clock.h"
+#include "bson/bson_builder.h"
+#include "net/remote_client.h"
+#include "storage/engine.h"
+
+namespace tessera::txn {
+
+// Hang a coordination after every participant prepared, before its decision is written, and
+// after it is written, before it is delivered (tests: readers wait; kill -9 at either point).
+TESSERA_FAIL_POINT_DEFINE(hangBeforeWritingDecision);
+TESSERA_FAIL_POINT_DEFINE(hangAfterWritingDecision);
+
+namespace {
+
+using bson::BsonBuilder;
+using bson::BsonObj;
+using bson::BsonView;
+
+constexpr auto kRecoveryInterval = std::chrono::seconds(1);
+constexpr int64_t kForgetDoneAfterMs = 30LL * 60 * 1000;  // logicalSessionTimeoutMinutes
+// Delivery rounds the caller of coordinate() waits for before the recovery thread takes over.
+constexpr int kForegroundRounds = 3;
+
+enum class Decision { kNone, kCommit, kAbort };
+
+std::string hex(const std::string& bytes) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned char c : bytes) {
+        out.push_back(kHex[c >> 4]);
+        out.push_back(kHex[c & 15]);
+    }
+    return out;
+}
+
+std::string recordKey(const std::string& lsid, int64_t txnNumber) {
+    std::string n = std::to_string(txnNumber);
+    return std::string(TransactionCoordinator::kRecordPrefix) + hex(lsid) + "/" +
+           std::string(20 - std::min<size_t>(20, n.size()), '0') + n;
+}
+
+void hangAt(FailPoint& fp) {
+    if (!fp.shouldFail()) return;
+    log::info("TXN", 22220, "Hanging at failpoint", "{\"failpoint\":\"" + fp.name() + "\"}");
+    auto until = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+    while (fp.active() && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+}
+
+}  // namespace
+
+struct TransactionCoordinator::Record {
+    std::string key;
+    std::string lsid;
+    int64_t txnNumber = 0;
+    std::vector<Participant> participants;
+    Decision decision = Decision::kNone;
+    Timestamp commitTs;
+    std::vector<std::string> writers;  // shards of participants that prepared with writes
+    std::string reason;                // why it aborted
+    bool done = false;
+
+    BsonObj toBson() const {
+        BsonBuilder b;
+        b.appendBinary("lsid", 4, lsid);
+        b.appendInt64("txnNumber", txnNumber);
+        b.startArray("participants");
+        for (size_t i = 0; i < participants.size(); ++i) {
+            b.startObject(std::to_string(i));
+            b.append("shard", participants[i].shard);
+            b.append("host", participants[i].host);
+            b.end();
+        }
+        b.end();
+        if (decision != Decision::kNone) {
+            b.append("decision", decision == Decision::kCommit ? "commit" : "abort");
+        }
+        if (decision == Decision::kCommit) {
+            b.appendTimestamp("commitTimestamp", commitTs.value);
+            b.startArray("writers");
+            for (size_t i = 0; i < writers.size(); ++i) b.append(std::to_string(i), writers[i]);
+            b.end();
+        }
+        if (!reason.empty()) b.append("reason", reason);
+        b.appendBool("done", done);
+        b.appendDate("updatedAt", wallClockMillis());
+        return b.obj();
+    }
+
+    static std::optional<Record> parse(const std::string& key, BsonView doc) {
+        Record r;
+        r.key = key;
+        if (doc["lsid"].type() != bson::BsonType::BinData || !doc["participants"].isArray()) {
+            return std::nullopt;
+        }
+        r.lsid = std::string(doc["lsid"].binaryValue().data);
+        r.txnNumber = doc["txnNumber"].numberLong();
+        for (bson::BsonElement e : doc["participants"].objValue()) {
+            if (!e.isObject()) return std::nullopt;
+            r.participants.push_back({std::string(e.objValue()["shard"].stringValue()),
+                                      std::string(e.objValue()["host"].stringValue())});
+        }
+        std::string_view decision =
+            doc["decision"].type() == bson::BsonType::String ? doc["decision"].stringValue() : "";
+        r.decision = decision == "commit"  ? Decision::kCommit
+                     : decision == "abort" ? Decision::kAbort
+                                           : Decision::kNone;
+        if (r.decision == Decision::kCommit) {
+            r.commitTs = Timestamp{doc["commitTimestamp"].timestampValue()};
+            for (bson::BsonElement e : doc["writers"].objValue()) {
+                r.writers.emplace_back(e.stringValue());
+            }
+        }
+        if (doc["reason"].type() == bson::BsonType::String) {
+            r.reason = std::string(doc["reason"].stringValue());
+        }
+        r.done = doc["done"].trueValue();
+        return r;
+    }
+
+    // {name: 1, lsid, txnNumber, autocommit: false, extra...}: a statement of the transaction.
+    BsonObj command(std::string_view name, BsonView extra = BsonView()) const {
+        BsonBuilder b;
+        b.appendInt32(name, 1);
+        b.startObject("lsid");
+        b.appendBinary("id", 4, lsid);
+        b.end();
+        b.appendInt64("txnNumber", txnNumber);
+        b.appendBool("autocommit", false);
+        if (!extra.isEmpty()) {
+            for (bson::BsonElement e : extra) b.appendElement(e);
+        }
+        return b.obj();
+    }
+};
+
+struct TransactionCoordinator::Coordination {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool finished = false;
+    Status outcome = Status::OK();
+    Timestamp commitTs;
+};
+
+TransactionCoordinator::TransactionCoordinator(storage::Engine& engine, net::RemoteClient& client)
+    : _engine(engine), _client(client) {}
+
+TransactionCoordinator::~TransactionCoordinator() { stop(); }
+
+void TransactionCoordinator::start() {
+    std::lock_guard lk(_mutex);
+    if (_recovery.joinable()) return;
+    _stopping = false;
+    _recovery = std::thread([this] { recoveryLoop(); });
+}
+
+void TransactionCoordinator::stop() {
+    {
+        std::lock_guard lk(_mutex);
+        _stopping = true;
+    }
+    _wake.notify_all();
+    if (_recovery.joinable()) _recovery.join();
+}
+
+std::shared_ptr<TransactionCoordinator::Coordination> TransactionCoordinator::claim(
+    const std::string& key, bool* owner) {
+    std::lock_guard lk(_mutex);
+    auto [it, added] = _active.try_emplace(key);
+    if (added) it->second = std::make_shared<Coordination>();
+    *owner = added;
+    return it->second;
+}
+
+void TransactionCoordinator::release(const std::string& key, const std::shared_ptr<Coordination>& c,
+                                     Status outcome, Timestamp commitTs) {
+    {
+        std::lock_guard lk(c->mutex);
+        c->finished = true;
+        c->outcome = std::move(outcome);
+        c->commitTs = commitTs;
+    }
+    c->cv.notify_all();
+    std::lock_guard lk(_mutex);
+    _active.erase(key);
+}
+
+Status TransactionCoordinator::write(const Record& record) {
+    return _engine.writeSideRecords({{record.key, std::string(record.toBson().bytes())}});
+}
+
+Status TransactionCoordinator::coordinate(const std::string& lsid, int64_t txnNumber,
+                                          const std::vector<Participant>& participants,
+                                          Timestamp* commitTs) {
+    std::string key = recordKey(lsid, txnNumber);
+    bool owner = false;
+    std::shared_ptr<Coordination> c = claim(key, &owner);
+    if (!owner) {  // a retried commit while the first attempt (or recovery) still runs
+        std::unique_lock lk(c->mutex);
+        c->cv.wait(lk, [&] { return c->finished; });
+        *commitTs = c->commitTs;
+        return c->outcome;
+    }
+    Record record;
+    auto existing = _engine.sideRecords(key);
+    if (!existing.empty()) {
+        std::optional<Record> parsed = Record::parse(key, BsonView(existing.front().second.data()));
+        if (!parsed) {
+            Status bad(ErrorCodes::InternalError, "damaged coordinator record " + key);
+            release(key, c, bad, Timestamp());
+            return bad;
+        }
+        record = std::move(*parsed);
+        if (record.decision == Decision::kNone) {
+            // Interrupted before its decision (a restart): nobody was told to commit.
+            record.decision = Decision::kAbort;
+            record.reason = "its coordinator restarted before deciding";
+            if (Status s = write(record); !s.isOK()) {
+                release(key, c, s, Timestamp());
+                return s;
+            }
+        }
+    } else {
+        record.key = key;
+        record.lsid = lsid;
+        record.txnNumber = txnNumber;
+        record.participants = participants;
+        if (Status s = write(record); !s.isOK()) {
+            release(key, c, s, Timestamp());
+            return s;
+        }
+        if (Status s = decide(record); !s.isOK()) {
+            release(key, c, s, Timestamp());
+            return s;
+        }
+    }
+    if (!record.done) {
+        bool delivered = false;
+        for (int round = 0; round < kForegroundRounds && !delivered; ++round) {
+            if (round > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100 << round));
+            delivered = deliver(record);
+        }
+        if (delivered) {
+            record.done = true;
+            // Only answers retries; if it is lost, the recovery thread delivers again.
+            (void)write(record);
+        }
+    }
+    Status outcome =
+        record.decision == Decision::kCommit
+            ? Status::OK()
+            : Status(ErrorCodes::NoSuchTransaction,
+                     "Transaction " + std::to_string(txnNumber) + " was aborted: " + record.reason);
+    *commitTs = record.commitTs;
+    release(key, c, outcome, record.commitTs);
+    return outcome;
+}
+
+Status TransactionCoordinator::decide(Record& record) {
+    std::vector<net::RemoteCommand> prepares;
+    for (const Participant& p : record.participants) {
+        prepares.push_back({p.host, "admin", record.command("prepareTransaction")});
+    }
+    auto replies = _client.runCommands(prepares);
+    Timestamp commitTs;
+    std::vector<std::string> writers;
+    std::string refusal;
+    for (size_t i = 0; i < replies.size(); ++i) {
+        Status st =
+            replies[i].isOK() ? net::replyStatus(replies[i].getValue()) : replies[i].getStatus();
+        if (!st.isOK()) {
+            if (refusal.empty()) {
+                refusal = "prepareTransaction failed on shard " + record.participants[i].shard +
+                          ": " + st.toString();
+            }
+            continue;
+        }
+        const BsonObj& reply = replies[i].getValue();
+        commitTs = std::max(commitTs, Timestamp{reply["prepareTimestamp"].timestampValue()});
+        if (!reply["readOnly"].trueValue()) writers.push_back(record.participants[i].shard);
+    }
+    if (refusal.empty()) {
+        record.decision = Decision::kCommit;
+        record.commitTs = commitTs;
+        record.writers = std::move(writers);
+        HybridLogicalClock::global().advanceTo(commitTs);
+    } else {
+        record.decision = Decision::kAbort;
+        record.reason = refusal;
+    }
+    hangAt(hangBeforeWritingDecision);
+    TRY_STATUS(write(record));  // the decision
+    hangAt(hangAfterWritingDecision);
+    return Status::OK();
+}
+
+bool TransactionCoordinator::deliver(const Record& record) {
+    bool commit = record.decision == Decision::kCommit;
+    BsonObj cmd;
+    if (commit) {
+        BsonBuilder extra;
+        extra.appendTimestamp("commitTimestamp", record.commitTs.value);
+        cmd = record.command("commitTransaction", extra.obj());
+    } else {
+        cmd = record.command("abortTransaction");
+    }
+    std::vector<net::RemoteCommand> cmds;
+    for (const Participant& p : record.participants) {
+        if (commit && std::find(record.writers.begin(), record.writers.end(), p.shard) ==
+                          record.writers.end()) {
+            continue;  // read-only: it finished at its prepare
+        }
+        cmds.push_back({p.host, "admin", cmd});
+    }
+    bool all = true;
+    auto replies = _client.runCommands(cmds);
+    for (size_t i = 0; i < replies.size(); ++i) {
+        Status st =
+            replies[i].isOK() ? net::replyStatus(replies[i].getValue()) : replies[i].getStatus();
+        // A participant that no longer knows the transaction has finished it: a prepared part
+        // is durable until its commit or abort is.
+        if (st.isOK() || st.is(ErrorCodes::NoSuchTransaction)) continue;
+        all = false;
+        log::warning("TXN", 22221, "A participant has not acknowledged the decision yet",
+                     "{\"host\":\"" + log::jsonEscape(cmds[i].host) + "\",\"decision\":\"" +
+                         (commit ? "commit" : "abort") + "\",\"error\":\"" +
+                         log::jsonEscape(st.toString()) + "\"}");
+    }
+    return all;
+}
+
+void TransactionCoordinator::recoveryLoop() {
+    std::unique_lock lk(_mutex);
+    while (!_stopping) {
+        lk.unlock();
+        recoverOnce();
+        lk.lock();
+        _wake.wait_for(lk, kRecoveryInterval, [&] { return _stopping; });
+    }
+}
+
+void TransactionCoordinator::recoverOnce() {
+    int64_t now = wallClockMillis();
+    for (const auto& [key, value] : _engine.sideRecords(kRecordPrefix)) {
+        BsonView doc(value.data());
+        std::optional<Record> record = Record::parse(key, doc);
+        if (!record) continue;
+        if (record->done) {
+            if (now - doc["updatedAt"].dateValue() > kForgetDoneAfterMs) {
+                (void)_engine.writeSideRecords({{key, std::string()}});
+            }
+            continue;
+        }
+        bool owner = false;
+        std::shared_ptr<Coordination> c = claim(key, &owner);
+        if (!owner) continue;  // coordinate() is at it
+        if (record->decision == Decision::kNone) {
+            record->decision = Decision::kAbort;
+            record->reason = "its coordinator restarted before deciding";
+            if (!write(*record).isOK()) {
+                release(key, c, Status(ErrorCodes::InternalError, "not decided"), Timestamp());
+                continue;
+            }
+        }
+        if (deliver(*record)) {
+            record->done = true;
+            (void)write(*record);
+            log::info("TXN", 22222, "Delivered the decision of an interrupted coordination",
+                      "{\"txnNumber\":" + std::to_string(record->txnNumber) + ",\"decision\":\"" +
+                          (record->decision == Decision::kCommit ? "commit" : "abort") + "\"}");
+        }
+        Status outcome = record->decision == Decision::kCommit
+                             ? Status::OK()
+                             : Status(ErrorCodes::NoSuchTransaction,
+                                      "Transaction " + std::to_string(record->txnNumber) +
+                                          " was aborted: " + record->reason);
+        release(key, c, outcome, record->commitTs);
+    }
+}
+
+}  // namespace tessera::txn

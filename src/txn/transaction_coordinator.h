@@ -1,0 +1,89 @@
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/hlc.h"
+#include "base/status.h"
+#include "bson/bson_obj.h"
+
+namespace tessera::storage {
+class Engine;
+}
+namespace tessera::net {
+class RemoteClient;
+}
+
+namespace tessera::txn {
+
+// The two-phase commit of a router's transaction with several participants, run by one of them
+// (MongoDB's TransactionCoordinator; README.md "Two-phase commit"). Its state is a durable side
+// record per transaction, so that the decision outlives a crash of any process:
+//
+//   1. {participants}                      written (synced) before the first prepare is sent;
+//   2. prepareTransaction to every participant, in parallel (each makes its part durable);
+//   3. {decision: "commit", commitTimestamp = the greatest prepare timestamp, writers} — or
+//      {decision: "abort"} if one could not prepare — written (synced): this is the decision;
+//   4. commitTransaction {commitTimestamp} to every participant that wrote (abortTransaction to
+//      every participant), until each acknowledged; a participant that no longer knows the
+//      transaction has finished it (a commit is journaled before it is acknowledged);
+//   5. {done: true}: kept to answer a retried commit, forgotten after 30 minutes.
+//
+// Recovery (a background thread, also after startup): a record without decision is aborted (no
+// participant can have been told to commit), a decided one is delivered again. The caller of
+// coordinate() gets the decision once step 4 succeeded or, if a participant cannot be reached,
+// once the decision is durable (the thread delivers it later: the participant's prepared reads
+// wait for it meanwhile).
+class TransactionCoordinator {
+  public:
+    struct Participant {
+        std::string shard;
+        std::string host;
+    };
+
+    TransactionCoordinator(storage::Engine& engine, net::RemoteClient& client);
+    ~TransactionCoordinator();
+
+    // Commits transaction (lsid, txnNumber) over `participants` (the coordinator among them).
+    // OK: committed at *commitTs. NoSuchTransaction: aborted (the reason says which participant
+    // could not prepare). A retried call returns the same decision.
+    Status coordinate(const std::string& lsid, int64_t txnNumber,
+                      const std::vector<Participant>& participants, Timestamp* commitTs);
+
+    // Starts the recovery thread (records a crash left unfinished); stop() ends it.
+    void start();
+    void stop();
+
+    static constexpr std::string_view kRecordPrefix = "txn.coordinator/";
+
+  private:
+    struct Coordination;
+    struct Record;
+    std::shared_ptr<Coordination> claim(const std::string& key, bool* owner);
+    void release(const std::string& key, const std::shared_ptr<Coordination>& c, Status outcome,
+                 Timestamp commitTs);
+    // Steps 2-3 for a new record.
+    Status decide(Record& record);
+    // Step 4: true when every participant acknowledged.
+    bool deliver(const Record& record);
+    Status write(const Record& record);
+    void recoveryLoop();
+    void recoverOnce();
+
+    storage::Engine& _engine;
+    net::RemoteClient& _client;
+    std::mutex _mutex;
+    std::condition_variable _wake;
+    std::map<std::string, std::shared_ptr<Coordination>> _active;
+    bool _stopping = false;
+    std::thread _recovery;
+};
+
+}  // namespace tessera::txn

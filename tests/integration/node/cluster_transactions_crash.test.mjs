@@ -1,0 +1,161 @@
+// Crash tests of the two-phase commit (issue 14; txn/transaction_coordinator.h): roles started
+// one by one (ManualCluster: config, 2 shards, 2 routers) so that a killed process restarts on
+// its port and dbpath. Eight accounts, 0-3 on the "low" shard (which coordinates: a transfer's
+// first statement goes there) and 4-7 on the "high" one. The coordinator's failpoints hold a
+// commit after every participant prepared (hangBeforeWritingDecision) or after the decision is
+// durable (hangAfterWritingDecision); then the coordinator, a participant or the router is
+// killed with SIGKILL and restarted. Afterwards every transaction is all-or-nothing: both of its
+// accounts changed or neither, the total is unchanged, and no shard is left holding reads.
+import assert from 'node:assert/strict';
+import { uniqueDbName } from './harness.mjs';
+import { describeWithManualCluster, waitFor } from './cluster_harness.mjs';
+
+const kAccounts = 8;
+const kInitial = 1000;
+const kTotal = kAccounts * kInitial;
+
+/** Resolves a promise to {value} or {error} (never rejects). */
+const settle = (promise) => promise.then((value) => ({ value }), (error) => ({ error }));
+
+describeWithManualCluster(
+    'two-phase commit after kill -9 of the coordinator, a participant or the router',
+    (ctx) => {
+        const test = ctx.test;
+        const c = () => ctx.cluster;
+        const dbName = uniqueDbName('txcrash');
+        const ns = `${dbName}.accounts`;
+        const owners = {};
+        const expected = Array(kAccounts).fill(kInitial);
+        const shardProc = (which) => c().shardProc(owners[which]);
+        const onShard = async (which, cmd) => (await c().shardByName(owners[which])).db('admin').command(cmd);
+        const failpoint = (which, name, mode) => onShard(which, { configureFailPoint: name, mode });
+        const hits = (which, name) => shardProc(which).countLog(new RegExp(`"failpoint":"${name}"`));
+
+        /** Starts a transfer in a transaction through router `i`; its commit's outcome settles. */
+        async function startTransfer(i, from, to, amount) {
+            const client = await c().router(i);
+            const coll = client.db(dbName).collection('accounts');
+            const session = client.startSession();
+            session.startTransaction();
+            await coll.updateOne({ _id: from }, { $inc: { balance: -amount } }, { session });
+            await coll.updateOne({ _id: to }, { $inc: { balance: amount } }, { session });
+            return { session, commit: settle(session.commitTransaction()) };
+        }
+
+        /** Balances read through router `i` (retried while a shard restarts). */
+        async function balances(i = 1) {
+            let out = null;
+            await waitFor('the accounts are readable', async () => {
+                const r = await settle((async () => {
+                    const coll = (await c().router(i)).db(dbName).collection('accounts');
+                    return (await coll.find({}).sort({ _id: 1 }).maxTimeMS(5000).toArray()).map((d) => d.balance);
+                })());
+                if (r.error) return false;
+                out = r.value;
+                return true;
+            }, { timeoutMs: 60000, intervalMs: 200 });
+            return out;
+        }
+
+        /** Both shards answer reads at once (nothing prepared is left holding them). */
+        async function shardsReadable() {
+            for (const which of ['low', 'high']) {
+                const coll = (await c().shardByName(owners[which])).db(dbName).collection('accounts');
+                await waitFor(`reads on the ${which} shard are not held`, async () => {
+                    const r = await settle(coll.find({}).maxTimeMS(1000).toArray());
+                    return !r.error;
+                }, { timeoutMs: 60000, intervalMs: 200 });
+            }
+        }
+
+        async function expectBalances() {
+            await shardsReadable();
+            const now = await balances();
+            assert.deepEqual(now, expected);
+            assert.equal(now.reduce((s, b) => s + b, 0), kTotal);
+            await c().checkConsistency(ns, kAccounts);
+        }
+
+        test('setup: accounts 0-3 on one shard, 4-7 on the other', async () => {
+            const admin = (await c().router()).db('admin');
+            await admin.command({ enableSharding: dbName });
+            await admin.command({ shardCollection: ns, key: { _id: 1 } });
+            const docs = [];
+            for (let i = 0; i < kAccounts; i++) docs.push({ _id: i, balance: kInitial });
+            await (await c().router()).db(dbName).collection('accounts').insertMany(docs);
+            await admin.command({ split: ns, middle: { _id: 4 } });
+            const primary = (await (await c().router()).db('config').collection('databases').findOne({ _id: dbName })).primary;
+            owners.low = primary;
+            owners.high = primary === 'shard0' ? 'shard1' : 'shard0';
+            await admin.command({ moveChunk: ns, find: { _id: 4 }, to: owners.high });
+            await c().checkConsistency(ns, kAccounts);
+        });
+
+        test('the coordinator killed after its decision: at restart it delivers the commit', async () => {
+            await failpoint('low', 'hangAfterWritingDecision', 'alwaysOn');
+            const before = hits('low', 'hangAfterWritingDecision');
+            const { session, commit } = await startTransfer(0, 1, 5, 100);
+            await waitFor('the coordinator wrote its decision', async () => hits('low', 'hangAfterWritingDecision') > before);
+            await c().kill9(shardProc('low'));
+            await commit; // the router lost its coordinator: an error, or success if it raced
+            await c().restart(shardProc('low'));
+            expected[1] -= 100;
+            expected[5] += 100;
+            await expectBalances();
+            // The client's retried commit is answered from the coordinator's record.
+            const retried = await settle(session.commitTransaction());
+            assert.equal(retried.error, undefined, `${retried.error}`);
+            await session.endSession();
+        });
+
+        test('the coordinator killed before its decision: at restart the transaction aborts everywhere', async () => {
+            await failpoint('low', 'hangBeforeWritingDecision', 'alwaysOn');
+            const before = hits('low', 'hangBeforeWritingDecision');
+            const { session, commit } = await startTransfer(0, 2, 6, 200);
+            await waitFor('every participant prepared', async () => hits('low', 'hangBeforeWritingDecision') > before);
+            // Meanwhile the high shard holds reads (it is prepared).
+            const held = await settle((await c().shardByName(owners.high)).db(dbName).collection('accounts').find({}).maxTimeMS(300).toArray());
+            assert.equal(held.error?.code, 50, `a read on a prepared participant returned: ${JSON.stringify(held)}`);
+            await c().kill9(shardProc('low'));
+            const outcome = await commit;
+            assert.ok(outcome.error, 'the commit cannot have succeeded');
+            await c().restart(shardProc('low'));
+            await expectBalances(); // unchanged
+            await session.endSession();
+        });
+
+        test('a participant killed while prepared: it prepares again at restart and commits', async () => {
+            await failpoint('low', 'hangBeforeWritingDecision', 'alwaysOn');
+            const before = hits('low', 'hangBeforeWritingDecision');
+            const { session, commit } = await startTransfer(0, 3, 7, 300);
+            await waitFor('every participant prepared', async () => hits('low', 'hangBeforeWritingDecision') > before);
+            await c().kill9(shardProc('high'));
+            await c().restart(shardProc('high'));
+            assert.ok(shardProc('high').countLog(/Restored a prepared transaction/) >= 1, 'the participant restored nothing');
+            await failpoint('low', 'hangBeforeWritingDecision', 'off');
+            const outcome = await commit;
+            assert.equal(outcome.error, undefined, `${outcome.error}`);
+            expected[3] -= 300;
+            expected[7] += 300;
+            await expectBalances();
+            await session.endSession();
+        });
+
+        test('the router killed during the commit: the coordinator finishes it alone', async () => {
+            await failpoint('low', 'hangBeforeWritingDecision', 'alwaysOn');
+            const before = hits('low', 'hangBeforeWritingDecision');
+            const { commit } = await startTransfer(0, 0, 4, 400);
+            await waitFor('every participant prepared', async () => hits('low', 'hangBeforeWritingDecision') > before);
+            await c().kill9(c().routerProcs[0]);
+            await commit;
+            await failpoint('low', 'hangBeforeWritingDecision', 'off');
+            expected[0] -= 400;
+            expected[4] += 400;
+            await shardsReadable();
+            assert.deepEqual(await balances(1), expected); // through the surviving router
+            await c().restart(c().routerProcs[0]);
+            await expectBalances();
+        });
+    },
+    { shards: 2, routers: 2 },
+);
