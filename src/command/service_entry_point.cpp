@@ -604,6 +604,7 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
             }
             bson::BsonBuilder again;
             for (bson::BsonElement e : partial) again.appendElement(e);
+            if (status.isOK()) _service.routerTransactions->appendToReply(opCtx, again);
             reply = std::move(again);
         }
         _service.routerTransactions->endStatement(opCtx, outcome);

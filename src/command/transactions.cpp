@@ -320,6 +320,30 @@ Status SessionTransactions::abort(Session& session) {
     return Status::OK();
 }
 
+StatusWith<bool> SessionTransactions::committedElseAbort(const std::string& lsid,
+                                                         int64_t txnNumber) {
+    auto checkout = beginStatement(lsid, txnNumber, false, std::nullopt, "abortTransaction");
+    if (!checkout.isOK()) {
+        const Status& st = checkout.getStatus();
+        if (st.is(ErrorCodes::TransactionCommitted)) return true;
+        if (st.is(ErrorCodes::NoSuchTransaction)) return false;
+        return st;
+    }
+    Session& session = *checkout.getValue();
+    {
+        std::lock_guard lk(session.stateMutex);
+        if (session.state == State::kPrepared) {
+            return Status(ErrorCodes::PreparedTransactionInProgress,
+                          "Transaction " + std::to_string(txnNumber) +
+                              " is prepared: its coordinator decides it");
+        }
+    }
+    Status aborted = abort(session);
+    if (aborted.is(ErrorCodes::TransactionCommitted)) return true;
+    if (!aborted.isOK() && !aborted.is(ErrorCodes::NoSuchTransaction)) return aborted;
+    return false;
+}
+
 StatusWith<Timestamp> SessionTransactions::prepare(Session& session) {
     std::lock_guard lk(session.stateMutex);
     if (session.state == State::kPrepared) return session.prepareTs;

@@ -123,6 +123,13 @@ class SessionTransactions {
     // prepared when the process stopped, prepared again (awaiting their coordinator's decision).
     // Returns how many.
     StatusWith<size_t> recoverPrepared();
+    // The outcome of transaction (lsid, txnNumber) here, for a coordinator asked to recover a
+    // decision it never made (a commit retried with a recoveryToken through another router):
+    // true if it committed; false if it aborted or is unknown, after aborting it if it was still
+    // in progress (so that its router, if alive, can no longer commit it). A prepared one is
+    // PreparedTransactionInProgress (its coordinator decides it), a newer transaction of the
+    // session TransactionTooOld (the outcome is no longer known).
+    StatusWith<bool> committedElseAbort(const std::string& lsid, int64_t txnNumber);
     static constexpr std::string_view kPreparedRecordPrefix = "txn.prepared/";
 
     // endSessions / killSessions: aborts their unfinished transactions.
@@ -178,6 +185,9 @@ class RouterTransactionHooks {
     virtual Status commit(OperationContext& opCtx, bson::BsonView cmd,
                           bson::BsonBuilder& reply) = 0;
     virtual Status abort(OperationContext& opCtx, bson::BsonBuilder& reply) = 0;
+    // Fields a successful reply of the statement carries (the recoveryToken), appended before
+    // endStatement.
+    virtual void appendToReply(OperationContext& opCtx, bson::BsonBuilder& reply) = 0;
     // endSessions / killSessions: forgets the session, aborting its unfinished transaction.
     virtual void endSession(const std::string& lsid) = 0;
 };

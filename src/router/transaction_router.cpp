@@ -204,6 +204,18 @@ Status TransactionRouter::beginStatement(command::OperationContext& opCtx,
         s.readTs = args.atClusterTime ? *args.atClusterTime
                                       : std::max(HybridLogicalClock::global().next(),
                                                  args.afterClusterTime.value_or(Timestamp{}));
+    } else if ((txnNumber > s.txnNumber || s.phase == RouterTxnPhase::kNone) &&
+               commandName == "commitTransaction") {
+        // Not a transaction of this router (or one it forgot): commit() recovers the decision
+        // through the client's recoveryToken.
+        if (s.phase == RouterTxnPhase::kInProgress) {
+            abortParticipants(s, "a newer transaction of the session is committing");
+        }
+        s.txnNumber = txnNumber;
+        s.phase = RouterTxnPhase::kNone;
+        s.participants.clear();
+        s.commitTs.reset();
+        s.abortReason.clear();
     } else if (txnNumber > s.txnNumber || s.phase == RouterTxnPhase::kNone) {
         return Status(ErrorCodes::NoSuchTransaction,
                       "Given transaction number " + number +
@@ -261,6 +273,7 @@ Status TransactionRouter::commit(command::OperationContext&, BsonView cmd, BsonB
         b.appendObject("writeConcern", wc.objValue());
         writeConcern = b.obj();
     }
+    if (s.phase == RouterTxnPhase::kNone) return recoverCommit(s, cmd, writeConcern);
     if (s.participants.empty()) {
         s.phase = RouterTxnPhase::kCommitted;
         return Status::OK();
@@ -287,7 +300,26 @@ Status TransactionRouter::twoPhaseCommit(Session& s, BsonView writeConcern) {
     // The first participant coordinates (txn/transaction_coordinator.h): it prepares every
     // participant, makes the decision durable and delivers it, whatever happens to this router.
     // A retried commit asks it again; it answers from its record.
-    const auto& coordinator = s.participants.front();
+    return askCoordinator(s, s.participants.front().host, true, writeConcern);
+}
+
+Status TransactionRouter::recoverCommit(Session& s, BsonView cmd, BsonView writeConcern) {
+    bson::BsonElement token = cmd["recoveryToken"];
+    bson::BsonElement shard =
+        token.isObject() ? token.objValue()["recoveryShardId"] : bson::BsonElement();
+    if (shard.type() != bson::BsonType::String) {
+        return Status(ErrorCodes::NoSuchTransaction,
+                      "Transaction " + std::to_string(s.txnNumber) +
+                          " is unknown to this router and its commit carries no recoveryToken "
+                          "naming its coordinator; a transaction that reached no shard can be "
+                          "run again");
+    }
+    ASSIGN_OR_RETURN(std::string host, _router.shards().hostOf(ShardId(shard.stringValue())));
+    return askCoordinator(s, host, false, writeConcern);
+}
+
+Status TransactionRouter::askCoordinator(Session& s, const std::string& host, bool withParticipants,
+                                         BsonView writeConcern) {
     BsonBuilder b;
     b.appendInt32("_shardsvrCoordinateCommitTransaction", 1);
     b.startObject("lsid");
@@ -295,7 +327,7 @@ Status TransactionRouter::twoPhaseCommit(Session& s, BsonView writeConcern) {
     b.end();
     b.appendInt64("txnNum", s.txnNumber);
     b.startArray("participants");
-    for (size_t i = 0; i < s.participants.size(); ++i) {
+    for (size_t i = 0; withParticipants && i < s.participants.size(); ++i) {
         b.startObject(std::to_string(i));
         b.append("shard", s.participants[i].shard);
         b.append("host", s.participants[i].host);
@@ -304,15 +336,20 @@ Status TransactionRouter::twoPhaseCommit(Session& s, BsonView writeConcern) {
     b.end();
     for (bson::BsonElement e : writeConcern) b.appendElement(e);
     s.phase = RouterTxnPhase::kCommitting;
-    auto reply = _router.client().runCommand(coordinator.host, "admin", b.obj());
+    auto reply = _router.client().runCommand(host, "admin", b.obj());
     Status st = statusOf(reply);
     if (st.isOK()) {
         s.phase = RouterTxnPhase::kCommitted;
-        s.commitTs = Timestamp{reply.getValue()["commitTimestamp"].timestampValue()};
-        HybridLogicalClock::global().advanceTo(*s.commitTs);
+        if (bson::BsonElement ts = reply.getValue()["commitTimestamp"];
+            ts.type() == bson::BsonType::Timestamp) {
+            s.commitTs = Timestamp{ts.timestampValue()};
+            HybridLogicalClock::global().advanceTo(*s.commitTs);
+        }
     } else if (st.is(ErrorCodes::NoSuchTransaction)) {
         s.phase = RouterTxnPhase::kAborted;
         s.abortReason = st.reason();
+    } else if (!withParticipants) {
+        s.phase = RouterTxnPhase::kNone;  // still unknown here: a retry recovers again
     }
     // Else unknown (the coordinator unreachable): the client's retry asks again.
     return st;
@@ -329,6 +366,16 @@ Status TransactionRouter::abort(command::OperationContext&, BsonBuilder&) {
     }
     abortParticipants(s, "abortTransaction");
     return Status::OK();
+}
+
+void TransactionRouter::appendToReply(command::OperationContext&, BsonBuilder& reply) {
+    Statement* statement = tlsStatement;
+    if (!statement) return;
+    const Session& s = statement->session();
+    if (s.participants.empty()) return;
+    reply.startObject("recoveryToken");
+    reply.append("recoveryShardId", s.participants.front().shard);
+    reply.end();
 }
 
 void TransactionRouter::endSession(const std::string& lsid) {

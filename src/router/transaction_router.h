@@ -41,7 +41,12 @@ using placement::ShardId;
 //   when it aborted; a commit whose answer is lost is retried by the client and answered from the
 //   coordinator's record. Between a participant's prepare and its commit every shard holds reads
 //   at or after its prepare timestamp (storage/prepared_transactions.h): no reader sees half.
-// - Not yet: a `recoveryToken` for committing through another router.
+// - recoveryToken: every successful reply of a statement names the coordinator,
+//   `recoveryToken: {recoveryShardId}` (the first participant), and drivers send it back with
+//   commitTransaction. A router that does not know the transaction (the client retried its
+//   commit through another router, or this one restarted) asks that shard for the decision
+//   (`_shardsvrCoordinateCommitTransaction` without participants): the coordinator's record,
+//   else that shard's own part, committed or aborted then (txn/transaction_coordinator.h).
 class TransactionRouter final : public command::RouterTransactionHooks {
   public:
     explicit TransactionRouter(Router& router);
@@ -53,6 +58,7 @@ class TransactionRouter final : public command::RouterTransactionHooks {
     Status commit(command::OperationContext& opCtx, bson::BsonView cmd,
                   bson::BsonBuilder& reply) override;
     Status abort(command::OperationContext& opCtx, bson::BsonBuilder& reply) override;
+    void appendToReply(command::OperationContext& opCtx, bson::BsonBuilder& reply) override;
     void endSession(const std::string& lsid) override;
 
     struct Session;
@@ -65,6 +71,13 @@ class TransactionRouter final : public command::RouterTransactionHooks {
     void abortParticipants(Session& session, const std::string& reason);
     // Hands the commit to the first participant, the coordinator.
     Status twoPhaseCommit(Session& session, bson::BsonView writeConcern);
+    // The commit of a transaction this router does not know, from the coordinator that the
+    // client's `recoveryToken` names.
+    Status recoverCommit(Session& session, bson::BsonView cmd, bson::BsonView writeConcern);
+    // {_shardsvrCoordinateCommitTransaction, lsid, txnNum, participants, writeConcern...} sent to
+    // `host`; OK, NoSuchTransaction (aborted) or an unknown outcome, recorded in the session.
+    Status askCoordinator(Session& session, const std::string& host, bool withParticipants,
+                          bson::BsonView writeConcern);
 
     Router& _router;
     std::mutex _mutex;

@@ -1,7 +1,9 @@
 // _shardsvrCoordinateCommitTransaction: a router hands the commit of a transaction with several
 // participants to one of them (txn/transaction_coordinator.h).
 
+#include "command/command.h"
 #include "command/registry.h"
+#include "command/transactions.h"
 #include "shard/command_util.h"
 #include "shard/sharding_state.h"
 
@@ -9,7 +11,11 @@ namespace tessera::shard {
 namespace {
 
 // {_shardsvrCoordinateCommitTransaction: 1, lsid, txnNum, participants: [{shard, host}]}
-// → {commitTimestamp} once the decision is commit; NoSuchTransaction once it is abort. The
+// → {commitTimestamp} once the decision is commit; NoSuchTransaction once it is abort. With
+// `participants: []` a router that does not know the transaction (its client retried the commit
+// with a recoveryToken naming this shard) asks for the decision
+// (TransactionCoordinator::recoverDecision); `commitTimestamp` is then absent when the
+// transaction had this shard as its one participant. The
 // transaction's number is `txnNum`: a txnNumber would make this a statement of the transaction,
 // which would check the session out on this shard — where it is also a participant.
 class CoordinateCommitCommand final : public ShardCommand {
@@ -39,13 +45,22 @@ class CoordinateCommitCommand final : public ShardCommand {
             participants.push_back({std::string(e.objValue()["shard"].stringValue()),
                                     std::string(e.objValue()["host"].stringValue())});
         }
-        if (participants.empty()) {
-            return Status(ErrorCodes::InvalidOptions, "a coordinated commit needs participants");
-        }
         Timestamp commitTs;
-        TRY_STATUS(state->coordinator().coordinate(*opCtx.lsid, number.numberLong(), participants,
-                                                   &commitTs));
-        reply.appendTimestamp("commitTimestamp", commitTs.value);
+        if (participants.empty()) {
+            command::SessionTransactions* transactions = opCtx.service->transactions;
+            if (!transactions) {
+                return Status(ErrorCodes::IllegalOperation, "this shard runs no transactions");
+            }
+            const std::string& lsid = *opCtx.lsid;
+            int64_t txnNumber = number.numberLong();
+            TRY_STATUS(state->coordinator().recoverDecision(
+                lsid, txnNumber, [&] { return transactions->committedElseAbort(lsid, txnNumber); },
+                &commitTs));
+        } else {
+            TRY_STATUS(state->coordinator().coordinate(*opCtx.lsid, number.numberLong(),
+                                                       participants, &commitTs));
+        }
+        if (commitTs != Timestamp()) reply.appendTimestamp("commitTimestamp", commitTs.value);
         return Status::OK();
     }
 };

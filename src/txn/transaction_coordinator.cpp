@@ -204,12 +204,23 @@ Status TransactionCoordinator::coordinate(const std::string& lsid, int64_t txnNu
     std::string key = recordKey(lsid, txnNumber);
     bool owner = false;
     std::shared_ptr<Coordination> c = claim(key, &owner);
-    if (!owner) {  // a retried commit while the first attempt (or recovery) still runs
-        std::unique_lock lk(c->mutex);
-        c->cv.wait(lk, [&] { return c->finished; });
-        *commitTs = c->commitTs;
-        return c->outcome;
-    }
+    if (!owner) return awaitOutcome(*c, commitTs);
+    return coordinateClaimed(key, c, lsid, txnNumber, participants, commitTs);
+}
+
+Status TransactionCoordinator::awaitOutcome(Coordination& c, Timestamp* commitTs) {
+    // A retried commit while the first attempt (or recovery) still runs: its outcome.
+    std::unique_lock lk(c.mutex);
+    c.cv.wait(lk, [&] { return c.finished; });
+    *commitTs = c.commitTs;
+    return c.outcome;
+}
+
+Status TransactionCoordinator::coordinateClaimed(const std::string& key,
+                                                 const std::shared_ptr<Coordination>& c,
+                                                 const std::string& lsid, int64_t txnNumber,
+                                                 const std::vector<Participant>& participants,
+                                                 Timestamp* commitTs) {
     Record record;
     auto existing = _engine.sideRecords(key);
     if (!existing.empty()) {
@@ -220,6 +231,12 @@ Status TransactionCoordinator::coordinate(const std::string& lsid, int64_t txnNu
             return bad;
         }
         record = std::move(*parsed);
+        if (record.participants.empty()) {
+            // Aborted by recoverDecision before anything was coordinated: the participants the
+            // router names now are told (they never prepared).
+            record.participants = participants;
+            record.done = false;
+        }
         if (record.decision == Decision::kNone) {
             // Interrupted before its decision (a restart): nobody was told to commit.
             record.decision = Decision::kAbort;
@@ -229,6 +246,11 @@ Status TransactionCoordinator::coordinate(const std::string& lsid, int64_t txnNu
                 return s;
             }
         }
+    } else if (participants.empty()) {
+        Status none(ErrorCodes::NoSuchTransaction,
+                    "Transaction " + std::to_string(txnNumber) + " has no participants to commit");
+        release(key, c, none, Timestamp());
+        return none;
     } else {
         record.key = key;
         record.lsid = lsid;
@@ -262,6 +284,41 @@ Status TransactionCoordinator::coordinate(const std::string& lsid, int64_t txnNu
                      "Transaction " + std::to_string(txnNumber) + " was aborted: " + record.reason);
     *commitTs = record.commitTs;
     release(key, c, outcome, record.commitTs);
+    return outcome;
+}
+
+Status TransactionCoordinator::recoverDecision(
+    const std::string& lsid, int64_t txnNumber,
+    const std::function<StatusWith<bool>()>& localOutcome, Timestamp* commitTs) {
+    std::string key = recordKey(lsid, txnNumber);
+    bool owner = false;
+    std::shared_ptr<Coordination> c = claim(key, &owner);
+    if (!owner) return awaitOutcome(*c, commitTs);
+    if (!_engine.sideRecords(key).empty()) {
+        // A coordination exists: its outcome (the participants are in its record).
+        return coordinateClaimed(key, c, lsid, txnNumber, {}, commitTs);
+    }
+    // Nothing was coordinated, and nothing will be while this claim is held.
+    *commitTs = Timestamp();
+    StatusWith<bool> committed = localOutcome();
+    if (!committed.isOK() || committed.getValue()) {
+        Status outcome = committed.isOK() ? Status::OK() : committed.getStatus();
+        release(key, c, outcome, Timestamp());
+        return outcome;
+    }
+    Record record;
+    record.key = key;
+    record.lsid = lsid;
+    record.txnNumber = txnNumber;
+    record.decision = Decision::kAbort;
+    record.reason = "its commit was retried through another router before it was coordinated";
+    record.done = true;
+    Status outcome = write(record);
+    if (outcome.isOK()) {
+        outcome = Status(ErrorCodes::NoSuchTransaction, "Transaction " + std::to_string(txnNumber) +
+                                                            " was aborted: " + record.reason);
+    }
+    release(key, c, outcome, Timestamp());
     return outcome;
 }
 

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -57,6 +58,18 @@ class TransactionCoordinator {
     Status coordinate(const std::string& lsid, int64_t txnNumber,
                       const std::vector<Participant>& participants, Timestamp* commitTs);
 
+    // The decision of transaction (lsid, txnNumber) for a router that does not know it (a commit
+    // retried with a recoveryToken naming this shard): the record's if there is one (waiting for
+    // a coordination under way). Without a record nothing was coordinated, so the transaction
+    // had one participant, this shard, or never reached its commit: `localOutcome` says whether
+    // this shard's part committed, aborting it otherwise (SessionTransactions::
+    // committedElseAbort); an abort is recorded, so that a coordination asked for later by the
+    // transaction's own router aborts too. OK with *commitTs null when the one participant
+    // committed (its timestamp is not kept).
+    Status recoverDecision(const std::string& lsid, int64_t txnNumber,
+                           const std::function<StatusWith<bool>()>& localOutcome,
+                           Timestamp* commitTs);
+
     // Starts the recovery thread (records a crash left unfinished); stop() ends it.
     void start();
     void stop();
@@ -69,6 +82,12 @@ class TransactionCoordinator {
     std::shared_ptr<Coordination> claim(const std::string& key, bool* owner);
     void release(const std::string& key, const std::shared_ptr<Coordination>& c, Status outcome,
                  Timestamp commitTs);
+    Status awaitOutcome(Coordination& c, Timestamp* commitTs);
+    // coordinate() once `c` is claimed for `key`: from the record if there is one, else from
+    // step 1.
+    Status coordinateClaimed(const std::string& key, const std::shared_ptr<Coordination>& c,
+                             const std::string& lsid, int64_t txnNumber,
+                             const std::vector<Participant>& participants, Timestamp* commitTs);
     // Steps 2-3 for a new record.
     Status decide(Record& record);
     // Step 4: true when every participant acknowledged.

@@ -68,6 +68,34 @@ describeWithManualCluster(
             }
         }
 
+        /**
+         * commitTransaction of (lsid, txnNumber) through router `i`, which did not run it, with
+         * the client's recoveryToken: what a driver sends when it retries a commit on another
+         * router. A session of router i's client borrows the lsid for the one command.
+         */
+        async function commitThrough(i, lsid, txnNumber, recoveryToken) {
+            const client = await c().router(i);
+            const session = client.startSession();
+            const server = session.serverSession;
+            const own = { id: server.id, txnNumber: server.txnNumber };
+            Object.assign(server, { id: lsid, txnNumber });
+            try {
+                const cmd = { commitTransaction: 1 };
+                if (recoveryToken) cmd.recoveryToken = recoveryToken;
+                return await settle(client.db('admin').command(cmd, { session }));
+            } finally {
+                Object.assign(server, own);
+                await session.endSession();
+            }
+        }
+
+        /** A transfer's session state a commit through another router needs. */
+        const recoveryOf = (session) => ({
+            lsid: session.id,
+            txnNumber: session.serverSession.txnNumber,
+            token: session.transaction.recoveryToken,
+        });
+
         async function expectBalances() {
             await shardsReadable();
             const now = await balances();
@@ -154,6 +182,58 @@ describeWithManualCluster(
             await shardsReadable();
             assert.deepEqual(await balances(1), expected); // through the surviving router
             await c().restart(c().routerProcs[0]);
+            await expectBalances();
+        });
+
+        test('a commit retried through the other router with the recoveryToken gets the decision', async () => {
+            // Two participants, the router killed while the coordinator holds the commit: the
+            // other router asks the coordinator the token names.
+            await failpoint('low', 'hangBeforeWritingDecision', 'alwaysOn');
+            const before = hits('low', 'hangBeforeWritingDecision');
+            const first = await startTransfer(0, 1, 6, 10);
+            const r1 = recoveryOf(first.session);
+            assert.deepEqual(r1.token, { recoveryShardId: owners.low });
+            await waitFor('every participant prepared', async () => hits('low', 'hangBeforeWritingDecision') > before);
+            await c().kill9(c().routerProcs[0]);
+            await first.commit;
+            await failpoint('low', 'hangBeforeWritingDecision', 'off');
+            const committed = await commitThrough(1, r1.lsid, r1.txnNumber, r1.token);
+            assert.equal(committed.error, undefined, `${committed.error}`);
+            expected[1] -= 10;
+            expected[6] += 10;
+            await shardsReadable();
+            assert.deepEqual(await balances(1), expected);
+            await c().restart(c().routerProcs[0]);
+
+            // One participant whose commit never left the killed router: the recovery aborts it
+            // there (its router could no longer commit it) and answers NoSuchTransaction.
+            const client = await c().router(0);
+            const session = client.startSession();
+            session.startTransaction();
+            const coll = client.db(dbName).collection('accounts');
+            await coll.updateOne({ _id: 2 }, { $inc: { balance: -20 } }, { session });
+            await coll.updateOne({ _id: 3 }, { $inc: { balance: 20 } }, { session });
+            const r2 = recoveryOf(session);
+            await c().kill9(c().routerProcs[0]);
+            const aborted = await commitThrough(1, r2.lsid, r2.txnNumber, r2.token);
+            assert.equal(aborted.error?.code, 251, `${aborted.error}`);
+            assert.ok(aborted.error.hasErrorLabel('TransientTransactionError'));
+            const withoutToken = await commitThrough(1, r2.lsid, r2.txnNumber + 1, undefined);
+            assert.equal(withoutToken.error?.code, 251, `${withoutToken.error}`);
+            await c().restart(c().routerProcs[0]);
+            // Its documents are free at once (no intent left behind).
+            await (await c().router(1)).db(dbName).collection('accounts')
+                .updateOne({ _id: 2 }, { $inc: { balance: 0 } }, { maxTimeMS: 5000 });
+
+            // One participant that committed: a retry through the other router answers ok.
+            const one = await startTransfer(0, 0, 3, 30);
+            assert.equal((await one.commit).error, undefined);
+            expected[0] -= 30;
+            expected[3] += 30;
+            const r3 = recoveryOf(one.session);
+            const again = await commitThrough(1, r3.lsid, r3.txnNumber, r3.token);
+            assert.equal(again.error, undefined, `${again.error}`);
+            await one.session.endSession();
             await expectBalances();
         });
     },
