@@ -18,6 +18,8 @@
 #   8. spec-sharded the same CRUD spec tests at --profile sharded-8.0 through a router of a
 #                  `tessera up --shards 3 --routers 1` cluster (--enableTestCommands); tests listed in
 #                  tests/spec/known-failures-sharded.txt do not fail the run
+#      spec-sh-tx  the transactions, sessions and retryable-writes spec tests through the same
+#                  cluster; tests listed in tests/spec/known-failures-sharded-txn.txt do not fail
 #
 # Environment knobs for local iteration:
 #   TESSERA_SKIP_DEBUG=1        no debug build; unit tests then run from the release build
@@ -55,7 +57,7 @@ record() {
     TOTAL_PASSED=$((TOTAL_PASSED + passed))
     TOTAL_FAILED=$((TOTAL_FAILED + failed))
     TOTAL_SKIPPED=$((TOTAL_SKIPPED + skipped))
-    SUMMARY+=("$(printf '%-8s %5d passed %5d failed %5d skipped  %s' \
+    SUMMARY+=("$(printf '%-10s %5d passed %5d failed %5d skipped  %s' \
         "$suite" "$passed" "$failed" "$skipped" "$note")")
 }
 
@@ -295,6 +297,26 @@ fi
 # --- 7. MongoDB's unified spec tests ------------------------------------------------------------
 SPEC_DIR="${TESSERA_SPEC_TESTS:-$ROOT/../shared/spec-tests}"
 
+# run_spec_tests SUITE URI PROFILE KNOWN_FAILURES NOTE PATH...: runs tests/spec/run.mjs at PROFILE
+# against URI (logs: $OUT/SUITE.log, SUITE-failures.json) and records the result.
+run_spec_tests() {
+    local suite="$1" uri="$2" profile="$3" known="$4" note="$5"
+    shift 5
+    local rc sp sf sk
+    timeout --kill-after=30 "${TESSERA_SPEC_TIMEOUT:-1200}" \
+        node tests/spec/run.mjs --uri "$uri" --profile "$profile" --known-failures "$known" \
+        --list-failures "$OUT/$suite-failures.json" "$@" | tee "$OUT/$suite.log"
+    rc=${PIPESTATUS[0]}
+    sp="$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p' "$OUT/$suite.log" | tail -1)"
+    sf="$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p' "$OUT/$suite.log" | tail -1)"
+    sk="$(sed -nE 's/^([0-9]+) known failures.*/\1/p' "$OUT/$suite.log" | tail -1)"
+    sp=${sp:-0} sf=${sf:-0} sk=${sk:-0}
+    if ((rc != 0 && sf == 0)); then
+        sf=1
+    fi
+    record "$suite" "$sp" "$sf" "$sk" "$note"
+}
+
 # run_spec_suite SUITE PROFILE URI_PARAMS KNOWN_FAILURES NOTE "SERVE_ARGS" PATH...: starts
 # `tessera serve --enableTestCommands SERVE_ARGS` on a free port, runs tests/spec/run.mjs at
 # PROFILE against it (logs: $OUT/SUITE.log, SUITE-server.log, SUITE-failures.json), records it.
@@ -321,19 +343,8 @@ run_spec_suite() {
         tail -n 40 "$OUT/$suite-server.log"
         record "$suite" 0 1 0 "server did not start"
     else
-        timeout --kill-after=30 "${TESSERA_SPEC_TIMEOUT:-1200}" \
-            node tests/spec/run.mjs --uri "mongodb://127.0.0.1:$port/?$uri_params" \
-            --profile "$profile" --known-failures "$known" \
-            --list-failures "$OUT/$suite-failures.json" "$@" | tee "$OUT/$suite.log"
-        rc=${PIPESTATUS[0]}
-        sp="$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p' "$OUT/$suite.log" | tail -1)"
-        sf="$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p' "$OUT/$suite.log" | tail -1)"
-        sk="$(sed -nE 's/^([0-9]+) known failures.*/\1/p' "$OUT/$suite.log" | tail -1)"
-        sp=${sp:-0} sf=${sf:-0} sk=${sk:-0}
-        if ((rc != 0 && sf == 0)); then
-            sf=1
-        fi
-        record "$suite" "$sp" "$sf" "$sk" "$note"
+        run_spec_tests "$suite" "mongodb://127.0.0.1:$port/?$uri_params" "$profile" "$known" \
+            "$note" "$@"
     fi
     kill "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
@@ -405,20 +416,14 @@ if ((RUN_INTEG)) && [[ -z "${TESSERA_SKIP_SPEC:-}" && -z "${TESSERA_SKIP_SPEC_SH
             tail -n 40 "$cl_log" "$cl_db"/*.log 2>/dev/null
             record spec-sh 0 1 0 "tessera up did not start"
         else
-            timeout --kill-after=30 "${TESSERA_SPEC_TIMEOUT:-1200}" \
-                node tests/spec/run.mjs --uri "mongodb://127.0.0.1:$cl_base/" \
-                --profile sharded-8.0 --known-failures tests/spec/known-failures-sharded.txt \
-                --list-failures "$OUT/spec-sharded-failures.json" "$SPEC_DIR/crud" |
-                tee "$OUT/spec-sharded.log"
-            rc=${PIPESTATUS[0]}
-            sp="$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p' "$OUT/spec-sharded.log" | tail -1)"
-            sf="$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p' "$OUT/spec-sharded.log" | tail -1)"
-            sk="$(sed -nE 's/^([0-9]+) known failures.*/\1/p' "$OUT/spec-sharded.log" | tail -1)"
-            sp=${sp:-0} sf=${sf:-0} sk=${sk:-0}
-            if ((rc != 0 && sf == 0)); then
-                sf=1
-            fi
-            record spec-sh "$sp" "$sf" "$sk" "crud at sharded-8.0 (3 shards); known failures as skipped"
+            run_spec_tests spec-sh "mongodb://127.0.0.1:$cl_base/" sharded-8.0 \
+                tests/spec/known-failures-sharded.txt \
+                "crud at sharded-8.0 (3 shards); known failures as skipped" "$SPEC_DIR/crud"
+            banner "spec: transactions, sessions, retryable-writes (sharded-8.0)"
+            run_spec_tests spec-sh-tx "mongodb://127.0.0.1:$cl_base/" sharded-8.0 \
+                tests/spec/known-failures-sharded-txn.txt \
+                "transactions+sessions+retryable-writes at sharded-8.0 (3 shards); known failures as skipped" \
+                "$SPEC_DIR/transactions" "$SPEC_DIR/sessions" "$SPEC_DIR/retryable-writes"
         fi
         # `tessera up` stops its children on SIGTERM; after 40 s kill it and every child it listed.
         kill -TERM "$cl_pid" 2>/dev/null

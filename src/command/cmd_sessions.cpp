@@ -118,6 +118,9 @@ class KillSessionsCommand : public Command {
             if (opCtx.service && opCtx.service->transactions) {
                 opCtx.service->transactions->killAll();
             }
+            if (opCtx.service && opCtx.service->routerTransactions) {
+                opCtx.service->routerTransactions->killAll();
+            }
         } else if (_name == "killSessions") {
             endTransactionsOf(opCtx, request.firstElement());
         }

@@ -93,11 +93,21 @@ Status checkReadConcern(BsonView body, const Command& command, ReadConcernLevel*
         std::string_view f = e.fieldName();
         if (f == "level" || f == "provenance") continue;
         if (f == "afterClusterTime" && causal && e.type() == BsonType::Timestamp) continue;
-        if (f == "afterClusterTime" || f == "atClusterTime" || f == "afterOpTime") {
+        if (f == "afterClusterTime") {
             return Status(ErrorCodes::InvalidOptions,
-                          "readConcern." + std::string(f) +
-                              " is not supported by this Tessera version: its replies carry no "
-                              "cluster time yet (causal consistency comes with sessions)");
+                          "readConcern.afterClusterTime needs a cluster time, which a standalone "
+                          "does not have: start it with --replSet NAME (a one-member replica "
+                          "set) or connect to a router");
+        }
+        if (f == "atClusterTime") {
+            return Status(ErrorCodes::InvalidOptions,
+                          "readConcern.atClusterTime is only taken with level 'snapshot' inside "
+                          "a transaction (startTransaction) by this Tessera version");
+        }
+        if (f == "afterOpTime") {
+            return Status(ErrorCodes::InvalidOptions,
+                          "readConcern.afterOpTime belongs to MongoDB's replication, which "
+                          "Tessera does not implement");
         }
         return Status(40415,
                       "BSON field 'readConcern." + std::string(f) + "' is an unknown field.");
@@ -116,8 +126,8 @@ Status checkReadConcern(BsonView body, const Command& command, ReadConcernLevel*
     }
     if (name == "snapshot") {
         return Status(ErrorCodes::InvalidOptions,
-                      "readConcern level 'snapshot' is not supported by this Tessera version "
-                      "(there are no transactions or snapshot reads yet); use 'majority' or "
+                      "readConcern level 'snapshot' is only supported inside a transaction by "
+                      "this Tessera version (startTransaction); outside one use 'majority' or "
                       "'local'");
     }
     if (name != "majority" && name != "linearizable") {
@@ -250,7 +260,9 @@ const std::vector<GenericArgument>& genericArguments() {
         {"startTransaction", K::kRefused, "a multi-document transaction"},
         {"shardVersion", K::kShardOnly, "the placement version a router attaches"},
         {"databaseVersion", K::kShardOnly, "the database version a router attaches"},
-        {"$clusterTime", K::kRefused, "cluster time gossip; Tessera replies carry none"},
+        {"$clusterTime", K::kRefused,
+         "cluster time gossip (taken by routers, shards, the config server and serve --replSet; "
+         "a plain standalone has no cluster time)"},
         {"stmtIds", K::kShardOnly,
          "the client's statement ids of a router's sub-batch of a retryable insert, update or "
          "delete"},

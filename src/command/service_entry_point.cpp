@@ -124,7 +124,7 @@ std::optional<Status> transientWriteError(bson::BsonView reply) {
 // Cluster time gossip of a one-member replica set: a client's $clusterTime advances the clock;
 // a readConcern.afterClusterTime waits until every commit up to it is visible (a snapshot there
 // waits for them and makes later commits get greater timestamps).
-void waitForClusterTime(bson::BsonView body, storage::Engine& engine) {
+void observeClusterTime(bson::BsonView body) {
     bson::BsonElement ct = body["$clusterTime"];
     if (ct.isObject()) {
         bson::BsonElement t = ct.objValue()["clusterTime"];
@@ -132,6 +132,10 @@ void waitForClusterTime(bson::BsonView body, storage::Engine& engine) {
             HybridLogicalClock::global().advanceTo(Timestamp{t.timestampValue()});
         }
     }
+}
+
+void waitForClusterTime(bson::BsonView body, storage::Engine& engine) {
+    observeClusterTime(body);
     bson::BsonElement rc = body["readConcern"];
     if (!rc.isObject()) return;
     bson::BsonElement after = rc.objValue()["afterClusterTime"];
@@ -306,12 +310,16 @@ std::optional<net::ForwardRequest> ServiceEntryPoint::tryForward(const net::Requ
         opCtx.service = &_service;
         opCtx.client = &clientStateOf(client);
         ReadConcernLevel readConcern = ReadConcernLevel::kLocal;
-        if (!checkGenericArguments(state->request, *command, _service.role, &readConcern).isOK() ||
+        bool causal = _service.role == ClusterRole::kRouter;
+        if (!checkGenericArguments(state->request, *command, _service.role, &readConcern, false,
+                                   causal)
+                 .isOK() ||
             !applyMaxTimeMS(state->request.body, opCtx).isOK() ||
             !applySessionArgs(state->request.body, opCtx).isOK() ||
             (opCtx.txnNumber && !command->supportsRetryableWrite())) {
             return std::nullopt;  // handleRequest reports it
         }
+        if (causal) observeClusterTime(state->request.body);
         state->started = std::chrono::steady_clock::now();
         std::optional<ForwardPlan> plan = command->planForward(opCtx, state->request);
         if (!plan) return std::nullopt;
@@ -358,6 +366,10 @@ net::ForwardOutcome ServiceEntryPoint::completeForward(const net::Request&, net:
         labels.retryableWrite =
             state.opCtx.txnNumber.has_value();  // tryForward checked the command
         outcome.reply = withServerErrorLabels(std::move(*outcome.reply), labels);
+        if (_service.role == ClusterRole::kRouter) {
+            outcome.reply =
+                withClusterTime(std::move(*outcome.reply), HybridLogicalClock::global().current());
+        }
     } catch (const std::exception& e) {
         outcome.reply =
             errorReply(Status(ErrorCodes::InternalError,
@@ -446,11 +458,19 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
     // $clusterTime, and a read with afterClusterTime waits until that time is readable (causal
     // consistency).
     bool gossip = !_service.replSetName.empty() && _service.engine;
-    // A shard tells its clients its time (operationTime, below): a driver's causally consistent
-    // session sends it back as readConcern.afterClusterTime, which the shard waits for.
-    bool stampsOperationTime = _service.role == ClusterRole::kShard && _service.engine;
-    Status status = checkGenericArguments(request, *command, _service.role, &readConcern,
-                                          transactionStatement, gossip || stampsOperationTime);
+    // A shard (and the config server) tells its clients its time (operationTime, below): a
+    // driver's causally consistent session sends it back as readConcern.afterClusterTime, which
+    // the shard waits for.
+    bool stampsOperationTime =
+        (_service.role == ClusterRole::kShard || _service.role == ClusterRole::kConfig) &&
+        _service.engine;
+    // A router gossips the cluster time as a mongos does: its clock has observed every shard
+    // reply (operationTime), so its time is at or after every commit it acknowledged; a client's
+    // afterClusterTime goes on to the shards with the command, which wait for it.
+    bool routerGossip = _service.role == ClusterRole::kRouter;
+    Status status =
+        checkGenericArguments(request, *command, _service.role, &readConcern, transactionStatement,
+                              gossip || stampsOperationTime || routerGossip);
     if (!status.isOK()) return errorReply(status);
     status = applyMaxTimeMS(request.body, opCtx);
     if (!status.isOK()) return errorReply(status);
@@ -488,11 +508,15 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
         if (gossip) {
             return withClusterTime(std::move(reply), _service.engine->lastCommitTimestamp());
         }
+        if (routerGossip) {
+            return withClusterTime(std::move(reply), HybridLogicalClock::global().current());
+        }
         return stampsOperationTime
                    ? withOperationTime(std::move(reply), _service.engine->lastCommitTimestamp())
                    : reply;
     };
     if (gossip || stampsOperationTime) waitForClusterTime(request.body, *_service.engine);
+    if (routerGossip) observeClusterTime(request.body);
 
     bson::BsonObj writeConcernError;
     if (_service.enableTestCommands) {

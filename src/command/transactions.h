@@ -190,6 +190,8 @@ class RouterTransactionHooks {
     virtual void appendToReply(OperationContext& opCtx, bson::BsonBuilder& reply) = 0;
     // endSessions / killSessions: forgets the session, aborting its unfinished transaction.
     virtual void endSession(const std::string& lsid) = 0;
+    // killAllSessions: endSession of every session this router knows.
+    virtual void killAll() = 0;
 };
 
 // Whether `commandName` may run inside a multi-document transaction (MongoDB's list, less what

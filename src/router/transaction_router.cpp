@@ -395,6 +395,15 @@ void TransactionRouter::endSession(const std::string& lsid) {
     }
 }
 
+void TransactionRouter::killAll() {
+    std::vector<std::string> lsids;
+    {
+        std::lock_guard lk(_mutex);
+        for (const auto& entry : _sessions) lsids.push_back(entry.first);
+    }
+    for (const std::string& lsid : lsids) endSession(lsid);
+}
+
 BsonObj joinTransaction(const ShardId& shard, const std::string& host, BsonView cmd) {
     if (!tlsStatement) return BsonObj::fromBytes(cmd.bytes());
     return tlsStatement->join(&shard, host, cmd);

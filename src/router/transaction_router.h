@@ -60,6 +60,7 @@ class TransactionRouter final : public command::RouterTransactionHooks {
     Status abort(command::OperationContext& opCtx, bson::BsonBuilder& reply) override;
     void appendToReply(command::OperationContext& opCtx, bson::BsonBuilder& reply) override;
     void endSession(const std::string& lsid) override;
+    void killAll() override;
 
     struct Session;
     class Statement;

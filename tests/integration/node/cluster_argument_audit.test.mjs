@@ -48,7 +48,8 @@ describeWithCluster(
             ['readConcern majority', { find: 'c', readConcern: { level: 'majority' } }, 'ok'],
             ['readConcern linearizable', { count: 'c', readConcern: { level: 'linearizable' } }, 'ok'],
             ['readConcern snapshot', { find: 'c', readConcern: { level: 'snapshot' } }, 72],
-            ['readConcern afterClusterTime', { find: 'c', readConcern: { level: 'majority', afterClusterTime: new Timestamp({ t: 1, i: 1 }) } }, 72],
+            ['readConcern afterClusterTime', { find: 'c', readConcern: { level: 'majority', afterClusterTime: new Timestamp({ t: 1, i: 1 }) } }, 'ok'],
+            ['readConcern atClusterTime outside a transaction', { find: 'c', readConcern: { level: 'majority', atClusterTime: new Timestamp({ t: 1, i: 1 }) } }, 72],
             ['readConcern bad level', { find: 'c', readConcern: { level: 'sometimes' } }, 2],
             ['readConcern majority on a write', { insert: 'c', documents: [{ _id: 11 }], readConcern: { level: 'majority' } }, 72],
             ['writeConcern majority', { insert: 'c', documents: [{ _id: 12 }], writeConcern: { w: 'majority' } }, 'ok'],
@@ -66,7 +67,7 @@ describeWithCluster(
             ['apiStrict outside API 1', { listCommands: 1, apiVersion: '1', apiStrict: true }, 323],
             ['shardVersion from a client', { find: 'c', shardVersion: [new Timestamp({ t: 1, i: 0 }), new BSON.ObjectId()] }, 72],
             ['databaseVersion from a client', { find: 'c', databaseVersion: { uuid: new BSON.UUID(), timestamp: new Timestamp({ t: 1, i: 1 }), lastMod: 1 } }, 72],
-            ['$clusterTime', { find: 'c', $clusterTime: { clusterTime: new Timestamp({ t: 1, i: 1 }), signature: {} } }, 72],
+            ['$clusterTime', { find: 'c', $clusterTime: { clusterTime: new Timestamp({ t: 1, i: 1 }), signature: {} } }, 'ok'],
             ['stmtIds', { insert: 'c', documents: [{ _id: 17 }], stmtIds: [0] }, 72],
             ['$audit', { find: 'c', $audit: {} }, 72],
             ['$client', { find: 'c', $client: {} }, 72],
@@ -87,15 +88,16 @@ describeWithCluster(
             assert.deepEqual((await c.find({ _id: { $gte: 10 } }).sort({ _id: 1 }).toArray()).map((d) => d._id), [10, 12, 13]);
         });
 
-        test('a shard reached directly gossips cluster time but refuses what a router refuses', async () => {
+        test('a shard reached directly gossips cluster time, as a router does, and refuses what a router refuses', async () => {
             const shard = await ctx.cluster.shard(0);
             // A shard's replies carry operationTime, and it takes $clusterTime and afterClusterTime
-            // back (causally consistent sessions on a shard); a router refuses $clusterTime.
+            // back (causally consistent sessions on a shard); a router's carry both as a mongos's.
             const got = await outcome(shard.db(db).command({ find: 'c', $clusterTime: { clusterTime: new Timestamp({ t: 1, i: 1 }) } }));
             assert.equal(got.ok, 1, JSON.stringify(got));
             assert.ok(got.reply.operationTime, JSON.stringify(got));
             const viaRouter = await run({ find: 'c', $clusterTime: { clusterTime: new Timestamp({ t: 1, i: 1 }) } });
-            assert.equal(viaRouter.code, 72, JSON.stringify(viaRouter));
+            assert.equal(viaRouter.ok, 1, JSON.stringify(viaRouter));
+            assert.ok(viaRouter.reply.operationTime && viaRouter.reply.$clusterTime, JSON.stringify(viaRouter));
             const wc = await outcome(shard.db(db).command({ insert: 'c', documents: [{ _id: 99 }], writeConcern: { w: 3 } }));
             assert.equal(wc.code, 100, JSON.stringify(wc));
         });

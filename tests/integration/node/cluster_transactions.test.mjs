@@ -280,6 +280,54 @@ describeWithCluster(
             const e = await rejects((await router()).db('admin').command({ prepareTransaction: 1 }));
             assert.ok(e.code === 59 || e.code === 72, `${e}`);
         });
+
+        test('routers gossip cluster time: a causally consistent session reads its own writes through the other router', async () => {
+            const r0 = await router(0);
+            const r1 = await router(1);
+            const session = r0.startSession({ causalConsistency: true });
+            try {
+                await r0.db(dbName).collection('causal').insertOne({ _id: 1, v: 'written' }, { session });
+                assert.ok(session.operationTime, 'the router reply carries operationTime');
+                assert.ok(session.clusterTime?.clusterTime, 'the router reply carries $clusterTime');
+                // The other router takes the session's time as afterClusterTime and passes it on.
+                const other = r1.startSession({ causalConsistency: true });
+                try {
+                    other.advanceClusterTime(session.clusterTime);
+                    other.advanceOperationTime(session.operationTime);
+                    const seen = await r1.db(dbName).collection('causal').findOne({ _id: 1 }, { session: other });
+                    assert.deepEqual(seen, { _id: 1, v: 'written' });
+                    const raw = await r1.db(dbName).command({
+                        find: 'causal',
+                        filter: { _id: 1 },
+                        readConcern: { afterClusterTime: session.operationTime },
+                    });
+                    assert.equal(raw.cursor.firstBatch.length, 1);
+                    assert.ok(raw.operationTime >= session.operationTime, 'a router time never goes back');
+                } finally {
+                    await other.endSession();
+                }
+            } finally {
+                await session.endSession();
+            }
+        });
+
+        test('killAllSessions on a router aborts its transactions on every participant', async () => {
+            const client = await router(0);
+            const c = client.db(dbName).collection('accounts');
+            const session = client.startSession();
+            session.startTransaction();
+            await c.updateOne({ _id: 0 }, { $inc: { balance: -5 } }, { session });
+            await c.updateOne({ _id: 7 }, { $inc: { balance: 5 } }, { session });
+            const before = await balances(await accounts(1));
+            await client.db('admin').command({ killAllSessions: [] });
+            const e = await rejects(session.commitTransaction());
+            assert.equal(e.code, 251, `${e}`);
+            await session.endSession();
+            // Nothing of it is visible, and its documents are free for other writers at once.
+            assert.deepEqual(await balances(await accounts(1)), before);
+            await (await accounts(1)).updateOne({ _id: 7 }, { $inc: { balance: 0 } }, { maxTimeMS: 2000 });
+            await (await accounts(1)).updateOne({ _id: 0 }, { $inc: { balance: 0 } }, { maxTimeMS: 2000 });
+        });
     },
     { shards: 2, routers: 2 },
 );
