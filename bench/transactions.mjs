@@ -1,0 +1,164 @@
+// The cost of a cross-shard transaction (issue 14, point 8): through one router, C clients run,
+// phase after phase,
+//   plain  one updateOne {$inc} by _id, outside any transaction;
+//   txn1   a transaction of two updateOnes on two documents of the same shard (one participant:
+//          the shard's own commit);
+//   txn2   a transaction of two updateOnes on documents of different shards (two participants:
+//          two-phase commit by the first one, prepare on both, durable decision, commit on both).
+// Phases alternate in ABBA order over --repeat rounds; per phase the ops/s, p50 and p99 of whole
+// operations (a transaction from startTransaction to its acknowledged commit, retries on
+// TransientTransactionError included) and the retries are printed as one JSON line
+// ({"tool":"transactions",...}), then a summary line with the median ratio
+// p50(txn2) / p50(txn1) against the target 1.5. Loopback only; stops by itself.
+//
+// usage: node bench/transactions.mjs --uri URI [--clients 8] [--seconds 5] [--repeat 3]
+//                                    [--docs 2000]
+
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const require = createRequire(path.join(here, '..', 'tests', 'integration', 'package.json'));
+const { MongoClient } = require('mongodb');
+
+function arg(name, def) {
+    const i = process.argv.indexOf(`--${name}`);
+    return i > 0 ? process.argv[i + 1] : def;
+}
+const uri = arg('uri');
+const clients = Number(arg('clients', 8));
+const seconds = Number(arg('seconds', 5));
+const repeat = Number(arg('repeat', 3));
+const docs = Number(arg('docs', 2000));
+if (!uri || !(clients > 0) || !(seconds > 0) || !(repeat > 0) || !(docs >= 4)) {
+    console.error('usage: node bench/transactions.mjs --uri URI [--clients 8] [--seconds 5] [--repeat 3] [--docs 2000]');
+    process.exit(2);
+}
+
+const nowUs = () => Number(process.hrtime.bigint() / 1000n);
+const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))];
+const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
+
+const half = Math.floor(docs / 2); // _id < half on the first shard, the rest on the second
+const client = new MongoClient(uri, { maxPoolSize: clients + 2 });
+await client.connect();
+const dbName = 'tessera_bench_txn';
+const coll = client.db(dbName).collection('accounts');
+
+async function setup() {
+    const admin = client.db('admin');
+    const shards = (await admin.command({ listShards: 1 })).shards.map((s) => s._id);
+    if (shards.length < 2) throw new Error('needs a cluster with at least 2 shards');
+    await client.db(dbName).dropDatabase();
+    await admin.command({ enableSharding: dbName, primaryShard: shards[0] });
+    await admin.command({ shardCollection: `${dbName}.accounts`, key: { _id: 1 } });
+    const batch = [];
+    for (let i = 0; i < docs; i++) batch.push({ _id: i, balance: 1000, pad: 'x'.repeat(100) });
+    await coll.insertMany(batch);
+    await admin.command({ split: `${dbName}.accounts`, middle: { _id: half } });
+    await admin.command({ moveChunk: `${dbName}.accounts`, find: { _id: half }, to: shards[1] });
+}
+
+const rand = (lo, hi) => lo + Math.floor(Math.random() * (hi - lo));
+// Two distinct documents: on one shard (`same`) or one on each.
+function pair(same) {
+    const a = rand(0, half);
+    if (!same) return [a, rand(half, docs)];
+    let b = rand(0, half - 1);
+    if (b >= a) b++;
+    return [a, b];
+}
+
+async function transfer(session, [from, to]) {
+    let retries = 0;
+    for (;;) {
+        session.startTransaction();
+        try {
+            await coll.updateOne({ _id: from }, { $inc: { balance: -1 } }, { session });
+            await coll.updateOne({ _id: to }, { $inc: { balance: 1 } }, { session });
+            await session.commitTransaction();
+            return retries;
+        } catch (err) {
+            if (session.inTransaction()) await session.abortTransaction().catch(() => {});
+            if (!err.hasErrorLabel?.('TransientTransactionError') || retries >= 50) throw err;
+            retries++;
+        }
+    }
+}
+
+async function phase(kind) {
+    const deadline = nowUs() + seconds * 1e6;
+    const latencies = [];
+    let retries = 0;
+    const worker = async () => {
+        const session = client.startSession();
+        try {
+            while (nowUs() < deadline) {
+                const t0 = nowUs();
+                if (kind === 'plain') {
+                    const r = await coll.updateOne({ _id: rand(0, docs) }, { $inc: { balance: 0 } });
+                    if (r.matchedCount !== 1) throw new Error('plain update matched nothing');
+                } else {
+                    retries += await transfer(session, pair(kind === 'txn1'));
+                }
+                latencies.push(nowUs() - t0);
+            }
+        } finally {
+            await session.endSession();
+        }
+    };
+    const t0 = nowUs();
+    await Promise.all(Array.from({ length: clients }, worker));
+    const elapsed = (nowUs() - t0) / 1e6;
+    latencies.sort((x, y) => x - y);
+    return {
+        tool: 'transactions',
+        phase: kind,
+        clients,
+        ops: latencies.length,
+        ops_per_sec: Math.round(latencies.length / elapsed),
+        p50_us: percentile(latencies, 50),
+        p99_us: percentile(latencies, 99),
+        retries,
+    };
+}
+
+try {
+    await setup();
+    const total = async () => (await coll.aggregate([{ $group: { _id: null, s: { $sum: '$balance' } } }]).toArray())[0].s;
+    const before = await total();
+    const results = { plain: [], txn1: [], txn2: [] };
+    await phase('txn2'); // warm-up: connections, sessions, routing tables
+    for (let r = 0; r < repeat; r++) {
+        const order = r % 2 === 0 ? ['plain', 'txn1', 'txn2'] : ['txn2', 'txn1', 'plain'];
+        for (const kind of order) {
+            const res = await phase(kind);
+            res.round = r;
+            results[kind].push(res);
+            console.log(JSON.stringify(res));
+        }
+    }
+    const after = await total();
+    if (after !== before) throw new Error(`the total changed: ${before} -> ${after}`);
+    const ratios = results.txn2.map((t2, i) => t2.p50_us / results.txn1[i].p50_us);
+    const ratio = median(ratios);
+    console.log(
+        JSON.stringify({
+            tool: 'transactions',
+            phase: 'summary',
+            p50_plain_us: median(results.plain.map((x) => x.p50_us)),
+            p50_txn1_us: median(results.txn1.map((x) => x.p50_us)),
+            p50_txn2_us: median(results.txn2.map((x) => x.p50_us)),
+            p99_txn1_us: median(results.txn1.map((x) => x.p99_us)),
+            p99_txn2_us: median(results.txn2.map((x) => x.p99_us)),
+            ratio_txn2_txn1_p50: Number(ratio.toFixed(2)),
+            ratios: ratios.map((x) => Number(x.toFixed(2))),
+            target: 1.5,
+            verdict: ratio <= 1.5 ? 'PASS' : 'FAIL',
+            total_unchanged: true,
+        }),
+    );
+} finally {
+    await client.close();
+}
