@@ -35,15 +35,9 @@ bool allowedInTransaction(std::string_view name) {
 namespace {
 
 // The side record of a session's prepared transaction: one per session (a session has at most
-// one transaction, and a prepared one blocks the next).
+// one transaction, and a prepared one blocks the next), keyed by the lsid's bytes.
 std::string preparedRecordKey(const std::string& lsid) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string key(SessionTransactions::kPreparedRecordPrefix);
-    for (unsigned char c : lsid) {
-        key.push_back(kHex[c >> 4]);
-        key.push_back(kHex[c & 15]);
-    }
-    return key;
+    return std::string(SessionTransactions::kPreparedRecordPrefix) + lsid;
 }
 
 }  // namespace

@@ -31,19 +31,11 @@ constexpr int kForegroundRounds = 3;
 
 enum class Decision { kNone, kCommit, kAbort };
 
-std::string hex(const std::string& bytes) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string out;
-    for (unsigned char c : bytes) {
-        out.push_back(kHex[c >> 4]);
-        out.push_back(kHex[c & 15]);
-    }
-    return out;
-}
-
+// The record of (lsid, txnNumber): the lsid's 16 bytes as they are (as the statement records of
+// txn/session_records.h), the number zero-padded so that no key is a prefix of another.
 std::string recordKey(const std::string& lsid, int64_t txnNumber) {
     std::string n = std::to_string(txnNumber);
-    return std::string(TransactionCoordinator::kRecordPrefix) + hex(lsid) + "/" +
+    return std::string(TransactionCoordinator::kRecordPrefix) + lsid + "/" +
            std::string(20 - std::min<size_t>(20, n.size()), '0') + n;
 }
 
@@ -125,6 +117,13 @@ struct TransactionCoordinator::Record {
         }
         r.done = doc["done"].trueValue();
         return r;
+    }
+
+    // What the caller of a coordination hears once it is decided.
+    Status outcome() const {
+        if (decision == Decision::kCommit) return Status::OK();
+        return Status(ErrorCodes::NoSuchTransaction,
+                      "Transaction " + std::to_string(txnNumber) + " was aborted: " + reason);
     }
 
     // {name: 1, lsid, txnNumber, autocommit: false, extra...}: a statement of the transaction.
@@ -221,30 +220,23 @@ Status TransactionCoordinator::coordinateClaimed(const std::string& key,
                                                  const std::string& lsid, int64_t txnNumber,
                                                  const std::vector<Participant>& participants,
                                                  Timestamp* commitTs) {
+    StatusWith<std::optional<Record>> loaded = load(key);
+    if (!loaded.isOK()) {
+        release(key, c, loaded.getStatus(), Timestamp());
+        return loaded.getStatus();
+    }
     Record record;
-    auto existing = _engine.sideRecords(key);
-    if (!existing.empty()) {
-        std::optional<Record> parsed = Record::parse(key, BsonView(existing.front().second.data()));
-        if (!parsed) {
-            Status bad(ErrorCodes::InternalError, "damaged coordinator record " + key);
-            release(key, c, bad, Timestamp());
-            return bad;
-        }
-        record = std::move(*parsed);
+    if (loaded.getValue()) {
+        record = std::move(*loaded.getValue());
         if (record.participants.empty()) {
             // Aborted by recoverDecision before anything was coordinated: the participants the
             // router names now are told (they never prepared).
             record.participants = participants;
             record.done = false;
         }
-        if (record.decision == Decision::kNone) {
-            // Interrupted before its decision (a restart): nobody was told to commit.
-            record.decision = Decision::kAbort;
-            record.reason = "its coordinator restarted before deciding";
-            if (Status s = write(record); !s.isOK()) {
-                release(key, c, s, Timestamp());
-                return s;
-            }
+        if (Status s = abortUndecided(record); !s.isOK()) {
+            release(key, c, s, Timestamp());
+            return s;
         }
     } else if (participants.empty()) {
         Status none(ErrorCodes::NoSuchTransaction,
@@ -277,14 +269,27 @@ Status TransactionCoordinator::coordinateClaimed(const std::string& key,
             (void)write(record);
         }
     }
-    Status outcome =
-        record.decision == Decision::kCommit
-            ? Status::OK()
-            : Status(ErrorCodes::NoSuchTransaction,
-                     "Transaction " + std::to_string(txnNumber) + " was aborted: " + record.reason);
+    Status outcome = record.outcome();
     *commitTs = record.commitTs;
     release(key, c, outcome, record.commitTs);
     return outcome;
+}
+
+StatusWith<std::optional<TransactionCoordinator::Record>> TransactionCoordinator::load(
+    const std::string& key) {
+    auto found = _engine.sideRecords(key);
+    if (found.empty()) return std::optional<Record>();
+    std::optional<Record> record = Record::parse(key, BsonView(found.front().second.data()));
+    if (!record) return Status(ErrorCodes::InternalError, "damaged coordinator record " + key);
+    return record;
+}
+
+Status TransactionCoordinator::abortUndecided(Record& record) {
+    if (record.decision != Decision::kNone) return Status::OK();
+    // Interrupted before its decision (a restart): nobody was told to commit.
+    record.decision = Decision::kAbort;
+    record.reason = "its coordinator restarted before deciding";
+    return write(record);
 }
 
 Status TransactionCoordinator::recoverDecision(
@@ -314,10 +319,7 @@ Status TransactionCoordinator::recoverDecision(
     record.reason = "its commit was retried through another router before it was coordinated";
     record.done = true;
     Status outcome = write(record);
-    if (outcome.isOK()) {
-        outcome = Status(ErrorCodes::NoSuchTransaction, "Transaction " + std::to_string(txnNumber) +
-                                                            " was aborted: " + record.reason);
-    }
+    if (outcome.isOK()) outcome = record.outcome();
     release(key, c, outcome, Timestamp());
     return outcome;
 }
@@ -409,9 +411,7 @@ void TransactionCoordinator::recoverOnce() {
     int64_t now = wallClockMillis();
     for (const auto& [key, value] : _engine.sideRecords(kRecordPrefix)) {
         BsonView doc(value.data());
-        std::optional<Record> record = Record::parse(key, doc);
-        if (!record) continue;
-        if (record->done) {
+        if (doc["done"].trueValue()) {
             if (now - doc["updatedAt"].dateValue() > kForgetDoneAfterMs) {
                 (void)_engine.writeSideRecords({{key, std::string()}});
             }
@@ -420,27 +420,28 @@ void TransactionCoordinator::recoverOnce() {
         bool owner = false;
         std::shared_ptr<Coordination> c = claim(key, &owner);
         if (!owner) continue;  // coordinate() is at it
-        if (record->decision == Decision::kNone) {
-            record->decision = Decision::kAbort;
-            record->reason = "its coordinator restarted before deciding";
-            if (!write(*record).isOK()) {
-                release(key, c, Status(ErrorCodes::InternalError, "not decided"), Timestamp());
-                continue;
-            }
+        // Read again under the claim: a coordination that held it may have decided since the scan.
+        StatusWith<std::optional<Record>> loaded = load(key);
+        if (!loaded.isOK() || !loaded.getValue()) {
+            release(key, c,
+                    loaded.isOK() ? Status(ErrorCodes::NoSuchTransaction, "forgotten")
+                                  : loaded.getStatus(),
+                    Timestamp());
+            continue;
         }
-        if (deliver(*record)) {
-            record->done = true;
-            (void)write(*record);
+        Record& record = *loaded.getValue();
+        if (Status s = abortUndecided(record); !s.isOK()) {
+            release(key, c, s, Timestamp());
+            continue;
+        }
+        if (!record.done && deliver(record)) {
+            record.done = true;
+            (void)write(record);
             log::info("TXN", 22222, "Delivered the decision of an interrupted coordination",
-                      "{\"txnNumber\":" + std::to_string(record->txnNumber) + ",\"decision\":\"" +
-                          (record->decision == Decision::kCommit ? "commit" : "abort") + "\"}");
+                      "{\"txnNumber\":" + std::to_string(record.txnNumber) + ",\"decision\":\"" +
+                          (record.decision == Decision::kCommit ? "commit" : "abort") + "\"}");
         }
-        Status outcome = record->decision == Decision::kCommit
-                             ? Status::OK()
-                             : Status(ErrorCodes::NoSuchTransaction,
-                                      "Transaction " + std::to_string(record->txnNumber) +
-                                          " was aborted: " + record->reason);
-        release(key, c, outcome, record->commitTs);
+        release(key, c, record.outcome(), record.commitTs);
     }
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -88,6 +89,11 @@ class TransactionCoordinator {
     Status coordinateClaimed(const std::string& key, const std::shared_ptr<Coordination>& c,
                              const std::string& lsid, int64_t txnNumber,
                              const std::vector<Participant>& participants, Timestamp* commitTs);
+    // The record under `key`, if any (InternalError if it cannot be read).
+    StatusWith<std::optional<Record>> load(const std::string& key);
+    // A record found without decision (its coordinator restarted before deciding: nobody was
+    // told to commit) is decided abort, durably.
+    Status abortUndecided(Record& record);
     // Steps 2-3 for a new record.
     Status decide(Record& record);
     // Step 4: true when every participant acknowledged.
