@@ -35,7 +35,6 @@ struct TransactionRouter::Session {
         std::string host;
     };
     std::vector<Participant> participants;  // in the order they joined
-    std::optional<Timestamp> commitTs;      // the two-phase commit's decision, once known
     std::string abortReason;
     std::chrono::steady_clock::time_point lastUse;
 };
@@ -170,6 +169,15 @@ std::shared_ptr<TransactionRouter::Session> TransactionRouter::sessionFor(const 
     return it->second;
 }
 
+void TransactionRouter::moveTo(Session& s, int64_t txnNumber, RouterTxnPhase phase,
+                               const std::string& whyAbortOlder) {
+    if (s.phase == RouterTxnPhase::kInProgress) abortParticipants(s, whyAbortOlder);
+    s.txnNumber = txnNumber;
+    s.phase = phase;
+    s.participants.clear();
+    s.abortReason.clear();
+}
+
 Status TransactionRouter::beginStatement(command::OperationContext& opCtx,
                                          const command::TransactionArgs& args,
                                          std::string_view commandName) {
@@ -191,14 +199,8 @@ Status TransactionRouter::beginStatement(command::OperationContext& opCtx,
                               " on session: a transaction with the same number was started "
                               "already");
         }
-        if (s.phase == RouterTxnPhase::kInProgress) {
-            abortParticipants(s, "a newer transaction of the session started");
-        }
-        s.txnNumber = txnNumber;
-        s.phase = RouterTxnPhase::kInProgress;
-        s.participants.clear();
-        s.commitTs.reset();
-        s.abortReason.clear();
+        moveTo(s, txnNumber, RouterTxnPhase::kInProgress,
+               "a newer transaction of the session started");
         // One snapshot of the whole cluster: at least everything this router has seen acknowledged
         // (its clock observes the shards' operationTime), or the client's causal or chosen time.
         s.readTs = args.atClusterTime ? *args.atClusterTime
@@ -208,14 +210,8 @@ Status TransactionRouter::beginStatement(command::OperationContext& opCtx,
                commandName == "commitTransaction") {
         // Not a transaction of this router (or one it forgot): commit() recovers the decision
         // through the client's recoveryToken.
-        if (s.phase == RouterTxnPhase::kInProgress) {
-            abortParticipants(s, "a newer transaction of the session is committing");
-        }
-        s.txnNumber = txnNumber;
-        s.phase = RouterTxnPhase::kNone;
-        s.participants.clear();
-        s.commitTs.reset();
-        s.abortReason.clear();
+        moveTo(s, txnNumber, RouterTxnPhase::kNone,
+               "a newer transaction of the session is committing");
     } else if (txnNumber > s.txnNumber || s.phase == RouterTxnPhase::kNone) {
         return Status(ErrorCodes::NoSuchTransaction,
                       "Given transaction number " + number +
@@ -342,8 +338,7 @@ Status TransactionRouter::askCoordinator(Session& s, const std::string& host, bo
         s.phase = RouterTxnPhase::kCommitted;
         if (bson::BsonElement ts = reply.getValue()["commitTimestamp"];
             ts.type() == bson::BsonType::Timestamp) {
-            s.commitTs = Timestamp{ts.timestampValue()};
-            HybridLogicalClock::global().advanceTo(*s.commitTs);
+            HybridLogicalClock::global().advanceTo(Timestamp{ts.timestampValue()});
         }
     } else if (st.is(ErrorCodes::NoSuchTransaction)) {
         s.phase = RouterTxnPhase::kAborted;

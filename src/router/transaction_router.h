@@ -47,6 +47,8 @@ using placement::ShardId;
 //   commit through another router, or this one restarted) asks that shard for the decision
 //   (`_shardsvrCoordinateCommitTransaction` without participants): the coordinator's record,
 //   else that shard's own part, committed or aborted then (txn/transaction_coordinator.h).
+enum class RouterTxnPhase;
+
 class TransactionRouter final : public command::RouterTransactionHooks {
   public:
     explicit TransactionRouter(Router& router);
@@ -70,6 +72,10 @@ class TransactionRouter final : public command::RouterTransactionHooks {
     // Sends abortTransaction to every participant (errors ignored: a shard that has no such
     // transaction has nothing to undo) and marks the transaction aborted.
     void abortParticipants(Session& session, const std::string& reason);
+    // Makes `session` transaction `txnNumber` in `phase`, with no participants yet; an older one
+    // still in progress is aborted first (`whyAbortOlder`).
+    void moveTo(Session& session, int64_t txnNumber, RouterTxnPhase phase,
+                const std::string& whyAbortOlder);
     // Hands the commit to the first participant, the coordinator.
     Status twoPhaseCommit(Session& session, bson::BsonView writeConcern);
     // The commit of a transaction this router does not know, from the coordinator that the
