@@ -8,6 +8,7 @@
 #include "command/reply_util.h"
 #include "command/server_info.h"
 #include "command/transactions.h"
+#include "storage/engine.h"
 
 namespace tessera::command {
 namespace {
@@ -60,10 +61,17 @@ class EndTransactionCommand : public Command {
             }
             commitTs = Timestamp{ts.timestampValue()};
         }
-        // A prepared transaction's commit is journaled: its coordinator has told the other
-        // participants to commit too.
-        bool sync = commitTs.has_value();
-        return SessionTransactions::commit(*opCtx.transactionSession, sync, commitTs).getStatus();
+        if (!commitTs) {
+            return SessionTransactions::commit(*opCtx.transactionSession, false, std::nullopt)
+                .getStatus();
+        }
+        // A prepared transaction's commit is journaled before it is acknowledged: its coordinator
+        // forgets the decision once every participant acknowledged. It becomes visible (readers
+        // waiting on the prepare go on) before that sync: the decision it carries is durable at
+        // the coordinator, which delivers it again should this process die before the sync.
+        TRY_STATUS(
+            SessionTransactions::commit(*opCtx.transactionSession, false, commitTs).getStatus());
+        return opCtx.service->engine->syncWal();
     }
 
   private:

@@ -286,7 +286,10 @@ void ServiceEntryPoint::onDisconnect(net::ClientContext&) {}
 
 bool ServiceEntryPoint::isControlRequest(const net::Request& request) {
     std::string_view name = request.msg->commandName();
-    return !name.empty() && name.front() == '_';
+    // Internal commands, and the ends of transactions: a coordinator's commitTransaction is what
+    // statements waiting for a prepared transaction's decision wait for, so it must never queue
+    // behind them on the workers.
+    return (!name.empty() && name.front() == '_') || isTransactionEndCommand(name);
 }
 
 std::optional<net::ForwardRequest> ServiceEntryPoint::tryForward(const net::Request& request,

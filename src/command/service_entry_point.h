@@ -31,7 +31,9 @@ class ServiceEntryPoint : public net::RequestHandler {
     // Internal commands (`_configsvr*`, `_shardsvr*`, `_flush*`: DDL coordination, migration
     // steps, placement refreshes) run on the control lane: they wait on other processes, and
     // those wait on this process's workers (a DDL holder needs the shards' refreshes, which read
-    // the catalog here), so they must never occupy the workers.
+    // the catalog here), so they must never occupy the workers. So do commitTransaction,
+    // abortTransaction and prepareTransaction: statements waiting for a prepared transaction's
+    // decision hold workers, and the coordinator's delivery of that decision must get through.
     bool isControlRequest(const net::Request& request) override;
     // A request whose command says it may (Command::runsInline), without failCommand and without
     // waiting for durability, runs on the io thread with OperationContext::inlineExecution; one

@@ -161,8 +161,28 @@ std::shared_ptr<SessionTransactions::Session> SessionTransactions::sessionFor(
 StatusWith<SessionTransactions::Checkout> SessionTransactions::beginStatement(
     const std::string& lsid, int64_t txnNumber, bool start, std::optional<Timestamp> atClusterTime,
     std::string_view commandName) {
-    Checkout session(sessionFor(lsid));
-    std::lock_guard lk(session->stateMutex);
+    std::shared_ptr<Session> shared = sessionFor(lsid);
+    Checkout session(shared);
+    std::unique_lock lk(session->stateMutex);
+    if (start && txnNumber > session->txnNumber && session->state == State::kPrepared) {
+        // The session's previous transaction awaits its coordinator's decision, which follows
+        // the client's acknowledged commit by one delivery: the next transaction waits for it
+        // (with the session released, so that the delivery can check it out).
+        Session* waited = shared.get();
+        session = Checkout();
+        auto deadline = std::chrono::steady_clock::now() + kPreparedDecisionWait;
+        if (!waited->decided.wait_until(lk, deadline,
+                                        [&] { return waited->state != State::kPrepared; })) {
+            return Status(ErrorCodes::PreparedTransactionInProgress,
+                          "Cannot start transaction " + std::to_string(txnNumber) +
+                              ": transaction " + std::to_string(waited->txnNumber) +
+                              " of the session is prepared and its coordinator has not decided "
+                              "it for " +
+                              std::to_string(kPreparedDecisionWait.count()) + " s");
+        }
+        lk.unlock();
+        return beginStatement(lsid, txnNumber, start, atClusterTime, commandName);
+    }
     session->lastUse = std::chrono::steady_clock::now();
     std::string number = std::to_string(txnNumber);
     if (txnNumber < session->txnNumber) {
@@ -288,10 +308,12 @@ StatusWith<Timestamp> SessionTransactions::commit(Session& session, bool sync,
     if (!ts.isOK()) {
         session.state = State::kAborted;
         session.abortReason = "its commit failed with " + ts.getStatus().toString();
+        session.decided.notify_all();
         return ts.getStatus();
     }
     session.state = State::kCommitted;
     session.commitTs = ts.getValue();
+    session.decided.notify_all();
     return ts;
 }
 
@@ -311,6 +333,7 @@ Status SessionTransactions::abort(Session& session) {
     session.state = State::kAborted;
     session.abortedByStatement = false;
     session.abortReason = "abortTransaction";
+    session.decided.notify_all();
     return Status::OK();
 }
 

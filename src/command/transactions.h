@@ -39,6 +39,9 @@ struct TransactionSession {
     std::chrono::steady_clock::time_point lastUse;
     Timestamp commitTs;
     Timestamp prepareTs;  // kPrepared: the storage transaction's prepare timestamp
+    // Notified (under stateMutex) when a transaction leaves kPrepared: the session's next
+    // transaction waits for that.
+    std::condition_variable decided;
     // The transaction ended because of its statement's error (not abortTransaction): a shard
     // may start it again under the same number (a router retrying a stale first statement).
     bool abortedByStatement = false;
@@ -62,12 +65,17 @@ struct TransactionSession {
 // - On a shard (participant mode) a router's transaction may also be prepared (two-phase
 //   commit, prepareTransaction) and then only committed at its coordinator's commitTimestamp or
 //   aborted: a prepared transaction is never aborted by the reaper, endSessions or
-//   killSessions, and any other statement is PreparedTransactionInProgress (267). A
+//   killSessions; the session's next transaction waits for its decision (the coordinator
+//   acknowledges a commit before it delivers it), any other statement is
+//   PreparedTransactionInProgress (267). A
 //   transaction a statement error aborted may be started again under the same txnNumber
 //   (MongoDB's rule for shards: the router retries a first statement after StaleConfig).
 class SessionTransactions {
   public:
     static constexpr std::chrono::seconds kLifetimeLimit{60};
+    // How long a transaction's first statement waits for the session's previous, prepared
+    // transaction to be decided before it fails with PreparedTransactionInProgress.
+    static constexpr std::chrono::seconds kPreparedDecisionWait{30};
 
     using State = TransactionState;
     using Session = TransactionSession;

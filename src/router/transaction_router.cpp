@@ -294,7 +294,8 @@ Status TransactionRouter::commit(command::OperationContext&, BsonView cmd, BsonB
 
 Status TransactionRouter::twoPhaseCommit(Session& s, BsonView writeConcern) {
     // The first participant coordinates (txn/transaction_coordinator.h): it prepares every
-    // participant, makes the decision durable and delivers it, whatever happens to this router.
+    // participant, decides, answers, then journals and delivers the decision, whatever happens to
+    // this router.
     // A retried commit asks it again; it answers from its record.
     return askCoordinator(s, s.participants.front().host, true, writeConcern);
 }

@@ -36,11 +36,12 @@ using placement::ShardId;
 // - commitTransaction: no participant, nothing to do; one participant, its commitTransaction;
 //   more, two-phase commit by the first participant (`_shardsvrCoordinateCommitTransaction`,
 //   txn/transaction_coordinator.h): it prepares every participant, writes the decision (commit at
-//   the greatest prepare timestamp, or abort if one cannot prepare) durably and delivers it,
-//   whatever happens to this router afterwards. NoSuchTransaction (TransientTransactionError)
-//   when it aborted; a commit whose answer is lost is retried by the client and answered from the
-//   coordinator's record. Between a participant's prepare and its commit every shard holds reads
-//   at or after its prepare timestamp (storage/prepared_transactions.h): no reader sees half.
+//   the greatest prepare timestamp, or abort if one cannot prepare), answers, then journals and
+//   delivers it, whatever happens to this router afterwards. NoSuchTransaction
+//   (TransientTransactionError) when it aborted; a commit whose answer is lost is retried by the
+//   client and answered from the coordinator's record. Between a participant's prepare and its
+//   commit every shard holds reads at or after its prepare timestamp
+//   (storage/prepared_transactions.h): no reader sees half.
 // - recoveryToken: every successful reply of a statement names the coordinator,
 //   `recoveryToken: {recoveryShardId}` (the first participant), and drivers send it back with
 //   commitTransaction. A router that does not know the transaction (the client retried its

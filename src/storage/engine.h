@@ -158,10 +158,14 @@ class Engine {
     // The side records (write_observer.h) whose key starts with `prefix`, in key order.
     virtual std::vector<std::pair<std::string, std::string>> sideRecords(
         std::string_view prefix) const = 0;
-    // Writes side records outside any document write, in one synced batch (an empty value
-    // deletes the record).
-    virtual Status writeSideRecords(
-        const std::vector<std::pair<std::string, std::string>>& records) = 0;
+    // Writes side records outside any document write, in one batch (an empty value deletes the
+    // record): synced, or with `synced` false written to the WAL only — it survives a crash of
+    // the process, and a later synced write or syncWal() makes it durable.
+    Status writeSideRecords(const std::vector<std::pair<std::string, std::string>>& records) {
+        return writeSideRecords(records, true);
+    }
+    virtual Status writeSideRecords(const std::vector<std::pair<std::string, std::string>>& records,
+                                    bool synced) = 0;
 
     // Forces a garbage-collection pass of versions older than the history window (tests).
 

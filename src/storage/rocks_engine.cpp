@@ -878,7 +878,7 @@ Status RocksEngine::collectGarbageForTest() {
 }
 
 Status RocksEngine::writeSideRecords(
-    const std::vector<std::pair<std::string, std::string>>& records) {
+    const std::vector<std::pair<std::string, std::string>>& records, bool synced) {
     rocksdb::WriteBatch batch;
     for (const auto& [key, value] : records) {
         std::string k(keys::kSideRecordPrefix);
@@ -887,7 +887,8 @@ Status RocksEngine::writeSideRecords(
             fromRocks(value.empty() ? batch.Delete(_catalog, k) : batch.Put(_catalog, k, value),
                       "side record"));
     }
-    return writeSync(&batch);
+    if (synced) return writeSync(&batch);
+    return fromRocks(_db->Write(rocksdb::WriteOptions(), &batch), "side record write failed");
 }
 
 int64_t RocksEngine::approximateRangeBytes(const CollectionInfo& coll,

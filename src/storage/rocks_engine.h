@@ -78,8 +78,9 @@ class RocksEngine final : public Engine {
     size_t preparedTransactionCount() const override { return _prepared.count(); }
     size_t readersWaitingForPreparedForTest() const override { return _prepared.waiting(); }
     Status collectGarbageForTest() override;
-    Status writeSideRecords(
-        const std::vector<std::pair<std::string, std::string>>& records) override;
+    using Engine::writeSideRecords;
+    Status writeSideRecords(const std::vector<std::pair<std::string, std::string>>& records,
+                            bool synced) override;
     std::vector<std::pair<std::string, std::string>> sideRecords(
         std::string_view prefix) const override;
     size_t countVersionsForTest(const CollectionInfo& coll, bool indexes) override;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <optional>
 
 #include "base/failpoint.h"
@@ -14,9 +15,12 @@
 namespace tessera::txn {
 
 // Hang a coordination after every participant prepared, before its decision is written, and
-// after it is written, before it is delivered (tests: readers wait; kill -9 at either point).
+// after it is written, before its caller hears it (tests: readers wait; kill -9 at either point).
 TESSERA_FAIL_POINT_DEFINE(hangBeforeWritingDecision);
 TESSERA_FAIL_POINT_DEFINE(hangAfterWritingDecision);
+// Hang a delivery thread before it tells the participants a decision its caller already heard
+// (tests: the session's next transaction and readers wait for the delivery).
+TESSERA_FAIL_POINT_DEFINE(hangBeforeDeliveringDecision);
 
 namespace {
 
@@ -25,9 +29,12 @@ using bson::BsonObj;
 using bson::BsonView;
 
 constexpr auto kRecoveryInterval = std::chrono::seconds(1);
+// Threads delivering decisions (step 4): a delivery is one round trip and a participant's sync,
+// so a few keep up with many concurrent commits.
+constexpr int kDeliveryThreads = 4;
 constexpr int64_t kForgetDoneAfterMs = 30LL * 60 * 1000;  // logicalSessionTimeoutMinutes
-// Delivery rounds the caller of coordinate() waits for before the recovery thread takes over.
-constexpr int kForegroundRounds = 3;
+// Delivery rounds of a delivery thread before the recovery thread takes over.
+constexpr int kDeliveryRounds = 3;
 
 enum class Decision { kNone, kCommit, kAbort };
 
@@ -160,6 +167,9 @@ void TransactionCoordinator::start() {
     if (_recovery.joinable()) return;
     _stopping = false;
     _recovery = std::thread([this] { recoveryLoop(); });
+    for (int i = 0; i < kDeliveryThreads; ++i) {
+        _deliverers.emplace_back([this] { deliveryLoop(); });
+    }
 }
 
 void TransactionCoordinator::stop() {
@@ -169,6 +179,58 @@ void TransactionCoordinator::stop() {
     }
     _wake.notify_all();
     if (_recovery.joinable()) _recovery.join();
+    for (std::thread& t : _deliverers) t.join();
+    _deliverers.clear();
+}
+
+void TransactionCoordinator::deliveryLoop() {
+    std::unique_lock lk(_mutex);
+    for (;;) {
+        _wake.wait(lk, [&] { return _stopping || !_deliveries.empty(); });
+        if (_deliveries.empty()) return;  // stopping, and every queued delivery finished
+        std::function<void()> job = std::move(_deliveries.front());
+        _deliveries.pop_front();
+        lk.unlock();
+        job();
+        lk.lock();
+    }
+}
+
+void TransactionCoordinator::finishInBackground(Record record, std::shared_ptr<Coordination> c) {
+    {
+        std::lock_guard lk(_mutex);
+        if (!_deliverers.empty()) {
+            _deliveries.push_back(
+                [this, record = std::move(record), c = std::move(c)] { finish(record, c); });
+            _wake.notify_all();
+            return;
+        }
+    }
+    finish(record, c);
+}
+
+void TransactionCoordinator::finish(const Record& decided, const std::shared_ptr<Coordination>& c) {
+    Record record = decided;
+    // No participant hears a decision before it is durable (a caller that asked for a
+    // journaled commit had it synced before its reply).
+    if (Status synced = _engine.syncWal(); !synced.isOK()) {
+        log::warning("TXN", 22223, "Could not sync a coordinator's decision; recovery delivers it",
+                     "{\"error\":\"" + log::jsonEscape(synced.toString()) + "\"}");
+        release(record.key, c, record.outcome(), record.commitTs);
+        return;
+    }
+    hangAt(hangBeforeDeliveringDecision);
+    bool delivered = false;
+    for (int round = 0; round < kDeliveryRounds && !delivered; ++round) {
+        if (round > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100 << round));
+        delivered = deliver(record);
+    }
+    if (delivered) {
+        record.done = true;
+        // Only answers retries; if it is lost, the recovery thread delivers again.
+        (void)write(record, false);
+    }
+    release(record.key, c, record.outcome(), record.commitTs);
 }
 
 std::shared_ptr<TransactionCoordinator::Coordination> TransactionCoordinator::claim(
@@ -180,21 +242,26 @@ std::shared_ptr<TransactionCoordinator::Coordination> TransactionCoordinator::cl
     return it->second;
 }
 
+void TransactionCoordinator::publish(Coordination& c, Status outcome, Timestamp commitTs) {
+    {
+        std::lock_guard lk(c.mutex);
+        if (c.finished) return;
+        c.finished = true;
+        c.outcome = std::move(outcome);
+        c.commitTs = commitTs;
+    }
+    c.cv.notify_all();
+}
+
 void TransactionCoordinator::release(const std::string& key, const std::shared_ptr<Coordination>& c,
                                      Status outcome, Timestamp commitTs) {
-    {
-        std::lock_guard lk(c->mutex);
-        c->finished = true;
-        c->outcome = std::move(outcome);
-        c->commitTs = commitTs;
-    }
-    c->cv.notify_all();
+    publish(*c, std::move(outcome), commitTs);
     std::lock_guard lk(_mutex);
     _active.erase(key);
 }
 
-Status TransactionCoordinator::write(const Record& record) {
-    return _engine.writeSideRecords({{record.key, std::string(record.toBson().bytes())}});
+Status TransactionCoordinator::write(const Record& record, bool synced) {
+    return _engine.writeSideRecords({{record.key, std::string(record.toBson().bytes())}}, synced);
 }
 
 Status TransactionCoordinator::coordinate(const std::string& lsid, int64_t txnNumber,
@@ -257,21 +324,16 @@ Status TransactionCoordinator::coordinateClaimed(const std::string& key,
             return s;
         }
     }
-    if (!record.done) {
-        bool delivered = false;
-        for (int round = 0; round < kForegroundRounds && !delivered; ++round) {
-            if (round > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100 << round));
-            delivered = deliver(record);
-        }
-        if (delivered) {
-            record.done = true;
-            // Only answers retries; if it is lost, the recovery thread delivers again.
-            (void)write(record);
-        }
-    }
+    // The decision is written: the caller hears it now, a delivery thread makes it durable and
+    // tells the participants (their prepared documents hold readers until then).
     Status outcome = record.outcome();
     *commitTs = record.commitTs;
-    release(key, c, outcome, record.commitTs);
+    if (record.done) {
+        release(key, c, outcome, record.commitTs);
+    } else {
+        publish(*c, outcome, record.commitTs);
+        finishInBackground(std::move(record), c);
+    }
     return outcome;
 }
 
@@ -357,7 +419,10 @@ Status TransactionCoordinator::decide(Record& record) {
         record.reason = refusal;
     }
     hangAt(hangBeforeWritingDecision);
-    TRY_STATUS(write(record));  // the decision
+    // The decision, written to the WAL: it survives a crash of this process; the delivery syncs
+    // it before any participant hears it, so a lost decision (power loss) was heard by nobody
+    // and the recovery aborts the transaction — the fate of any w:1 write not yet journaled.
+    TRY_STATUS(write(record, false));
     hangAt(hangAfterWritingDecision);
     return Status::OK();
 }

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -32,17 +33,20 @@ namespace tessera::txn {
 //   1. {participants}                      written (synced) before the first prepare is sent;
 //   2. prepareTransaction to every participant, in parallel (each makes its part durable);
 //   3. {decision: "commit", commitTimestamp = the greatest prepare timestamp, writers} — or
-//      {decision: "abort"} if one could not prepare — written (synced): this is the decision;
-//   4. commitTransaction {commitTimestamp} to every participant that wrote (abortTransaction to
-//      every participant), until each acknowledged; a participant that no longer knows the
-//      transaction has finished it (a commit is journaled before it is acknowledged);
+//      {decision: "abort"} if one could not prepare — written to the WAL: this is the decision,
+//      and the caller of coordinate() hears it now (synced first when its write concern asks
+//      for the journal, by the command's entry point, as for any write);
+//   4. then, in the background: the WAL synced (no participant hears an undurable decision),
+//      commitTransaction {commitTimestamp} to every participant that
+//      wrote (abortTransaction to every participant), until each acknowledged; a participant
+//      that no longer knows the transaction has finished it (a commit is journaled before it is
+//      acknowledged). Until then its prepared documents hold readers and writers (they wait for
+//      the decision, so nobody sees the caller's commit missing);
 //   5. {done: true}: kept to answer a retried commit, forgotten after 30 minutes.
 //
 // Recovery (a background thread, also after startup): a record without decision is aborted (no
-// participant can have been told to commit), a decided one is delivered again. The caller of
-// coordinate() gets the decision once step 4 succeeded or, if a participant cannot be reached,
-// once the decision is durable (the thread delivers it later: the participant's prepared reads
-// wait for it meanwhile).
+// participant can have been told to commit), a decided one is delivered again (when the
+// background delivery gave up on an unreachable participant, or the process restarted).
 class TransactionCoordinator {
   public:
     struct Participant {
@@ -71,7 +75,9 @@ class TransactionCoordinator {
                            const std::function<StatusWith<bool>()>& localOutcome,
                            Timestamp* commitTs);
 
-    // Starts the recovery thread (records a crash left unfinished); stop() ends it.
+    // Starts the recovery thread (records a crash left unfinished) and the delivery threads
+    // (step 4); stop() ends them, after the deliveries under way. Without start(), coordinate()
+    // delivers before it returns.
     void start();
     void stop();
 
@@ -81,6 +87,9 @@ class TransactionCoordinator {
     struct Coordination;
     struct Record;
     std::shared_ptr<Coordination> claim(const std::string& key, bool* owner);
+    // Tells the waiters of `c` its outcome (publish) and gives the claim up (release, which
+    // publishes too).
+    static void publish(Coordination& c, Status outcome, Timestamp commitTs);
     void release(const std::string& key, const std::shared_ptr<Coordination>& c, Status outcome,
                  Timestamp commitTs);
     Status awaitOutcome(Coordination& c, Timestamp* commitTs);
@@ -98,7 +107,12 @@ class TransactionCoordinator {
     Status decide(Record& record);
     // Step 4: true when every participant acknowledged.
     bool deliver(const Record& record);
-    Status write(const Record& record);
+    // Steps 4-5 for a decided record whose claim `c` is held, then gives the claim up: on a
+    // delivery thread once started, else here.
+    void finishInBackground(Record record, std::shared_ptr<Coordination> c);
+    void finish(const Record& record, const std::shared_ptr<Coordination>& c);
+    void deliveryLoop();
+    Status write(const Record& record, bool synced = true);
     void recoveryLoop();
     void recoverOnce();
 
@@ -109,6 +123,8 @@ class TransactionCoordinator {
     std::map<std::string, std::shared_ptr<Coordination>> _active;
     bool _stopping = false;
     std::thread _recovery;
+    std::vector<std::thread> _deliverers;
+    std::deque<std::function<void()>> _deliveries;  // for the delivery threads
 };
 
 }  // namespace tessera::txn

@@ -206,6 +206,46 @@ describeWithCluster(
             await transfer(1, 6, 2, 300);
         });
 
+        test('a commit is acknowledged once decided; until it is delivered, readers and the session\'s next transaction wait', async () => {
+            const failpoint = async (mode) => {
+                for (const which of ['low', 'high']) {
+                    await (await ctx.cluster.shardByName(owners[which])).db('admin').command({ configureFailPoint: 'hangBeforeDeliveringDecision', mode });
+                }
+            };
+            const client = await router(0);
+            const c = client.db(dbName).collection('accounts');
+            const session = client.startSession();
+            await failpoint('alwaysOn');
+            let next;
+            let nextDone = false;
+            try {
+                session.startTransaction();
+                await c.updateOne({ _id: 1 }, { $inc: { balance: -40 } }, { session });
+                await c.updateOne({ _id: 5 }, { $inc: { balance: 40 } }, { session });
+                await session.commitTransaction(); // returns with the decision undelivered
+                // Both shards still hold the transaction prepared: a reader waits rather than
+                // see the acknowledged commit missing on one of them.
+                for (const which of ['low', 'high']) {
+                    const e = await (await onShard(which)).find({}).maxTimeMS(300).toArray().then(() => null, (err) => err);
+                    assert.ok(e && e.code === 50, `a read on the ${which} shard returned before the delivery: ${e}`);
+                }
+                // The session's next transaction waits for the previous one's delivery instead of
+                // failing with PreparedTransactionInProgress.
+                session.startTransaction();
+                next = c.updateOne({ _id: 5 }, { $inc: { balance: -40 } }, { session })
+                    .then(() => c.updateOne({ _id: 1 }, { $inc: { balance: 40 } }, { session }))
+                    .then(() => session.commitTransaction())
+                    .finally(() => { nextDone = true; });
+                await new Promise((r) => setTimeout(r, 300));
+                assert.equal(nextDone, false, 'the next transaction did not wait for the delivery');
+            } finally {
+                await failpoint('off');
+            }
+            await next;
+            await session.endSession();
+            assert.deepEqual(await balances(await accounts(1)), Array(kAccounts).fill(kInitial));
+        });
+
         test('bank: concurrent transfers through two routers; every snapshot reader sees the same total', async () => {
             const deadline = Date.now() + 60000;
             let transfers = 0;
