@@ -131,7 +131,7 @@ class AggregateCommand final : public Command {
             cursorId =
                 opCtx.service->cursors->registerCursor(ns, std::move(exec), false, opCtx.lsid);
         }
-        exec::appendCursor(reply, "firstBatch", batch, cursorId, ns);
+        exec::appendCursor(reply, "firstBatch", batch, cursorId, ns, opCtx.readAtClusterTime);
         return Status::OK();
     }
 };

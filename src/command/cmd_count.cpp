@@ -160,6 +160,9 @@ class DistinctCommand final : public Command {
         bson::BsonArrayBuilder arr;
         for (const auto& v : values) arr.appendElement(v);
         reply.appendArray("values", arr.arr());
+        if (opCtx.readAtClusterTime) {
+            reply.appendTimestamp("atClusterTime", opCtx.readAtClusterTime->value);
+        }
         return Status::OK();
     }
 };

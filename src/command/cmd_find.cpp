@@ -40,7 +40,7 @@ class FindCommand final : public Command {
                              exec::runPointLookup(opCtx, *snapshot, *coll, ns, *id));
             bson::BsonArrayBuilder batch;
             if (doc) batch.append(doc->view());
-            exec::appendCursor(reply, "firstBatch", batch, 0, ns);
+            exec::appendCursor(reply, "firstBatch", batch, 0, ns, opCtx.readAtClusterTime);
             return Status::OK();
         }
         ASSIGN_OR_RETURN(auto exec,
@@ -59,7 +59,7 @@ class FindCommand final : public Command {
             cursorId = opCtx.service->cursors->registerCursor(ns, std::move(exec),
                                                               req.noCursorTimeout, opCtx.lsid);
         }
-        exec::appendCursor(reply, "firstBatch", batch, cursorId, ns);
+        exec::appendCursor(reply, "firstBatch", batch, cursorId, ns, opCtx.readAtClusterTime);
         return Status::OK();
     }
 };

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/hlc.h"
 #include "base/status.h"
 #include "bson/bson_builder.h"
 #include "bson/bson_obj.h"
@@ -215,8 +216,14 @@ struct OperationContext {
     // act on it), or null.
     TransactionSession* transactionSession = nullptr;
 
-    // The snapshot reads of this operation use: its transaction's (with its own writes), or the
-    // engine's latest.
+    // readConcern {level: "snapshot"} outside a transaction (a --replSet node or a shard): the
+    // cluster time every read of the operation, and of its cursor's getMores, is at — the
+    // client's atClusterTime, or the latest commit when it gave none; its replies say which
+    // (`atClusterTime`, in `cursor` for find and aggregate).
+    std::optional<Timestamp> readAtClusterTime;
+
+    // The snapshot reads of this operation use: its transaction's (with its own writes), the one
+    // at readAtClusterTime, or the engine's latest.
     std::unique_ptr<storage::ReadSnapshot> snapshot() const;
     // A writer of `coll` for this operation: its transaction's (owned by the transaction; the
     // returned handle only borrows it), or a new one with writeUnit.

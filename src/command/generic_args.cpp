@@ -80,8 +80,8 @@ Status checkApiParameters(BsonView body, const Command& command) {
     return Status::OK();
 }
 
-Status checkReadConcern(BsonView body, const Command& command, ReadConcernLevel* level,
-                        bool causal) {
+Status checkReadConcern(BsonView body, const Command& command, ReadConcernLevel* level, bool causal,
+                        bool snapshotReads) {
     *level = ReadConcernLevel::kLocal;
     BsonElement rc = body["readConcern"];
     if (rc.eoo()) return Status::OK();
@@ -89,6 +89,9 @@ Status checkReadConcern(BsonView body, const Command& command, ReadConcernLevel*
         return Status(ErrorCodes::TypeMismatch,
                       "BSON field 'readConcern' is the wrong type, expected type 'object'");
     }
+    BsonElement levelField = rc.objValue()["level"];
+    bool snapshot = snapshotReads && levelField.type() == BsonType::String &&
+                    levelField.stringValue() == "snapshot";
     for (BsonElement e : rc.objValue()) {
         std::string_view f = e.fieldName();
         if (f == "level" || f == "provenance") continue;
@@ -98,6 +101,18 @@ Status checkReadConcern(BsonView body, const Command& command, ReadConcernLevel*
                           "readConcern.afterClusterTime needs a cluster time, which a standalone "
                           "does not have: start it with --replSet NAME (a one-member replica "
                           "set) or connect to a router");
+        }
+        if (f == "atClusterTime" && snapshot) {
+            if (e.type() != BsonType::Timestamp || e.timestampValue() == 0) {
+                return Status(ErrorCodes::InvalidOptions,
+                              "readConcern.atClusterTime must be a non-zero Timestamp");
+            }
+            if (rc.objValue().hasField("afterClusterTime")) {
+                return Status(ErrorCodes::InvalidOptions,
+                              "readConcern.atClusterTime and afterClusterTime cannot both be "
+                              "given");
+            }
+            continue;
         }
         if (f == "atClusterTime") {
             return Status(ErrorCodes::InvalidOptions,
@@ -124,11 +139,27 @@ Status checkReadConcern(BsonView body, const Command& command, ReadConcernLevel*
         *level = ReadConcernLevel::kAvailable;
         return Status::OK();
     }
+    if (name == "snapshot" && snapshotReads) {
+        if (command.name() == "getMore" || command.name() == "killCursors") {
+            // A snapshot session's driver sends its read concern with every command: a cursor
+            // already reads at the time of its first batch, the session's snapshot time.
+            return Status::OK();
+        }
+        if (!takesSnapshotReadConcern(command.name())) {
+            return Status(ErrorCodes::InvalidOptions,
+                          "Command " + std::string(command.name()) +
+                              " does not support { readConcern: { level: \"snapshot\" } } "
+                              "outside a transaction (find, aggregate and distinct do)");
+        }
+        *level = ReadConcernLevel::kSnapshot;
+        return Status::OK();
+    }
     if (name == "snapshot") {
         return Status(ErrorCodes::InvalidOptions,
-                      "readConcern level 'snapshot' is only supported inside a transaction by "
-                      "this Tessera version (startTransaction); outside one use 'majority' or "
-                      "'local'");
+                      "readConcern level 'snapshot' outside a transaction needs a cluster time: "
+                      "a --replSet node or a shard serves it, a router and a standalone do not "
+                      "yet; run the read in a transaction (startTransaction) or use 'majority' "
+                      "or 'local'");
     }
     if (name != "majority" && name != "linearizable") {
         return Status(ErrorCodes::BadValue, "Enumeration value '" + std::string(name) +
@@ -293,13 +324,18 @@ const GenericArgument* findGenericArgument(std::string_view field) {
 
 bool isGenericArgument(std::string_view field) { return findGenericArgument(field) != nullptr; }
 
+bool takesSnapshotReadConcern(std::string_view name) {
+    return name == "find" || name == "aggregate" || name == "distinct";
+}
+
 bool takesReadConcern(std::string_view name) {
     return name == "find" || name == "aggregate" || name == "count" || name == "distinct";
 }
 
 Status checkGenericArguments(const CommandRequest& request, const Command& command,
                              ClusterRole role, ReadConcernLevel* readConcern,
-                             bool transactionStatement, bool gossipsClusterTime) {
+                             bool transactionStatement, bool gossipsClusterTime,
+                             bool snapshotReads) {
     *readConcern = ReadConcernLevel::kLocal;
     BsonView body = request.body;
     for (BsonElement e : body) {
@@ -328,7 +364,7 @@ Status checkGenericArguments(const CommandRequest& request, const Command& comma
     TRY_STATUS(checkApiParameters(body, command));
     // A transaction's read concern is the transaction's (service_entry_point.cpp checks it).
     if (!transactionStatement) {
-        TRY_STATUS(checkReadConcern(body, command, readConcern, gossipsClusterTime));
+        TRY_STATUS(checkReadConcern(body, command, readConcern, gossipsClusterTime, snapshotReads));
     }
     TRY_STATUS(checkWriteConcern(body));
     if (role == ClusterRole::kRouter) TRY_STATUS(checkReadPreference(body));

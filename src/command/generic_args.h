@@ -34,7 +34,11 @@ const GenericArgument* findGenericArgument(std::string_view field);
 bool isGenericArgument(std::string_view field);
 
 // The read concern a request asks for (checkGenericArguments validated it).
-enum class ReadConcernLevel { kLocal, kAvailable, kMajority, kLinearizable };
+enum class ReadConcernLevel { kLocal, kAvailable, kMajority, kLinearizable, kSnapshot };
+
+// The reads that take readConcern {level: "snapshot"} outside a transaction: find, aggregate,
+// distinct (MongoDB's list).
+bool takesSnapshotReadConcern(std::string_view commandName);
 
 // The reads that take a read concern other than "local": find, aggregate, count, distinct.
 bool takesReadConcern(std::string_view commandName);
@@ -46,9 +50,11 @@ bool takesReadConcern(std::string_view commandName);
 //  - apiVersion must be "1" (APIVersionError 322); apiStrict / apiDeprecationErrors need it
 //    (4886600); apiStrict: true refuses commands outside API version 1 (APIStrictError 323);
 //  - readConcern: level local, available, majority or linearizable (majority and linearizable
-//    only on the reads of takesReadConcern); snapshot and afterClusterTime/atClusterTime/
-//    afterOpTime are refused (InvalidOptions: there are no snapshot reads or cluster times
-//    yet);
+//    only on the reads of takesReadConcern); where the process has a cluster time
+//    (`snapshotReads`: a --replSet node, a shard) also snapshot, with an optional
+//    atClusterTime, on the reads of takesSnapshotReadConcern (elsewhere InvalidOptions; on
+//    getMore and killCursors it is what the cursor does already: level local);
+//    afterClusterTime only where it gossips cluster time; afterOpTime is refused;
 //  - writeConcern: w 0, 1 or "majority" (every process is a one-member set: majority is this
 //    process, journaled), j, fsync, wtimeout; w > 1 is UnsatisfiableWriteConcern (100), a tag
 //    UnknownReplWriteConcern (79), an unknown field 40415;
@@ -59,6 +65,7 @@ bool takesReadConcern(std::string_view commandName);
 // On success `*readConcern` is the level asked for (local when none).
 Status checkGenericArguments(const CommandRequest& request, const Command& command,
                              ClusterRole role, ReadConcernLevel* readConcern,
-                             bool transactionStatement = false, bool gossipsClusterTime = false);
+                             bool transactionStatement = false, bool gossipsClusterTime = false,
+                             bool snapshotReads = false);
 
 }  // namespace tessera::command

@@ -51,7 +51,7 @@ class BorrowedWriter final : public storage::CollectionWriter {
 
 std::unique_ptr<storage::ReadSnapshot> OperationContext::snapshot() const {
     if (transaction) return transaction->snapshot();
-    return service->engine->snapshot();
+    return service->engine->snapshot(readAtClusterTime);
 }
 
 StatusWith<std::unique_ptr<storage::CollectionWriter>> OperationContext::writer(

@@ -149,6 +149,29 @@ void waitForClusterTime(bson::BsonView body, storage::Engine& engine) {
 // fails with ExceededTimeLimit (the decision normally takes one coordinator round trip).
 constexpr std::chrono::seconds kMaxPrepareWait{60};
 
+// A router's reply to a snapshot read: `atClusterTime` in its cursor (find, aggregate) or at the
+// top (distinct), as a node's, so that the driver's snapshot session reads at it next.
+bson::BsonObj withAtClusterTime(bson::BsonObj reply, Timestamp at) {
+    if (reply["ok"].numberDouble() != 1) return reply;
+    bson::BsonBuilder b;
+    bool inCursor = false;
+    for (bson::BsonElement e : reply) {
+        if (e.fieldName() == "cursor" && e.isObject()) {
+            inCursor = true;
+            b.startObject("cursor");
+            for (bson::BsonElement c : e.objValue()) {
+                if (c.fieldName() != "atClusterTime") b.appendElement(c);
+            }
+            b.appendTimestamp("atClusterTime", at.value);
+            b.end();
+        } else if (e.fieldName() != "atClusterTime") {
+            b.appendElement(e);
+        }
+    }
+    if (!inCursor) b.appendTimestamp("atClusterTime", at.value);
+    return b.obj();
+}
+
 // `reply` with operationTime (a shard's reply to a router).
 bson::BsonObj withOperationTime(bson::BsonObj reply, Timestamp operationTime) {
     if (reply.isEmpty() || reply.hasField("operationTime")) return reply;
@@ -471,9 +494,13 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
     // reply (operationTime), so its time is at or after every commit it acknowledged; a client's
     // afterClusterTime goes on to the shards with the command, which wait for it.
     bool routerGossip = _service.role == ClusterRole::kRouter;
+    // Snapshot reads outside a transaction need a cluster time: a --replSet node or a shard
+    // reads at its own, a router picks one for all of its shards.
+    bool snapshotReads =
+        gossip || routerGossip || (_service.role == ClusterRole::kShard && _service.engine);
     Status status =
         checkGenericArguments(request, *command, _service.role, &readConcern, transactionStatement,
-                              gossip || stampsOperationTime || routerGossip);
+                              gossip || stampsOperationTime || routerGossip, snapshotReads);
     if (!status.isOK()) return errorReply(status);
     status = applyMaxTimeMS(request.body, opCtx);
     if (!status.isOK()) return errorReply(status);
@@ -508,6 +535,9 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
     // timestamps from a clock that has seen every commit it acknowledged.
     auto finish = [&](bson::BsonObj reply) {
         reply = withServerErrorLabels(std::move(reply), labels);
+        if (routerGossip && opCtx.readAtClusterTime) {
+            reply = withAtClusterTime(std::move(reply), *opCtx.readAtClusterTime);
+        }
         if (gossip) {
             return withClusterTime(std::move(reply), _service.engine->lastCommitTimestamp());
         }
@@ -519,6 +549,40 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
                    : reply;
     };
     if (gossip || stampsOperationTime) waitForClusterTime(request.body, *_service.engine);
+    bson::BsonObj snapshotBody;  // a router's request, at the time it picked for its shards
+    if (readConcern == ReadConcernLevel::kSnapshot && routerGossip) {
+        // One cluster time for every shard the read reaches: the client's, else this router's
+        // clock, which has seen every commit it acknowledged (and the client's $clusterTime).
+        // The shards get it as their atClusterTime and wait until it is readable there.
+        bson::BsonElement at = request.body["readConcern"].objValue()["atClusterTime"];
+        Timestamp ts = at.type() == bson::BsonType::Timestamp
+                           ? Timestamp{at.timestampValue()}
+                           : HybridLogicalClock::global().current();
+        bson::BsonBuilder b;
+        for (bson::BsonElement e : request.body) {
+            if (e.fieldName() != "readConcern") b.appendElement(e);
+        }
+        b.startObject("readConcern");
+        b.append("level", "snapshot");
+        b.appendTimestamp("atClusterTime", ts.value);
+        b.end();
+        snapshotBody = b.obj();
+        request.body = snapshotBody;
+        opCtx.readAtClusterTime = ts;
+    } else if (readConcern == ReadConcernLevel::kSnapshot) {
+        // One timestamp for the whole read and its cursor: the client's, else the latest commit
+        // (after the afterClusterTime wait above, so at or after it).
+        bson::BsonElement at = request.body["readConcern"].objValue()["atClusterTime"];
+        Timestamp ts = at.type() == bson::BsonType::Timestamp
+                           ? Timestamp{at.timestampValue()}
+                           : _service.engine->lastCommitTimestamp();
+        // A time beyond this process's clock becomes readable once the clock passes it.
+        HybridLogicalClock::global().advanceTo(ts);
+        if (Status old = _service.engine->openSnapshot(ts).getStatus(); !old.isOK()) {
+            return finish(errorReply(old));
+        }
+        opCtx.readAtClusterTime = ts;
+    }
     if (routerGossip) observeClusterTime(request.body);
 
     bson::BsonObj writeConcernError;

@@ -71,7 +71,7 @@ Status runFindOnView(OperationContext& opCtx, const exec::FindRequest& req, cons
         cursorId = opCtx.service->cursors->registerCursor(ns, std::move(exec), req.noCursorTimeout,
                                                           opCtx.lsid);
     }
-    exec::appendCursor(reply, "firstBatch", batch, cursorId, ns);
+    exec::appendCursor(reply, "firstBatch", batch, cursorId, ns, opCtx.readAtClusterTime);
     return Status::OK();
 }
 

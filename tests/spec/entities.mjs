@@ -301,6 +301,11 @@ export class EntityMap {
                     const opts = convertSessionOptions(spec.sessionOptions);
                     if (opts.snapshotTime !== undefined) opts.snapshotTime = this.lookup(opts.snapshotTime);
                     const session = c.client.startSession(opts);
+                    // The pinned driver takes no `snapshotTime` option yet: the session starts
+                    // at that time by the field it keeps the first snapshot read's time in.
+                    if (opts.snapshotTime !== undefined && session.snapshotTime == null) {
+                        session.snapshotTime = opts.snapshotTime;
+                    }
                     this.set(spec.id, 'session', session);
                     this.lsids.set(spec.id, session.id);
                     break;

@@ -22,11 +22,13 @@ StatusWith<std::optional<int64_t>> nonNegativeArgument(bson::BsonView body, std:
 }
 
 void appendCursor(bson::BsonBuilder& reply, std::string_view batchField,
-                  bson::BsonArrayBuilder& batch, int64_t id, std::string_view ns) {
+                  bson::BsonArrayBuilder& batch, int64_t id, std::string_view ns,
+                  std::optional<Timestamp> atClusterTime) {
     reply.startObject("cursor");
     reply.appendArray(batchField, batch.arr());
     reply.appendInt64("id", id);
     reply.append("ns", ns);
+    if (atClusterTime) reply.appendTimestamp("atClusterTime", atClusterTime->value);
     reply.end();
 }
 

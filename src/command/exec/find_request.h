@@ -29,9 +29,10 @@ struct FindRequest {
 StatusWith<FindRequest> parseFindRequest(const CommandRequest& request, bson::BsonView body);
 
 // Appends `cursor: {<batchField>: batch, id, ns}` (MongoDB's field order: firstBatch/nextBatch,
-// id, ns).
+// id, ns), and `atClusterTime` when the read was a snapshot read at that time.
 void appendCursor(bson::BsonBuilder& reply, std::string_view batchField,
-                  bson::BsonArrayBuilder& batch, int64_t id, std::string_view ns);
+                  bson::BsonArrayBuilder& batch, int64_t id, std::string_view ns,
+                  std::optional<Timestamp> atClusterTime = std::nullopt);
 
 // The non-negative integer argument `field` (51024 when negative).
 StatusWith<std::optional<int64_t>> nonNegativeArgument(bson::BsonView body, std::string_view field,

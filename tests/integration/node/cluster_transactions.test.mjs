@@ -286,16 +286,37 @@ describeWithCluster(
                     }
                 })());
             }
+            // Snapshot reads outside any transaction (a driver's snapshot session): the router
+            // reads every shard at one cluster time, so the total holds for them too.
+            const snapshotTotals = [];
+            for (let r = 0; r < 2; r++) {
+                readers.push((async () => {
+                    const client = await router(r);
+                    const c = client.db(dbName).collection('accounts');
+                    while (!done && Date.now() < deadline) {
+                        const session = client.startSession({ snapshot: true });
+                        try {
+                            const docs = await c.find({}, { session, batchSize: 3 }).toArray();
+                            assert.equal(docs.length, kAccounts);
+                            snapshotTotals.push(docs.reduce((s, d) => s + d.balance, 0));
+                        } finally {
+                            await session.endSession();
+                        }
+                    }
+                })());
+            }
             await Promise.all(workers);
             done = true;
             await Promise.all(readers);
             assert.equal(transfers, 100);
             assert.ok(totals.length > 0, 'no snapshot read completed');
+            assert.ok(snapshotTotals.length > 0, 'no snapshot-session read completed');
+            for (const t of snapshotTotals) assert.equal(t, kTotal, `a snapshot-session read saw a total of ${t}`);
             for (const t of totals) assert.equal(t, kTotal, `a snapshot read saw a total of ${t}`);
             const final = await balances(await accounts(0));
             assert.equal(final.reduce((s, b) => s + b, 0), kTotal);
             await ctx.cluster.checkConsistency(ns, kAccounts);
-            console.log(`bank: ${transfers} transfers, ${totals.length} snapshot reads (${retried} retried), total ${kTotal} throughout`);
+            console.log(`bank: ${transfers} transfers, ${totals.length} snapshot transactions (${retried} retried) and ${snapshotTotals.length} snapshot-session reads, total ${kTotal} throughout`);
         });
 
         test('a shard reached directly runs its own transactions and causally consistent sessions', async () => {
