@@ -16,6 +16,13 @@
 #include "wire/op_msg.h"
 
 namespace tessera::command {
+
+// MongoDB's `onPrimaryTransactionalWrite` (test commands only): a retryable write (txnNumber, not
+// in a transaction) that evaluates it closes its connection without a reply — after it applied
+// and recorded the write, or, with `failBeforeCommitExceptionCode`, before anything ran (then
+// with that error when `closeConnection: false`). The driver's retry must get the first
+// attempt's result, or apply the write once.
+TESSERA_FAIL_POINT_DEFINE(onPrimaryTransactionalWrite);
 namespace {
 
 constexpr auto kSlowOperationThreshold = std::chrono::milliseconds(100);
@@ -417,8 +424,10 @@ bson::BsonObj ServiceEntryPoint::runCommand(std::string_view db, bson::BsonView 
 
 std::optional<bson::BsonObj> ServiceEntryPoint::runInline(const net::Request& request,
                                                           net::ClientContext& client) {
-    if (request.isLegacyOpQuery || (_service.enableTestCommands && failCommand.active())) {
-        return std::nullopt;  // failCommand may block the connection
+    if (request.isLegacyOpQuery ||
+        (_service.enableTestCommands &&
+         (failCommand.active() || onPrimaryTransactionalWrite.active()))) {
+        return std::nullopt;  // the failpoints may block or close the connection
     }
     CommandRequest cmd = commandRequestOf(*request.msg);
     Command* command = _service.registry->find(cmd.commandName);
@@ -610,6 +619,30 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
         }
     }
 
+    bool closeAfterWrite = false;
+    if (_service.enableTestCommands && opCtx.txnNumber && !txnArgs.statement &&
+        command->supportsRetryableWrite()) {
+        if (std::optional<std::string> data = onPrimaryTransactionalWrite.shouldFail()) {
+            bson::BsonView spec =
+                data->size() >= 5 ? bson::BsonView(reinterpret_cast<const uint8_t*>(data->data()))
+                                  : bson::BsonView();
+            bool close = spec.isEmpty() || !spec.hasField("closeConnection") ||
+                         spec["closeConnection"].trueValue();
+            bson::BsonElement code =
+                spec.isEmpty() ? bson::BsonElement() : spec["failBeforeCommitExceptionCode"];
+            if (code.isNumber()) {
+                if (close) {
+                    *closeConnection = true;
+                    return bson::BsonObj();
+                }
+                return finish(errorReply(
+                    Status(static_cast<ErrorCodes>(code.numberInt()),
+                           "Failing write for test due to failBeforeCommitExceptionCode")));
+            }
+            closeAfterWrite = close;
+        }
+    }
+
     // A transaction's statement runs with its session checked out (one at a time) and in its
     // storage transaction; it is not a retryable write.
     SessionTransactions::Checkout txnSession;
@@ -658,6 +691,16 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
                 if (replayed->getField("code").numberInt() ==
                     static_cast<int>(ErrorCodes::InlineWouldBlock)) {
                     return std::nullopt;
+                }
+                if (!writeConcernError.isEmpty() && replayed->getField("ok").numberDouble() == 1) {
+                    // The retry waits for its write concern again: failCommand's error applies.
+                    bson::BsonBuilder b;
+                    for (bson::BsonElement e : *replayed) {
+                        if (e.fieldName() != "ok") b.appendElement(e);
+                    }
+                    appendWriteConcernError(b, writeConcernError, failCommandLabels);
+                    appendOk(b);
+                    return finish(b.obj());
                 }
                 return finish(std::move(*replayed));
             }
@@ -717,25 +760,43 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
         if (!status.isOK()) SessionTransactions::abortAfterFailure(*txnSession, status);
     }
     if (_service.hooks) {
-        // The hooks see the reply exactly as it is sent (a retryable write stores it).
+        // The hooks see the reply as it is sent (a retryable write stores it), less failCommand's
+        // writeConcernError: that one is about this attempt's wait, which a retry does not repeat
+        // (MongoDB's retry gets the write's result without it).
         bson::BsonObj full;
+        bson::BsonObj sent;
         if (!status.isOK()) {
-            full = errorReply(status, opCtx.errorExtraInfo);
+            full = sent = errorReply(status, opCtx.errorExtraInfo);
         } else {
-            appendWriteConcernError(reply, writeConcernError, failCommandLabels);
-            appendOk(reply);
-            full = reply.obj();
+            bson::BsonObj body = reply.obj();
+            auto withTail = [&](bool concernError) {
+                bson::BsonBuilder b;
+                for (bson::BsonElement e : body) b.appendElement(e);
+                if (concernError) appendWriteConcernError(b, writeConcernError, failCommandLabels);
+                appendOk(b);
+                return b.obj();
+            };
+            full = withTail(false);
+            sent = writeConcernError.isEmpty() ? full : withTail(true);
         }
         _service.hooks->afterCommand(opCtx, request, *command, status, full);
         if (status.is(ErrorCodes::InlineWouldBlock)) return std::nullopt;  // nothing was changed
         if (Status journaled = awaitJournal(request); !journaled.isOK()) {
-            full = errorReply(journaled, bson::BsonObj());
+            sent = errorReply(journaled, bson::BsonObj());
+        }
+        if (closeAfterWrite) {
+            *closeConnection = true;
+            return bson::BsonObj();
         }
         logSlow(started, request, status);
-        return finish(std::move(full));
+        return finish(std::move(sent));
     }
     if (status.is(ErrorCodes::InlineWouldBlock)) return std::nullopt;
     if (Status journaled = awaitJournal(request); !journaled.isOK()) status = journaled;
+    if (closeAfterWrite) {
+        *closeConnection = true;
+        return bson::BsonObj();
+    }
     logSlow(started, request, status);
     if (!status.isOK()) return finish(errorReply(status, opCtx.errorExtraInfo));
     appendWriteConcernError(reply, writeConcernError, failCommandLabels);
