@@ -61,16 +61,12 @@ class EndTransactionCommand : public Command {
             }
             commitTs = Timestamp{ts.timestampValue()};
         }
-        if (!commitTs) {
-            return SessionTransactions::commit(*opCtx.transactionSession, false, std::nullopt)
-                .getStatus();
-        }
+        TRY_STATUS(SessionTransactions::commit(*opCtx.transactionSession, commitTs).getStatus());
+        if (!commitTs) return Status::OK();
         // A prepared transaction's commit is journaled before it is acknowledged: its coordinator
         // forgets the decision once every participant acknowledged. It becomes visible (readers
         // waiting on the prepare go on) before that sync: the decision it carries is durable at
         // the coordinator, which delivers it again should this process die before the sync.
-        TRY_STATUS(
-            SessionTransactions::commit(*opCtx.transactionSession, false, commitTs).getStatus());
         return opCtx.service->engine->syncWal();
     }
 

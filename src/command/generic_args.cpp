@@ -157,9 +157,9 @@ Status checkReadConcern(BsonView body, const Command& command, ReadConcernLevel*
     if (name == "snapshot") {
         return Status(ErrorCodes::InvalidOptions,
                       "readConcern level 'snapshot' outside a transaction needs a cluster time: "
-                      "a --replSet node or a shard serves it, a router and a standalone do not "
-                      "yet; run the read in a transaction (startTransaction) or use 'majority' "
-                      "or 'local'");
+                      "a --replSet node, a shard or a router serves it, this process (a "
+                      "standalone without --replSet, or the config server) does not; run the "
+                      "read in a transaction (startTransaction) or use 'majority' or 'local'");
     }
     if (name != "majority" && name != "linearizable") {
         return Status(ErrorCodes::BadValue, "Enumeration value '" + std::string(name) +

@@ -51,7 +51,7 @@ bool takesReadConcern(std::string_view commandName);
 //    (4886600); apiStrict: true refuses commands outside API version 1 (APIStrictError 323);
 //  - readConcern: level local, available, majority or linearizable (majority and linearizable
 //    only on the reads of takesReadConcern); where the process has a cluster time
-//    (`snapshotReads`: a --replSet node, a shard) also snapshot, with an optional
+//    (`snapshotReads`: a --replSet node, a shard, a router) also snapshot, with an optional
 //    atClusterTime, on the reads of takesSnapshotReadConcern (elsewhere InvalidOptions; on
 //    getMore and killCursors it is what the cursor does already: level local);
 //    afterClusterTime only where it gossips cluster time; afterOpTime is refused;

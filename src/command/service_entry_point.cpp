@@ -559,38 +559,38 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
     };
     if (gossip || stampsOperationTime) waitForClusterTime(request.body, *_service.engine);
     bson::BsonObj snapshotBody;  // a router's request, at the time it picked for its shards
-    if (readConcern == ReadConcernLevel::kSnapshot && routerGossip) {
-        // One cluster time for every shard the read reaches: the client's, else this router's
-        // clock, which has seen every commit it acknowledged (and the client's $clusterTime).
-        // The shards get it as their atClusterTime and wait until it is readable there.
-        bson::BsonElement at = request.body["readConcern"].objValue()["atClusterTime"];
-        Timestamp ts = at.type() == bson::BsonType::Timestamp
-                           ? Timestamp{at.timestampValue()}
-                           : HybridLogicalClock::global().current();
-        bson::BsonBuilder b;
-        for (bson::BsonElement e : request.body) {
-            if (e.fieldName() != "readConcern") b.appendElement(e);
+    if (readConcern == ReadConcernLevel::kSnapshot) {
+        bson::BsonElement asked = request.body["readConcern"].objValue()["atClusterTime"];
+        std::optional<Timestamp> at;
+        if (asked.type() == bson::BsonType::Timestamp) at = Timestamp{asked.timestampValue()};
+        if (routerGossip) {
+            // One cluster time for every shard the read reaches: the client's, else this
+            // router's clock, which has seen every commit it acknowledged (and the client's
+            // $clusterTime). The shards get it as their atClusterTime and wait until it is
+            // readable there.
+            Timestamp ts = at.value_or(HybridLogicalClock::global().current());
+            bson::BsonBuilder b;
+            for (bson::BsonElement e : request.body) {
+                if (e.fieldName() != "readConcern") b.appendElement(e);
+            }
+            b.startObject("readConcern");
+            b.append("level", "snapshot");
+            b.appendTimestamp("atClusterTime", ts.value);
+            b.end();
+            snapshotBody = b.obj();
+            request.body = snapshotBody;
+            opCtx.readAtClusterTime = ts;
+        } else {
+            // One timestamp for the whole read and its cursor: the client's, else the latest
+            // commit (after the afterClusterTime wait above, so at or after it). A time beyond
+            // this process's clock becomes readable once the clock passes it.
+            Timestamp ts = at.value_or(_service.engine->lastCommitTimestamp());
+            HybridLogicalClock::global().advanceTo(ts);
+            if (Status old = _service.engine->openSnapshot(ts).getStatus(); !old.isOK()) {
+                return finish(errorReply(old));
+            }
+            opCtx.readAtClusterTime = ts;
         }
-        b.startObject("readConcern");
-        b.append("level", "snapshot");
-        b.appendTimestamp("atClusterTime", ts.value);
-        b.end();
-        snapshotBody = b.obj();
-        request.body = snapshotBody;
-        opCtx.readAtClusterTime = ts;
-    } else if (readConcern == ReadConcernLevel::kSnapshot) {
-        // One timestamp for the whole read and its cursor: the client's, else the latest commit
-        // (after the afterClusterTime wait above, so at or after it).
-        bson::BsonElement at = request.body["readConcern"].objValue()["atClusterTime"];
-        Timestamp ts = at.type() == bson::BsonType::Timestamp
-                           ? Timestamp{at.timestampValue()}
-                           : _service.engine->lastCommitTimestamp();
-        // A time beyond this process's clock becomes readable once the clock passes it.
-        HybridLogicalClock::global().advanceTo(ts);
-        if (Status old = _service.engine->openSnapshot(ts).getStatus(); !old.isOK()) {
-            return finish(errorReply(old));
-        }
-        opCtx.readAtClusterTime = ts;
     }
     if (routerGossip) observeClusterTime(request.body);
 

@@ -282,7 +282,7 @@ void SessionTransactions::abortAfterFailure(Session& session, const Status& stat
     session.abortReason = "a statement failed with " + status.toString();
 }
 
-StatusWith<Timestamp> SessionTransactions::commit(Session& session, bool sync,
+StatusWith<Timestamp> SessionTransactions::commit(Session& session,
                                                   std::optional<Timestamp> commitTs) {
     std::lock_guard lk(session.stateMutex);
     if (session.state == State::kCommitted) return session.commitTs;
@@ -301,7 +301,6 @@ StatusWith<Timestamp> SessionTransactions::commit(Session& session, bool sync,
                       "Transaction " + std::to_string(session.txnNumber) + " has been aborted.");
     }
     storage::WriteOptions opts;
-    opts.sync = sync;
     StatusWith<Timestamp> ts =
         commitTs ? session.txn->commitPrepared(*commitTs, {}, opts) : session.txn->commit({}, opts);
     session.txn.reset();

@@ -119,8 +119,9 @@ class SessionTransactions {
     // Ends the statement: a failed statement (other than commit/abort) aborts the transaction.
     static void abortAfterFailure(Session& session, const Status& status);
     // commitTransaction / abortTransaction of the checked-out session's transaction. A prepared
-    // transaction commits at `commitTs` (required for it, refused for any other).
-    static StatusWith<Timestamp> commit(Session& session, bool sync,
+    // transaction commits at `commitTs` (required for it, refused for any other). The commit is
+    // visible when this returns, not yet journaled: the caller syncs when it must.
+    static StatusWith<Timestamp> commit(Session& session,
                                         std::optional<Timestamp> commitTs = std::nullopt);
     static Status abort(Session& session);
     // prepareTransaction (participant mode): the prepare timestamp; again the same one when
