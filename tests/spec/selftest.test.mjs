@@ -430,6 +430,21 @@ describe('expectEvents', () => {
         runner.checkEvents([{ client: 'client0', events: [{ commandStartedEvent: {} }, { commandStartedEvent: { command: { getMore: { $$type: ['int', 'long'] } } } }] }], ctx);
         assert.throws(() => runner.checkEvents([{ client: 'client0', events: [] }], ctx), AssertionFailure);
     });
+    test("the driver's wtimeout on a first commit or abort is the one deviation absorbed", () => {
+        const commit = (wc) => started('commitTransaction', { commitTransaction: 1, writeConcern: wc });
+        const expect = (wc) => [{ client: 'client0', events: [{ commandStartedEvent: { command: { commitTransaction: 1, writeConcern: wc } } }] }];
+        let { runner, ctx } = runnerWithEvents([commit({ w: 'majority', wtimeout: 10000 })]);
+        runner.checkEvents(expect({ w: 'majority' }), ctx);
+        runner.checkEvents(expect({ w: 'majority', wtimeout: 10000 }), ctx);
+        assert.throws(() => runner.checkEvents(expect({ w: 1 }), ctx), AssertionFailure);
+        ({ runner, ctx } = runnerWithEvents([commit({ w: 'majority', wtimeout: 5000 })]));
+        assert.throws(() => runner.checkEvents(expect({ w: 'majority' }), ctx), /wtimeout/);
+        ({ runner, ctx } = runnerWithEvents([started('insert', { insert: 'c', writeConcern: { w: 1, wtimeout: 10000 } })]));
+        assert.throws(
+            () => runner.checkEvents([{ client: 'client0', events: [{ commandStartedEvent: { command: { insert: 'c', writeConcern: { w: 1 } } } }] }], ctx),
+            /wtimeout/,
+        );
+    });
     test('sdam event expectations are unsupported', () => {
         const { runner, ctx } = runnerWithEvents([]);
         assert.throws(() => runner.checkEvents([{ client: 'client0', eventType: 'sdam', events: [] }], ctx), UnsupportedError);
