@@ -121,8 +121,8 @@ class Engine {
     };
     // At startup, before anything reads: every transaction whose prepare record (side records
     // under `prefix`) is still there, prepared again — its intents claimed, its collections'
-    // access locks held, reads at or after its prepare timestamp held until it is decided. Its
-    // commit tells the observers of `unit` (may be null; must outlive it).
+    // access locks held, reads of its keys at or after its prepare timestamp held until it is
+    // decided. Its commit tells the observers of `unit` (may be null; must outlive it).
     virtual StatusWith<std::vector<RecoveredTransaction>> recoverPreparedTransactions(
         std::string_view prefix, const WriteUnit* unit) = 0;
     // A multi-document transaction (transaction.h) reading at `readAt` (the latest visible

@@ -6,7 +6,8 @@ namespace tessera::storage {
 
 MvccIterator::MvccIterator(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
                            const rocksdb::Snapshot* snapshot, Timestamp readTs, std::string lower,
-                           std::string upper, bool forward, rocksdb::WriteBatchWithIndex* overlay)
+                           std::string upper, bool forward, rocksdb::WriteBatchWithIndex* overlay,
+                           std::shared_ptr<const PreparedSet> prepared)
     : _lower(std::move(lower)),
       _upper(std::move(upper)),
       _readTs(readTs),
@@ -28,10 +29,60 @@ MvccIterator::MvccIterator(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
         _overlayOptions.iterate_upper_bound = _upper.empty() ? nullptr : &_upperSlice;
         _it.reset(overlay->NewIteratorWithBase(cf, _it.release(), &_overlayOptions));
     }
+    if (prepared) {
+        _prepared = prepared->versionsIn(cf->GetID(), _lower, _upper);
+        if (!_prepared.empty()) _preparedSet = std::move(prepared);
+    }
 }
 
 bool MvccIterator::next(std::string_view* userKey, std::string_view* value) {
+    if (!_prepared.empty()) return nextMerged(userKey, value);
     return _forward ? nextForward(userKey, value) : nextBackward(userKey, value);
+}
+
+bool MvccIterator::nextMerged(std::string_view* userKey, std::string_view* value) {
+    for (;;) {
+        if (!_dbPending && !_dbDone) {
+            std::string_view k, v;
+            if (_forward ? nextForward(&k, &v) : nextBackward(&k, &v)) {
+                _dbPending = true;
+                _dbKey = k;
+                _dbValue = v;
+                _dbTs = _currentTs;
+            } else {
+                _dbDone = true;
+            }
+        }
+        const PreparedSet::Version* p = nullptr;
+        if (_preparedUsed < _prepared.size()) {
+            p = &_prepared[_forward ? _preparedUsed : _prepared.size() - 1 - _preparedUsed];
+        }
+        bool preparedFirst =
+            p && (!_dbPending || (_forward ? p->userKey <= _dbKey : p->userKey >= _dbKey));
+        if (!preparedFirst) {
+            if (!_dbPending) return false;
+            _dbPending = false;
+            *userKey = _dbKey;
+            *value = _dbValue;
+            _currentTs = _dbTs;
+            return true;
+        }
+        bool sameKey = _dbPending && p->userKey == _dbKey;
+        if (sameKey && _dbTs == keys::kIntentTs) {  // the reader's own write of it comes first
+            ++_preparedUsed;
+            continue;
+        }
+        // May throw before anything is consumed: a later call starts here again.
+        std::optional<Timestamp> commitTs = p->txn->awaitDecision();
+        ++_preparedUsed;
+        if (!commitTs || *commitTs > _readTs) continue;  // the database's view decides
+        if (sameKey) _dbPending = false;                 // the view's version is this one, or older
+        if (p->value.empty()) continue;                  // removed at or before readTs
+        *userKey = p->userKey;
+        *value = p->value;
+        _currentTs = *commitTs;
+        return true;
+    }
 }
 
 bool MvccIterator::nextForward(std::string_view* userKey, std::string_view* value) {

@@ -13,6 +13,7 @@
 
 #include "base/hlc.h"
 #include "storage/key_format.h"
+#include "storage/prepared_transactions.h"
 
 namespace tessera::storage {
 
@@ -20,11 +21,17 @@ namespace tessera::storage {
 // for each user key, the newest version with ts <= readTs, skipping tombstones (empty values).
 // With `overlay` (a transaction's own writes, keyed at keys::kIntentTs), the iteration merges
 // them over the database and an intent is the newest version of its user key whatever readTs.
+// With `prepared` (the transactions prepared at or before readTs when the reader chose it,
+// prepared_transactions.h), their versions in [lower, upper) are merged in too: reaching one
+// waits for its transaction's decision (next() may throw PrepareConflict, and may be called
+// again), then it is the key's version at readTs if the commit timestamp is <= readTs, and
+// ignored otherwise. Keys no prepared transaction wrote are read without waiting.
 class MvccIterator {
   public:
     MvccIterator(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
                  const rocksdb::Snapshot* snapshot, Timestamp readTs, std::string lower,
-                 std::string upper, bool forward, rocksdb::WriteBatchWithIndex* overlay = nullptr);
+                 std::string upper, bool forward, rocksdb::WriteBatchWithIndex* overlay = nullptr,
+                 std::shared_ptr<const PreparedSet> prepared = nullptr);
     MvccIterator(const MvccIterator&) = delete;
     MvccIterator& operator=(const MvccIterator&) = delete;
 
@@ -36,6 +43,8 @@ class MvccIterator {
     rocksdb::Status status() const { return _it->status(); }
 
   private:
+    // The database's and the prepared versions, merged in iteration order.
+    bool nextMerged(std::string_view* userKey, std::string_view* value);
     bool nextForward(std::string_view* userKey, std::string_view* value);
     bool nextBackward(std::string_view* userKey, std::string_view* value);
     bool visible(Timestamp ts) const {
@@ -56,6 +65,17 @@ class MvccIterator {
     std::string _current;       // user key last returned/decided
     std::string _currentValue;  // backward iteration copies the value
     Timestamp _currentTs;
+
+    // Merging prepared versions (empty: none in range). The database's next key waits in
+    // _db* (its views stay valid: the RocksDB iterator does not move meanwhile).
+    std::shared_ptr<const PreparedSet> _preparedSet;
+    std::vector<PreparedSet::Version> _prepared;  // ascending key order
+    size_t _preparedUsed = 0;
+    bool _dbPending = false;
+    bool _dbDone = false;
+    std::string_view _dbKey;
+    std::string_view _dbValue;
+    Timestamp _dbTs;
 };
 
 // Point-lookup iterators of one column family (prefix_same_as_start, no RocksDB snapshot),

@@ -1,59 +1,48 @@
 #include "storage/prepared_transactions.h"
 
+#include <algorithm>
 #include <string>
 
 namespace tessera::storage {
 
 thread_local PrepareWaitScope::Limit PrepareWaitScope::tlsLimit;
 
-Timestamp PreparedTransactions::prepare(uint64_t txnId, HybridLogicalClock& clock) {
-    std::lock_guard lk(_mutex);
-    Timestamp ts = clock.next();
-    _byTxn[txnId] = ts;
-    _count.store(_byTxn.size());
-    return ts;
+namespace {
+
+using Entries = std::vector<std::pair<std::string, std::string>>;
+
+Entries::const_iterator lowerBound(const Entries& entries, std::string_view key) {
+    return std::lower_bound(entries.begin(), entries.end(), key,
+                            [](const auto& e, std::string_view k) { return e.first < k; });
 }
 
-void PreparedTransactions::restore(uint64_t txnId, Timestamp prepareTs) {
-    std::lock_guard lk(_mutex);
-    _byTxn[txnId] = prepareTs;
-    _count.store(_byTxn.size());
+}  // namespace
+
+const std::string* PreparedTransaction::versionOf(uint32_t cfId, std::string_view userKey) const {
+    auto cf = _versions.find(cfId);
+    if (cf == _versions.end()) return nullptr;
+    auto it = lowerBound(cf->second, userKey);
+    if (it == cf->second.end() || it->first != userKey) return nullptr;
+    return &it->second;
 }
 
-void PreparedTransactions::finish(uint64_t txnId) {
-    {
-        std::lock_guard lk(_mutex);
-        if (_byTxn.erase(txnId) == 0) return;
-        _count.store(_byTxn.size());
-    }
-    _decided.notify_all();
-}
-
-bool PreparedTransactions::blockingLocked(Timestamp readTs) const {
-    for (const auto& [id, ts] : _byTxn) {
-        if (ts <= readTs) return true;
-    }
-    return false;
-}
-
-void PreparedTransactions::waitForDecisions(Timestamp readTs) {
-    if (!any()) return;
+std::optional<Timestamp> PreparedTransaction::awaitDecision() const {
     std::unique_lock lk(_mutex);
-    if (!blockingLocked(readTs)) return;
+    if (_decided) return _commitTs;
     const PrepareWaitScope::Limit& limit = PrepareWaitScope::current();
     if (!limit.mayWait) {
         throw PrepareConflict("a prepared transaction's decision is pending",
                               PrepareConflict::Kind::kWouldBlock);
     }
-    _waiting.fetch_add(1);
+    _waiting->fetch_add(1);
     bool decided = true;
     if (!limit.deadline) {
-        _decided.wait(lk, [&] { return !blockingLocked(readTs); });
+        _decidedCv.wait(lk, [&] { return _decided; });
     } else {
-        decided = _decided.wait_until(lk, *limit.deadline, [&] { return !blockingLocked(readTs); });
+        decided = _decidedCv.wait_until(lk, *limit.deadline, [&] { return _decided; });
     }
-    _waiting.fetch_sub(1);
-    if (decided) return;
+    _waiting->fetch_sub(1);
+    if (decided) return _commitTs;
     if (limit.isMaxTime) {
         throw PrepareConflict(
             "operation exceeded time limit while waiting for the commit "
@@ -64,6 +53,95 @@ void PreparedTransactions::waitForDecisions(Timestamp readTs) {
         "a read waited too long for the commit decision of a prepared "
         "transaction; its coordinator has not decided yet. Retry the read.",
         PrepareConflict::Kind::kTooLong);
+}
+
+void PreparedTransaction::decide(std::optional<Timestamp> commitTs) {
+    {
+        std::lock_guard lk(_mutex);
+        if (_decided) return;
+        _decided = true;
+        _commitTs = commitTs;
+    }
+    _decidedCv.notify_all();
+}
+
+std::vector<PreparedSet::Version> PreparedSet::versionsIn(uint32_t cfId, std::string_view lower,
+                                                          std::string_view upper) const {
+    std::vector<Version> out;
+    for (const auto& txn : _txns) {
+        auto cf = txn->versions().find(cfId);
+        if (cf == txn->versions().end()) continue;
+        for (auto it = lowerBound(cf->second, lower); it != cf->second.end(); ++it) {
+            if (!upper.empty() && std::string_view(it->first) >= upper) break;
+            out.push_back(Version{it->first, it->second, txn.get()});
+        }
+    }
+    if (_txns.size() > 1) {
+        std::stable_sort(out.begin(), out.end(),
+                         [](const Version& a, const Version& b) { return a.userKey < b.userKey; });
+    }
+    return out;
+}
+
+std::optional<PreparedSet::Version> PreparedSet::versionOf(uint32_t cfId,
+                                                           std::string_view userKey) const {
+    for (const auto& txn : _txns) {
+        if (const std::string* value = txn->versionOf(cfId, userKey)) {
+            return Version{userKey, *value, txn.get()};
+        }
+    }
+    return std::nullopt;
+}
+
+std::optional<std::string_view> PreparedSet::resolve(const Version& v, Timestamp readTs) {
+    std::optional<Timestamp> commitTs = v.txn->awaitDecision();
+    if (!commitTs || *commitTs > readTs) return std::nullopt;
+    return v.value;
+}
+
+Timestamp PreparedTransactions::prepare(uint64_t txnId, HybridLogicalClock& clock,
+                                        PreparedVersions versions) {
+    std::lock_guard lk(_mutex);
+    // Counted before the timestamp is drawn: a reader whose timestamp is at or after it sees
+    // any() true, then takes the mutex and finds the transaction.
+    _count.store(_byTxn.size() + 1);
+    Timestamp ts = clock.next();
+    _byTxn[txnId] = std::make_shared<PreparedTransaction>(txnId, ts, std::move(versions), _waiting);
+    _count.store(_byTxn.size());
+    return ts;
+}
+
+void PreparedTransactions::restore(uint64_t txnId, Timestamp prepareTs, PreparedVersions versions) {
+    std::lock_guard lk(_mutex);
+    _byTxn[txnId] =
+        std::make_shared<PreparedTransaction>(txnId, prepareTs, std::move(versions), _waiting);
+    _count.store(_byTxn.size());
+}
+
+void PreparedTransactions::finish(uint64_t txnId, std::optional<Timestamp> commitTs) {
+    std::shared_ptr<PreparedTransaction> txn;
+    {
+        std::lock_guard lk(_mutex);
+        auto it = _byTxn.find(txnId);
+        if (it == _byTxn.end()) return;
+        txn = std::move(it->second);
+        _byTxn.erase(it);
+        _count.store(_byTxn.size());
+    }
+    txn->decide(commitTs);
+}
+
+std::shared_ptr<const PreparedSet> PreparedTransactions::capture(Timestamp readTs) const {
+    if (!any()) return nullptr;
+    std::vector<std::shared_ptr<const PreparedTransaction>> relevant;
+    {
+        std::lock_guard lk(_mutex);
+        for (const auto& [id, txn] : _byTxn) {
+            if (txn->prepareTs() <= readTs) relevant.push_back(txn);
+        }
+    }
+    if (relevant.empty()) return nullptr;
+    return std::make_shared<PreparedSet>(std::move(relevant));
 }
 
 }  // namespace tessera::storage

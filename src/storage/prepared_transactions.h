@@ -5,10 +5,14 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "base/hlc.h"
 
@@ -62,45 +66,112 @@ class PrepareWaitScope {
     Limit _previous;
 };
 
+// The versions a prepared transaction will write if it commits, by column family id: user key
+// (without timestamp) -> value ("" removes the key), sorted by key.
+using PreparedVersions = std::map<uint32_t, std::vector<std::pair<std::string, std::string>>>;
+
+// One prepared transaction as readers see it: its prepare timestamp, the versions it wrote
+// (record and index keys) and, once decided, its outcome. Immutable but for the decision.
+class PreparedTransaction {
+  public:
+    PreparedTransaction(uint64_t txnId, Timestamp prepareTs, PreparedVersions versions,
+                        std::shared_ptr<std::atomic<size_t>> waitingCounter)
+        : _txnId(txnId),
+          _prepareTs(prepareTs),
+          _versions(std::move(versions)),
+          _waiting(std::move(waitingCounter)) {}
+
+    uint64_t txnId() const { return _txnId; }
+    Timestamp prepareTs() const { return _prepareTs; }
+    const PreparedVersions& versions() const { return _versions; }
+    // The version of `userKey` in column family `cfId` it wrote, or null.
+    const std::string* versionOf(uint32_t cfId, std::string_view userKey) const;
+
+    // Blocks until decided (bounded by the thread's PrepareWaitScope, else PrepareConflict);
+    // returns the commit timestamp, or nullopt when it aborted.
+    std::optional<Timestamp> awaitDecision() const;
+    // Its versions are written (commitTs) or dropped (nullopt): waiting readers go on.
+    void decide(std::optional<Timestamp> commitTs);
+
+  private:
+    const uint64_t _txnId;
+    const Timestamp _prepareTs;
+    const PreparedVersions _versions;
+    std::shared_ptr<std::atomic<size_t>> _waiting;
+    mutable std::mutex _mutex;
+    mutable std::condition_variable _decidedCv;
+    bool _decided = false;
+    std::optional<Timestamp> _commitTs;
+};
+
+// The prepared transactions a reader at one timestamp must reckon with: those prepared at or
+// before it and undecided when the reader chose its timestamp. Any other transaction either
+// commits above the reader's timestamp (prepared later) or is in every state the reader's
+// RocksDB view can show (decided before). A reader that meets one of their keys waits for the
+// decision and, if the commit timestamp is at or below its own, reads the transaction's version
+// — from here, not from its RocksDB view, which may predate the commit.
+class PreparedSet {
+  public:
+    explicit PreparedSet(std::vector<std::shared_ptr<const PreparedTransaction>> txns)
+        : _txns(std::move(txns)) {}
+
+    // One prepared version met by a reader, in key order of its column family.
+    struct Version {
+        std::string_view userKey;
+        std::string_view value;
+        const PreparedTransaction* txn;
+    };
+    // The prepared versions of column family `cfId` with keys in [lower, upper) (no upper
+    // bound when empty), sorted by key; several transactions never wrote one key (claims).
+    std::vector<Version> versionsIn(uint32_t cfId, std::string_view lower,
+                                    std::string_view upper) const;
+    // The prepared version of exactly `userKey`, if any.
+    std::optional<Version> versionOf(uint32_t cfId, std::string_view userKey) const;
+
+    // What a reader at `readTs` makes of `v` (waits for the decision): its value when it
+    // committed at or below readTs (empty: the key was removed), nullopt when the reader's own
+    // view decides (aborted, or committed later).
+    static std::optional<std::string_view> resolve(const Version& v, Timestamp readTs);
+
+  private:
+    std::vector<std::shared_ptr<const PreparedTransaction>> _txns;
+};
+
 // The transactions of one engine that are prepared (two-phase commit, first phase done) and not
-// yet committed or aborted, with their prepare timestamps. The rule that keeps a cross-shard
-// commit atomic for readers: a read at a timestamp >= some prepared transaction's prepare
-// timestamp waits until that transaction is decided and its commit written (its commit
-// timestamp, >= the prepare timestamp, may be <= the read's: the read must see all of it or
-// none of it). A read below every prepare timestamp goes on: whatever the decision, the commit
-// timestamp is above it.
+// yet committed or aborted. The rule that keeps a cross-shard commit atomic for readers: a read
+// at a timestamp >= a prepared transaction's prepare timestamp that meets one of its keys — a
+// record, or an index key, so that a scan sees its inserts as well — waits until it is decided
+// (its commit timestamp, >= the prepare timestamp, may be <= the read's: the read must see all
+// of it or none of it). A read below every prepare timestamp goes on: whatever the decision, the
+// commit timestamp is above it; a read that meets none of its keys goes on too (as WiredTiger's
+// prepared updates hold only the readers that find them).
 //
 // `prepare` draws the prepare timestamp from the clock and registers it under one mutex, and a
-// reader checks after it chose its read timestamp: a reader whose timestamp is >= P chose it
-// after P was drawn, hence after P was registered, so it cannot miss the transaction.
-//
-// Granularity is the whole engine, not the documents the transaction wrote: a read waits for
-// every prepared transaction at or below its timestamp (one round trip of the coordinator).
+// reader captures the set after it chose its read timestamp: a reader whose timestamp is >= P
+// chose it after P was drawn, hence after P was registered, so it cannot miss the transaction.
 // Thread-safe; `any()` is one relaxed load.
 class PreparedTransactions {
   public:
-    // Registers transaction `txnId` as prepared at a fresh timestamp of `clock`, returned.
-    Timestamp prepare(uint64_t txnId, HybridLogicalClock& clock);
+    // Registers transaction `txnId`, which will write `versions`, as prepared at a fresh
+    // timestamp of `clock`, returned.
+    Timestamp prepare(uint64_t txnId, HybridLogicalClock& clock, PreparedVersions versions);
     // Registers a transaction prepared before a restart at its recorded timestamp.
-    void restore(uint64_t txnId, Timestamp prepareTs);
-    // The transaction is decided and its commit (if any) written: readers waiting go on.
-    void finish(uint64_t txnId);
-    // Waits until no prepared transaction has a prepare timestamp <= `readTs`. Throws
-    // PrepareConflict where the thread's PrepareWaitScope forbids waiting or its deadline passes.
-    void waitForDecisions(Timestamp readTs);
+    void restore(uint64_t txnId, Timestamp prepareTs, PreparedVersions versions);
+    // The transaction is decided and its commit (at `commitTs`; nullopt: aborted) written:
+    // readers waiting go on.
+    void finish(uint64_t txnId, std::optional<Timestamp> commitTs);
+    // The undecided transactions prepared at or before `readTs`; null when there are none.
+    std::shared_ptr<const PreparedSet> capture(Timestamp readTs) const;
     bool any() const { return _count.load(std::memory_order_relaxed) > 0; }
     size_t count() const { return _count.load(); }
     // Reads waiting for a decision now.
-    size_t waiting() const { return _waiting.load(); }
+    size_t waiting() const { return _waiting->load(); }
 
   private:
-    bool blockingLocked(Timestamp readTs) const;
-
     mutable std::mutex _mutex;
-    std::condition_variable _decided;
-    std::map<uint64_t, Timestamp> _byTxn;
+    std::map<uint64_t, std::shared_ptr<PreparedTransaction>> _byTxn;
     std::atomic<size_t> _count{0};
-    std::atomic<size_t> _waiting{0};
+    std::shared_ptr<std::atomic<size_t>> _waiting = std::make_shared<std::atomic<size_t>>(0);
 };
 
 }  // namespace tessera::storage

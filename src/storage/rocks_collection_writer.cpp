@@ -647,8 +647,9 @@ StatusWith<Timestamp> RocksCollectionWriter::remove(std::string_view recordKey,
 
 std::unique_ptr<ReadSnapshot> RocksCollectionWriter::latest() {
     if (_txn) return _txn->snapshot();
+    // Prepared transactions hold their keys' claims: a writer of one waits at its claim.
     return std::make_unique<RocksReadSnapshot>(_engine, Timestamp::max(), nullptr,
-                                               /*physical=*/false);
+                                               /*physical=*/false, nullptr);
 }
 
 std::optional<Record> RocksCollectionWriter::currentById(const bson::BsonElement& id) {

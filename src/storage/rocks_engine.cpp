@@ -694,17 +694,16 @@ std::unique_ptr<SnapshotPin> RocksEngine::pinReadTimestamp(std::optional<Timesta
     } else {
         ts = _visibility.readTimestamp(/*pin=*/true);
     }
-    auto pin = std::make_unique<SnapshotPin>(&_visibility, ts);
-    // A transaction prepared at or before `ts` may commit at or before it: wait for its
-    // decision (prepared_transactions.h). The snapshot reads nothing before this returns.
-    _prepared.waitForDecisions(ts);
-    return pin;
+    return std::make_unique<SnapshotPin>(&_visibility, ts);
 }
 
 std::unique_ptr<ReadSnapshot> RocksEngine::snapshot(std::optional<Timestamp> at) {
     std::unique_ptr<SnapshotPin> pin = pinReadTimestamp(at);
     Timestamp ts = pin->timestamp();
-    return std::make_unique<RocksReadSnapshot>(this, ts, std::move(pin), /*physical=*/true);
+    // Captured after `ts` was chosen: a transaction prepared at or before it may commit at or
+    // before it, and a read that meets one of its keys waits for its decision.
+    return std::make_unique<RocksReadSnapshot>(this, ts, std::move(pin), /*physical=*/true,
+                                               _prepared.capture(ts));
 }
 
 std::unique_ptr<ReadSnapshot> RocksEngine::snapshotIncludingInFlight() {
@@ -790,7 +789,7 @@ StatusWith<std::unique_ptr<Transaction>> RocksEngine::beginTransaction(
     std::unique_ptr<SnapshotPin> pin = pinReadTimestamp(readAt);  // waits for a future readAt
     Timestamp ts = pin->timestamp();
     return std::unique_ptr<Transaction>(std::make_unique<RocksTransaction>(
-        this, _nextTransactionId.fetch_add(1), ts, std::move(pin), unit));
+        this, _nextTransactionId.fetch_add(1), ts, std::move(pin), _prepared.capture(ts), unit));
 }
 
 StatusWith<std::vector<Engine::RecoveredTransaction>> RocksEngine::recoverPreparedTransactions(

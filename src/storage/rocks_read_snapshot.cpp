@@ -12,9 +12,10 @@ class RocksRecordCursor final : public RecordCursor {
   public:
     RocksRecordCursor(RocksEngine* engine, const rocksdb::Snapshot* snap, Timestamp ts,
                       std::string lower, std::string upper, bool forward,
-                      rocksdb::WriteBatchWithIndex* overlay)
+                      rocksdb::WriteBatchWithIndex* overlay,
+                      std::shared_ptr<const PreparedSet> prepared)
         : _it(engine->db(), engine->recordsCf(), snap, ts, std::move(lower), std::move(upper),
-              forward, overlay) {}
+              forward, overlay, std::move(prepared)) {}
 
     std::optional<Record> next() override {
         std::string_view userKey, value;
@@ -32,9 +33,10 @@ class RocksIndexCursor final : public IndexCursor {
   public:
     RocksIndexCursor(RocksEngine* engine, const rocksdb::Snapshot* snap, Timestamp ts,
                      std::string lower, std::string upper, bool unique, bool forward,
-                     rocksdb::WriteBatchWithIndex* overlay)
+                     rocksdb::WriteBatchWithIndex* overlay,
+                     std::shared_ptr<const PreparedSet> prepared)
         : _it(engine->db(), engine->indexesCf(), snap, ts, std::move(lower), std::move(upper),
-              forward, overlay),
+              forward, overlay, std::move(prepared)),
           _unique(unique) {}
 
     std::optional<IndexEntry> next() override {
@@ -56,9 +58,10 @@ class IdIndexCursor final : public IndexCursor {
   public:
     IdIndexCursor(RocksEngine* engine, const rocksdb::Snapshot* snap, Timestamp ts,
                   std::string lower, std::string upper, bool forward,
-                  rocksdb::WriteBatchWithIndex* overlay)
+                  rocksdb::WriteBatchWithIndex* overlay,
+                  std::shared_ptr<const PreparedSet> prepared)
         : _it(engine->db(), engine->recordsCf(), snap, ts, std::move(lower), std::move(upper),
-              forward, overlay) {}
+              forward, overlay, std::move(prepared)) {}
 
     std::optional<IndexEntry> next() override {
         std::string_view userKey, value;
@@ -91,11 +94,13 @@ void keyRangeToBounds(std::string_view prefix, const KeyRange& range, std::strin
 
 RocksReadSnapshot::RocksReadSnapshot(RocksEngine* engine, Timestamp ts,
                                      std::unique_ptr<SnapshotPin> pin, bool physical,
+                                     std::shared_ptr<const PreparedSet> prepared,
                                      std::shared_ptr<TxnOverlay> overlay)
     : _engine(engine),
       _ts(ts),
       _physical(physical),
       _pin(std::move(pin)),
+      _prepared(std::move(prepared)),
       _overlay(std::move(overlay)),
       _records(engine->db(), engine->recordsCf(), nullptr, engine->recordsPointIterators()),
       _indexes(engine->db(), engine->indexesCf(), nullptr, engine->indexesPointIterators()) {}
@@ -116,6 +121,15 @@ bool RocksReadSnapshot::get(PointReader& reader, rocksdb::ColumnFamilyHandle* cf
             _ownValue = std::move(*own);
             *value = _ownValue;
             return !_ownValue.empty();
+        }
+    }
+    if (_prepared) {
+        if (std::optional<PreparedSet::Version> v = _prepared->versionOf(cf->GetID(), userKey)) {
+            std::optional<Timestamp> commitTs = v->txn->awaitDecision();  // may throw
+            if (commitTs && *commitTs <= _ts) {
+                *value = v->value;
+                return !value->empty();
+            }
         }
     }
     return reader.get(userKey, _ts, value);
@@ -158,7 +172,7 @@ std::optional<Record> RocksReadSnapshot::findById(const CollectionInfo& coll,
 std::unique_ptr<RecordCursor> RocksReadSnapshot::scan(const CollectionInfo& coll, bool forward) {
     return std::make_unique<RocksRecordCursor>(
         _engine, cursorSnapshot(), _ts, keys::collPrefix(coll.id), keys::collPrefix(coll.id + 1),
-        forward, overlayBatch());
+        forward, overlayBatch(), _prepared);
 }
 
 std::unique_ptr<RecordCursor> RocksReadSnapshot::scanRange(const CollectionInfo& coll,
@@ -166,7 +180,8 @@ std::unique_ptr<RecordCursor> RocksReadSnapshot::scanRange(const CollectionInfo&
     std::string lower, upper;
     keyRangeToBounds(keys::collPrefix(coll.id), range, &lower, &upper);
     return std::make_unique<RocksRecordCursor>(_engine, cursorSnapshot(), _ts, std::move(lower),
-                                               std::move(upper), forward, overlayBatch());
+                                               std::move(upper), forward, overlayBatch(),
+                                               _prepared);
 }
 
 std::unique_ptr<IndexCursor> RocksReadSnapshot::indexScan(const CollectionInfo& coll,
@@ -176,12 +191,13 @@ std::unique_ptr<IndexCursor> RocksReadSnapshot::indexScan(const CollectionInfo& 
     if (index.isIdIndex() && coll.idIndexIsRecords()) {
         keyRangeToBounds(keys::collPrefix(coll.id), range, &lower, &upper);
         return std::make_unique<IdIndexCursor>(_engine, cursorSnapshot(), _ts, std::move(lower),
-                                               std::move(upper), forward, overlayBatch());
+                                               std::move(upper), forward, overlayBatch(),
+                                               _prepared);
     }
     keyRangeToBounds(keys::indexPrefix(coll.id, index.id), range, &lower, &upper);
     return std::make_unique<RocksIndexCursor>(_engine, cursorSnapshot(), _ts, std::move(lower),
                                               std::move(upper), index.unique, forward,
-                                              overlayBatch());
+                                              overlayBatch(), _prepared);
 }
 
 }  // namespace tessera::storage

@@ -23,11 +23,14 @@ struct TxnOverlay;
 // is created, so that they all see one physical state (a concurrent drop's range delete
 // included); without, each cursor reads the latest state when it starts (ts = max, under a
 // collection's writer). With `overlay` (a transaction's snapshot), the transaction's own writes
-// are seen over the committed state at `ts`.
+// are seen over the committed state at `ts`. With `prepared` (the transactions prepared at or
+// before `ts` and undecided when `ts` was chosen), a lookup or cursor that meets one of their
+// keys waits for that transaction's decision (prepared_transactions.h); other keys never wait.
 class RocksReadSnapshot final : public ReadSnapshot {
   public:
     RocksReadSnapshot(RocksEngine* engine, Timestamp ts, std::unique_ptr<SnapshotPin> pin,
-                      bool physical, std::shared_ptr<TxnOverlay> overlay = nullptr);
+                      bool physical, std::shared_ptr<const PreparedSet> prepared,
+                      std::shared_ptr<TxnOverlay> overlay = nullptr);
     ~RocksReadSnapshot() override;
 
     Timestamp timestamp() const override { return _ts; }
@@ -54,6 +57,7 @@ class RocksReadSnapshot final : public ReadSnapshot {
     bool _physical;
     const rocksdb::Snapshot* _rocksSnapshot = nullptr;
     std::unique_ptr<SnapshotPin> _pin;
+    std::shared_ptr<const PreparedSet> _prepared;
     std::shared_ptr<TxnOverlay> _overlay;
     std::string _ownValue;
     PointReader _records;

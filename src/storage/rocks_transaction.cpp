@@ -1,5 +1,7 @@
 #include "storage/rocks_transaction.h"
 
+#include <algorithm>
+
 #include "base/log.h"
 #include "bson/bson_builder.h"
 #include "storage/key_format.h"
@@ -19,20 +21,23 @@ std::optional<std::string> TxnOverlay::ownVersion(rocksdb::ColumnFamilyHandle* c
 }
 
 RocksTransaction::RocksTransaction(RocksEngine* engine, uint64_t id, Timestamp readTs,
-                                   std::unique_ptr<SnapshotPin> pin, const WriteUnit* unit)
+                                   std::unique_ptr<SnapshotPin> pin,
+                                   std::shared_ptr<const PreparedSet> prepared,
+                                   const WriteUnit* unit)
     : _engine(engine),
       _id(id),
       _readTs(readTs),
       _unit(unit),
       _overlay(std::make_shared<TxnOverlay>()) {
     _overlay->pin = std::move(pin);
+    _overlay->prepared = std::move(prepared);
 }
 
 RocksTransaction::~RocksTransaction() { abort(); }
 
 std::unique_ptr<ReadSnapshot> RocksTransaction::snapshot() {
     return std::make_unique<RocksReadSnapshot>(_engine, _readTs, nullptr, /*physical=*/true,
-                                               _overlay);
+                                               _overlay->prepared, _overlay);
 }
 
 StatusWith<CollectionWriter*> RocksTransaction::writer(const CollectionPtr& coll) {
@@ -84,17 +89,36 @@ StatusWith<Timestamp> RocksTransaction::prepare(const std::string& recordKey, bs
     if (_writes.empty()) return _readTs;  // read-only: nothing a reader could see half of
     // Registered first (readers at or after P wait from now on), then made durable: a crash
     // before the record is written loses an unprepared transaction, which is its contract.
-    Timestamp ts = _engine->prepared().prepare(_id, _engine->visibility().clock());
+    Timestamp ts =
+        _engine->prepared().prepare(_id, _engine->visibility().clock(), preparedVersions());
     bson::BsonObj record = prepareRecord(meta, ts);
     Status written = _engine->writeSideRecords({{recordKey, std::string(record.bytes())}});
     if (!written.isOK()) {
-        _engine->prepared().finish(_id);
+        _engine->prepared().finish(_id, std::nullopt);
         abort();
         return written;
     }
     _prepareTs = ts;
     _prepareRecordKey = recordKey;
     return ts;
+}
+
+PreparedVersions RocksTransaction::preparedVersions() const {
+    PreparedVersions out;
+    for (rocksdb::ColumnFamilyHandle* cf : {_engine->recordsCf(), _engine->indexesCf()}) {
+        std::vector<std::pair<std::string, std::string>>& versions = out[cf->GetID()];
+        std::unique_ptr<rocksdb::WBWIIterator> it(_overlay->batch.NewIterator(cf));
+        for (it->SeekToFirst(); it->Valid(); it->Next()) {
+            rocksdb::WriteEntry e = it->Entry();
+            std::string_view intentKey(e.key.data(), e.key.size());
+            versions.emplace_back(std::string(keys::userKeyOf(intentKey)),
+                                  std::string(e.value.data(), e.value.size()));
+        }
+        // Intent keys carry one suffix; sorted again by user key all the same (a user key may
+        // be a prefix of another).
+        std::sort(versions.begin(), versions.end());
+    }
+    return out;
 }
 
 bson::BsonObj RocksTransaction::prepareRecord(bson::BsonView meta, Timestamp prepareTs) const {
@@ -177,7 +201,7 @@ StatusWith<std::unique_ptr<RocksTransaction>> RocksTransaction::recover(
     Timestamp readTs{record["readTs"].timestampValue()};
     Timestamp prepareTs{record["prepareTs"].timestampValue()};
     // No read-timestamp pin: a prepared transaction reads nothing any more.
-    auto txn = std::make_unique<RocksTransaction>(engine, id, readTs, nullptr, unit);
+    auto txn = std::make_unique<RocksTransaction>(engine, id, readTs, nullptr, nullptr, unit);
     IntentLoader loader(txn->_overlay.get(), {{engine->recordsCf()->GetID(), engine->recordsCf()},
                                               {engine->indexesCf()->GetID(), engine->indexesCf()}});
     rocksdb::WriteBatch intents(std::string(record["intents"].binaryValue().data));
@@ -209,7 +233,7 @@ StatusWith<std::unique_ptr<RocksTransaction>> RocksTransaction::recover(
     }
     engine->intents().restore(txn->_claimed, id);
     engine->visibility().clock().advanceTo(prepareTs);
-    engine->prepared().restore(id, prepareTs);
+    engine->prepared().restore(id, prepareTs, txn->preparedVersions());
     txn->_prepareTs = prepareTs;
     txn->_prepareRecordKey = recordKey;
     return txn;
@@ -299,7 +323,7 @@ StatusWith<Timestamp> RocksTransaction::writeCommit(
         c.state->count.fetch_add(c.count);
         c.state->dataSize.fetch_add(c.size);
     }
-    release();
+    release(ts);
     return ts;
 }
 
@@ -316,13 +340,13 @@ void RocksTransaction::abort() {
                        "{\"error\":\"" + log::jsonEscape(deleted.toString()) + "\"}");
         }
     }
-    release();
+    release(std::nullopt);
 }
 
-void RocksTransaction::release() {
+void RocksTransaction::release(std::optional<Timestamp> commitTs) {
     _ended = true;
     _engine->intents().release(_claimed, _id);
-    if (_prepareTs) _engine->prepared().finish(_id);
+    if (_prepareTs) _engine->prepared().finish(_id, commitTs);
     _claimed.clear();
     _byRequestedId.clear();
     _writers.clear();  // the collections' access locks

@@ -20,11 +20,13 @@ struct CollectionState;
 
 // A transaction's own writes, shared by the transaction and every snapshot it handed out (a
 // cursor may outlive the statement, or the transaction): intents keyed like committed versions
-// with keys::kIntentTs (overwritten in place by a later write of the same key), and the pin
-// that keeps the versions at the read timestamp from garbage collection.
+// with keys::kIntentTs (overwritten in place by a later write of the same key), the pin
+// that keeps the versions at the read timestamp from garbage collection, and the transactions
+// prepared at or before the read timestamp when it was chosen (their keys make reads wait).
 struct TxnOverlay {
     rocksdb::WriteBatchWithIndex batch{rocksdb::BytewiseComparator(), 0, /*overwrite_key=*/true};
     std::unique_ptr<SnapshotPin> pin;
+    std::shared_ptr<const PreparedSet> prepared;
 
     // The transaction's own version of `userKey` in `cf` ("" = it removed it), or nullopt.
     std::optional<std::string> ownVersion(rocksdb::ColumnFamilyHandle* cf,
@@ -37,7 +39,8 @@ struct TxnOverlay {
 class RocksTransaction final : public Transaction {
   public:
     RocksTransaction(RocksEngine* engine, uint64_t id, Timestamp readTs,
-                     std::unique_ptr<SnapshotPin> pin, const WriteUnit* unit);
+                     std::unique_ptr<SnapshotPin> pin, std::shared_ptr<const PreparedSet> prepared,
+                     const WriteUnit* unit);
     ~RocksTransaction() override;
 
     Timestamp readTimestamp() const override { return _readTs; }
@@ -93,9 +96,11 @@ class RocksTransaction final : public Transaction {
         std::optional<Timestamp> versionTs,
         const std::vector<std::pair<std::string, std::string>>& sideRecords,
         const WriteOptions& opts);
+    // The versions the intents will write, for readers of a prepared transaction.
+    PreparedVersions preparedVersions() const;
     // Releases the claimed keys and the writers (their collections' access locks), and the
-    // engine's prepared registration.
-    void release();
+    // engine's prepared registration: committed at `commitTs`, or aborted (nullopt).
+    void release(std::optional<Timestamp> commitTs);
 
     RocksEngine* _engine;
     uint64_t _id;

@@ -61,8 +61,9 @@ class Transaction {
     // ---- Two-phase commit (a participant of a cross-shard transaction).
     // The first phase: the transaction takes no more writes, keeps its intents claimed, and is
     // registered with the engine as prepared at the returned prepare timestamp
-    // (prepared_transactions.h): from then on every read at or after that timestamp waits for
-    // the decision, so no reader sees part of the transaction. Before it returns, the
+    // (prepared_transactions.h): from then on every read at or after that timestamp that meets
+    // one of its keys waits for the decision, so no reader sees part of the transaction (reads
+    // of other keys go on). Before it returns, the
     // transaction (intents, claims, writes, counts) and the caller's `meta` are written, synced,
     // as side record `recordKey` (Engine::sideRecords), so that after a crash
     // Engine::recoverPreparedTransactions prepares it again; its commit deletes the record in

@@ -211,10 +211,11 @@ TEST_F(TransactionTest, PreparedTransactionHoldsReadersAtOrAfterItsPrepareTimest
     EXPECT_EQ(engine->preparedTransactionCount(), 1u);
     EXPECT_EQ(scanAll(*before, "db.c").size(), 1u);  // an older snapshot is not held
 
-    // A later read waits; where it may not wait it says so instead.
+    // A later read of its documents waits; where it may not wait it says so instead.
     {
         PrepareWaitScope inlineThread;
-        EXPECT_THROW(engine->snapshot(), PrepareConflict);
+        auto snap = engine->snapshot();
+        EXPECT_THROW(scanAll(*snap, "db.c"), PrepareConflict);
     }
     std::atomic<bool> readDone{false};
     std::vector<std::string> seen;
@@ -351,7 +352,8 @@ TEST_F(TransactionTest, APreparedTransactionIsPreparedAgainAfterARestart) {
     EXPECT_EQ(engine->preparedTransactionCount(), 1u);
     {
         PrepareWaitScope inlineThread;
-        EXPECT_THROW(engine->snapshot(), PrepareConflict);
+        auto snap = engine->snapshot();
+        EXPECT_THROW(scanAll(*snap, "db.c"), PrepareConflict);
     }
     auto before = engine->snapshot(Timestamp{prepareTs.value - 1});
     EXPECT_EQ(scanAll(*before, "db.c"), std::vector<std::string>{R"({ "_id" : 1, "v" : 0 })"});
