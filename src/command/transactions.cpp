@@ -423,6 +423,33 @@ void SessionTransactions::killAll() {
     for (const std::string& id : ids) endSession(id);
 }
 
+bool SessionTransactions::abortIfDoomedLocked(Session& s) {
+    if (s.state != State::kInProgress || !s.txn) return false;
+    std::optional<std::string> why = s.txn->doomedBecause();
+    if (!why) return false;
+    s.txn->abort();
+    s.txn.reset();
+    s.state = State::kAborted;
+    s.abortReason = *why;
+    return true;
+}
+
+size_t SessionTransactions::abortDoomed() {
+    std::vector<std::shared_ptr<Session>> sessions;
+    {
+        std::lock_guard lk(_mutex);
+        for (const auto& [id, s] : _sessions) sessions.push_back(s);
+    }
+    size_t aborted = 0;
+    for (const auto& s : sessions) {
+        std::unique_lock busy(s->checkout, std::try_to_lock);
+        if (!busy) continue;  // its statement fails at its next write, the reaper ends it after
+        std::lock_guard state(s->stateMutex);
+        if (abortIfDoomedLocked(*s)) ++aborted;
+    }
+    return aborted;
+}
+
 void SessionTransactions::reapLoop() {
     const auto idleSessionLimit = std::chrono::minutes(kLogicalSessionTimeoutMinutes);
     std::unique_lock lk(_mutex);
@@ -440,6 +467,7 @@ void SessionTransactions::reapLoop() {
             bool expired = false;
             {
                 std::lock_guard state(s.stateMutex);
+                abortIfDoomedLocked(s);
                 if (s.state == State::kInProgress && now - s.started > kLifetimeLimit) {
                     log::info("TXN", 5611901, "Aborting a transaction that exceeded its lifetime",
                               "{\"txnNumber\":" + std::to_string(s.txnNumber) +

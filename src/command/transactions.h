@@ -144,9 +144,16 @@ class SessionTransactions {
     // endSessions / killSessions: aborts their unfinished transactions.
     void endSession(const std::string& lsid);
     void killAll();
+    // Aborts the unfinished transactions a placement change doomed
+    // (storage::Engine::fenceTransactionWriters), so that they release their documents now; one
+    // whose session is busy fails at its next write and is aborted then, or by the reaper.
+    // Returns how many were aborted.
+    size_t abortDoomed();
 
   private:
     std::shared_ptr<Session> sessionFor(const std::string& lsid);
+    // With the session checked out and its stateMutex held: aborts a doomed transaction.
+    static bool abortIfDoomedLocked(Session& session);
     void reapLoop();
 
     storage::Engine* _engine;

@@ -1,7 +1,9 @@
 // The shard's identity, cache flush and critical section commands (src/cluster/README.md "On
 // shards"). All run on admin and are sent by the config server.
 
+#include "base/log.h"
 #include "command/registry.h"
+#include "command/transactions.h"
 #include "shard/command_util.h"
 #include "shard/direct_client.h"
 #include "shard/sharding_state.h"
@@ -168,9 +170,14 @@ class CriticalSectionCommand final : public ShardCommand {
             // A migration's upgrade to "all" needs no drain of reads: no write can change what
             // they read any more.
             bool drainReads = !md->criticalSections().entered(key).has_value();
-            TRY_STATUS(md->criticalSections().enter(
-                key, reason, std::chrono::steady_clock::now() + ShardMetadata::kCriticalSectionWait,
-                block, drainReads));
+            auto deadline = std::chrono::steady_clock::now() + ShardMetadata::kCriticalSectionWait;
+            TRY_STATUS(md->criticalSections().enter(key, reason, deadline, block, drainReads));
+            // No new write runs; a transaction that wrote before would commit under the old
+            // placement: doomed (its client runs it again) or, prepared, awaited.
+            if (Status fenced = fenceTransactions(opCtx, what, deadline); !fenced.isOK()) {
+                md->criticalSections().exit(key);
+                return fenced;
+            }
             // Persisted before the coordinator is told: a donor that restarts during the copy
             // re-enters the section at startup instead of accepting writes the recipient's copy
             // would miss (ShardingState::startup).
@@ -191,6 +198,31 @@ class CriticalSectionCommand final : public ShardCommand {
     }
 
   private:
+    Status fenceTransactions(OperationContext& opCtx, const std::string& what,
+                             std::chrono::steady_clock::time_point deadline) const {
+        storage::Engine* engine = opCtx.service->engine;
+        if (!engine) return Status::OK();
+        bool database = _database;
+        auto affects = [&](const storage::CollectionInfo& coll) {
+            return database ? coll.db == what : coll.ns() == what;
+        };
+        std::string reason = std::string(database ? "the primary shard of database '"
+                                                  : "the placement of collection '") +
+                             what + "' is changing (a critical section); run it again";
+        ASSIGN_OR_RETURN(size_t doomed, engine->fenceTransactionWriters(affects, reason, deadline));
+        if (doomed > 0 && opCtx.service->transactions) {
+            // Their documents are released now: the range deleter may delete the moved range.
+            opCtx.service->transactions->abortDoomed();
+        }
+        if (doomed > 0) {
+            log::info("SHARDING", 22131,
+                      "Aborted transactions writing a namespace whose placement changes",
+                      "{\"namespace\":\"" + log::jsonEscape(what) +
+                          "\",\"transactions\":" + std::to_string(doomed) + "}");
+        }
+        return Status::OK();
+    }
+
     std::string_view _name;
     bool _database;
 };

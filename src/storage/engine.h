@@ -1,5 +1,7 @@
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -130,6 +132,18 @@ class Engine {
     // `unit` (may be null; must outlive the transaction) about every write.
     virtual StatusWith<std::unique_ptr<Transaction>> beginTransaction(
         std::optional<Timestamp> readAt, const WriteUnit* unit) = 0;
+    // A placement change (a migration's or a DDL's critical section, entered: no new write
+    // runs) is about to move or rewrite the collections `affects` selects, and a transaction's
+    // later commit would write them under the old placement. So every unprepared transaction
+    // that writes one of them is doomed: its later writes, prepare and commit fail with
+    // NoSuchTransaction naming `reason` (TransientTransactionError: its client runs it again,
+    // under the new placement); a commit in progress finishes first, and is seen by whatever
+    // reads after this returns. Then waits until no prepared transaction writes one (only its
+    // coordinator decides it). Returns how many were doomed; LockTimeout when a prepared one is
+    // still undecided at `deadline`.
+    virtual StatusWith<size_t> fenceTransactionWriters(
+        const std::function<bool(const CollectionInfo&)>& affects, const std::string& reason,
+        std::chrono::steady_clock::time_point deadline) = 0;
 
     virtual CollectionStats stats(const CollectionInfo& coll) const = 0;
     // RocksDB's estimate of the bytes the records of `coll` in record-key range `range` take

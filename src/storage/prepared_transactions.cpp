@@ -65,6 +65,11 @@ void PreparedTransaction::decide(std::optional<Timestamp> commitTs) {
     _decidedCv.notify_all();
 }
 
+bool PreparedTransaction::waitDecidedUntil(std::chrono::steady_clock::time_point deadline) const {
+    std::unique_lock lk(_mutex);
+    return _decidedCv.wait_until(lk, deadline, [&] { return _decided; });
+}
+
 std::vector<PreparedSet::Version> PreparedSet::versionsIn(uint32_t cfId, std::string_view lower,
                                                           std::string_view upper) const {
     std::vector<Version> out;
@@ -129,6 +134,21 @@ void PreparedTransactions::finish(uint64_t txnId, std::optional<Timestamp> commi
         _count.store(_byTxn.size());
     }
     txn->decide(commitTs);
+}
+
+bool PreparedTransactions::awaitDecided(const std::vector<uint64_t>& txnIds,
+                                        std::chrono::steady_clock::time_point deadline) const {
+    std::vector<std::shared_ptr<const PreparedTransaction>> pending;
+    {
+        std::lock_guard lk(_mutex);
+        for (uint64_t id : txnIds) {
+            if (auto it = _byTxn.find(id); it != _byTxn.end()) pending.push_back(it->second);
+        }
+    }
+    for (const auto& txn : pending) {
+        if (!txn->waitDecidedUntil(deadline)) return false;
+    }
+    return true;
 }
 
 std::shared_ptr<const PreparedSet> PreparedTransactions::capture(Timestamp readTs) const {

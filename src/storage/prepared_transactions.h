@@ -92,6 +92,8 @@ class PreparedTransaction {
     std::optional<Timestamp> awaitDecision() const;
     // Its versions are written (commitTs) or dropped (nullopt): waiting readers go on.
     void decide(std::optional<Timestamp> commitTs);
+    // Waits until decided, at most until `deadline`; whether it is.
+    bool waitDecidedUntil(std::chrono::steady_clock::time_point deadline) const;
 
   private:
     const uint64_t _txnId;
@@ -160,6 +162,9 @@ class PreparedTransactions {
     // The transaction is decided and its commit (at `commitTs`; nullopt: aborted) written:
     // readers waiting go on.
     void finish(uint64_t txnId, std::optional<Timestamp> commitTs);
+    // Waits until none of transactions `txnIds` is prepared any more; false at `deadline`.
+    bool awaitDecided(const std::vector<uint64_t>& txnIds,
+                      std::chrono::steady_clock::time_point deadline) const;
     // The undecided transactions prepared at or before `readTs`; null when there are none.
     std::shared_ptr<const PreparedSet> capture(Timestamp readTs) const;
     bool any() const { return _count.load(std::memory_order_relaxed) > 0; }

@@ -792,6 +792,45 @@ StatusWith<std::unique_ptr<Transaction>> RocksEngine::beginTransaction(
         this, _nextTransactionId.fetch_add(1), ts, std::move(pin), _prepared.capture(ts), unit));
 }
 
+void RocksEngine::rememberTransaction(RocksTransaction* txn) {
+    std::lock_guard lk(_openTransactionsMutex);
+    _openTransactions.insert(txn);
+}
+
+void RocksEngine::forgetTransaction(RocksTransaction* txn) {
+    std::lock_guard lk(_openTransactionsMutex);
+    _openTransactions.erase(txn);
+}
+
+StatusWith<size_t> RocksEngine::fenceTransactionWriters(
+    const std::function<bool(const CollectionInfo&)>& affects, const std::string& reason,
+    std::chrono::steady_clock::time_point deadline) {
+    size_t doomed = 0;
+    std::vector<uint64_t> prepared;
+    {
+        // A transaction being destroyed waits here before it goes (forgetTransaction).
+        std::lock_guard lk(_openTransactionsMutex);
+        for (RocksTransaction* txn : _openTransactions) {
+            switch (txn->fence(affects, reason)) {
+                case RocksTransaction::Fenced::kDoomed:
+                    ++doomed;
+                    break;
+                case RocksTransaction::Fenced::kPrepared:
+                    prepared.push_back(txn->id());
+                    break;
+                case RocksTransaction::Fenced::kUnaffected:
+                    break;
+            }
+        }
+    }
+    if (!_prepared.awaitDecided(prepared, deadline)) {
+        return Status(ErrorCodes::LockTimeout,
+                      "a prepared transaction writing the collection is still waiting for its "
+                      "coordinator's decision; retry once it is decided");
+    }
+    return doomed;
+}
+
 StatusWith<std::vector<Engine::RecoveredTransaction>> RocksEngine::recoverPreparedTransactions(
     std::string_view prefix, const WriteUnit* unit) {
     std::vector<RecoveredTransaction> out;

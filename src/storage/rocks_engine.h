@@ -9,6 +9,7 @@
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "storage/collection_lock.h"
 #include "storage/engine.h"
@@ -65,6 +66,9 @@ class RocksEngine final : public Engine {
                                                          const WriteUnit* unit) override;
     StatusWith<std::unique_ptr<Transaction>> beginTransaction(std::optional<Timestamp> readAt,
                                                               const WriteUnit* unit) override;
+    StatusWith<size_t> fenceTransactionWriters(
+        const std::function<bool(const CollectionInfo&)>& affects, const std::string& reason,
+        std::chrono::steady_clock::time_point deadline) override;
     StatusWith<std::vector<RecoveredTransaction>> recoverPreparedTransactions(
         std::string_view prefix, const WriteUnit* unit) override;
 
@@ -109,6 +113,10 @@ class RocksEngine final : public Engine {
     KeyLocks& keyLocks() { return _keyLocks; }
     IntentTable& intents() { return _intents; }
     PreparedTransactions& prepared() { return _prepared; }
+    // The open transactions, which fenceTransactionWriters visits (RocksTransaction's
+    // constructor and destructor).
+    void rememberTransaction(RocksTransaction* txn);
+    void forgetTransaction(RocksTransaction* txn);
     // A writer whose writes are intents of `txn` (rocks_transaction.h); never waits for DDL
     // (LockTimeout instead).
     StatusWith<std::unique_ptr<RocksCollectionWriter>> transactionWriter(const CollectionPtr& coll,
@@ -173,6 +181,8 @@ class RocksEngine final : public Engine {
     IntentTable _intents;
     PreparedTransactions _prepared;
     std::atomic<uint64_t> _nextTransactionId{1};
+    std::mutex _openTransactionsMutex;
+    std::unordered_set<RocksTransaction*> _openTransactions;
     // Group commit for syncWal(): concurrent callers share one WAL sync.
     WalSyncGroup _walSync{[this] { return syncWalNow(); }};
 };

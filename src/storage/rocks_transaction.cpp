@@ -31,17 +31,48 @@ RocksTransaction::RocksTransaction(RocksEngine* engine, uint64_t id, Timestamp r
       _overlay(std::make_shared<TxnOverlay>()) {
     _overlay->pin = std::move(pin);
     _overlay->prepared = std::move(prepared);
+    _engine->rememberTransaction(this);
 }
 
-RocksTransaction::~RocksTransaction() { abort(); }
+RocksTransaction::~RocksTransaction() {
+    _engine->forgetTransaction(this);  // no fence reaches it any more
+    abort();
+}
 
 std::unique_ptr<ReadSnapshot> RocksTransaction::snapshot() {
     return std::make_unique<RocksReadSnapshot>(_engine, _readTs, nullptr, /*physical=*/true,
                                                _overlay->prepared, _overlay);
 }
 
+Status RocksTransaction::checkNotDoomed() const {
+    if (!_doomed.load()) return Status::OK();
+    return Status(ErrorCodes::NoSuchTransaction, "Transaction was aborted: " + _doomReason);
+}
+
+std::optional<std::string> RocksTransaction::doomedBecause() const {
+    if (!_doomed.load()) return std::nullopt;
+    return _doomReason;  // written before _doomed, never after
+}
+
+RocksTransaction::Fenced RocksTransaction::fence(
+    const std::function<bool(const CollectionInfo&)>& affects, const std::string& reason) {
+    std::lock_guard lk(_endMutex);
+    if (_ended) return Fenced::kUnaffected;
+    bool writes = false;
+    for (const auto& [id, w] : _writers) writes = writes || affects(w->collection());
+    if (!writes) return Fenced::kUnaffected;
+    if (_prepareTs) return Fenced::kPrepared;
+    if (!_doomed.load()) {
+        _doomReason = reason;
+        _doomed.store(true);
+    }
+    return Fenced::kDoomed;
+}
+
 StatusWith<CollectionWriter*> RocksTransaction::writer(const CollectionPtr& coll) {
+    std::lock_guard lk(_endMutex);
     if (_ended) return Status(ErrorCodes::NoSuchTransaction, "the transaction has ended");
+    TRY_STATUS(checkNotDoomed());
     if (auto it = _byRequestedId.find(coll->id); it != _byRequestedId.end()) return it->second;
     ASSIGN_OR_RETURN(std::unique_ptr<RocksCollectionWriter> w,
                      _engine->transactionWriter(coll, this));
@@ -52,6 +83,7 @@ StatusWith<CollectionWriter*> RocksTransaction::writer(const CollectionPtr& coll
 }
 
 Status RocksTransaction::claim(uint64_t collId, const std::vector<std::string>& lockKeys) {
+    TRY_STATUS(checkNotDoomed());
     return _engine->intents().claim(collId, lockKeys, _id, &_claimed);
 }
 
@@ -71,21 +103,31 @@ void RocksTransaction::recordWrite(const CollectionPtr& coll,
 
 StatusWith<Timestamp> RocksTransaction::commit(
     const std::vector<std::pair<std::string, std::string>>& sideRecords, const WriteOptions& opts) {
+    std::lock_guard lk(_endMutex);
     if (_ended) return Status(ErrorCodes::NoSuchTransaction, "the transaction has ended");
     if (_prepareTs) {
         return Status(ErrorCodes::InvalidOptions,
                       "a prepared transaction commits at its coordinator's commit timestamp");
     }
+    if (Status doomed = checkNotDoomed(); !doomed.isOK()) {
+        abortLocked();
+        return doomed;
+    }
     if (_writes.empty() && sideRecords.empty()) {
-        abort();
+        abortLocked();
         return _readTs;
     }
     return writeCommit(std::nullopt, sideRecords, opts);
 }
 
 StatusWith<Timestamp> RocksTransaction::prepare(const std::string& recordKey, bson::BsonView meta) {
+    std::lock_guard lk(_endMutex);
     if (_ended) return Status(ErrorCodes::NoSuchTransaction, "the transaction has ended");
     if (_prepareTs) return *_prepareTs;
+    if (Status doomed = checkNotDoomed(); !doomed.isOK()) {
+        abortLocked();
+        return doomed;
+    }
     if (_writes.empty()) return _readTs;  // read-only: nothing a reader could see half of
     // Registered first (readers at or after P wait from now on), then made durable: a crash
     // before the record is written loses an unprepared transaction, which is its contract.
@@ -95,7 +137,7 @@ StatusWith<Timestamp> RocksTransaction::prepare(const std::string& recordKey, bs
     Status written = _engine->writeSideRecords({{recordKey, std::string(record.bytes())}});
     if (!written.isOK()) {
         _engine->prepared().finish(_id, std::nullopt);
-        abort();
+        abortLocked();
         return written;
     }
     _prepareTs = ts;
@@ -242,10 +284,11 @@ StatusWith<std::unique_ptr<RocksTransaction>> RocksTransaction::recover(
 StatusWith<Timestamp> RocksTransaction::commitPrepared(
     Timestamp commitTs, const std::vector<std::pair<std::string, std::string>>& sideRecords,
     const WriteOptions& opts) {
+    std::lock_guard lk(_endMutex);
     if (_ended) return Status(ErrorCodes::NoSuchTransaction, "the transaction has ended");
     if (!_prepareTs) {
         if (_writes.empty() && sideRecords.empty()) {
-            abort();
+            abortLocked();
             return commitTs;
         }
         return Status(ErrorCodes::InvalidOptions,
@@ -316,7 +359,7 @@ StatusWith<Timestamp> RocksTransaction::writeCommit(
         visibility.endCommit(ticket);
     }
     if (!s.ok()) {
-        abort();
+        abortLocked();
         return Status(ErrorCodes::InternalError, "storage write failed: " + s.ToString());
     }
     for (const auto& [collId, c] : _counts) {
@@ -328,6 +371,11 @@ StatusWith<Timestamp> RocksTransaction::writeCommit(
 }
 
 void RocksTransaction::abort() {
+    std::lock_guard lk(_endMutex);
+    abortLocked();
+}
+
+void RocksTransaction::abortLocked() {
     if (_ended) return;
     if (!_prepareRecordKey.empty()) {
         // Synced: a prepare record that survived its abort would prepare the transaction again

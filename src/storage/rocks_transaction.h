@@ -2,8 +2,11 @@
 
 #include <rocksdb/utilities/write_batch_with_index.h>
 
+#include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,6 +59,7 @@ class RocksTransaction final : public Transaction {
         Timestamp commitTs, const std::vector<std::pair<std::string, std::string>>& sideRecords,
         const WriteOptions& opts) override;
     void abort() override;
+    std::optional<std::string> doomedBecause() const override;
 
     // A transaction prepared before a restart, from its prepare record (prepare()); registered
     // with the engine as prepared again. `unit` as for a new transaction.
@@ -63,6 +67,14 @@ class RocksTransaction final : public Transaction {
                                                                  const std::string& recordKey,
                                                                  bson::BsonView record,
                                                                  const WriteUnit* unit);
+
+    // ---- For RocksEngine::fenceTransactionWriters.
+    enum class Fenced { kUnaffected, kDoomed, kPrepared };
+    // If the transaction writes a collection `affects` selects: doomed unless prepared (its
+    // writes, prepare and commit fail from now on with NoSuchTransaction naming `reason`; a
+    // commit in progress finishes first). kPrepared: prepared, its decision is awaited instead.
+    Fenced fence(const std::function<bool(const CollectionInfo&)>& affects,
+                 const std::string& reason);
 
     // ---- For the transaction's writers.
     uint64_t id() const { return _id; }
@@ -101,6 +113,9 @@ class RocksTransaction final : public Transaction {
     // Releases the claimed keys and the writers (their collections' access locks), and the
     // engine's prepared registration: committed at `commitTs`, or aborted (nullopt).
     void release(std::optional<Timestamp> commitTs);
+    void abortLocked();
+    // NoSuchTransaction when a fence doomed the transaction.
+    Status checkNotDoomed() const;
 
     RocksEngine* _engine;
     uint64_t _id;
@@ -115,6 +130,12 @@ class RocksTransaction final : public Transaction {
     bool _ended = false;
     std::optional<Timestamp> _prepareTs;
     std::string _prepareRecordKey;  // the side record of the prepared transaction
+
+    // Serializes the ends of the transaction (commit, prepare, abort) and its new writers with a
+    // fence, which may run on another thread.
+    std::mutex _endMutex;
+    std::atomic<bool> _doomed{false};
+    std::string _doomReason;  // set before _doomed
 };
 
 }  // namespace tessera::storage

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -80,6 +81,9 @@ class Transaction {
         const WriteOptions& opts) = 0;
     // Aborts (a prepared transaction too: its waiting readers go on).
     virtual void abort() = 0;
+    // Why a placement change doomed it (Engine::fenceTransactionWriters): its writes, prepare and
+    // commit fail; its owner should abort it (releasing what it holds) as soon as it can.
+    virtual std::optional<std::string> doomedBecause() const = 0;
 };
 
 }  // namespace tessera::storage

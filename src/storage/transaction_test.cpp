@@ -320,6 +320,59 @@ TEST_F(TransactionTest, AReadOnlyTransactionPreparesWithoutHoldingReaders) {
     EXPECT_TRUE(txn->commitPrepared(prepared.getValue(), {}, WriteOptions{}).isOK());
 }
 
+// A placement change fences the transactions writing what it moves: an unprepared one is doomed
+// (its writes and commit fail, nothing of it is written), one writing elsewhere is untouched, and
+// a prepared one is waited for until its decision.
+TEST_F(TransactionTest, AFenceDoomsUnpreparedWritersOfTheCollectionAndAwaitsPreparedOnes) {
+    create("db.c");
+    create("db.other");
+    insert("db.c", R"({"_id": 1, "v": 0})");
+    auto isC = [](const CollectionInfo& coll) { return coll.ns() == "db.c"; };
+    auto soon = [] { return std::chrono::steady_clock::now() + std::chrono::milliseconds(200); };
+
+    auto doomed = begin();
+    ASSERT_TRUE(
+        test::updateCurrent(writerOf(*doomed, "db.c"), idKey("1"), J(R"({"_id": 1, "v": 1})"))
+            .isOK());
+    auto elsewhere = begin();
+    ASSERT_TRUE(writerOf(*elsewhere, "db.other").insert(J(R"({"_id": 1})"), {}).isOK());
+    auto fenced = engine->fenceTransactionWriters(isC, "db.c moves", soon());
+    ASSERT_TRUE(fenced.isOK()) << fenced.getStatus().toString();
+    EXPECT_EQ(fenced.getValue(), 1u);
+    EXPECT_TRUE(doomed->writer(engine->getCollection("db.c"))
+                    .getStatus()
+                    .is(ErrorCodes::NoSuchTransaction));
+    auto committed = commit(*doomed);
+    ASSERT_TRUE(committed.getStatus().is(ErrorCodes::NoSuchTransaction));
+    EXPECT_NE(committed.getStatus().reason().find("db.c moves"), std::string::npos);
+    EXPECT_TRUE(commit(*elsewhere).isOK());
+    EXPECT_EQ(scanAll("db.c"), std::vector<std::string>{R"({ "_id" : 1, "v" : 0 })"});
+    // Its claims went with it: a plain writer of the document goes on.
+    EXPECT_TRUE(
+        test::updateCurrent(*writerFor("db.c"), idKey("1"), J(R"({"_id": 1, "v": 2})")).isOK());
+
+    // A prepared writer cannot be doomed: the fence waits for its decision.
+    auto prepared = begin();
+    ASSERT_TRUE(
+        test::updateCurrent(writerOf(*prepared, "db.c"), idKey("1"), J(R"({"_id": 1, "v": 3})"))
+            .isOK());
+    auto prepareTs = prepared->prepare(kRecord, J("{}"));
+    ASSERT_TRUE(prepareTs.isOK());
+    EXPECT_TRUE(engine->fenceTransactionWriters(isC, "db.c moves", soon())
+                    .getStatus()
+                    .is(ErrorCodes::LockTimeout));
+    std::thread decide([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        ASSERT_TRUE(prepared->commitPrepared(prepareTs.getValue(), {}, WriteOptions{}).isOK());
+    });
+    auto waited = engine->fenceTransactionWriters(
+        isC, "db.c moves", std::chrono::steady_clock::now() + std::chrono::seconds(10));
+    decide.join();
+    ASSERT_TRUE(waited.isOK()) << waited.getStatus().toString();
+    EXPECT_EQ(waited.getValue(), 0u);
+    EXPECT_EQ(scanAll("db.c"), std::vector<std::string>{R"({ "_id" : 1, "v" : 3 })"});
+}
+
 // A prepared transaction survives a crash: its record prepares it again at startup (intents
 // claimed, readers held), and its commit then writes it with its counts.
 TEST_F(TransactionTest, APreparedTransactionIsPreparedAgainAfterARestart) {

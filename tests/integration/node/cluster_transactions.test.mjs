@@ -372,6 +372,88 @@ describeWithCluster(
             }
         });
 
+        test('a migration does not wait for a transaction that wrote its range, and that transaction cannot commit under the old placement', async () => {
+            // A collection of its own, so that the accounts keep their shards.
+            const movingNs = `${dbName}.moving`;
+            await admin({ shardCollection: movingNs, key: { _id: 1 } });
+            const client = await router(0);
+            const c = client.db(dbName).collection('moving');
+            await c.insertMany([{ _id: 1, v: 0 }, { _id: 2, v: 0 }]);
+            const placement = async () => (await ctx.cluster.placement(movingNs)).chunks.map((ch) => ch.shard);
+            const [from] = await placement();
+            const to = from === owners.low ? owners.high : owners.low;
+            for (const write of ['update', 'insert']) {
+                const before = await c.find().sort({ _id: 1 }).toArray();
+                const session = client.startSession();
+                session.startTransaction();
+                if (write === 'update') await c.updateOne({ _id: 1 }, { $inc: { v: 1 } }, { session });
+                else await c.insertOne({ _id: 3, v: 1 }, { session });
+                const source = (await placement())[0];
+                const target = source === from ? to : from;
+                // The migration's critical section dooms the open transaction instead of waiting
+                // for it (or letting its commit write a range this shard no longer owns).
+                await admin({ moveChunk: movingNs, find: { _id: 1 }, to: target });
+                assert.deepEqual(await placement(), [target]);
+                const e = await rejects(session.commitTransaction());
+                assert.equal(e.code, 251, `${e}`);
+                assert.ok(e.hasErrorLabel('TransientTransactionError'), `${e}`);
+                await session.endSession();
+                // Nothing of it anywhere: not on the new owner, not as an orphan on the old one.
+                assert.deepEqual(await c.find().sort({ _id: 1 }).toArray(), before);
+                const old = (await ctx.cluster.shardByName(source)).db(dbName).collection('moving');
+                assert.equal(await old.countDocuments({ v: 1 }), 0, `${write}: nothing of it on the old owner`);
+                // Run again, under the new placement, it commits where the documents are.
+                const retry = client.startSession();
+                try {
+                    await retry.withTransaction(async () => {
+                        if (write === 'update') await c.updateOne({ _id: 1 }, { $inc: { v: 1 } }, { session: retry });
+                        else await c.insertOne({ _id: 3, v: 1 }, { session: retry });
+                    });
+                } finally {
+                    await retry.endSession();
+                }
+                const expected = write === 'update' ? [{ _id: 1, v: 1 }, { _id: 2, v: 0 }] : [...before, { _id: 3, v: 1 }];
+                assert.deepEqual(await c.find().sort({ _id: 1 }).toArray(), expected);
+                await ctx.cluster.checkConsistency(movingNs, expected.length);
+            }
+        });
+
+        test('a migration waits for a prepared transaction that wrote its range, then moves its commit', async () => {
+            const movingNs = `${dbName}.moving`;
+            const client = await router(0);
+            const c = client.db(dbName).collection('moving');
+            const movingShard = (await ctx.cluster.placement(movingNs)).chunks[0].shard;
+            const target = movingShard === owners.low ? owners.high : owners.low;
+            const account = movingShard === owners.low ? 5 : 1; // on the other shard: two participants
+            const failpoint = async (mode) => {
+                for (const which of ['low', 'high']) {
+                    await (await ctx.cluster.shardByName(owners[which])).db('admin').command({ configureFailPoint: 'hangBeforeDeliveringDecision', mode });
+                }
+            };
+            const before = await c.findOne({ _id: 2 });
+            const session = client.startSession();
+            let move;
+            let moved = false;
+            await failpoint('alwaysOn');
+            try {
+                session.startTransaction();
+                await c.updateOne({ _id: 2 }, { $inc: { v: 7 } }, { session });
+                await (await accounts(0)).updateOne({ _id: account }, { $inc: { balance: 0 } }, { session });
+                await session.commitTransaction(); // decided, prepared on both shards until delivered
+                move = admin({ moveChunk: movingNs, find: { _id: 2 }, to: target }).finally(() => { moved = true; });
+                await new Promise((r) => setTimeout(r, 300));
+                assert.equal(moved, false, 'the migration did not wait for the prepared transaction');
+            } finally {
+                await failpoint('off');
+            }
+            await move;
+            await session.endSession();
+            assert.equal((await ctx.cluster.placement(movingNs)).chunks[0].shard, target);
+            assert.deepEqual(await c.findOne({ _id: 2 }), { ...before, v: before.v + 7 });
+            const owner = (await ctx.cluster.shardByName(target)).db(dbName).collection('moving');
+            assert.deepEqual(await owner.findOne({ _id: 2 }), { ...before, v: before.v + 7 });
+        });
+
         test('killAllSessions on a router aborts its transactions on every participant', async () => {
             const client = await router(0);
             const c = client.db(dbName).collection('accounts');
