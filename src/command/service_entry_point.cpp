@@ -110,17 +110,18 @@ Status refuseTransaction(const CommandRequest& request, bool acceptsSessions,
                       ". Nothing was applied; run the operations without a transaction.");
 }
 
-// In a transaction a write error that is a conflict ends the statement, and the transaction:
-// the statement fails with it (MongoDB's reply shape: a top-level error with
-// TransientTransactionError, not a writeErrors entry).
+// In a transaction a write error that running the transaction again may avoid (a conflict, a
+// transaction a placement change aborted, a read timestamp older than a migrated range: the
+// TransientTransactionError codes) ends the statement, and the transaction: the statement fails
+// with it (MongoDB's reply shape: a top-level error with TransientTransactionError, not a
+// writeErrors entry).
 std::optional<Status> transientWriteError(bson::BsonView reply) {
     bson::BsonElement errors = reply["writeErrors"];
     if (!errors.isArray()) return std::nullopt;
     for (bson::BsonElement e : errors.objValue()) {
         if (!e.isObject()) continue;
         int code = e.objValue()["code"].numberInt();
-        if (code == static_cast<int>(ErrorCodes::WriteConflict) ||
-            code == static_cast<int>(ErrorCodes::LockTimeout)) {
+        if (isTransientTransactionErrorCode(code)) {
             return Status(static_cast<ErrorCodes>(code),
                           std::string(e.objValue()["errmsg"].stringValue()));
         }

@@ -266,8 +266,18 @@ StatusWith<std::vector<ShardResponse>> runRouted(
         ASSIGN_OR_RETURN(auto requests, makeRequests(info));
         std::vector<ShardResponse> responses = sendToShards(router, db, requests);
         bool stale = false;
+        bool snapshotTooOld = false;
         for (const auto& r : responses) {
             if (r.status.isOK() && noteStaleError(router, r.reply)) stale = true;
+            if (r.status.isOK() && !r.reply["ok"].trueValue() &&
+                r.reply["code"].numberInt() == static_cast<int>(ErrorCodes::SnapshotUnavailable)) {
+                snapshotTooOld = true;
+            }
+        }
+        // A transaction's first statement at a read timestamp a shard cannot serve (it received
+        // a migrated range later): again at a later one.
+        if (snapshotTooOld && round + 1 < kMaxStaleRetries && restartTransactionAtLaterTime()) {
+            continue;
         }
         if (!stale || round + 1 >= kMaxStaleRetries) return responses;
         if (options.retryOnStale && !options.retryOnStale(responses)) return responses;

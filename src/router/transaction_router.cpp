@@ -30,6 +30,7 @@ struct TransactionRouter::Session {
     int64_t txnNumber = -1;
     RouterTxnPhase phase = RouterTxnPhase::kNone;
     Timestamp readTs;
+    bool readTsFromClient = false;  // atClusterTime given: never moved
     struct Participant {
         ShardId shard;
         std::string host;
@@ -44,13 +45,27 @@ struct TransactionRouter::Session {
 class TransactionRouter::Statement {
   public:
     Statement(std::shared_ptr<Session> session, std::string_view commandName)
-        : _session(std::move(session)),
-          _checkout(_session->checkout),
-          _commandName(commandName),
-          _participantsBefore(_session->participants.size()) {}
+        : _session(std::move(session)), _checkout(_session->checkout), _commandName(commandName) {}
 
     Session& session() { return *_session; }
     std::string_view commandName() const { return _commandName; }
+    // The participants the statement found, once its session is at the statement's transaction
+    // (a new transaction starts with none): only shards it adds itself may be forgotten.
+    void markParticipantsBefore() { _participantsBefore = _session->participants.size(); }
+
+    // The transaction's first statement failed everywhere it went (every shard it started on
+    // forgot its part) because its read timestamp is too old for a shard: it starts again at a
+    // later one, which the router's clock, having seen those shards' replies, now gives.
+    bool restartAtLaterTime() {
+        std::lock_guard lk(_mutex);
+        Session& s = *_session;
+        if (s.phase != RouterTxnPhase::kInProgress || s.readTsFromClient ||
+            _participantsBefore != 0 || !s.participants.empty()) {
+            return false;
+        }
+        s.readTs = std::max(s.readTs, HybridLogicalClock::global().next());
+        return true;
+    }
 
     BsonObj join(const ShardId* shard, const std::string& host, BsonView cmd) {
         std::lock_guard lk(_mutex);
@@ -111,7 +126,7 @@ class TransactionRouter::Statement {
     std::shared_ptr<Session> _session;
     std::unique_lock<std::mutex> _checkout;
     std::string _commandName;
-    size_t _participantsBefore;
+    size_t _participantsBefore = 0;
     std::mutex _mutex;
 };
 
@@ -203,6 +218,7 @@ Status TransactionRouter::beginStatement(command::OperationContext& opCtx,
                "a newer transaction of the session started");
         // One snapshot of the whole cluster: at least everything this router has seen acknowledged
         // (its clock observes the shards' operationTime), or the client's causal or chosen time.
+        s.readTsFromClient = args.atClusterTime.has_value();
         s.readTs = args.atClusterTime ? *args.atClusterTime
                                       : std::max(HybridLogicalClock::global().next(),
                                                  args.afterClusterTime.value_or(Timestamp{}));
@@ -228,6 +244,7 @@ Status TransactionRouter::beginStatement(command::OperationContext& opCtx,
                           "Transaction " + number + " has been committed.");
         }
     }
+    statement->markParticipantsBefore();
     tlsStatement = statement.release();
     return Status::OK();
 }
@@ -413,6 +430,8 @@ BsonObj joinTransactionByHost(const std::string& host, BsonView cmd) {
 void noteTransactionReply(const ShardId& shard, const Status& status, BsonView reply) {
     if (tlsStatement) tlsStatement->noteReply(shard, status, reply);
 }
+
+bool restartTransactionAtLaterTime() { return tlsStatement && tlsStatement->restartAtLaterTime(); }
 
 void observeShardReply(BsonView reply) {
     bson::BsonElement t = reply["operationTime"];

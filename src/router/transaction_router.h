@@ -40,7 +40,7 @@ using placement::ShardId;
 //   delivers it, whatever happens to this router afterwards. NoSuchTransaction
 //   (TransientTransactionError) when it aborted; a commit whose answer is lost is retried by the
 //   client and answered from the coordinator's record. Between a participant's prepare and its
-//   commit every shard holds reads at or after its prepare timestamp
+//   commit a shard holds the reads at or after its prepare timestamp that meet its documents
 //   (storage/prepared_transactions.h): no reader sees half.
 // - recoveryToken: every successful reply of a statement names the coordinator,
 //   `recoveryToken: {recoveryShardId}` (the first participant), and drivers send it back with
@@ -101,6 +101,10 @@ bson::BsonObj joinTransaction(const ShardId& shard, const std::string& host, bso
 bson::BsonObj joinTransactionByHost(const std::string& host, bson::BsonView cmd);
 // Tells the current statement's transaction (if any) how the shard answered a joined request.
 void noteTransactionReply(const ShardId& shard, const Status& status, bson::BsonView reply);
+// After SnapshotUnavailable from every shard the current statement reached: when it is its
+// transaction's first and the router chose the read timestamp, moves that timestamp to the
+// router's clock now (which has seen the shards' replies) and returns true (send it again).
+bool restartTransactionAtLaterTime();
 
 // A shard's reply: its operationTime advances this router's clock (cluster time gossip between
 // the roles, which transactions' read timestamps are drawn from).

@@ -326,6 +326,11 @@ StatusWith<std::pair<int64_t, int64_t>> MigrationRecipient::catchUpFinal(
         }
     }
     if (!install.empty()) TRY_STATUS(_state.service().engine->writeSideRecords(install));
+    // Every document of the range is written here now, at this shard's timestamps: reads of the
+    // collection at older cluster times would miss them once the range is owned.
+    if (auto md = _state.metadata()) {
+        md->raiseSnapshotFloor(_ns, _state.service().engine->lastCommitTimestamp());
+    }
     auto tracked = _state.trackedRanges().find(_ns, _range.encodedMin());
     if (!tracked) return Status(ErrorCodes::InternalError, "the received range is not tracked");
     return std::make_pair(tracked->docs, tracked->bytes);

@@ -316,4 +316,22 @@ void ShardMetadata::clear() {
     _dbs.clear();
 }
 
+void ShardMetadata::raiseSnapshotFloor(const std::string& ns, Timestamp floor) {
+    std::lock_guard lk(_floorsMutex);
+    Timestamp& current = _snapshotFloors[ns];
+    current = std::max(current, floor);
+}
+
+Status ShardMetadata::checkSnapshotFloor(const std::string& ns, Timestamp readTs) const {
+    std::lock_guard lk(_floorsMutex);
+    auto it = _snapshotFloors.find(ns);
+    if (it == _snapshotFloors.end() || readTs >= it->second) return Status::OK();
+    return Status(ErrorCodes::SnapshotUnavailable,
+                  "Unable to read " + ns + " at timestamp " + std::to_string(readTs.secs()) + ":" +
+                      std::to_string(readTs.inc()) +
+                      ": this shard received a migrated range of it at a later time (" +
+                      std::to_string(it->second.secs()) + ":" + std::to_string(it->second.inc()) +
+                      "); run the transaction or read again");
+}
+
 }  // namespace tessera::shard

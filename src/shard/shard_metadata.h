@@ -116,6 +116,17 @@ class ShardMetadata {
                                 std::optional<Clock::time_point> opDeadline,
                                 bson::BsonObj* extraInfo, bool mayWait = true);
 
+    // Snapshot floors. A range received by a migration is written here at this shard's
+    // timestamps, up to its last catch-up; a read at an older cluster timestamp (a transaction's,
+    // or readConcern snapshot's atClusterTime, drawn by a router whose clock has not seen them)
+    // would miss the received documents once the range is owned. So once the last catch-up is
+    // applied the collection's floor is raised to this shard's latest commit, and a read of it
+    // below the floor fails with SnapshotUnavailable (246; in a transaction
+    // TransientTransactionError: the client runs it again, and its router, having seen this
+    // shard's operationTime, draws a later timestamp). Per collection, in memory.
+    void raiseSnapshotFloor(const std::string& ns, Timestamp floor);
+    Status checkSnapshotFloor(const std::string& ns, Timestamp readTs) const;
+
     // Drops everything cached (the next use reloads).
     void clear();
     // The tracked ranges every ownership filter computes owned totals with (tracked_ranges.h).
@@ -147,6 +158,8 @@ class ShardMetadata {
     CriticalSections _sections;
     std::shared_ptr<const TrackedRanges> _tracked;
     std::mutex _refreshMutex;  // one load from the source at a time (ordered installs)
+    mutable std::mutex _floorsMutex;
+    std::map<std::string, Timestamp, std::less<>> _snapshotFloors;
     mutable std::mutex _mutex;
     std::map<std::string, CollEntry, std::less<>> _colls;
     std::map<std::string, DbEntry, std::less<>> _dbs;

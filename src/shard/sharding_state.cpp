@@ -18,6 +18,7 @@
 #include "storage/collection_writer.h"
 #include "storage/engine.h"
 #include "storage/read_snapshot.h"
+#include "storage/transaction.h"
 #include "txn/session_records.h"
 
 namespace tessera::shard {
@@ -337,6 +338,12 @@ Status ShardingState::beforeCommand(OperationContext& opCtx, const CommandReques
                                                     &opCtx.errorExtraInfo,
                                                     /*mayWait=*/!opCtx.inlineExecution));
         a.admittedKeys.emplace_back(CriticalSections::databaseKey(request.db), true);
+    }
+    // A read at a cluster time older than a range this shard received would miss it.
+    if (ns) {
+        std::optional<Timestamp> readTs = opCtx.readAtClusterTime;
+        if (opCtx.transaction) readTs = opCtx.transaction->readTimestamp();
+        if (readTs) TRY_STATUS(a.metadata->checkSnapshotFloor(*ns, *readTs));
     }
     // The placement this operation reads and writes its own namespace with, decided now, for
     // the whole operation (after the version check, so at the version it admitted).

@@ -454,6 +454,33 @@ describeWithCluster(
             assert.deepEqual(await owner.findOne({ _id: 2 }), { ...before, v: before.v + 7 });
         });
 
+        test('after a migration through one router, a transaction through the other reads the moved document and commits', async () => {
+            const movingNs = `${dbName}.moving`;
+            const r1 = await router(1);
+            const session = r1.startSession();
+            try {
+                // The session's previous transaction had two participants.
+                session.startTransaction();
+                await r1.db(dbName).collection('accounts').updateOne({ _id: 1 }, { $inc: { balance: 0 } }, { session });
+                await r1.db(dbName).collection('accounts').updateOne({ _id: 5 }, { $inc: { balance: 0 } }, { session });
+                await session.commitTransaction();
+                for (let i = 0; i < 2; i++) {
+                    const before = await (await router(0)).db(dbName).collection('moving').findOne({ _id: 2 });
+                    const from = (await ctx.cluster.placement(movingNs)).chunks[0].shard;
+                    await admin({ moveChunk: movingNs, find: { _id: 2 }, to: from === owners.low ? owners.high : owners.low });
+                    // Router 1 is stale (its first request goes to the donor) and its clock has not
+                    // seen the recipient's copy: the statement is sent again at a later time, to the
+                    // new owner, and the stale shard is no participant of the commit.
+                    session.startTransaction();
+                    const doc = await r1.db(dbName).collection('moving').findOne({ _id: 2 }, { session });
+                    assert.deepEqual(doc, before);
+                    await session.commitTransaction();
+                }
+            } finally {
+                await session.endSession();
+            }
+        });
+
         test('killAllSessions on a router aborts its transactions on every participant', async () => {
             const client = await router(0);
             const c = client.db(dbName).collection('accounts');
