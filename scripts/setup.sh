@@ -55,7 +55,7 @@ if ((node_major < 20)); then
         "driver needs Node.js >= 20.19"
 fi
 
-# --- npm packages for the integration tests (mongodb driver, mongosh) -------------------------
+# --- npm packages for the integration tests (mongodb driver, mongosh, mongoose) ---------------
 INTEG="$ROOT/tests/integration"
 if [[ -f "$INTEG/package.json" ]]; then
     if [[ ! -d "$INTEG/node_modules" ]] ||

@@ -4,10 +4,13 @@
 // of it after (through the other router and on the shards directly); a transaction reads one
 // snapshot of the whole cluster; conflicts are WriteConflict with TransientTransactionError; a
 // failed statement aborts the transaction everywhere; a reader that arrives while a two-phase
-// commit is between prepare and decision waits rather than see half; and under concurrent
-// transfers through both routers the total of all accounts never changes for a snapshot reader.
+// commit is between prepare and decision waits rather than see half; under concurrent
+// transfers through both routers the total of all accounts never changes for a snapshot reader;
+// a migration neither waits for a client's open transaction nor lets it commit under the old
+// placement; and Mongoose's connection.transaction works through a router.
 import assert from 'node:assert/strict';
 import { MongoServerError } from 'mongodb';
+import mongoose from 'mongoose';
 import { uniqueDbName } from './harness.mjs';
 import { describeWithCluster, waitFor } from './cluster_harness.mjs';
 
@@ -478,6 +481,45 @@ describeWithCluster(
                 }
             } finally {
                 await session.endSession();
+            }
+        });
+
+        test('Mongoose: connection.transaction moves money between shards, and a failure inside it leaves nothing', async () => {
+            const conn = await mongoose.createConnection(ctx.cluster.routerUri(0), { dbName }).asPromise();
+            try {
+                const schema = new mongoose.Schema({ _id: Number, balance: Number }, { versionKey: false });
+                const Account = conn.model('Account', schema, 'accounts');
+                const before = await balances(await accounts(1));
+                // A document loaded, changed and saved (Mongoose's save(): an update by _id), and
+                // an updateOne, on two shards, in one transaction (session.withTransaction).
+                await conn.transaction(async (session) => {
+                    const from = await Account.findById(2).session(session);
+                    from.balance -= 25;
+                    await from.save();
+                    await Account.updateOne({ _id: 6 }, { $inc: { balance: 25 } }).session(session);
+                });
+                const after = await balances(await accounts(1));
+                assert.equal(after[2], before[2] - 25);
+                assert.equal(after[6], before[6] + 25);
+                assert.equal(after.reduce((a, b) => a + b, 0), kTotal);
+                // An error thrown inside aborts it on both shards.
+                const e = await rejects(
+                    conn.transaction(async (session) => {
+                        await Account.updateOne({ _id: 2 }, { $inc: { balance: 25 } }).session(session);
+                        await Account.updateOne({ _id: 6 }, { $inc: { balance: -25 } }).session(session);
+                        throw new Error('the application changed its mind');
+                    }),
+                );
+                assert.match(String(e), /changed its mind/);
+                assert.deepEqual(await balances(await accounts(1)), after);
+                // Moved back, so the accounts are as the other tests expect.
+                await conn.transaction(async (session) => {
+                    await Account.updateOne({ _id: 2 }, { $inc: { balance: 25 } }).session(session);
+                    await Account.updateOne({ _id: 6 }, { $inc: { balance: -25 } }).session(session);
+                });
+                assert.deepEqual(await balances(await accounts(1)), before);
+            } finally {
+                await conn.close();
             }
         });
 
