@@ -126,6 +126,7 @@ class FindAndModifyCommand final : public Command {
                 ASSIGN_OR_RETURN(auto ownership, opCtx.ownershipFilter(ns));
                 stmt.ownership = ownership.get();
                 stmt.retryableWrite = opCtx.txnNumber.has_value();
+                stmt.inTransaction = opCtx.transaction != nullptr;
                 Status s = exec::executeUpdate(opCtx, *writer, stmt, wopts, &outcome);
                 if (!s.isOK()) {
                     opCtx.errorExtraInfo = outcome.errorInfo;

@@ -108,6 +108,9 @@ class UpdateCommand final : public Command {
                 stmt.validator = validator.get();
                 stmt.ownership = ownership.get();
                 stmt.retryableWrite = opCtx.txnNumber.has_value();
+                stmt.inTransaction = opCtx.transaction != nullptr;
+                // A router's request (versioned) moves what would change shards itself.
+                stmt.routerMovesDocuments = !request.body["shardVersion"].eoo();
             }
         }
 

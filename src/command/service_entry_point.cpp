@@ -129,6 +129,22 @@ std::optional<Status> transientWriteError(bson::BsonView reply) {
     return std::nullopt;
 }
 
+// A statement whose only error is WouldChangeOwningShard wrote nothing: its router moves the
+// document within the same transaction, which goes on.
+bool onlyWouldChangeOwningShard(bson::BsonView reply) {
+    bson::BsonElement errors = reply["writeErrors"];
+    if (!errors.isArray()) return false;
+    bool any = false;
+    for (bson::BsonElement e : errors.objValue()) {
+        if (!e.isObject() || e.objValue()["code"].numberInt() !=
+                                 static_cast<int>(ErrorCodes::WouldChangeOwningShard)) {
+            return false;
+        }
+        any = true;
+    }
+    return any;
+}
+
 // Cluster time gossip of a one-member replica set: a client's $clusterTime advances the clock;
 // a readConcern.afterClusterTime waits until every commit up to it is visible (a snapshot there
 // waits for them and makes later commits get greater timestamps).
@@ -750,7 +766,7 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
             bson::BsonObj partial = reply.obj();
             if (std::optional<Status> conflict = transientWriteError(partial)) {
                 status = *conflict;
-            } else if (partial["writeErrors"].isArray()) {
+            } else if (partial["writeErrors"].isArray() && !onlyWouldChangeOwningShard(partial)) {
                 SessionTransactions::abortAfterFailure(
                     *txnSession, Status(ErrorCodes::OperationFailed, "a write error"));
             }

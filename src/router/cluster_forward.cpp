@@ -6,6 +6,7 @@
 #include "command/write_ops_util.h"
 #include "router/cluster_find.h"
 #include "router/cluster_write_commands.h"
+#include "router/cluster_write_move.h"
 #include "router/transaction_router.h"
 
 namespace tessera::router {
@@ -174,6 +175,8 @@ std::optional<Status> completeWriteForward(command::OperationContext& opCtx, For
     // A stale version (of the command or of its one statement): nothing was applied.
     if (r.status.isOK() && noteStaleError(router, r.reply)) return std::nullopt;
     if (!state.sharded) return relayShardReply(opCtx, r, reply);  // as runOnPrimary's caller
+    // A document that would move to another shard: nothing was applied; run() moves it.
+    if (r.status.isOK() && wouldChangeOwningShardIndex(r.reply) >= 0) return std::nullopt;
     WriteBatchMerger merger(state.kind);
     merger.addResponse({state.shard, {0}}, r, state.ordered);
     if (!plan.cmd["txnNumber"].eoo()) {

@@ -17,8 +17,10 @@
 #include "placement/targeter.h"
 #include "router/cluster_forward.h"
 #include "router/cluster_write_batch.h"
+#include "router/cluster_write_move.h"
 #include "router/cluster_write_without_shard_key.h"
 #include "router/router_commands.h"
+#include "router/transaction_router.h"
 
 namespace tessera::router {
 namespace {
@@ -209,6 +211,7 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
             write.matched = [](bson::BsonView r) { return r["n"].numberLong(); };
             write.session = sessionFields(body);
             write.stmtId = static_cast<int32_t>(i);
+            write.callerMovesDocuments = kind == WriteKind::kUpdate && n == 1;
             auto outcome = runTwoPhaseWrite(router, info, db, write);
             if (!outcome.isOK()) {
                 merger.addError(i, outcome.getStatus());
@@ -298,8 +301,43 @@ Status runWriteCommand(OperationContext& opCtx, Router& router, std::string_view
         if (!isBecameSharded(resp.getStatus())) return resp.getStatus();
         ASSIGN_OR_RETURN(info, router.catalog().getCollectionRoutingInfo(ns, true));
     }
-    return runShardedWriteBatch(opCtx, router, db, ns, body, kind, stmts, ordered, std::move(info),
-                                reply);
+    if (kind != WriteKind::kUpdate) {
+        return runShardedWriteBatch(opCtx, router, db, ns, body, kind, stmts, ordered,
+                                    std::move(info), reply);
+    }
+    // An update that would move a document to another shard: moved here (cluster_write_move.h),
+    // the update sent again when the document changed meanwhile.
+    constexpr int kMaxMoveAttempts = 5;
+    for (int attempt = 1;; ++attempt) {
+        bson::BsonBuilder first;
+        TRY_STATUS(
+            runShardedWriteBatch(opCtx, router, db, ns, body, kind, stmts, ordered, info, first));
+        bson::BsonObj result = first.obj();
+        if (wouldChangeOwningShardIndex(result) < 0) {
+            for (bson::BsonElement e : result) reply.appendElement(e);
+            return Status::OK();
+        }
+        if (stmts.size() != 1) {
+            for (bson::BsonElement e : refuseMoveInBatch(result)) reply.appendElement(e);
+            return Status::OK();
+        }
+        bson::BsonBuilder moved;
+        Status st = moveChangedDocuments(opCtx, router, db, ns, result, moved);
+        if (st.isOK()) {
+            for (bson::BsonElement e : moved.obj()) reply.appendElement(e);
+            return Status::OK();
+        }
+        if (st.is(ErrorCodes::WriteConflict) && !inTransactionStatement() &&
+            attempt < kMaxMoveAttempts) {
+            ASSIGN_OR_RETURN(info, router.catalog().getCollectionRoutingInfo(ns, true));
+            continue;
+        }
+        if (inTransactionStatement()) return st;  // the statement's error ends the transaction
+        reply.appendNumber("n", int64_t{0});
+        reply.appendNumber("nModified", int64_t{0});
+        command::appendWriteErrors(reply, {command::WriteError{0, st, bson::BsonObj()}});
+        return Status::OK();
+    }
 }
 
 namespace {

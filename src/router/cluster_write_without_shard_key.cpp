@@ -121,9 +121,9 @@ Status checkShardKeyChange(const placement::RoutingTable& table, bson::BsonView 
     return Status(ErrorCodes::InvalidOptions,
                   "This update would move the document from shard '" + owner + "' to shard '" +
                       chunk.shard + "' (its new shard key " + newKey.getValue().toJson() +
-                      "); moving a document between shards needs a multi-document transaction, "
-                      "which this Tessera version does not support. Nothing was written: delete "
-                      "the document and insert it with its new shard key instead.");
+                      "); findAndModify does not move documents between shards in this "
+                      "Tessera version (updateOne, updateMany and replaceOne do). Nothing was "
+                      "written.");
 }
 
 StatusWith<UpsertTarget> targetUpsertInsert(const placement::RoutingTable& table,
@@ -150,7 +150,8 @@ StatusWith<UpsertTarget> targetUpsertInsert(const placement::RoutingTable& table
 
 bson::BsonObj sessionFields(bson::BsonView body) {
     bson::BsonBuilder b;
-    if (!body["txnNumber"].eoo() && !body["lsid"].eoo()) {
+    // A transaction's statement is not a retryable write: nothing to ask the shards.
+    if (!body["txnNumber"].eoo() && !body["lsid"].eoo() && body["autocommit"].eoo()) {
         b.appendElement(body["lsid"]);
         b.appendElement(body["txnNumber"]);
     }
@@ -234,7 +235,7 @@ StatusWith<TwoPhaseOutcome> runTwoPhaseWrite(Router& router, const CollectionRou
         // here already. A non-retryable one is the shard's to refuse (IllegalOperation first,
         // in MongoDB's order of checks).
         bool retryable = !write.session.isEmpty();
-        if (write.update && retryable) {
+        if (write.update && retryable && !write.callerMovesDocuments) {
             TRY_STATUS(checkShardKeyChange(table, doc, *write.update, write.arrayFilters, owner));
         }
         bson::BsonObj cmd = write.makeWriteCommand(filterWithId(write.filter, doc["_id"]), owner);

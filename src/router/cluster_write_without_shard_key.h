@@ -70,6 +70,9 @@ struct TwoPhaseWrite {
     bson::BsonObj let;        // {let: {...}} or empty
     std::vector<ShardId> shards;
     std::optional<bson::BsonElement> update;  // set: an update that may change the shard key
+    // The shard's WouldChangeOwningShard answer is moved by the caller (cluster_write_move.h):
+    // no refusal of a key change before the write.
+    bool callerMovesDocuments = false;
     bson::BsonObj arrayFilters;
     std::function<bson::BsonObj(bson::BsonView filter, const ShardId& shard)> makeWriteCommand;
     std::function<int64_t(bson::BsonView reply)> matched;

@@ -1,6 +1,8 @@
 #include "router/transaction_router.h"
 
 #include <algorithm>
+#include <cstring>
+#include <random>
 #include <thread>
 
 #include "base/log.h"
@@ -261,6 +263,48 @@ void TransactionRouter::endStatement(command::OperationContext&, const Status& s
     }
 }  // the session is checked in with the statement
 
+Status TransactionRouter::runInternalTransaction(command::OperationContext& opCtx,
+                                                 const std::function<Status()>& body) {
+    if (tlsStatement) {
+        return Status(ErrorCodes::InternalError, "an internal transaction inside a statement");
+    }
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    std::string lsid(16, '\0');
+    uint64_t a = rng(), b = rng();
+    std::memcpy(lsid.data(), &a, 8);
+    std::memcpy(lsid.data() + 8, &b, 8);
+    lsid[6] = static_cast<char>((lsid[6] & 0x0f) | 0x40);  // a version 4 UUID
+    lsid[8] = static_cast<char>((lsid[8] & 0x3f) | 0x80);
+    std::optional<std::string> clientLsid = std::move(opCtx.lsid);
+    std::optional<int64_t> clientTxnNumber = opCtx.txnNumber;
+    opCtx.lsid = lsid;
+    opCtx.txnNumber = 1;
+    command::TransactionArgs start;
+    start.statement = true;
+    start.start = true;
+    Status st = beginStatement(opCtx, start, "update");
+    if (st.isOK()) {
+        st = body();
+        endStatement(opCtx, st);
+    }
+    if (st.isOK()) {
+        command::TransactionArgs next;
+        next.statement = true;
+        st = beginStatement(opCtx, next, "commitTransaction");
+        if (st.isOK()) {
+            BsonBuilder cmd;
+            cmd.appendInt32("commitTransaction", 1);
+            BsonBuilder ignored;
+            st = commit(opCtx, cmd.obj(), ignored);
+            endStatement(opCtx, st);
+        }
+    }
+    endSession(lsid);  // aborts it everywhere unless it committed
+    opCtx.lsid = std::move(clientLsid);
+    opCtx.txnNumber = clientTxnNumber;
+    return st;
+}
+
 void TransactionRouter::abortParticipants(Session& s, const std::string& reason) {
     s.phase = RouterTxnPhase::kAborted;
     s.abortReason = reason;
@@ -430,6 +474,8 @@ BsonObj joinTransactionByHost(const std::string& host, BsonView cmd) {
 void noteTransactionReply(const ShardId& shard, const Status& status, BsonView reply) {
     if (tlsStatement) tlsStatement->noteReply(shard, status, reply);
 }
+
+bool inTransactionStatement() { return tlsStatement != nullptr; }
 
 bool restartTransactionAtLaterTime() { return tlsStatement && tlsStatement->restartAtLaterTime(); }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -65,6 +66,13 @@ class TransactionRouter final : public command::RouterTransactionHooks {
     void endSession(const std::string& lsid) override;
     void killAll() override;
 
+    // Runs `body` as a transaction of a session of the router's own (a fresh lsid, txnNumber 1):
+    // every shard request sent on this thread while `body` runs joins it; it commits when `body`
+    // returns OK (two-phase when it wrote to several shards) and aborts otherwise. For a
+    // statement outside any transaction (a document moved between shards by an update).
+    Status runInternalTransaction(command::OperationContext& opCtx,
+                                  const std::function<Status()>& body);
+
     struct Session;
     class Statement;
 
@@ -99,6 +107,8 @@ bson::BsonObj joinTransaction(const ShardId& shard, const std::string& host, bso
 // The same for a request addressed by host only (a cursor's getMore or killCursors): joined only
 // when the host is already a participant.
 bson::BsonObj joinTransactionByHost(const std::string& host, bson::BsonView cmd);
+// Whether a statement of a client's transaction runs on this thread.
+bool inTransactionStatement();
 // Tells the current statement's transaction (if any) how the shard answered a joined request.
 void noteTransactionReply(const ShardId& shard, const Status& status, bson::BsonView reply);
 // After SnapshotUnavailable from every shard the current statement reached: when it is its

@@ -95,26 +95,45 @@ std::vector<std::pair<std::string, bson::BsonElement>> equalityPairs(bson::BsonV
 }
 
 // MongoDB's rules for an update that changes a sharded document's shard key
-// (UpdateStatement::ownership): `after` is the new version, `keyChanged` whether its shard key
-// differs from the stored version's (an upsert's new document: whether it is owned at all).
-Status checkShardKeyRules(const UpdateStatement& stmt, bson::BsonView after, bool keyChanged) {
+// (UpdateStatement::ownership): `after` is the new version of `before` (empty for an upsert's
+// new document), `keyChanged` whether its shard key differs from the stored version's (an
+// upsert's new document: whether it is owned at all). A document another shard would own is
+// the router's to move: WouldChangeOwningShard with the images in outcome->errorInfo.
+Status checkShardKeyRules(const UpdateStatement& stmt, bson::BsonView before, bson::BsonView after,
+                          bool keyChanged, UpdateOutcome* outcome) {
     if (!keyChanged) return Status::OK();
-    if (stmt.multi) {
-        return Status(ErrorCodes::InvalidOptions,
-                      "Multi-update operations are not allowed when updating the shard key field.");
-    }
-    if (!stmt.retryableWrite) {
+    if (!stmt.multi && !stmt.retryableWrite && !stmt.inTransaction) {
         return Status(ErrorCodes::IllegalOperation,
                       "Must run update to shard key field in a multi-statement transaction or with "
                       "retryWrites: true.");
     }
-    if (stmt.ownership->owns(after)) return Status::OK();
-    return Status(ErrorCodes::InvalidOptions,
+    if (stmt.ownership->owns(after)) {
+        if (stmt.multi && !stmt.routerMovesDocuments) {
+            return Status(ErrorCodes::InvalidOptions,
+                          "Multi-update operations are not allowed when updating the shard key "
+                          "field.");
+        }
+        return Status::OK();
+    }
+    if (!stmt.routerMovesDocuments) {
+        return Status(ErrorCodes::InvalidOptions,
+                      "This update would move the document to another shard (its new " +
+                          stmt.ownership->describeKey(after) +
+                          "); Tessera moves a document between shards for an update command "
+                          "(updateOne, updateMany, replaceOne) sent through a router, not for "
+                          "this one. Nothing was written.");
+    }
+    bson::BsonBuilder info;
+    bson::BsonArrayBuilder docs;
+    bson::BsonBuilder one;
+    if (!before.isEmpty()) one.appendObject("pre", before);
+    one.appendObject("post", after);
+    docs.append(one.obj());
+    info.appendArray("documents", docs.arr());
+    outcome->errorInfo = info.obj();
+    return Status(ErrorCodes::WouldChangeOwningShard,
                   "This update would move the document to another shard (its new " +
-                      stmt.ownership->describeKey(after) +
-                      "); moving a document between shards needs a multi-document transaction, "
-                      "which this Tessera version does not support. Nothing was written: delete "
-                      "the document and insert it with its new shard key instead.");
+                      stmt.ownership->describeKey(after) + ")");
 }
 
 }  // namespace
@@ -181,8 +200,8 @@ StatusWith<TargetResult> updateTarget(
         bool modified = false;
         TRY_STATUS(driver.apply(doc, ctx, &updated, &modified));
         if (modified && checkKeys) {
-            TRY_STATUS(
-                checkShardKeyRules(stmt, updated, !stmt.ownership->sameShardKey(doc, updated)));
+            TRY_STATUS(checkShardKeyRules(stmt, doc, updated,
+                                          !stmt.ownership->sameShardKey(doc, updated), outcome));
         }
         if (modified && stmt.validator) {
             bson::BsonView before = doc;
@@ -252,7 +271,10 @@ Status executeUpdate(const OperationContext& opCtx, storage::CollectionWriter& w
                          collectTargets(opCtx, writer, matcher, spec, &exec));
         if (checkKeys && stmt.multi) {
             // Every target first, so that a refused key change leaves nothing of the statement
-            // written (a concurrent change meanwhile is still checked at its write).
+            // written (a concurrent change meanwhile is still checked at its write). When one
+            // document would move, the router moves them all: every changed one is reported.
+            bson::BsonArrayBuilder changed;
+            bool moves = false;
             for (Target& t : targets) {
                 TRY_STATUS(opCtx.checkForInterrupt());
                 auto doc =
@@ -264,10 +286,34 @@ Status executeUpdate(const OperationContext& opCtx, storage::CollectionWriter& w
                 bson::BsonObj updated;
                 bool modified = false;
                 TRY_STATUS(driver.apply(*doc, ctx, &updated, &modified));
-                if (modified) {
-                    TRY_STATUS(checkShardKeyRules(stmt, updated,
-                                                  !stmt.ownership->sameShardKey(*doc, updated)));
+                if (!modified) continue;
+                UpdateOutcome probe;
+                Status rules = checkShardKeyRules(
+                    stmt, *doc, updated, !stmt.ownership->sameShardKey(*doc, updated), &probe);
+                if (!rules.isOK() && !rules.is(ErrorCodes::WouldChangeOwningShard)) return rules;
+                moves = moves || !rules.isOK();
+                if (stmt.routerMovesDocuments && changed.count() < kMaxMovedDocuments + 1) {
+                    bson::BsonBuilder one;
+                    one.appendObject("pre", *doc);
+                    one.appendObject("post", updated);
+                    changed.append(one.obj());
                 }
+            }
+            if (moves) {
+                if (changed.count() > kMaxMovedDocuments) {
+                    return Status(ErrorCodes::InvalidOptions,
+                                  "This update would move documents to another shard and changes "
+                                  "more than " +
+                                      std::to_string(kMaxMovedDocuments) +
+                                      " documents; a router moves at most that many in one "
+                                      "transaction. Update fewer documents at a time.");
+                }
+                bson::BsonBuilder info;
+                info.appendArray("documents", changed.arr());
+                info.appendInt64("matched", static_cast<int64_t>(targets.size()));
+                outcome->errorInfo = info.obj();
+                return Status(ErrorCodes::WouldChangeOwningShard,
+                              "This update would move documents to another shard");
             }
         }
         bool vanished = false;
@@ -302,7 +348,8 @@ Status executeUpdate(const OperationContext& opCtx, storage::CollectionWriter& w
         if (stmt.ownership) {
             // The router sends an upsert to the owner of its query's shard key; only an update
             // that sets the key elsewhere makes a document this shard does not own.
-            TRY_STATUS(checkShardKeyRules(stmt, newDoc, !stmt.ownership->owns(newDoc)));
+            TRY_STATUS(checkShardKeyRules(stmt, bson::BsonView(), newDoc,
+                                          !stmt.ownership->owns(newDoc), outcome));
         }
         if (stmt.validator) {
             TRY_STATUS(stmt.validator->validate(newDoc, nullptr, &outcome->errorInfo));

@@ -42,14 +42,23 @@ struct UpdateStatement {
     // collation applies).
     bson::BsonObj collationArg;
     // On a shard, for a sharded collection: the documents the shard owns (else null). An update
-    // that changes a document's shard key is then held to MongoDB's rules — not in a multi-update
-    // (InvalidOptions 72), only in a retryable write (IllegalOperation 20) — and to ownership: a
-    // document never ends up under a key another shard owns (72: moving it needs a transaction,
-    // which Tessera does not have yet), an upserted one included. Nothing of the statement is
-    // written when it fails so: a multi-update checks every target before it writes any.
+    // that changes a document's shard key is then held to MongoDB's rules — a single-document
+    // one only in a retryable write or a transaction (IllegalOperation 20) — and to ownership: a
+    // document never ends up under a key another shard owns, an upserted one included. Such a
+    // statement writes nothing: sent by a router (`routerMovesDocuments`), it fails with
+    // WouldChangeOwningShard (283) and `documents: [{pre, post}]` in the error (every document
+    // it matched and changes, `post` alone for an upsert's new document; a multi-update checks
+    // every target before it writes any, at most kMaxMovedDocuments), which the router writes
+    // as deletes and inserts in one transaction; sent to the shard directly, InvalidOptions 72.
     const OwnershipFilter* ownership = nullptr;
     bool retryableWrite = false;  // the command carried a txnNumber
+    bool inTransaction = false;   // a statement of a multi-document transaction
+    bool routerMovesDocuments = false;
 };
+
+// The most documents one update statement may move between shards (its router writes them in
+// one transaction).
+inline constexpr size_t kMaxMovedDocuments = 1000;
 
 struct UpdateOutcome {
     int64_t nMatched = 0;

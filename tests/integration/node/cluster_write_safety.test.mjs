@@ -1,8 +1,10 @@
 // Writes a sharded cluster must refuse or route differently so that no document is lost, doubled
 // or half-written (issue "Ways a cluster silently loses or misreports data"), through the Node
 // driver against `tessera up --shards 2 --routers 2`:
-//  - a write that would change a document's owning shard fails with MongoDB's error, nothing
-//    written, in every write form and batch position, through the router and on the shard;
+//  - an update that changes a document's owning shard moves it in a transaction (updateOne,
+//    replaceOne, updateMany, in a client's transaction too; concurrently, counts exact); the
+//    forms that do not (findAndModify, a batch of several statements, a shard reached directly)
+//    fail with MongoDB's error, nothing written;
 //  - unique indexes a sharded collection cannot enforce are refused on every path;
 //  - a single write by `_id` changes at most one document when `_id` does not pick the shard.
 // Each case ends with checkConsistency (every document on exactly one owning shard, exact count).
@@ -55,34 +57,108 @@ describeWithCluster(
             await ctx.cluster.checkConsistency(ordersNs, orderCount);
         });
 
-        test('updateMany that changes the shard key fails with 72 and writes nothing', async () => {
+        test('updateMany that changes the shard key moves every document it changes (one transaction)', async () => {
             const c = (await router()).db(orders).collection('orders');
             const before = await c.findOne({ _id: 19 });
             assert.equal(before.customerId, 475);
-            const e = await rejects(c.updateMany({ _id: 19 }, { $set: { customerId: 901 } }));
-            assert.equal(e.code, 72, `${e}`);
-            assert.deepEqual(await c.findOne({ _id: 19 }), before);
-            // Several matching documents on one shard: none is changed.
-            const e2 = await rejects(c.updateMany({ customerId: { $lt: 100 } }, { $inc: { customerId: 1 } }));
-            assert.equal(e2.code, 72);
-            assert.equal(await c.countDocuments({ customerId: { $in: [1, 26, 51, 76] } }), 0);
-            // The key unchanged (Eloquent's save() sets every field): allowed.
-            const ok = await c.updateMany({ _id: 19 }, { $set: { customerId: 475, total: 190 } });
+            // Eloquent's save(): an updateMany by _id that changes the key to another shard's.
+            const r = await c.updateMany({ _id: 19 }, { $set: { customerId: 901 } });
+            assert.equal(r.matchedCount, 1);
+            assert.equal(r.modifiedCount, 1);
+            assert.deepEqual(await c.findOne({ _id: 19 }), { ...before, customerId: 901 });
+            const high = (await ctx.cluster.shardByName(highShard)).db(orders).collection('orders');
+            assert.deepEqual(await high.findOne({ _id: 19 }), { ...before, customerId: 901 });
+            // Several documents whose new keys stay on their shard: changed in place.
+            const same = await c.updateMany({ customerId: { $lt: 100 } }, { $inc: { customerId: 1 } });
+            assert.equal(same.modifiedCount, 4);
+            assert.equal(await c.countDocuments({ customerId: { $in: [1, 26, 51, 76] } }), 4);
+            // Several moving to the other shard.
+            const moved = await c.updateMany({ customerId: { $gte: 100, $lt: 200 } }, { $inc: { customerId: 700 } });
+            assert.equal(moved.matchedCount, 4);
+            assert.equal(moved.modifiedCount, 4);
+            assert.equal(await high.countDocuments({ _id: { $in: [4, 5, 6, 7] } }), 4);
+            // The key unchanged (Eloquent's save() sets every field): an update in place.
+            const ok = await c.updateMany({ _id: 19 }, { $set: { customerId: 901, total: 190 } });
             assert.equal(ok.modifiedCount, 1);
             await ctx.cluster.checkConsistency(ordersNs, orderCount);
         });
 
-        test('single-document writes that would move a document are refused in every form', async () => {
+        test('concurrent single-document moves through both routers: every document once, counts exact', async () => {
+            // 4 clients move 8 documents back and forth between the shards (retryable updateOne,
+            // replaceOne and updateMany), while counts through the other router stay exact.
+            const ids = [8, 9, 10, 11, 12, 13, 14, 15];
+            const workers = [0, 1, 2, 3].map(async (w) => {
+                const c = (await router(w % 2)).db(orders).collection('orders');
+                for (let round = 0; round < 6; round++) {
+                    for (const id of ids.filter((_, i) => i % 4 === w)) {
+                        const doc = await c.findOne({ _id: id });
+                        const customerId = doc.customerId < 500 ? 600 + id : id * 25;
+                        if (round % 3 === 0) await c.updateOne({ _id: id }, { $set: { customerId } });
+                        else if (round % 3 === 1) await c.replaceOne({ _id: id }, { ...doc, customerId });
+                        else await c.updateMany({ _id: id }, { $set: { customerId } });
+                    }
+                }
+            });
+            // A snapshot read (one cluster time for both shards) sees each document exactly
+            // once; a plain scatter read reads each shard at its own time (README, Transactions).
+            let counting = true;
+            const counts = [];
+            const counter = (async () => {
+                const c = (await router(1)).db(orders).collection('orders');
+                while (counting) {
+                    const docs = await c.find({ _id: { $in: ids } }, { readConcern: { level: 'snapshot' } }).toArray();
+                    counts.push(new Set(docs.map((d) => d._id)).size === docs.length ? docs.length : -docs.length);
+                }
+            })();
+            await Promise.all(workers);
+            counting = false;
+            await counter;
+            assert.ok(counts.length > 0);
+            for (const n of counts) assert.ok(n === ids.length, `a count saw ${n} of ${ids.length} documents`);
+            await ctx.cluster.checkConsistency(ordersNs, orderCount);
+        });
+
+        test('a shard key change in a transaction moves the document with the rest of the transaction', async () => {
+            const client = await router();
+            const c = client.db(orders).collection('orders');
+            const before = await c.findOne({ _id: 16 }); // customerId 400: the first shard's
+            const session = client.startSession();
+            try {
+                session.startTransaction();
+                await c.updateOne({ _id: 16 }, { $set: { customerId: 990 } }, { session });
+                await c.updateOne({ _id: 17 }, { $inc: { total: 1 } }, { session });
+                // Nothing is visible before the commit, all of it after.
+                assert.deepEqual(await c.findOne({ _id: 16 }), before);
+                await session.abortTransaction();
+                assert.deepEqual(await c.findOne({ _id: 16 }), before);
+                await session.withTransaction(async () => {
+                    await c.updateOne({ _id: 16 }, { $set: { customerId: 990 } }, { session });
+                    await c.updateOne({ _id: 17 }, { $inc: { total: 1 } }, { session });
+                });
+            } finally {
+                await session.endSession();
+            }
+            assert.deepEqual(await c.findOne({ _id: 16 }), { ...before, customerId: 990 });
+            const high = (await ctx.cluster.shardByName(highShard)).db(orders).collection('orders');
+            assert.equal(await high.countDocuments({ _id: 16 }), 1);
+            await ctx.cluster.checkConsistency(ordersNs, orderCount);
+        });
+
+        test('single-document writes that move a document, and the forms that still refuse', async () => {
             const c = (await router()).db(orders).collection('orders');
+            // Retryable (the driver's default): moved in a transaction, as MongoDB does.
+            const before = await c.findOne({ _id: 3 });
+            let r = await c.updateOne({ _id: 3 }, { $set: { customerId: 950 } });
+            assert.equal(r.modifiedCount, 1);
+            assert.deepEqual(await c.findOne({ _id: 3 }), { ...before, customerId: 950 });
+            r = await c.replaceOne({ _id: 3 }, { customerId: 60, createdAt: before.createdAt, total: 3 });
+            assert.equal(r.modifiedCount, 1);
+            assert.deepEqual(await c.findOne({ _id: 3 }), { _id: 3, customerId: 60, createdAt: before.createdAt, total: 3 });
             const snapshot = await c.find().sort({ _id: 1 }).toArray();
-            // Retryable (the driver's default): MongoDB would move it in an internal transaction.
-            let e = await rejects(c.updateOne({ _id: 3 }, { $set: { customerId: 950 } }));
+            // findOneAndUpdate does not move documents yet.
+            let e = await rejects(c.findOneAndUpdate({ _id: 3 }, { $set: { customerId: 950 } }));
             assert.equal(e.code, 72, `${e}`);
-            assert.match(e.message, /would move the document/);
-            e = await rejects(c.replaceOne({ _id: 3 }, { customerId: 950, createdAt: new Date(3000), total: 3 }));
-            assert.equal(e.code, 72, `${e}`);
-            e = await rejects(c.findOneAndUpdate({ _id: 3 }, { $set: { customerId: 950 } }));
-            assert.equal(e.code, 72, `${e}`);
+            assert.match(e.message, /findAndModify/);
             // An upsert that matches nothing inserts its new document where its new key lives
             // (the router builds it, as MongoDB 8.0 does), not where its query pointed.
             const up = await c.updateOne(
@@ -100,64 +176,68 @@ describeWithCluster(
                 e = await rejects(pc.updateOne({ _id: 3 }, { $set: { customerId: 950 } }));
                 assert.equal(codeOf(e), 20, `${e}`);
                 assert.match(e.originalError.message, /retryWrites: true/);
-                e = await rejects(pc.updateOne({ _id: 3 }, { $set: { customerId: 60 } }));
+                e = await rejects(pc.updateOne({ _id: 3 }, { $set: { customerId: 61 } }));
                 assert.equal(codeOf(e), 20, `a non-retryable key change on the same shard: ${e}`);
             } finally {
                 await plain.close();
             }
-            // Bulk writes: the failing statement at any position; ordered stops there.
+            // An update command of several statements (MongoDB's rule: a move needs a batch of
+            // one); the failing statement at any position; ordered stops there.
             e = await rejects(
                 c.bulkWrite(
                     [
                         { insertOne: { document: { _id: 1000, customerId: 7, createdAt: new Date(7), total: 0 } } },
-                        { updateMany: { filter: { _id: 4 }, update: { $set: { customerId: 960 } } } },
-                        { insertOne: { document: { _id: 1001, customerId: 8, createdAt: new Date(8), total: 0 } } },
+                        { updateOne: { filter: { _id: 17 }, update: { $inc: { total: 1 } } } },
+                        { updateMany: { filter: { _id: 18 }, update: { $set: { customerId: 960 } } } },
+                        { updateOne: { filter: { _id: 17 }, update: { $inc: { total: 1 } } } },
                     ],
                     { ordered: true },
                 ),
             );
             assert.ok(e instanceof MongoBulkWriteError, `${e}`);
-            assert.deepEqual(e.writeErrors.map((w) => [w.index, w.code]), [[1, 72]]);
+            assert.deepEqual(e.writeErrors.map((w) => [w.index, w.code]), [[2, 72]]);
+            assert.match(e.writeErrors[0].errmsg, /batch of size 1/);
             assert.equal(e.result.insertedCount, 1);
+            assert.equal(e.result.modifiedCount, 1);
             orderCount += 1;
             e = await rejects(
                 c.bulkWrite(
                     [
-                        { updateOne: { filter: { _id: 5 }, update: { $set: { customerId: 970 } } } },
+                        { updateOne: { filter: { _id: 18 }, update: { $set: { customerId: 970 } } } },
                         { insertOne: { document: { _id: 1002, customerId: 9, createdAt: new Date(9), total: 0 } } },
+                        { updateOne: { filter: { _id: 17 }, update: { $inc: { total: 1 } } } },
                     ],
                     { ordered: false },
                 ),
             );
             assert.deepEqual(e.writeErrors.map((w) => [w.index, w.code]), [[0, 72]]);
             orderCount += 1;
-            // MongoDB 8.0's client bulkWrite, updateMany in the middle.
-            const client = await router();
-            e = await rejects(
-                client.bulkWrite([
-                    { name: 'insertOne', namespace: ordersNs, document: { _id: 1003, customerId: 11, createdAt: new Date(11), total: 0 } },
-                    { name: 'updateMany', namespace: ordersNs, filter: { _id: 6 }, update: { $set: { customerId: 980 } } },
-                ]),
-            );
-            assert.equal(e.writeErrors?.get?.(1)?.code ?? e.code, 72, `${e}`);
-            orderCount += 1;
-            for (const id of [3, 4, 5, 6]) {
+            for (const id of [3, 18]) {
                 assert.deepEqual(await c.findOne({ _id: id }), snapshot.find((d) => d._id === id), `doc ${id} unchanged`);
             }
-            // A retryable key change that stays on the shard works.
-            const same = await c.updateOne({ _id: 3 }, { $set: { customerId: 80 } });
-            assert.equal(same.modifiedCount, 1);
+            // MongoDB 8.0's client bulkWrite, updateMany in the middle: each operation is its
+            // own statement, so the document moves.
+            const client = await router();
+            const bulk = await client.bulkWrite([
+                { name: 'insertOne', namespace: ordersNs, document: { _id: 1003, customerId: 11, createdAt: new Date(11), total: 0 } },
+                { name: 'updateMany', namespace: ordersNs, filter: { _id: 18 }, update: { $set: { customerId: 980 } } },
+            ]);
+            assert.equal(bulk.modifiedCount, 1);
+            orderCount += 1;
+            assert.equal((await c.findOne({ _id: 18 })).customerId, 980);
+            assert.equal((await c.findOne({ _id: 17 })).total, snapshot.find((d) => d._id === 17).total + 2);
             await ctx.cluster.checkConsistency(ordersNs, orderCount);
         });
 
         test('the shard itself refuses writes that leave a document under a key it does not own', async () => {
             const low = (await ctx.cluster.shardByName(lowShard)).db(orders).collection('orders');
-            let e = await rejects(low.updateMany({ _id: 19 }, { $set: { customerId: 901 } }));
+            let e = await rejects(low.updateMany({ _id: 10 }, { $set: { customerId: 901 } }));
             assert.equal(e.code, 72, `${e}`);
+            assert.match(e.message, /through a router/);
             e = await rejects(low.insertOne({ _id: 5000, customerId: 999, createdAt: new Date(1) }));
             assert.equal(e.code, 72, `${e}`);
             assert.match(e.message, /does not own/);
-            e = await rejects(low.updateOne({ _id: 19 }, { $set: { customerId: 901 } }));
+            e = await rejects(low.updateOne({ _id: 10 }, { $set: { customerId: 901 } }));
             assert.equal(codeOf(e), 20, `${e}`); // direct to a shard: not a retryable write
             await ctx.cluster.checkConsistency(ordersNs, orderCount);
         });

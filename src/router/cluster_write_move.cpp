@@ -1,0 +1,191 @@
+#include "router/cluster_write_move.h"
+
+#include <vector>
+
+#include "base/error_codes.h"
+#include "command/command.h"
+#include "router/cluster_write_commands.h"
+#include "router/router.h"
+#include "router/transaction_router.h"
+
+namespace tessera::router {
+namespace {
+
+constexpr int kWouldChange = static_cast<int>(ErrorCodes::WouldChangeOwningShard);
+
+// The value at dotted `path` of `doc` through embedded documents, or eoo.
+bson::BsonElement valueAt(bson::BsonView doc, std::string_view path) {
+    for (;;) {
+        size_t dot = path.find('.');
+        bson::BsonElement e = doc[path.substr(0, dot)];
+        if (dot == std::string_view::npos || !e.isObject()) {
+            return dot == std::string_view::npos ? e : bson::BsonElement();
+        }
+        doc = e.objValue();
+        path = path.substr(dot + 1);
+    }
+}
+
+// {_id, <each shard key path>: its value in `pre` (null when missing)}: the stored version the
+// move deletes, found by the key that routes to it.
+bson::BsonObj storedVersionFilter(bson::BsonView pre, const placement::ShardKeyPattern& pattern) {
+    bson::BsonBuilder q;
+    q.appendElement(pre["_id"]);
+    for (size_t i = 0; i < pattern.numFields(); ++i) {
+        const std::string& path = pattern.fieldPath(i);
+        if (path == "_id") continue;
+        bson::BsonElement v = valueAt(pre, path);
+        if (v.eoo()) {
+            q.appendNull(path);
+        } else {
+            q.appendElementAs(v, path);
+        }
+    }
+    return q.obj();
+}
+
+// The statements' count and first error of a write reply: OK when every statement ran.
+Status writeOutcome(bson::BsonView reply, int64_t expected, std::string_view what) {
+    bson::BsonElement errors = reply["writeErrors"];
+    if (errors.isArray()) {
+        for (bson::BsonElement e : errors.objValue()) {
+            if (!e.isObject()) continue;
+            bson::BsonView err = e.objValue();
+            return Status(static_cast<ErrorCodes>(err["code"].numberInt()),
+                          std::string(err["errmsg"].stringValue()));
+        }
+    }
+    if (reply["n"].numberLong() != expected) {
+        return Status(ErrorCodes::WriteConflict,
+                      std::string(what) + " changed while it moved to another shard");
+    }
+    return Status::OK();
+}
+
+}  // namespace
+
+int wouldChangeOwningShardIndex(bson::BsonView reply) {
+    bson::BsonElement errors = reply["writeErrors"];
+    if (!errors.isArray()) return -1;
+    for (bson::BsonElement e : errors.objValue()) {
+        if (e.isObject() && e.objValue()["code"].numberInt() == kWouldChange) {
+            return e.objValue()["index"].numberInt();
+        }
+    }
+    return -1;
+}
+
+bson::BsonObj refuseMoveInBatch(bson::BsonView reply) {
+    bson::BsonBuilder out;
+    for (bson::BsonElement f : reply) {
+        if (f.fieldName() != "writeErrors" || !f.isArray()) {
+            out.appendElement(f);
+            continue;
+        }
+        bson::BsonArrayBuilder errors;
+        for (bson::BsonElement e : f.objValue()) {
+            if (!e.isObject() || e.objValue()["code"].numberInt() != kWouldChange) {
+                errors.appendElement(e);
+                continue;
+            }
+            bson::BsonBuilder err;
+            err.appendElement(e.objValue()["index"]);
+            err.appendInt32("code", static_cast<int>(ErrorCodes::InvalidOptions));
+            err.append("codeName", "InvalidOptions");
+            err.append("errmsg",
+                       "Document shard key value updates that cause the doc to move shards must "
+                       "be sent with write batch of size 1");
+            errors.append(err.obj());
+        }
+        out.appendArray("writeErrors", errors.arr());
+    }
+    return out.obj();
+}
+
+Status moveChangedDocuments(command::OperationContext& opCtx, Router& router, std::string_view db,
+                            const std::string& ns, bson::BsonView reply, bson::BsonBuilder& out) {
+    bson::BsonView error;
+    for (bson::BsonElement e : reply["writeErrors"].objValue()) {
+        if (e.isObject() && e.objValue()["code"].numberInt() == kWouldChange) error = e.objValue();
+    }
+    if (error.isEmpty() || !error["documents"].isArray()) {
+        return Status(ErrorCodes::InternalError,
+                      "a WouldChangeOwningShard error without documents");
+    }
+    ASSIGN_OR_RETURN(CollectionRoutingInfo info,
+                     router.catalog().getCollectionRoutingInfo(ns, false));
+    if (!info.isSharded()) {
+        return Status(ErrorCodes::WriteConflict, ns + " is no longer sharded");
+    }
+    const placement::ShardKeyPattern& pattern = info.table->shardKeyPattern();
+    std::string coll = ns.substr(db.size() + 1);
+    std::vector<bson::BsonObj> deletes;
+    std::vector<bson::BsonObj> inserts;
+    bson::BsonElement upsertedId;
+    for (bson::BsonElement e : error["documents"].objValue()) {
+        if (!e.isObject() || !e.objValue()["post"].isObject()) {
+            return Status(ErrorCodes::InternalError, "a moved document without its new version");
+        }
+        bson::BsonView d = e.objValue();
+        if (d["pre"].isObject()) {
+            bson::BsonBuilder del;
+            del.append("q", storedVersionFilter(d["pre"].objValue(), pattern));
+            del.appendInt32("limit", 1);
+            deletes.push_back(del.obj());
+        } else {
+            upsertedId = d["post"].objValue()["_id"];
+        }
+        inserts.push_back(d["post"].objValue().copy());
+    }
+    auto statements = [](const std::vector<bson::BsonObj>& objs) {
+        std::vector<bson::BsonView> views;
+        for (const bson::BsonObj& o : objs) views.push_back(o);
+        return views;
+    };
+    // Deletes of the stored versions first, then inserts of the new ones: on one shard a
+    // document keeps its _id, which is unique there.
+    auto move = [&]() -> Status {
+        if (!deletes.empty()) {
+            bson::BsonBuilder body;
+            body.append("delete", coll);
+            body.appendBool("ordered", true);
+            bson::BsonBuilder result;
+            TRY_STATUS(runWriteCommand(opCtx, router, db, ns, body.obj(), WriteKind::kDelete,
+                                       statements(deletes), true, result));
+            TRY_STATUS(
+                writeOutcome(result.obj(), static_cast<int64_t>(deletes.size()), "a document"));
+        }
+        bson::BsonBuilder body;
+        body.append("insert", coll);
+        body.appendBool("ordered", true);
+        bson::BsonBuilder result;
+        TRY_STATUS(runWriteCommand(opCtx, router, db, ns, body.obj(), WriteKind::kInsert,
+                                   statements(inserts), true, result));
+        return writeOutcome(result.obj(), static_cast<int64_t>(inserts.size()), "a document");
+    };
+    if (inTransactionStatement()) {
+        TRY_STATUS(move());  // the client's transaction: its commit makes the move visible
+    } else {
+        auto* transactions = dynamic_cast<TransactionRouter*>(opCtx.service->routerTransactions);
+        if (!transactions) {
+            return Status(ErrorCodes::IllegalOperation, "this router runs no transactions");
+        }
+        TRY_STATUS(transactions->runInternalTransaction(opCtx, move));
+    }
+    int64_t matched = error["matched"].isNumber() ? error["matched"].numberLong()
+                                                  : static_cast<int64_t>(deletes.size());
+    out.appendNumber("n", std::max<int64_t>(matched, static_cast<int64_t>(deletes.size())) +
+                              (upsertedId.eoo() ? 0 : 1));
+    out.appendNumber("nModified", static_cast<int64_t>(deletes.size()));
+    if (!upsertedId.eoo()) {
+        bson::BsonArrayBuilder upserted;
+        bson::BsonBuilder u;
+        u.appendInt32("index", 0);
+        u.appendElementAs(upsertedId, "_id");
+        upserted.append(u.obj());
+        out.appendArray("upserted", upserted.arr());
+    }
+    return Status::OK();
+}
+
+}  // namespace tessera::router
