@@ -575,7 +575,21 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
                    : reply;
     };
     if (gossip || stampsOperationTime) waitForClusterTime(request.body, *_service.engine);
-    bson::BsonObj snapshotBody;  // a router's request, at the time it picked for its shards
+    bson::BsonObj snapshotBody;       // a router's request, at the time it picked for its shards
+    bool routerSnapshotTime = false;  // the router picked it (the client gave no atClusterTime)
+    auto readSnapshotAt = [&](Timestamp ts) {
+        bson::BsonBuilder b;
+        for (bson::BsonElement e : request.body) {
+            if (e.fieldName() != "readConcern") b.appendElement(e);
+        }
+        b.startObject("readConcern");
+        b.append("level", "snapshot");
+        b.appendTimestamp("atClusterTime", ts.value);
+        b.end();
+        snapshotBody = b.obj();
+        request.body = snapshotBody;
+        opCtx.readAtClusterTime = ts;
+    };
     if (readConcern == ReadConcernLevel::kSnapshot) {
         bson::BsonElement asked = request.body["readConcern"].objValue()["atClusterTime"];
         std::optional<Timestamp> at;
@@ -585,18 +599,9 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
             // router's clock, which has seen every commit it acknowledged (and the client's
             // $clusterTime). The shards get it as their atClusterTime and wait until it is
             // readable there.
-            Timestamp ts = at.value_or(HybridLogicalClock::global().current());
-            bson::BsonBuilder b;
-            for (bson::BsonElement e : request.body) {
-                if (e.fieldName() != "readConcern") b.appendElement(e);
-            }
-            b.startObject("readConcern");
-            b.append("level", "snapshot");
-            b.appendTimestamp("atClusterTime", ts.value);
-            b.end();
-            snapshotBody = b.obj();
-            request.body = snapshotBody;
-            opCtx.readAtClusterTime = ts;
+            // (next(), not current(): a router that has not seen a shard yet has no time.)
+            routerSnapshotTime = !at;
+            readSnapshotAt(at.value_or(HybridLogicalClock::global().next()));
         } else {
             // One timestamp for the whole read and its cursor: the client's, else the latest
             // commit (after the afterClusterTime wait above, so at or after it). A time beyond
@@ -731,6 +736,16 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
         }
         if (status.isOK()) {
             labels.wroteNothing = false;
+            status = command->run(opCtx, request, reply);
+        }
+        // A snapshot read at a time this router picked, refused by a shard that received a
+        // migrated range after it: again at a later time, which the router's clock, having seen
+        // that shard's reply, now gives.
+        for (int again = 0;
+             again < 3 && routerSnapshotTime && status.is(ErrorCodes::SnapshotUnavailable);
+             ++again) {
+            readSnapshotAt(HybridLogicalClock::global().next());
+            reply = bson::BsonBuilder();
             status = command->run(opCtx, request, reply);
         }
     } catch (const storage::PrepareConflict& e) {

@@ -137,31 +137,22 @@ Status moveChangedDocuments(command::OperationContext& opCtx, Router& router, st
         }
         inserts.push_back(d["post"].objValue().copy());
     }
-    auto statements = [](const std::vector<bson::BsonObj>& objs) {
-        std::vector<bson::BsonView> views;
-        for (const bson::BsonObj& o : objs) views.push_back(o);
-        return views;
+    // One write command of `stmts` through this router's own write path (it joins the
+    // transaction running on this thread); each statement must apply to one document.
+    auto runAll = [&](WriteKind kind, const std::vector<bson::BsonObj>& stmts) -> Status {
+        bson::BsonBuilder body;
+        body.append(kind == WriteKind::kDelete ? "delete" : "insert", coll);
+        body.appendBool("ordered", true);
+        std::vector<bson::BsonView> views(stmts.begin(), stmts.end());
+        bson::BsonBuilder result;
+        TRY_STATUS(runWriteCommand(opCtx, router, db, ns, body.obj(), kind, views, true, result));
+        return writeOutcome(result.obj(), static_cast<int64_t>(stmts.size()), "a document");
     };
     // Deletes of the stored versions first, then inserts of the new ones: on one shard a
     // document keeps its _id, which is unique there.
     auto move = [&]() -> Status {
-        if (!deletes.empty()) {
-            bson::BsonBuilder body;
-            body.append("delete", coll);
-            body.appendBool("ordered", true);
-            bson::BsonBuilder result;
-            TRY_STATUS(runWriteCommand(opCtx, router, db, ns, body.obj(), WriteKind::kDelete,
-                                       statements(deletes), true, result));
-            TRY_STATUS(
-                writeOutcome(result.obj(), static_cast<int64_t>(deletes.size()), "a document"));
-        }
-        bson::BsonBuilder body;
-        body.append("insert", coll);
-        body.appendBool("ordered", true);
-        bson::BsonBuilder result;
-        TRY_STATUS(runWriteCommand(opCtx, router, db, ns, body.obj(), WriteKind::kInsert,
-                                   statements(inserts), true, result));
-        return writeOutcome(result.obj(), static_cast<int64_t>(inserts.size()), "a document");
+        if (!deletes.empty()) TRY_STATUS(runAll(WriteKind::kDelete, deletes));
+        return runAll(WriteKind::kInsert, inserts);
     };
     if (inTransactionStatement()) {
         TRY_STATUS(move());  // the client's transaction: its commit makes the move visible
