@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "base/error_codes.h"
+#include "command/error_labels.h"
 #include "command/reply_util.h"
 #include "command/write_ops_util.h"
 #include "placement/targeter.h"
@@ -327,7 +328,8 @@ Status runWriteCommand(OperationContext& opCtx, Router& router, std::string_view
             for (bson::BsonElement e : moved.obj()) reply.appendElement(e);
             return Status::OK();
         }
-        if (st.is(ErrorCodes::WriteConflict) && !inTransactionStatement() &&
+        // Changed meanwhile, or the router's own transaction lost a conflict: run it again.
+        if (command::isTransientTransactionErrorCode(st.code()) && !inTransactionStatement() &&
             attempt < kMaxMoveAttempts) {
             ASSIGN_OR_RETURN(info, router.catalog().getCollectionRoutingInfo(ns, true));
             continue;

@@ -284,7 +284,15 @@ Status TransactionRouter::runInternalTransaction(command::OperationContext& opCt
     start.start = true;
     Status st = beginStatement(opCtx, start, "update");
     if (st.isOK()) {
-        st = body();
+        try {
+            st = body();
+        } catch (...) {
+            endStatement(opCtx, Status(ErrorCodes::InternalError, "an exception"));  // aborts it
+            endSession(lsid);
+            opCtx.lsid = std::move(clientLsid);
+            opCtx.txnNumber = clientTxnNumber;
+            throw;
+        }
         endStatement(opCtx, st);
     }
     if (st.isOK()) {
