@@ -127,6 +127,8 @@ class FindAndModifyCommand final : public Command {
                 stmt.ownership = ownership.get();
                 stmt.retryableWrite = opCtx.txnNumber.has_value();
                 stmt.inTransaction = opCtx.transaction != nullptr;
+                // A router's request (versioned) moves what would change shards itself.
+                stmt.routerMovesDocuments = !request.body["shardVersion"].eoo();
                 Status s = exec::executeUpdate(opCtx, *writer, stmt, wopts, &outcome);
                 if (!s.isOK()) {
                     opCtx.errorExtraInfo = outcome.errorInfo;

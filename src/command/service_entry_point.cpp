@@ -789,7 +789,11 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
             for (bson::BsonElement e : partial) again.appendElement(e);
             reply = std::move(again);
         }
-        if (!status.isOK()) SessionTransactions::abortAfterFailure(*txnSession, status);
+        // WouldChangeOwningShard wrote nothing: its router moves the document within the
+        // transaction, which goes on.
+        if (!status.isOK() && !status.is(ErrorCodes::WouldChangeOwningShard)) {
+            SessionTransactions::abortAfterFailure(*txnSession, status);
+        }
     }
     if (_service.hooks) {
         // The hooks see the reply as it is sent (a retryable write stores it), less failCommand's

@@ -2,11 +2,14 @@
 // unsharded → the database primary; sharded with a filter that pins one shard → that shard;
 // otherwise the two-phase write without shard key (cluster_write_without_shard_key.h).
 #include "base/error_codes.h"
+#include "command/error_labels.h"
 #include "command/reply_util.h"
 #include "placement/targeter.h"
 #include "router/cluster_write_batch.h"
 #include "router/cluster_write_commands.h"
+#include "router/cluster_write_move.h"
 #include "router/cluster_write_without_shard_key.h"
+#include "router/transaction_router.h"
 
 namespace tessera::router {
 namespace {
@@ -41,6 +44,37 @@ bson::BsonObj withQuery(bson::BsonView cmd, bson::BsonView query) {
     }
     if (!placed) b.append("query", query);
     return b.obj();
+}
+
+// A shard's WouldChangeOwningShard answer to a findAndModify (its update would move the
+// document): the router moves it (cluster_write_move.h) and answers as the shard would have,
+// the stored or the new version as `new` asks. Transient errors: the caller runs it again.
+std::optional<Status> moveIfAsked(OperationContext& opCtx, Router& router, std::string_view db,
+                                  const std::string& ns, bson::BsonView cmd, const ShardResponse& r,
+                                  bson::BsonBuilder& reply) {
+    if (!r.status.isOK() || r.reply["ok"].trueValue() ||
+        r.reply["code"].numberInt() != static_cast<int>(ErrorCodes::WouldChangeOwningShard) ||
+        !r.reply["documents"].isArray()) {
+        return std::nullopt;
+    }
+    bson::BsonView documents = r.reply["documents"].objValue();
+    int64_t moved = 0;
+    bson::BsonObj upsertedId;
+    TRY_STATUS(moveDocuments(opCtx, router, db, ns, documents, &moved, &upsertedId));
+    bson::BsonView doc = documents.firstElement().objValue();
+    reply.startObject("lastErrorObject");
+    reply.appendNumber("n", int64_t{1});
+    reply.appendBool("updatedExisting", moved > 0);
+    if (!upsertedId.isEmpty()) reply.appendElementAs(upsertedId.firstElement(), "upserted");
+    reply.end();
+    if (cmd["new"].trueValue()) {
+        reply.append("value", doc["post"].objValue());
+    } else if (doc["pre"].isObject()) {
+        reply.append("value", doc["pre"].objValue());
+    } else {
+        reply.appendNull("value");
+    }
+    return Status::OK();
 }
 
 bool isSimpleCollation(bson::BsonElement c) {
@@ -106,6 +140,24 @@ class ClusterFindAndModifyCommand final : public command::Command {
                 return relayShardReply(opCtx, r, reply);
             }
 
+            // A document the update moves to another shard is moved here; a transient failure
+            // of that move (it changed meanwhile) runs the command again.
+            auto relayOrMove = [&](const ShardResponse& r) -> std::optional<Status> {
+                bson::BsonBuilder moved;
+                std::optional<Status> st =
+                    moveIfAsked(opCtx, router, request.db, ns, cmd, r, moved);
+                if (!st) return relayShardReply(opCtx, r, reply);
+                if (st->isOK()) {
+                    for (bson::BsonElement e : moved.obj()) reply.appendElement(e);
+                    return Status::OK();
+                }
+                if (retry && !inTransactionStatement() &&
+                    command::isTransientTransactionErrorCode(st->code())) {
+                    return std::nullopt;
+                }
+                return *st;
+            };
+
             TwoPhaseWrite write;
             write.coll = coll;
             write.filter = query;
@@ -124,6 +176,7 @@ class ClusterFindAndModifyCommand final : public command::Command {
             if (keyChange) {
                 write.update = update;
                 write.arrayFilters = arrayFilters.copy();
+                write.callerMovesDocuments = true;
             }
             write.makeWriteCommand = [&](bson::BsonView filter, const ShardId&) {
                 return withQuery(cmd, filter);
@@ -139,7 +192,10 @@ class ClusterFindAndModifyCommand final : public command::Command {
                 if (retry) continue;
                 return Status(ErrorCodes::StaleConfig, "routing information kept changing");
             }
-            if (outcome.found) return relayShardReply(opCtx, outcome.response, reply);
+            if (outcome.found) {
+                if (std::optional<Status> st = relayOrMove(outcome.response)) return *st;
+                continue;
+            }
             if (upsert && update) {
                 ASSIGN_OR_RETURN(UpsertTarget target,
                                  targetUpsertInsert(table, query, update, arrayFilters));
@@ -152,7 +208,8 @@ class ClusterFindAndModifyCommand final : public command::Command {
                     noteStaleError(router, r.reply);
                     continue;
                 }
-                return relayShardReply(opCtx, r, reply);
+                if (std::optional<Status> st = relayOrMove(r)) return *st;
+                continue;
             }
             // Nothing matched on any shard.
             reply.startObject("lastErrorObject");

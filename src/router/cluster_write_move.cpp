@@ -102,16 +102,9 @@ bson::BsonObj refuseMoveInBatch(bson::BsonView reply) {
     return out.obj();
 }
 
-Status moveChangedDocuments(command::OperationContext& opCtx, Router& router, std::string_view db,
-                            const std::string& ns, bson::BsonView reply, bson::BsonBuilder& out) {
-    bson::BsonView error;
-    for (bson::BsonElement e : reply["writeErrors"].objValue()) {
-        if (e.isObject() && e.objValue()["code"].numberInt() == kWouldChange) error = e.objValue();
-    }
-    if (error.isEmpty() || !error["documents"].isArray()) {
-        return Status(ErrorCodes::InternalError,
-                      "a WouldChangeOwningShard error without documents");
-    }
+Status moveDocuments(command::OperationContext& opCtx, Router& router, std::string_view db,
+                     const std::string& ns, bson::BsonView documents, int64_t* moved,
+                     bson::BsonObj* upsertedId) {
     ASSIGN_OR_RETURN(CollectionRoutingInfo info,
                      router.catalog().getCollectionRoutingInfo(ns, false));
     if (!info.isSharded()) {
@@ -121,8 +114,8 @@ Status moveChangedDocuments(command::OperationContext& opCtx, Router& router, st
     std::string coll = ns.substr(db.size() + 1);
     std::vector<bson::BsonObj> deletes;
     std::vector<bson::BsonObj> inserts;
-    bson::BsonElement upsertedId;
-    for (bson::BsonElement e : error["documents"].objValue()) {
+    *upsertedId = bson::BsonObj();
+    for (bson::BsonElement e : documents) {
         if (!e.isObject() || !e.objValue()["post"].isObject()) {
             return Status(ErrorCodes::InternalError, "a moved document without its new version");
         }
@@ -133,7 +126,9 @@ Status moveChangedDocuments(command::OperationContext& opCtx, Router& router, st
             del.appendInt32("limit", 1);
             deletes.push_back(del.obj());
         } else {
-            upsertedId = d["post"].objValue()["_id"];
+            bson::BsonBuilder id;
+            id.appendElement(d["post"].objValue()["_id"]);
+            *upsertedId = id.obj();
         }
         inserts.push_back(d["post"].objValue().copy());
     }
@@ -163,16 +158,32 @@ Status moveChangedDocuments(command::OperationContext& opCtx, Router& router, st
         }
         TRY_STATUS(transactions->runInternalTransaction(opCtx, move));
     }
-    int64_t matched = error["matched"].isNumber() ? error["matched"].numberLong()
-                                                  : static_cast<int64_t>(deletes.size());
-    out.appendNumber("n", std::max<int64_t>(matched, static_cast<int64_t>(deletes.size())) +
-                              (upsertedId.eoo() ? 0 : 1));
-    out.appendNumber("nModified", static_cast<int64_t>(deletes.size()));
-    if (!upsertedId.eoo()) {
+    *moved = static_cast<int64_t>(deletes.size());
+    return Status::OK();
+}
+
+Status moveChangedDocuments(command::OperationContext& opCtx, Router& router, std::string_view db,
+                            const std::string& ns, bson::BsonView reply, bson::BsonBuilder& out) {
+    bson::BsonView error;
+    for (bson::BsonElement e : reply["writeErrors"].objValue()) {
+        if (e.isObject() && e.objValue()["code"].numberInt() == kWouldChange) error = e.objValue();
+    }
+    if (error.isEmpty() || !error["documents"].isArray()) {
+        return Status(ErrorCodes::InternalError,
+                      "a WouldChangeOwningShard error without documents");
+    }
+    int64_t moved = 0;
+    bson::BsonObj upsertedId;
+    TRY_STATUS(
+        moveDocuments(opCtx, router, db, ns, error["documents"].objValue(), &moved, &upsertedId));
+    int64_t matched = error["matched"].isNumber() ? error["matched"].numberLong() : moved;
+    out.appendNumber("n", std::max(matched, moved) + (upsertedId.isEmpty() ? 0 : 1));
+    out.appendNumber("nModified", moved);
+    if (!upsertedId.isEmpty()) {
         bson::BsonArrayBuilder upserted;
         bson::BsonBuilder u;
         u.appendInt32("index", 0);
-        u.appendElementAs(upsertedId, "_id");
+        u.appendElementAs(upsertedId.firstElement(), "_id");
         upserted.append(u.obj());
         out.appendArray("upserted", upserted.arr());
     }

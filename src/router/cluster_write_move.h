@@ -34,6 +34,13 @@ int wouldChangeOwningShardIndex(bson::BsonView reply);
 Status moveChangedDocuments(command::OperationContext& opCtx, Router& router, std::string_view db,
                             const std::string& ns, bson::BsonView reply, bson::BsonBuilder& out);
 
+// Moves `documents` (a WouldChangeOwningShard error's array) as moveChangedDocuments does:
+// deletes then inserts, in the client's transaction or in one of the router's own. Sets
+// *moved to how many stored versions moved and *upsertedId to an upsert's new _id (eoo else).
+Status moveDocuments(command::OperationContext& opCtx, Router& router, std::string_view db,
+                     const std::string& ns, bson::BsonView documents, int64_t* moved,
+                     bson::BsonObj* upsertedId);
+
 // A reply of several statements in which one would move a document: that statement's error
 // becomes InvalidOptions (72), as MongoDB's "must be sent with write batch of size 1".
 bson::BsonObj refuseMoveInBatch(bson::BsonView reply);

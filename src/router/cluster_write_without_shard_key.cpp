@@ -121,9 +121,8 @@ Status checkShardKeyChange(const placement::RoutingTable& table, bson::BsonView 
     return Status(ErrorCodes::InvalidOptions,
                   "This update would move the document from shard '" + owner + "' to shard '" +
                       chunk.shard + "' (its new shard key " + newKey.getValue().toJson() +
-                      "); findAndModify does not move documents between shards in this "
-                      "Tessera version (updateOne, updateMany and replaceOne do). Nothing was "
-                      "written.");
+                      "); document shard key value updates that cause the doc to move "
+                      "shards must be sent with write batch of size 1. Nothing was written.");
 }
 
 StatusWith<UpsertTarget> targetUpsertInsert(const placement::RoutingTable& table,

@@ -39,8 +39,9 @@ std::optional<size_t> pickFirstMatch(const std::vector<bson::BsonObj>& docs, bso
 bson::BsonObj filterWithId(bson::BsonView filter, bson::BsonElement id);
 
 // When `u` (update argument; `arrayFilters` may be empty) applied to `doc` gives a shard key
-// owned by a shard other than `owner`: InvalidOptions (72). Updates the router cannot evaluate
-// (positional `$`, errors the shard will report itself) pass.
+// owned by a shard other than `owner`: InvalidOptions (72), for a statement the router cannot
+// move (one of several in an update command; TwoPhaseWrite::callerMovesDocuments). Updates
+// the router cannot evaluate (positional `$`, errors the shard will report itself) pass.
 Status checkShardKeyChange(const placement::RoutingTable& table, bson::BsonView doc,
                            bson::BsonElement u, bson::BsonView arrayFilters, const ShardId& owner);
 

@@ -89,6 +89,11 @@ class TransactionRouter::Statement {
         // part (or never began it): forgotten, so that a retried statement starts it again. A
         // network error keeps it (its part may exist: the abort must reach it).
         if (!status.isOK() || reply["ok"].trueValue()) return;
+        // Nothing written, nothing aborted: the router moves the document within the
+        // transaction (cluster_write_move.h).
+        if (reply["code"].numberInt() == static_cast<int>(ErrorCodes::WouldChangeOwningShard)) {
+            return;
+        }
         for (size_t i = _participantsBefore; i < s.participants.size(); ++i) {
             if (s.participants[i].shard == shard) {
                 s.participants.erase(s.participants.begin() + static_cast<ptrdiff_t>(i));

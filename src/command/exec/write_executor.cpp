@@ -119,9 +119,8 @@ Status checkShardKeyRules(const UpdateStatement& stmt, bson::BsonView before, bs
         return Status(ErrorCodes::InvalidOptions,
                       "This update would move the document to another shard (its new " +
                           stmt.ownership->describeKey(after) +
-                          "); Tessera moves a document between shards for an update command "
-                          "(updateOne, updateMany, replaceOne) sent through a router, not for "
-                          "this one. Nothing was written.");
+                          "); only a router moves a document between shards: run the update "
+                          "through a router. Nothing was written.");
     }
     bson::BsonBuilder info;
     bson::BsonArrayBuilder docs;

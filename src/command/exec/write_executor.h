@@ -49,7 +49,8 @@ struct UpdateStatement {
     // WouldChangeOwningShard (283) and `documents: [{pre, post}]` in the error (every document
     // it matched and changes, `post` alone for an upsert's new document; a multi-update checks
     // every target before it writes any, at most kMaxMovedDocuments), which the router writes
-    // as deletes and inserts in one transaction; sent to the shard directly, InvalidOptions 72.
+    // as deletes and inserts in one transaction (update and findAndModify); sent to the shard
+    // directly, InvalidOptions 72.
     const OwnershipFilter* ownership = nullptr;
     bool retryableWrite = false;  // the command carried a txnNumber
     bool inTransaction = false;   // a statement of a multi-document transaction

@@ -2,9 +2,9 @@
 // or half-written (issue "Ways a cluster silently loses or misreports data"), through the Node
 // driver against `tessera up --shards 2 --routers 2`:
 //  - an update that changes a document's owning shard moves it in a transaction (updateOne,
-//    replaceOne, updateMany, in a client's transaction too; concurrently, counts exact); the
-//    forms that do not (findAndModify, a batch of several statements, a shard reached directly)
-//    fail with MongoDB's error, nothing written;
+//    replaceOne, updateMany, findOneAndUpdate, in a client's transaction too; concurrently,
+//    snapshot counts exact); the forms that do not (a batch of several statements, a shard
+//    reached directly) fail with MongoDB's error, nothing written;
 //  - unique indexes a sharded collection cannot enforce are refused on every path;
 //  - a single write by `_id` changes at most one document when `_id` does not pick the shard.
 // Each case ends with checkConsistency (every document on exactly one owning shard, exact count).
@@ -125,7 +125,7 @@ describeWithCluster(
             const session = client.startSession();
             try {
                 session.startTransaction();
-                await c.updateOne({ _id: 16 }, { $set: { customerId: 990 } }, { session });
+                await c.findOneAndUpdate({ _id: 16 }, { $set: { customerId: 990 } }, { session });
                 await c.updateOne({ _id: 17 }, { $inc: { total: 1 } }, { session });
                 // Nothing is visible before the commit, all of it after.
                 assert.deepEqual(await c.findOne({ _id: 16 }), before);
@@ -155,10 +155,13 @@ describeWithCluster(
             assert.equal(r.modifiedCount, 1);
             assert.deepEqual(await c.findOne({ _id: 3 }), { _id: 3, customerId: 60, createdAt: before.createdAt, total: 3 });
             const snapshot = await c.find().sort({ _id: 1 }).toArray();
-            // findOneAndUpdate does not move documents yet.
-            let e = await rejects(c.findOneAndUpdate({ _id: 3 }, { $set: { customerId: 950 } }));
-            assert.equal(e.code, 72, `${e}`);
-            assert.match(e.message, /findAndModify/);
+            // findOneAndUpdate too, answering with the new or the stored version as asked.
+            const there = await c.findOneAndUpdate({ _id: 3 }, { $set: { customerId: 950 } }, { returnDocument: 'after' });
+            assert.equal(there.customerId, 950);
+            const back = await c.findOneAndUpdate({ _id: 3 }, { $set: { customerId: 60 } });
+            assert.equal(back.customerId, 950);
+            assert.deepEqual(await c.findOne({ _id: 3 }), snapshot.find((d) => d._id === 3));
+            let e;
             // An upsert that matches nothing inserts its new document where its new key lives
             // (the router builds it, as MongoDB 8.0 does), not where its query pointed.
             const up = await c.updateOne(
