@@ -1,9 +1,10 @@
 // Multi-document transactions on `tessera serve --replSet` (a one-member replica set) through
-// the Node driver: withTransaction, snapshot isolation, conflicts and their labels, abort, and a
-// bank of concurrent transfers whose total no reader ever sees change.
+// the Node driver: withTransaction, snapshot isolation, conflicts and their labels, abort, a
+// bank of concurrent transfers whose total no reader ever sees change, and Mongoose.
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { MongoClient } from 'mongodb';
+import mongoose from 'mongoose';
 import { describeWithServer, startServer, uniqueDbName, withServerLog } from './harness.mjs';
 
 describeWithServer(
@@ -183,6 +184,33 @@ describeWithServer(
             assert.deepEqual(badReads, [], 'a reader saw a partial transfer');
             const docs = await c.find().toArray();
             assert.equal(docs.reduce((a, d) => a + d.bal, 0), total);
+        });
+
+        test('Mongoose: connection.transaction, the same application as on a cluster', async () => {
+            const conn = await mongoose
+                .createConnection(`mongodb://127.0.0.1:${ctx.server.port}/?replicaSet=rs0`, { dbName })
+                .asPromise();
+            try {
+                const Account = conn.model('Account', new mongoose.Schema({ _id: Number, bal: Number }, { versionKey: false }), `mongoose${++n}`);
+                await Account.create([{ _id: 1, bal: 100 }, { _id: 2, bal: 100 }]);
+                await conn.transaction(async (session) => {
+                    const from = await Account.findById(1).session(session);
+                    from.bal -= 30;
+                    await from.save();
+                    await Account.updateOne({ _id: 2 }, { $inc: { bal: 30 } }).session(session);
+                });
+                assert.deepEqual((await Account.find().sort({ _id: 1 }).lean()).map((d) => d.bal), [70, 130]);
+                const e = await conn
+                    .transaction(async (session) => {
+                        await Account.updateOne({ _id: 1 }, { $inc: { bal: -70 } }).session(session);
+                        throw new Error('declined');
+                    })
+                    .then(() => null, (err) => err);
+                assert.match(String(e), /declined/);
+                assert.deepEqual((await Account.find().sort({ _id: 1 }).lean()).map((d) => d.bal), [70, 130]);
+            } finally {
+                await conn.close();
+            }
         });
 
         it('closes the replica-set client', async () => {
