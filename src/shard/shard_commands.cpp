@@ -210,11 +210,9 @@ class CriticalSectionCommand final : public ShardCommand {
                                                   : "the placement of collection '") +
                              what + "' is changing (a critical section); run it again";
         ASSIGN_OR_RETURN(size_t doomed, engine->fenceTransactionWriters(affects, reason, deadline));
-        if (doomed > 0 && opCtx.service->transactions) {
-            // Their documents are released now: the range deleter may delete the moved range.
-            opCtx.service->transactions->abortDoomed();
-        }
         if (doomed > 0) {
+            // Their documents are released now: the range deleter may delete the moved range.
+            if (opCtx.service->transactions) opCtx.service->transactions->abortDoomed();
             log::info("SHARDING", 22131,
                       "Aborted transactions writing a namespace whose placement changes",
                       "{\"namespace\":\"" + log::jsonEscape(what) +

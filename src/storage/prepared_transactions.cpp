@@ -111,15 +111,14 @@ Timestamp PreparedTransactions::prepare(uint64_t txnId, HybridLogicalClock& cloc
     // any() true, then takes the mutex and finds the transaction.
     _count.store(_byTxn.size() + 1);
     Timestamp ts = clock.next();
-    _byTxn[txnId] = std::make_shared<PreparedTransaction>(txnId, ts, std::move(versions), _waiting);
+    _byTxn[txnId] = std::make_shared<PreparedTransaction>(ts, std::move(versions), _waiting);
     _count.store(_byTxn.size());
     return ts;
 }
 
 void PreparedTransactions::restore(uint64_t txnId, Timestamp prepareTs, PreparedVersions versions) {
     std::lock_guard lk(_mutex);
-    _byTxn[txnId] =
-        std::make_shared<PreparedTransaction>(txnId, prepareTs, std::move(versions), _waiting);
+    _byTxn[txnId] = std::make_shared<PreparedTransaction>(prepareTs, std::move(versions), _waiting);
     _count.store(_byTxn.size());
 }
 

@@ -74,14 +74,12 @@ using PreparedVersions = std::map<uint32_t, std::vector<std::pair<std::string, s
 // (record and index keys) and, once decided, its outcome. Immutable but for the decision.
 class PreparedTransaction {
   public:
-    PreparedTransaction(uint64_t txnId, Timestamp prepareTs, PreparedVersions versions,
+    PreparedTransaction(Timestamp prepareTs, PreparedVersions versions,
                         std::shared_ptr<std::atomic<size_t>> waitingCounter)
-        : _txnId(txnId),
-          _prepareTs(prepareTs),
+        : _prepareTs(prepareTs),
           _versions(std::move(versions)),
           _waiting(std::move(waitingCounter)) {}
 
-    uint64_t txnId() const { return _txnId; }
     Timestamp prepareTs() const { return _prepareTs; }
     const PreparedVersions& versions() const { return _versions; }
     // The version of `userKey` in column family `cfId` it wrote, or null.
@@ -96,7 +94,6 @@ class PreparedTransaction {
     bool waitDecidedUntil(std::chrono::steady_clock::time_point deadline) const;
 
   private:
-    const uint64_t _txnId;
     const Timestamp _prepareTs;
     const PreparedVersions _versions;
     std::shared_ptr<std::atomic<size_t>> _waiting;

@@ -125,9 +125,9 @@ bool RocksReadSnapshot::get(PointReader& reader, rocksdb::ColumnFamilyHandle* cf
     }
     if (_prepared) {
         if (std::optional<PreparedSet::Version> v = _prepared->versionOf(cf->GetID(), userKey)) {
-            std::optional<Timestamp> commitTs = v->txn->awaitDecision();  // may throw
-            if (commitTs && *commitTs <= _ts) {
-                *value = v->value;
+            // Waits for its decision (may throw PrepareConflict).
+            if (std::optional<std::string_view> committed = PreparedSet::resolve(*v, _ts)) {
+                *value = *committed;
                 return !value->empty();
             }
         }
