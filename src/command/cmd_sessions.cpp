@@ -74,14 +74,16 @@ class EndTransactionCommand : public Command {
     bool _commit;
 };
 
-// prepareTransaction (internal: a shard's part of a router's two-phase commit): the storage
-// transaction stops taking writes and is prepared; the reply's prepareTimestamp is what the
-// coordinator takes the maximum of.
+// prepareTransaction {coordinator: {shard, host}} (internal: a shard's part of a router's
+// two-phase commit): the storage transaction stops taking writes and is prepared; the reply's
+// prepareTimestamp is what the coordinator takes the maximum of. The coordinator is recorded
+// with the prepared transaction: the participant asks it for a decision that is late.
 class PrepareTransactionCommand : public Command {
   public:
     std::string_view name() const override { return "prepareTransaction"; }
     bool adminOnly() const override { return true; }
-    Status run(OperationContext& opCtx, const CommandRequest&, bson::BsonBuilder& reply) override {
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder& reply) override {
         if (!opCtx.service->transactions || !opCtx.service->transactions->participantMode()) {
             return Status(ErrorCodes::CommandNotFound,
                           "prepareTransaction is a shard's command (two-phase commit); this "
@@ -90,7 +92,18 @@ class PrepareTransactionCommand : public Command {
         if (!opCtx.transactionSession) {
             return Status(ErrorCodes::NoSuchTransaction, "no transaction is in progress");
         }
-        ASSIGN_OR_RETURN(Timestamp ts, SessionTransactions::prepare(*opCtx.transactionSession));
+        SessionTransactions::Coordinator coordinator;
+        if (bson::BsonElement c = request.body["coordinator"]; !c.eoo()) {
+            if (!c.isObject() || c.objValue()["shard"].type() != bson::BsonType::String ||
+                c.objValue()["host"].type() != bson::BsonType::String) {
+                return Status(ErrorCodes::TypeMismatch,
+                              "coordinator must be {shard: <string>, host: <string>}");
+            }
+            coordinator = {std::string(c.objValue()["shard"].stringValue()),
+                           std::string(c.objValue()["host"].stringValue())};
+        }
+        ASSIGN_OR_RETURN(Timestamp ts,
+                         SessionTransactions::prepare(*opCtx.transactionSession, coordinator));
         reply.appendTimestamp("prepareTimestamp", ts.value);
         // A participant without writes finished at its prepare: the coordinator skips it.
         bool readOnly = opCtx.transactionSession->state == TransactionState::kCommitted;

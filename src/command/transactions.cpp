@@ -263,7 +263,12 @@ StatusWith<size_t> SessionTransactions::recoverPrepared() {
         s->state = State::kPrepared;
         s->prepareTs = r.prepareTs;
         s->txn = std::move(r.txn);
-        s->started = s->lastUse = std::chrono::steady_clock::now();
+        s->started = s->lastUse = s->preparedAt = std::chrono::steady_clock::now();
+        for (auto [field, into] : {std::pair{"coordinatorShard", &s->coordinatorShard},
+                                   std::pair{"coordinatorHost", &s->coordinatorHost}}) {
+            bson::BsonElement e = r.meta[field];
+            if (e.type() == bson::BsonType::String) *into = std::string(e.stringValue());
+        }
         log::info("TXN", 22211, "Restored a prepared transaction",
                   "{\"txnNumber\":" + std::to_string(s->txnNumber) +
                       ",\"prepareTimestamp\":{\"t\":" + std::to_string(r.prepareTs.secs()) +
@@ -360,7 +365,8 @@ StatusWith<bool> SessionTransactions::committedElseAbort(const std::string& lsid
     return false;
 }
 
-StatusWith<Timestamp> SessionTransactions::prepare(Session& session) {
+StatusWith<Timestamp> SessionTransactions::prepare(Session& session, const Coordinator& coordinator,
+                                                   bool synced) {
     std::lock_guard lk(session.stateMutex);
     if (session.state == State::kPrepared) return session.prepareTs;
     if (session.state != State::kInProgress || !session.txn) {
@@ -370,7 +376,10 @@ StatusWith<Timestamp> SessionTransactions::prepare(Session& session) {
     bson::BsonBuilder meta;
     meta.appendBinary("lsid", 4, session.lsid);
     meta.appendInt64("txnNumber", session.txnNumber);
-    StatusWith<Timestamp> ts = session.txn->prepare(preparedRecordKey(session.lsid), meta.obj());
+    meta.append("coordinatorShard", coordinator.shard);
+    meta.append("coordinatorHost", coordinator.host);
+    StatusWith<Timestamp> ts =
+        session.txn->prepare(preparedRecordKey(session.lsid), meta.obj(), synced);
     if (!ts.isOK()) {
         session.txn->abort();
         session.txn.reset();
@@ -389,7 +398,27 @@ StatusWith<Timestamp> SessionTransactions::prepare(Session& session) {
     }
     session.state = State::kPrepared;
     session.prepareTs = ts.getValue();
+    session.coordinatorShard = coordinator.shard;
+    session.coordinatorHost = coordinator.host;
+    session.preparedAt = std::chrono::steady_clock::now();
     return ts;
+}
+
+std::vector<SessionTransactions::PreparedTransaction> SessionTransactions::preparedLongerThan(
+    std::chrono::milliseconds age) {
+    std::vector<std::shared_ptr<Session>> sessions;
+    {
+        std::lock_guard lk(_mutex);
+        for (const auto& [lsid, s] : _sessions) sessions.push_back(s);
+    }
+    auto before = std::chrono::steady_clock::now() - age;
+    std::vector<PreparedTransaction> out;
+    for (const std::shared_ptr<Session>& s : sessions) {
+        std::lock_guard lk(s->stateMutex);
+        if (s->state != State::kPrepared || s->preparedAt > before) continue;
+        out.push_back({s->lsid, s->txnNumber, {s->coordinatorShard, s->coordinatorHost}});
+    }
+    return out;
 }
 
 void SessionTransactions::endSession(const std::string& lsid) {

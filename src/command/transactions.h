@@ -8,6 +8,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "base/hlc.h"
 #include "base/status.h"
@@ -39,6 +40,12 @@ struct TransactionSession {
     std::chrono::steady_clock::time_point lastUse;
     Timestamp commitTs;
     Timestamp prepareTs;  // kPrepared: the storage transaction's prepare timestamp
+    // kPrepared: the shard coordinating its commit (prepareTransaction's `coordinator`; empty
+    // when it is not known) and when it was prepared, so that a participant whose decision is
+    // late asks for it (txn/transaction_coordinator.h, "participant recovery").
+    std::string coordinatorShard;
+    std::string coordinatorHost;
+    std::chrono::steady_clock::time_point preparedAt;
     // Notified (under stateMutex) when a transaction leaves kPrepared: the session's next
     // transaction waits for that.
     std::condition_variable decided;
@@ -125,9 +132,24 @@ class SessionTransactions {
                                         std::optional<Timestamp> commitTs = std::nullopt);
     static Status abort(Session& session);
     // prepareTransaction (participant mode): the prepare timestamp; again the same one when
-    // retried. The prepared transaction is durable (its record, kPreparedRecordPrefix): after a
-    // crash recoverPrepared() restores it, prepared.
-    static StatusWith<Timestamp> prepare(Session& session);
+    // retried. The prepared transaction is durable (its record, kPreparedRecordPrefix, which
+    // names its coordinator): after a crash recoverPrepared() restores it, prepared.
+    struct Coordinator {
+        std::string shard;
+        std::string host;
+    };
+    // `synced` false: the record is written to the WAL only (storage::Transaction::prepare).
+    static StatusWith<Timestamp> prepare(Session& session, const Coordinator& coordinator = {},
+                                         bool synced = true);
+    // The transactions prepared here for longer than `age` (their decision is late: the
+    // coordinator may have lost its record, see participant recovery in
+    // txn/transaction_coordinator.h).
+    struct PreparedTransaction {
+        std::string lsid;
+        int64_t txnNumber = 0;
+        Coordinator coordinator;
+    };
+    std::vector<PreparedTransaction> preparedLongerThan(std::chrono::milliseconds age);
     // At a shard's startup, before it serves anything: the sessions whose transaction was
     // prepared when the process stopped, prepared again (awaiting their coordinator's decision).
     // Returns how many.

@@ -224,6 +224,11 @@ StatusWith<bson::BsonObj> RemoteClient::runCommand(std::string_view host, std::s
 std::vector<StatusWith<bson::BsonObj>> RemoteClient::runCommands(
     const std::vector<RemoteCommand>& cmds) {
     if (cmds.size() == 1) return {runCommand(cmds[0].host, cmds[0].db, cmds[0].cmd)};
+    return runCommands(cmds, [] {});
+}
+
+std::vector<StatusWith<bson::BsonObj>> RemoteClient::runCommands(
+    const std::vector<RemoteCommand>& cmds, const std::function<void()>& meanwhile) {
     struct InFlight {
         std::unique_ptr<Connection> conn;
         int32_t requestId = 0;
@@ -242,6 +247,7 @@ std::vector<StatusWith<bson::BsonObj>> RemoteClient::runCommands(
             buildRemoteRequest(cmds[i].db, cmds[i].cmd, inflight[i].requestId),
             _options.requestTimeout);
     }
+    meanwhile();
     std::vector<StatusWith<bson::BsonObj>> results;
     results.reserve(cmds.size());
     for (auto& f : inflight) {

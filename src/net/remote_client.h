@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -52,6 +53,10 @@ class RemoteClient {
     // Runs several commands concurrently (each on its own connection: all requests are sent
     // before the first reply is read). Results are in the order of `cmds`.
     std::vector<StatusWith<bson::BsonObj>> runCommands(const std::vector<RemoteCommand>& cmds);
+    // The same, running `meanwhile` on this thread once every request is sent and before the
+    // first reply is read (work of the caller's own that overlaps the round trips).
+    std::vector<StatusWith<bson::BsonObj>> runCommands(const std::vector<RemoteCommand>& cmds,
+                                                       const std::function<void()>& meanwhile);
 
     // Closes the idle connections to `host` (after a remote restarted).
     void dropConnections(std::string_view host);

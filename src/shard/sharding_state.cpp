@@ -122,6 +122,11 @@ ShardingState::ShardingState(command::ServiceContext& service, std::string confi
       _coordinator(std::make_unique<txn::TransactionCoordinator>(*service.engine, *_client)),
       _rangeDeleter(std::make_unique<RangeDeleter>(*this)) {
     _commitObservers.addObserver(&_changeCapture);
+    if (service.transactions) {
+        _localParticipant = std::make_unique<txn::LocalParticipant>(
+            *service.transactions, [this] { return shardName().value_or(std::string()); });
+        _coordinator->setLocalParticipant(_localParticipant.get());
+    }
 }
 
 ShardingState::~ShardingState() { shutdown(); }

@@ -125,6 +125,8 @@ class ShardingState : public command::CommandHooks, public command::RoleState {
     MigrationRecipients _recipients;
     std::shared_ptr<TrackedRanges> _tracked;
     ForegroundLatency _latency;
+    // This shard's own part of the transactions it coordinates (null without transactions).
+    std::unique_ptr<txn::LocalParticipant> _localParticipant;
     std::unique_ptr<txn::TransactionCoordinator> _coordinator;
     std::unique_ptr<RangeDeleter> _rangeDeleter;  // last: its thread uses the members above
 };

@@ -173,8 +173,9 @@ class Engine {
     virtual std::vector<std::pair<std::string, std::string>> sideRecords(
         std::string_view prefix) const = 0;
     // Writes side records outside any document write, in one batch (an empty value deletes the
-    // record): synced, or with `synced` false written to the WAL only — it survives a crash of
-    // the process, and a later synced write or syncWal() makes it durable.
+    // record): synced (through syncWal(), shared with concurrent callers), or with `synced` false
+    // written to the WAL only — it survives a crash of the process, and a later synced write or
+    // syncWal() makes it durable.
     Status writeSideRecords(const std::vector<std::pair<std::string, std::string>>& records) {
         return writeSideRecords(records, true);
     }

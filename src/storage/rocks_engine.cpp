@@ -925,8 +925,10 @@ Status RocksEngine::writeSideRecords(
             fromRocks(value.empty() ? batch.Delete(_catalog, k) : batch.Put(_catalog, k, value),
                       "side record"));
     }
-    if (synced) return writeSync(&batch);
-    return fromRocks(_db->Write(rocksdb::WriteOptions(), &batch), "side record write failed");
+    TRY_STATUS(fromRocks(_db->Write(rocksdb::WriteOptions(), &batch), "side record write failed"));
+    // Synced through the group commit, so that concurrent side records (prepared transactions,
+    // coordinators' records) and j/commit syncs share one WAL sync.
+    return synced ? syncWal() : Status::OK();
 }
 
 int64_t RocksEngine::approximateRangeBytes(const CollectionInfo& coll,

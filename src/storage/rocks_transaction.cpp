@@ -120,7 +120,8 @@ StatusWith<Timestamp> RocksTransaction::commit(
     return writeCommit(std::nullopt, sideRecords, opts);
 }
 
-StatusWith<Timestamp> RocksTransaction::prepare(const std::string& recordKey, bson::BsonView meta) {
+StatusWith<Timestamp> RocksTransaction::prepare(const std::string& recordKey, bson::BsonView meta,
+                                                bool synced) {
     std::lock_guard lk(_endMutex);
     if (_ended) return Status(ErrorCodes::NoSuchTransaction, "the transaction has ended");
     if (_prepareTs) return *_prepareTs;
@@ -134,7 +135,7 @@ StatusWith<Timestamp> RocksTransaction::prepare(const std::string& recordKey, bs
     Timestamp ts =
         _engine->prepared().prepare(_id, _engine->visibility().clock(), preparedVersions());
     bson::BsonObj record = prepareRecord(meta, ts);
-    Status written = _engine->writeSideRecords({{recordKey, std::string(record.bytes())}});
+    Status written = _engine->writeSideRecords({{recordKey, std::string(record.bytes())}}, synced);
     if (!written.isOK()) {
         _engine->prepared().finish(_id, std::nullopt);
         abortLocked();

@@ -53,7 +53,8 @@ class RocksTransaction final : public Transaction {
     StatusWith<Timestamp> commit(
         const std::vector<std::pair<std::string, std::string>>& sideRecords,
         const WriteOptions& opts) override;
-    StatusWith<Timestamp> prepare(const std::string& recordKey, bson::BsonView meta) override;
+    StatusWith<Timestamp> prepare(const std::string& recordKey, bson::BsonView meta,
+                                  bool synced = true) override;
     bool isPrepared() const override { return _prepareTs.has_value(); }
     StatusWith<Timestamp> commitPrepared(
         Timestamp commitTs, const std::vector<std::pair<std::string, std::string>>& sideRecords,

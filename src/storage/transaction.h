@@ -68,9 +68,13 @@ class Transaction {
     // transaction (intents, claims, writes, counts) and the caller's `meta` are written, synced,
     // as side record `recordKey` (Engine::sideRecords), so that after a crash
     // Engine::recoverPreparedTransactions prepares it again; its commit deletes the record in
-    // its batch, its abort in a synced write of its own. A transaction without writes is not
+    // its batch, its abort in a synced write of its own. With `synced` false the record is only
+    // written to the WAL (it survives a crash of the process; a later sync makes it durable):
+    // for a coordinator's own part, whose decision, written after it in the same log, is synced
+    // before any other participant hears it. A transaction without writes is not
     // registered (nothing to wait for), writes no record and returns its read timestamp.
-    virtual StatusWith<Timestamp> prepare(const std::string& recordKey, bson::BsonView meta) = 0;
+    virtual StatusWith<Timestamp> prepare(const std::string& recordKey, bson::BsonView meta,
+                                          bool synced = true) = 0;
     virtual bool isPrepared() const = 0;
     // The second phase, commit: as commit(), but every version is written at `commitTs`, the
     // coordinator's decision (the greatest prepare timestamp of all participants, so >= this

@@ -433,5 +433,25 @@ TEST_F(TransactionTest, APreparedTransactionIsPreparedAgainAfterARestart) {
     EXPECT_EQ(scanAll("db.c").size(), 2u);
 }
 
+// A coordinator's own part (txn/local_participant.h): its record goes to the WAL without a sync
+// of its own (the decision's sync, later in the same log, makes it durable); a participant's
+// prepare is synced before it answers.
+TEST_F(TransactionTest, AnUnsyncedPrepareWritesItsRecordWithoutASync) {
+    create("db.c");
+    insert("db.c", R"({"_id": 1, "v": 0})");
+    for (bool synced : {false, true}) {
+        auto txn = begin();
+        CollectionWriter& w = writerOf(*txn, "db.c");
+        ASSERT_TRUE(test::updateCurrent(w, idKey("1"), J(R"({"_id": 1, "v": 1})")).isOK());
+        uint64_t syncs = engine->walSyncCount();
+        auto prepared = txn->prepare(kRecord, J(R"({"txnNumber": 1})"), synced);
+        ASSERT_TRUE(prepared.isOK()) << prepared.getStatus().toString();
+        EXPECT_EQ(engine->walSyncCount() - syncs, synced ? 1u : 0u) << "synced " << synced;
+        EXPECT_EQ(engine->sideRecords("txn.prepared/").size(), 1u);
+        EXPECT_EQ(engine->preparedTransactionCount(), 1u);
+        txn->abort();
+    }
+}
+
 }  // namespace
 }  // namespace tessera::storage

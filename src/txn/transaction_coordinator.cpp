@@ -28,11 +28,17 @@ using bson::BsonBuilder;
 using bson::BsonObj;
 using bson::BsonView;
 
+// The recovery thread looks at the coordinations not settled every kRecoveryInterval, and at
+// every record (what a crash left; done records to forget) at startup and every
+// kFullScanInterval.
 constexpr auto kRecoveryInterval = std::chrono::seconds(1);
+constexpr auto kFullScanInterval = std::chrono::minutes(1);
 // Threads delivering decisions (step 4): a delivery is one round trip and a participant's sync,
 // so a few keep up with many concurrent commits.
 constexpr int kDeliveryThreads = 4;
 constexpr int64_t kForgetDoneAfterMs = 30LL * 60 * 1000;  // logicalSessionTimeoutMinutes
+// How long a participant waits for its coordinator's answer to "what was decided?".
+constexpr auto kAskTimeout = std::chrono::seconds(5);
 // Delivery rounds of a delivery thread before the recovery thread takes over.
 constexpr int kDeliveryRounds = 3;
 
@@ -44,6 +50,14 @@ std::string recordKey(const std::string& lsid, int64_t txnNumber) {
     std::string n = std::to_string(txnNumber);
     return std::string(TransactionCoordinator::kRecordPrefix) + lsid + "/" +
            std::string(20 - std::min<size_t>(20, n.size()), '0') + n;
+}
+
+// A participant's answer to a decision that means its part is finished: done, or no longer known
+// (a prepared part is durable until its commit or abort is), or the session has gone on to a
+// newer transaction (a prepared one holds the next back until it is decided).
+bool finishedBy(const Status& st) {
+    return st.isOK() || st.is(ErrorCodes::NoSuchTransaction) ||
+           st.is(ErrorCodes::TransactionTooOld);
 }
 
 void hangAt(FailPoint& fp) {
@@ -67,6 +81,7 @@ struct TransactionCoordinator::Record {
     std::vector<std::string> writers;  // shards of participants that prepared with writes
     std::string reason;                // why it aborted
     bool done = false;
+    bool localFinished = false;  // in memory: this shard's own part is committed or aborted
 
     BsonObj toBson() const {
         BsonBuilder b;
@@ -126,6 +141,11 @@ struct TransactionCoordinator::Record {
         return r;
     }
 
+    // Whether participant `shard` prepared with writes (the others finished at their prepare).
+    bool wrote(const std::string& shard) const {
+        return std::find(writers.begin(), writers.end(), shard) != writers.end();
+    }
+
     // What the caller of a coordination hears once it is decided.
     Status outcome() const {
         if (decision == Decision::kCommit) return Status::OK();
@@ -167,6 +187,7 @@ void TransactionCoordinator::start() {
     if (_recovery.joinable()) return;
     _stopping = false;
     _recovery = std::thread([this] { recoveryLoop(); });
+    _participantRecovery = std::thread([this] { participantRecoveryLoop(); });
     for (int i = 0; i < kDeliveryThreads; ++i) {
         _deliverers.emplace_back([this] { deliveryLoop(); });
     }
@@ -179,6 +200,7 @@ void TransactionCoordinator::stop() {
     }
     _wake.notify_all();
     if (_recovery.joinable()) _recovery.join();
+    if (_participantRecovery.joinable()) _participantRecovery.join();
     for (std::thread& t : _deliverers) t.join();
     _deliverers.clear();
 }
@@ -229,6 +251,7 @@ void TransactionCoordinator::finish(const Record& decided, const std::shared_ptr
         record.done = true;
         // Only answers retries; if it is lost, the recovery thread delivers again.
         (void)write(record, false);
+        settle(record.key);
     }
     release(record.key, c, record.outcome(), record.commitTs);
 }
@@ -237,7 +260,11 @@ std::shared_ptr<TransactionCoordinator::Coordination> TransactionCoordinator::cl
     const std::string& key, bool* owner) {
     std::lock_guard lk(_mutex);
     auto [it, added] = _active.try_emplace(key);
-    if (added) it->second = std::make_shared<Coordination>();
+    if (added) {
+        it->second = std::make_shared<Coordination>();
+        // Until it is settled (done, or no record): the recovery thread looks at it each second.
+        _pending.insert(key);
+    }
     *owner = added;
     return it->second;
 }
@@ -315,7 +342,10 @@ Status TransactionCoordinator::coordinateClaimed(const std::string& key,
         record.lsid = lsid;
         record.txnNumber = txnNumber;
         record.participants = participants;
-        if (Status s = write(record); !s.isOK()) {
+        // To the WAL only: this shard's own prepare, a synced write of the same log, makes it
+        // durable before anyone could be told to commit (participant recovery covers a power
+        // loss that takes it while another participant's prepare was durable).
+        if (Status s = write(record, false); !s.isOK()) {
             release(key, c, s, Timestamp());
             return s;
         }
@@ -324,8 +354,10 @@ Status TransactionCoordinator::coordinateClaimed(const std::string& key,
             return s;
         }
     }
-    // The decision is written: the caller hears it now, a delivery thread makes it durable and
-    // tells the participants (their prepared documents hold readers until then).
+    // The decision is written: this shard's own part follows it in the same log (so it is never
+    // durable without the decision), the caller hears it now, a delivery thread makes it durable
+    // and tells the other participants (their prepared documents hold readers until then).
+    if (!record.done) record.localFinished = finishLocal(record);
     Status outcome = record.outcome();
     *commitTs = record.commitTs;
     if (record.done) {
@@ -357,6 +389,15 @@ Status TransactionCoordinator::abortUndecided(Record& record) {
 Status TransactionCoordinator::recoverDecision(
     const std::string& lsid, int64_t txnNumber,
     const std::function<StatusWith<bool>()>& localOutcome, Timestamp* commitTs) {
+    Status outcome = recoverDecisionUnsynced(lsid, txnNumber, localOutcome, commitTs);
+    // Whoever asks may act on the answer (a participant commits its part): it is durable first.
+    if (outcome.isOK()) TRY_STATUS(_engine.syncWal());
+    return outcome;
+}
+
+Status TransactionCoordinator::recoverDecisionUnsynced(
+    const std::string& lsid, int64_t txnNumber,
+    const std::function<StatusWith<bool>()>& localOutcome, Timestamp* commitTs) {
     std::string key = recordKey(lsid, txnNumber);
     bool owner = false;
     std::shared_ptr<Coordination> c = claim(key, &owner);
@@ -386,28 +427,80 @@ Status TransactionCoordinator::recoverDecision(
     return outcome;
 }
 
-Status TransactionCoordinator::decide(Record& record) {
-    std::vector<net::RemoteCommand> prepares;
-    for (const Participant& p : record.participants) {
-        prepares.push_back({p.host, "admin", record.command("prepareTransaction")});
+int TransactionCoordinator::localIndex(const Record& record) const {
+    if (!_local) return -1;
+    std::string self = _local->shardName();
+    if (self.empty()) return -1;
+    for (size_t i = 0; i < record.participants.size(); ++i) {
+        if (record.participants[i].shard == self) return static_cast<int>(i);
     }
-    auto replies = _client.runCommands(prepares);
+    return -1;
+}
+
+Status TransactionCoordinator::decide(Record& record) {
+    const int self = localIndex(record);
+    const size_t n = record.participants.size();
+    std::vector<Status> prepared(n, Status::OK());
+    std::vector<Timestamp> prepareTs(n);
+    std::vector<bool> readOnly(n, false);
+
+    // The other participants are sent prepareTransaction naming this shard as their coordinator
+    // (whom they ask should the decision not come); this shard prepares its own part in process
+    // while their round trips are under way.
+    BsonBuilder extra;
+    if (self >= 0) {
+        extra.startObject("coordinator");
+        extra.append("shard", record.participants[self].shard);
+        extra.append("host", record.participants[self].host);
+        extra.end();
+    }
+    BsonObj prepare = record.command("prepareTransaction", extra.obj());
+    std::vector<net::RemoteCommand> prepares;
+    std::vector<size_t> remote;
+    for (size_t i = 0; i < n; ++i) {
+        if (static_cast<int>(i) == self) continue;
+        prepares.push_back({record.participants[i].host, "admin", prepare});
+        remote.push_back(i);
+    }
+    auto prepareLocal = [&] {
+        if (self < 0) return;
+        const Participant& me = record.participants[self];
+        auto p = _local->prepare(record.lsid, record.txnNumber, me.shard, me.host);
+        if (!p.isOK()) {
+            prepared[self] = p.getStatus();
+            return;
+        }
+        prepareTs[self] = p.getValue().prepareTs;
+        readOnly[self] = p.getValue().readOnly;
+    };
+    std::vector<StatusWith<BsonObj>> replies;
+    if (prepares.empty()) {
+        prepareLocal();
+    } else {
+        replies = _client.runCommands(prepares, prepareLocal);
+    }
+    for (size_t r = 0; r < replies.size(); ++r) {
+        size_t i = remote[r];
+        prepared[i] =
+            replies[r].isOK() ? net::replyStatus(replies[r].getValue()) : replies[r].getStatus();
+        if (!prepared[i].isOK()) continue;
+        prepareTs[i] = Timestamp{replies[r].getValue()["prepareTimestamp"].timestampValue()};
+        readOnly[i] = replies[r].getValue()["readOnly"].trueValue();
+    }
+
     Timestamp commitTs;
     std::vector<std::string> writers;
     std::string refusal;
-    for (size_t i = 0; i < replies.size(); ++i) {
-        Status st =
-            replies[i].isOK() ? net::replyStatus(replies[i].getValue()) : replies[i].getStatus();
-        if (!st.isOK()) {
+    for (size_t i = 0; i < n; ++i) {
+        if (!prepared[i].isOK()) {
             if (refusal.empty()) {
                 refusal = "prepareTransaction failed on shard " + record.participants[i].shard +
-                          ": " + st.toString();
+                          ": " + prepared[i].toString();
             }
             continue;
         }
-        const BsonObj& reply = replies[i].getValue();
-        commitTs = std::max(commitTs, Timestamp{reply["prepareTimestamp"].timestampValue()});
-        if (!reply["readOnly"].trueValue()) writers.push_back(record.participants[i].shard);
+        commitTs = std::max(commitTs, prepareTs[i]);
+        if (!readOnly[i]) writers.push_back(record.participants[i].shard);
     }
     if (refusal.empty()) {
         record.decision = Decision::kCommit;
@@ -427,6 +520,21 @@ Status TransactionCoordinator::decide(Record& record) {
     return Status::OK();
 }
 
+bool TransactionCoordinator::finishLocal(const Record& record) {
+    const int self = localIndex(record);
+    if (self < 0) return true;
+    bool commit = record.decision == Decision::kCommit;
+    if (commit && !record.wrote(record.participants[self].shard)) return true;
+    Status st = commit ? _local->commit(record.lsid, record.txnNumber, record.commitTs)
+                       : _local->abort(record.lsid, record.txnNumber);
+    if (finishedBy(st)) return true;
+    log::warning("TXN", 22224, "Could not apply a decision to this shard's own part yet",
+                 "{\"txnNumber\":" + std::to_string(record.txnNumber) + ",\"decision\":\"" +
+                     (commit ? "commit" : "abort") + "\",\"error\":\"" +
+                     log::jsonEscape(st.toString()) + "\"}");
+    return false;
+}
+
 bool TransactionCoordinator::deliver(const Record& record) {
     bool commit = record.decision == Decision::kCommit;
     BsonObj cmd;
@@ -437,22 +545,20 @@ bool TransactionCoordinator::deliver(const Record& record) {
     } else {
         cmd = record.command("abortTransaction");
     }
+    const int self = localIndex(record);
     std::vector<net::RemoteCommand> cmds;
-    for (const Participant& p : record.participants) {
-        if (commit && std::find(record.writers.begin(), record.writers.end(), p.shard) ==
-                          record.writers.end()) {
-            continue;  // read-only: it finished at its prepare
-        }
+    for (size_t i = 0; i < record.participants.size(); ++i) {
+        const Participant& p = record.participants[i];
+        if (static_cast<int>(i) == self) continue;       // in process, below
+        if (commit && !record.wrote(p.shard)) continue;  // read-only: done at its prepare
         cmds.push_back({p.host, "admin", cmd});
     }
-    bool all = true;
+    bool all = record.localFinished || finishLocal(record);
     auto replies = _client.runCommands(cmds);
     for (size_t i = 0; i < replies.size(); ++i) {
         Status st =
             replies[i].isOK() ? net::replyStatus(replies[i].getValue()) : replies[i].getStatus();
-        // A participant that no longer knows the transaction has finished it: a prepared part
-        // is durable until its commit or abort is.
-        if (st.isOK() || st.is(ErrorCodes::NoSuchTransaction)) continue;
+        if (finishedBy(st)) continue;
         all = false;
         log::warning("TXN", 22221, "A participant has not acknowledged the decision yet",
                      "{\"host\":\"" + log::jsonEscape(cmds[i].host) + "\",\"decision\":\"" +
@@ -463,50 +569,123 @@ bool TransactionCoordinator::deliver(const Record& record) {
 }
 
 void TransactionCoordinator::recoveryLoop() {
+    auto nextScan = std::chrono::steady_clock::now();  // at startup: what a crash left
     std::unique_lock lk(_mutex);
     while (!_stopping) {
+        bool scan = std::chrono::steady_clock::now() >= nextScan;
+        std::vector<std::string> pending(_pending.begin(), _pending.end());
         lk.unlock();
-        recoverOnce();
+        if (scan) {
+            recoverAll();
+            nextScan = std::chrono::steady_clock::now() + kFullScanInterval;
+        } else {
+            for (const std::string& key : pending) recoverRecord(key);
+        }
         lk.lock();
         _wake.wait_for(lk, kRecoveryInterval, [&] { return _stopping; });
     }
 }
 
-void TransactionCoordinator::recoverOnce() {
+void TransactionCoordinator::settle(const std::string& key) {
+    std::lock_guard lk(_mutex);
+    _pending.erase(key);
+}
+
+void TransactionCoordinator::recoverAll() {
     int64_t now = wallClockMillis();
     for (const auto& [key, value] : _engine.sideRecords(kRecordPrefix)) {
         BsonView doc(value.data());
-        if (doc["done"].trueValue()) {
-            if (now - doc["updatedAt"].dateValue() > kForgetDoneAfterMs) {
-                (void)_engine.writeSideRecords({{key, std::string()}});
-            }
+        if (!doc["done"].trueValue()) {
+            recoverRecord(key);
+        } else if (now - doc["updatedAt"].dateValue() > kForgetDoneAfterMs) {
+            (void)_engine.writeSideRecords({{key, std::string()}});
+        }
+    }
+}
+
+void TransactionCoordinator::recoverRecord(const std::string& key) {
+    bool owner = false;
+    std::shared_ptr<Coordination> c = claim(key, &owner);
+    if (!owner) return;  // coordinate() is at it
+    // Read under the claim: a coordination that held it may have decided since.
+    StatusWith<std::optional<Record>> loaded = load(key);
+    if (!loaded.isOK()) {
+        release(key, c, loaded.getStatus(), Timestamp());
+        return;
+    }
+    if (!loaded.getValue()) {
+        settle(key);
+        release(key, c, Status(ErrorCodes::NoSuchTransaction, "forgotten"), Timestamp());
+        return;
+    }
+    Record& record = *loaded.getValue();
+    if (Status s = abortUndecided(record); !s.isOK()) {
+        release(key, c, s, Timestamp());
+        return;
+    }
+    // Read back after a restart, the decision may be in the WAL's unsynced tail: durable
+    // before anyone hears it.
+    if (!record.done && _engine.syncWal().isOK() && deliver(record)) {
+        record.done = true;
+        (void)write(record);
+        log::info("TXN", 22222, "Delivered the decision of an interrupted coordination",
+                  "{\"txnNumber\":" + std::to_string(record.txnNumber) + ",\"decision\":\"" +
+                      (record.decision == Decision::kCommit ? "commit" : "abort") + "\"}");
+    }
+    if (record.done) settle(key);
+    release(key, c, record.outcome(), record.commitTs);
+}
+
+void TransactionCoordinator::participantRecoveryLoop() {
+    std::unique_lock lk(_mutex);
+    while (!_stopping) {
+        lk.unlock();
+        askCoordinators();
+        lk.lock();
+        // As often as a decision may be late: a coordinator asked is not asked again sooner.
+        _wake.wait_for(lk, kAskCoordinatorAfter, [&] { return _stopping; });
+    }
+}
+
+void TransactionCoordinator::askCoordinators() {
+    if (!_local) return;
+    std::string self = _local->shardName();
+    for (const LocalParticipant::Waiting& w : _local->preparedLongerThan(kAskCoordinatorAfter)) {
+        // Without a coordinator recorded (prepared by an older version), or coordinated here
+        // (the recovery thread finishes this shard's own records): nobody to ask.
+        if (w.coordinatorHost.empty() || w.coordinatorShard == self) continue;
+        BsonBuilder b;
+        b.appendInt32("_shardsvrCoordinateCommitTransaction", 1);
+        b.startObject("lsid");
+        b.appendBinary("id", 4, w.lsid);
+        b.end();
+        b.appendInt64("txnNum", w.txnNumber);
+        b.startArray("participants");
+        b.end();
+        auto reply = _client.runCommand(w.coordinatorHost, "admin", b.obj(), kAskTimeout);
+        Status st = reply.isOK() ? net::replyStatus(reply.getValue()) : reply.getStatus();
+        bson::BsonElement ts =
+            reply.isOK() ? reply.getValue()["commitTimestamp"] : bson::BsonElement();
+        Status applied = Status::OK();
+        std::string decision;
+        if (st.isOK() && ts.type() == bson::BsonType::Timestamp) {
+            decision = "commit";
+            applied = _local->commit(w.lsid, w.txnNumber, Timestamp{ts.timestampValue()});
+            if (applied.isOK()) applied = _engine.syncWal();
+        } else if (st.is(ErrorCodes::NoSuchTransaction)) {
+            decision = "abort";
+            applied = _local->abort(w.lsid, w.txnNumber);
+        } else {
+            log::info("TXN", 22225, "A prepared transaction's coordinator has no decision yet",
+                      "{\"txnNumber\":" + std::to_string(w.txnNumber) + ",\"coordinator\":\"" +
+                          log::jsonEscape(w.coordinatorHost) + "\",\"reply\":\"" +
+                          log::jsonEscape(st.toString()) + "\"}");
             continue;
         }
-        bool owner = false;
-        std::shared_ptr<Coordination> c = claim(key, &owner);
-        if (!owner) continue;  // coordinate() is at it
-        // Read again under the claim: a coordination that held it may have decided since the scan.
-        StatusWith<std::optional<Record>> loaded = load(key);
-        if (!loaded.isOK() || !loaded.getValue()) {
-            release(key, c,
-                    loaded.isOK() ? Status(ErrorCodes::NoSuchTransaction, "forgotten")
-                                  : loaded.getStatus(),
-                    Timestamp());
-            continue;
-        }
-        Record& record = *loaded.getValue();
-        if (Status s = abortUndecided(record); !s.isOK()) {
-            release(key, c, s, Timestamp());
-            continue;
-        }
-        if (!record.done && deliver(record)) {
-            record.done = true;
-            (void)write(record);
-            log::info("TXN", 22222, "Delivered the decision of an interrupted coordination",
-                      "{\"txnNumber\":" + std::to_string(record.txnNumber) + ",\"decision\":\"" +
-                          (record.decision == Decision::kCommit ? "commit" : "abort") + "\"}");
-        }
-        release(key, c, record.outcome(), record.commitTs);
+        log::info("TXN", 22226, "Applied the decision a prepared transaction's coordinator gave",
+                  "{\"txnNumber\":" + std::to_string(w.txnNumber) + ",\"coordinator\":\"" +
+                      log::jsonEscape(w.coordinatorHost) + "\",\"decision\":\"" + decision +
+                      "\",\"applied\":\"" + log::jsonEscape(applied.toString()) + "\"}");
     }
 }
 

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "base/hlc.h"
 #include "base/status.h"
 #include "bson/bson_obj.h"
+#include "txn/local_participant.h"
 
 namespace tessera::storage {
 class Engine;
@@ -30,23 +32,31 @@ namespace tessera::txn {
 // (MongoDB's TransactionCoordinator; README.md "Two-phase commit"). Its state is a durable side
 // record per transaction, so that the decision outlives a crash of any process:
 //
-//   1. {participants}                      written (synced) before the first prepare is sent;
-//   2. prepareTransaction to every participant, in parallel (each makes its part durable);
+//   1. {participants}                      written to the WAL before the first prepare is sent
+//      (made durable by this shard's own prepare, a later synced write of the same log);
+//   2. prepareTransaction {coordinator} to every other participant, in parallel, and this
+//      shard's own prepare in process meanwhile (each makes its part durable);
 //   3. {decision: "commit", commitTimestamp = the greatest prepare timestamp, writers} — or
-//      {decision: "abort"} if one could not prepare — written to the WAL: this is the decision,
-//      and the caller of coordinate() hears it now (synced first when its write concern asks
+//      {decision: "abort"} if one could not prepare — written to the WAL: this is the decision;
+//      this shard's own part commits (or aborts) in process, after it in the same log, and the
+//      caller of coordinate() hears the decision now (synced first when its write concern asks
 //      for the journal, by the command's entry point, as for any write);
-//   4. then, in the background: the WAL synced (no participant hears an undurable decision),
-//      commitTransaction {commitTimestamp} to every participant that
+//   4. then, in the background: the WAL synced (no other participant hears an undurable
+//      decision), commitTransaction {commitTimestamp} to every other participant that
 //      wrote (abortTransaction to every participant), until each acknowledged; a participant
 //      that no longer knows the transaction has finished it (a commit is journaled before it is
 //      acknowledged). Until then its prepared documents hold readers and writers (they wait for
 //      the decision, so nobody sees the caller's commit missing);
 //   5. {done: true}: kept to answer a retried commit, forgotten after 30 minutes.
 //
-// Recovery (a background thread, also after startup): a record without decision is aborted (no
-// participant can have been told to commit), a decided one is delivered again (when the
-// background delivery gave up on an unreachable participant, or the process restarted).
+// Recovery (a background thread: every record at startup and each minute, the coordinations not
+// settled each second): a record without decision is aborted (no participant can have been told
+// to commit), a decided one is delivered again (when the background delivery gave up on an
+// unreachable participant, or the process restarted).
+// Participant recovery (another thread): a transaction prepared on this shard whose decision
+// has not come for kAskCoordinatorAfter asks its coordinator (recoverDecision) and applies the
+// answer — the case of a coordinator that lost its unsynced record of step 1 in a power loss
+// while another participant's prepare was durable: it answers abort, having decided nothing.
 class TransactionCoordinator {
   public:
     struct Participant {
@@ -56,6 +66,13 @@ class TransactionCoordinator {
 
     TransactionCoordinator(storage::Engine& engine, net::RemoteClient& client);
     ~TransactionCoordinator();
+
+    // This shard's own transactions (prepared, committed and aborted in process when it is a
+    // participant of what it coordinates; participant recovery). Set before start(); without
+    // it every participant is reached through the network.
+    void setLocalParticipant(LocalParticipant* local) { _local = local; }
+    // How long a transaction prepared here waits for its decision before asking its coordinator.
+    static constexpr std::chrono::seconds kAskCoordinatorAfter{10};
 
     // Commits transaction (lsid, txnNumber) over `participants` (the coordinator among them).
     // OK: committed at *commitTs. NoSuchTransaction: aborted (the reason says which participant
@@ -93,6 +110,10 @@ class TransactionCoordinator {
     void release(const std::string& key, const std::shared_ptr<Coordination>& c, Status outcome,
                  Timestamp commitTs);
     Status awaitOutcome(Coordination& c, Timestamp* commitTs);
+    // recoverDecision() before its answer is synced.
+    Status recoverDecisionUnsynced(const std::string& lsid, int64_t txnNumber,
+                                   const std::function<StatusWith<bool>()>& localOutcome,
+                                   Timestamp* commitTs);
     // coordinate() once `c` is claimed for `key`: from the record if there is one, else from
     // step 1.
     Status coordinateClaimed(const std::string& key, const std::shared_ptr<Coordination>& c,
@@ -114,15 +135,34 @@ class TransactionCoordinator {
     void deliveryLoop();
     Status write(const Record& record, bool synced = true);
     void recoveryLoop();
-    void recoverOnce();
+    // Every record: recoverRecord() of those not done, done ones older than 30 minutes deleted.
+    void recoverAll();
+    // Finishes the record under `key` if no coordination holds it: an undecided one aborted, a
+    // decided one delivered; settled once done or gone.
+    void recoverRecord(const std::string& key);
+    // `key` needs no more recovery (its record is done, or there is none).
+    void settle(const std::string& key);
+    // Participant recovery: asks the coordinators of the transactions prepared here whose
+    // decision is late, and applies their answers.
+    void participantRecoveryLoop();
+    void askCoordinators();
+    // Index in record.participants of this shard, or -1.
+    int localIndex(const Record& record) const;
+    // This shard's part of a decided record, in process; true once it is finished.
+    bool finishLocal(const Record& record);
 
     storage::Engine& _engine;
     net::RemoteClient& _client;
     std::mutex _mutex;
     std::condition_variable _wake;
     std::map<std::string, std::shared_ptr<Coordination>> _active;
+    // Coordinations claimed since startup and not settled: what the recovery thread looks at
+    // each second (instead of reading every record, done ones included).
+    std::set<std::string> _pending;
     bool _stopping = false;
     std::thread _recovery;
+    std::thread _participantRecovery;
+    LocalParticipant* _local = nullptr;
     std::vector<std::thread> _deliverers;
     std::deque<std::function<void()>> _deliveries;  // for the delivery threads
 };

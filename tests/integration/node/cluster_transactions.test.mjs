@@ -9,7 +9,7 @@
 // a migration neither waits for a client's open transaction nor lets it commit under the old
 // placement; and Mongoose's connection.transaction works through a router.
 import assert from 'node:assert/strict';
-import { MongoServerError } from 'mongodb';
+import { Long, MongoServerError } from 'mongodb';
 import mongoose from 'mongoose';
 import { uniqueDbName } from './harness.mjs';
 import { describeWithCluster, waitFor } from './cluster_harness.mjs';
@@ -209,7 +209,7 @@ describeWithCluster(
             await transfer(1, 6, 2, 300);
         });
 
-        test('a commit is acknowledged once decided; until it is delivered, readers and the session\'s next transaction wait', async () => {
+        test('a commit is acknowledged once decided; until it is delivered, readers of the other participant and the session\'s next transaction wait', async () => {
             const failpoint = async (mode) => {
                 for (const which of ['low', 'high']) {
                     await (await ctx.cluster.shardByName(owners[which])).db('admin').command({ configureFailPoint: 'hangBeforeDeliveringDecision', mode });
@@ -218,6 +218,7 @@ describeWithCluster(
             const client = await router(0);
             const c = client.db(dbName).collection('accounts');
             const session = client.startSession();
+            const lowBefore = (await (await onShard('low')).findOne({ _id: 1 })).balance;
             await failpoint('alwaysOn');
             let next;
             let nextDone = false;
@@ -226,12 +227,13 @@ describeWithCluster(
                 await c.updateOne({ _id: 1 }, { $inc: { balance: -40 } }, { session });
                 await c.updateOne({ _id: 5 }, { $inc: { balance: 40 } }, { session });
                 await session.commitTransaction(); // returns with the decision undelivered
-                // Both shards still hold the transaction prepared: a reader waits rather than
-                // see the acknowledged commit missing on one of them.
-                for (const which of ['low', 'high']) {
-                    const e = await (await onShard(which)).find({}).maxTimeMS(300).toArray().then(() => null, (err) => err);
-                    assert.ok(e && e.code === 50, `a read on the ${which} shard returned before the delivery: ${e}`);
-                }
+                // The coordinator (the first statement's shard) committed its own part with the
+                // decision; the other shard still holds the transaction prepared: a reader there
+                // waits rather than see the acknowledged commit missing.
+                const low = await (await onShard('low')).findOne({ _id: 1 }, { maxTimeMS: 2000 });
+                assert.equal(low.balance, lowBefore - 40, 'the coordinator\'s own part is committed with the decision');
+                const e = await (await onShard('high')).find({}).maxTimeMS(300).toArray().then(() => null, (err) => err);
+                assert.ok(e && e.code === 50, `a read on the other participant returned before the delivery: ${e}`);
                 // The session's next transaction waits for the previous one's delivery instead of
                 // failing with PreparedTransactionInProgress.
                 session.startTransaction();
@@ -440,9 +442,11 @@ describeWithCluster(
             await failpoint('alwaysOn');
             try {
                 session.startTransaction();
-                await c.updateOne({ _id: 2 }, { $inc: { v: 7 } }, { session });
+                // The account first: its shard coordinates and commits its own part with the
+                // decision; the moving range's shard holds its part prepared until the delivery.
                 await (await accounts(0)).updateOne({ _id: account }, { $inc: { balance: 0 } }, { session });
-                await session.commitTransaction(); // decided, prepared on both shards until delivered
+                await c.updateOne({ _id: 2 }, { $inc: { v: 7 } }, { session });
+                await session.commitTransaction(); // decided, prepared on the donor until delivered
                 move = admin({ moveChunk: movingNs, find: { _id: 2 }, to: target }).finally(() => { moved = true; });
                 await new Promise((r) => setTimeout(r, 300));
                 assert.equal(moved, false, 'the migration did not wait for the prepared transaction');
@@ -482,6 +486,67 @@ describeWithCluster(
             } finally {
                 await session.endSession();
             }
+        });
+
+        // Participant recovery (src/txn/README.md): a participant whose decision has not come for
+        // 10 s asks its coordinator. Both answers, through the shards' own commands.
+        test('a prepared participant whose decision does not come asks its coordinator: commit', async () => {
+            const client = await router(0);
+            const c = client.db(dbName).collection('accounts');
+            const low1 = (await (await onShard('low')).findOne({ _id: 1 })).balance;
+            const high = await onShard('high');
+            const before = (await high.findOne({ _id: 5 })).balance;
+            // The coordinator (the first statement's shard) decides and commits its own part, but
+            // never delivers: the other participant learns the commit by asking.
+            const coordinator = (await ctx.cluster.shardByName(owners.low)).db('admin');
+            await coordinator.command({ configureFailPoint: 'hangBeforeDeliveringDecision', mode: 'alwaysOn' });
+            const session = client.startSession();
+            try {
+                session.startTransaction();
+                await c.updateOne({ _id: 1 }, { $inc: { balance: -7 } }, { session });
+                await c.updateOne({ _id: 5 }, { $inc: { balance: 7 } }, { session });
+                await session.commitTransaction();
+                const e = await high.findOne({ _id: 5 }, { maxTimeMS: 300 }).then(() => null, (err) => err);
+                assert.ok(e && e.code === 50, `the other participant's part was not prepared: ${e}`);
+                await waitFor('the participant asked its coordinator and committed', async () => {
+                    const doc = await high.findOne({ _id: 5 }, { maxTimeMS: 1000 }).catch(() => null);
+                    return doc && doc.balance === before + 7;
+                }, { timeoutMs: 45000, intervalMs: 200 });
+                assert.equal((await (await onShard('low')).findOne({ _id: 1 })).balance, low1 - 7);
+            } finally {
+                await coordinator.command({ configureFailPoint: 'hangBeforeDeliveringDecision', mode: 'off' });
+                await session.endSession();
+            }
+            await transfer(0, 5, 1, 7);
+            assert.equal((await balances(await accounts(1))).reduce((x, y) => x + y), kTotal);
+        });
+
+        test('a prepared participant whose coordinator knows nothing of it (its record lost) aborts', async () => {
+            // What a power loss of the coordinator leaves: a participant prepared durably, its
+            // coordinator without any record (its own part and record were not synced yet). Built
+            // on the participant directly: a transaction prepared naming the other shard as its
+            // coordinator, which never coordinated it.
+            const shard = await ctx.cluster.shardByName(owners.high);
+            const high = shard.db(dbName).collection('accounts');
+            const before = (await high.findOne({ _id: 5 })).balance;
+            const lowHost = (await (await router()).db('config').collection('shards').findOne({ _id: owners.low })).host;
+            const session = shard.startSession();
+            try {
+                const txn = { txnNumber: Long.fromNumber(1), autocommit: false };
+                await shard.db(dbName).command({ update: 'accounts', updates: [{ q: { _id: 5 }, u: { $inc: { balance: 1000 } } }], ...txn, startTransaction: true }, { session });
+                const prepared = await shard.db('admin').command({ prepareTransaction: 1, ...txn, coordinator: { shard: owners.low, host: lowHost.replace(/^[^/]*\//, '') } }, { session });
+                assert.ok(prepared.prepareTimestamp, JSON.stringify(prepared));
+                const e = await high.findOne({ _id: 5 }, { maxTimeMS: 300 }).then(() => null, (err) => err);
+                assert.ok(e && e.code === 50, `the part was not prepared: ${e}`);
+                await waitFor('the participant asked its coordinator and aborted', async () => {
+                    const doc = await high.findOne({ _id: 5 }, { maxTimeMS: 1000 }).catch(() => null);
+                    return doc !== null;
+                }, { timeoutMs: 45000, intervalMs: 200 });
+                assert.equal((await high.findOne({ _id: 5 })).balance, before);
+            } finally {
+                await session.endSession();
+            }
+            assert.equal((await balances(await accounts(1))).reduce((x, y) => x + y), kTotal);
         });
 
         test('Mongoose: connection.transaction moves money between shards, and a failure inside it leaves nothing', async () => {

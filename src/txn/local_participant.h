@@ -1,0 +1,63 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/hlc.h"
+#include "base/status.h"
+
+namespace tessera::command {
+class SessionTransactions;
+}
+
+namespace tessera::txn {
+
+// The coordinating shard's own part of a transaction, reached in process instead of through its
+// network endpoint (README.md "Two-phase commit"): the same session checkout and state changes
+// as prepareTransaction / commitTransaction / abortTransaction arriving from the network
+// (command/transactions.h), without the hop. Also lists the transactions prepared on this shard
+// whose decision is late (participant recovery).
+class LocalParticipant {
+  public:
+    // `shardName` gives this shard's name in the cluster, empty while it is not known (then no
+    // participant is local).
+    LocalParticipant(command::SessionTransactions& transactions,
+                     std::function<std::string()> shardName)
+        : _transactions(transactions), _shardName(std::move(shardName)) {}
+
+    std::string shardName() const { return _shardName(); }
+
+    struct Prepared {
+        Timestamp prepareTs;
+        bool readOnly = false;  // it wrote nothing: finished at its prepare
+    };
+    // prepareTransaction of (lsid, txnNumber) here, written to the WAL, not synced: the
+    // coordinator's decision follows it in the same log and is synced before any other
+    // participant hears it, so the decision is never durable without this part.
+    StatusWith<Prepared> prepare(const std::string& lsid, int64_t txnNumber,
+                                 const std::string& coordinatorShard,
+                                 const std::string& coordinatorHost);
+    // commitTransaction {commitTimestamp} / abortTransaction of a transaction prepared here:
+    // visible when it returns, written to the WAL, not synced. A transaction already finished
+    // the same way answers OK again; one no longer known, NoSuchTransaction.
+    Status commit(const std::string& lsid, int64_t txnNumber, Timestamp commitTs);
+    Status abort(const std::string& lsid, int64_t txnNumber);
+
+    struct Waiting {
+        std::string lsid;
+        int64_t txnNumber = 0;
+        std::string coordinatorShard;
+        std::string coordinatorHost;
+    };
+    // The transactions prepared here for longer than `age`, still undecided.
+    std::vector<Waiting> preparedLongerThan(std::chrono::milliseconds age);
+
+  private:
+    command::SessionTransactions& _transactions;
+    std::function<std::string()> _shardName;
+};
+
+}  // namespace tessera::txn
