@@ -32,14 +32,9 @@ Status LocalParticipant::abort(const std::string& lsid, int64_t txnNumber) {
     return SessionTransactions::abort(*session);
 }
 
-std::vector<LocalParticipant::Waiting> LocalParticipant::preparedLongerThan(
+std::vector<SessionTransactions::PreparedTransaction> LocalParticipant::preparedLongerThan(
     std::chrono::milliseconds age) {
-    std::vector<Waiting> out;
-    for (SessionTransactions::PreparedTransaction& t : _transactions.preparedLongerThan(age)) {
-        out.push_back({std::move(t.lsid), t.txnNumber, std::move(t.coordinator.shard),
-                       std::move(t.coordinator.host)});
-    }
-    return out;
+    return _transactions.preparedLongerThan(age);
 }
 
 }  // namespace tessera::txn

@@ -8,10 +8,7 @@
 
 #include "base/hlc.h"
 #include "base/status.h"
-
-namespace tessera::command {
-class SessionTransactions;
-}
+#include "command/transactions.h"
 
 namespace tessera::txn {
 
@@ -46,14 +43,9 @@ class LocalParticipant {
     Status commit(const std::string& lsid, int64_t txnNumber, Timestamp commitTs);
     Status abort(const std::string& lsid, int64_t txnNumber);
 
-    struct Waiting {
-        std::string lsid;
-        int64_t txnNumber = 0;
-        std::string coordinatorShard;
-        std::string coordinatorHost;
-    };
     // The transactions prepared here for longer than `age`, still undecided.
-    std::vector<Waiting> preparedLongerThan(std::chrono::milliseconds age);
+    std::vector<command::SessionTransactions::PreparedTransaction> preparedLongerThan(
+        std::chrono::milliseconds age);
 
   private:
     command::SessionTransactions& _transactions;

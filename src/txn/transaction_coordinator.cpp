@@ -342,9 +342,9 @@ Status TransactionCoordinator::coordinateClaimed(const std::string& key,
         record.lsid = lsid;
         record.txnNumber = txnNumber;
         record.participants = participants;
-        // To the WAL only: this shard's own prepare, a synced write of the same log, makes it
-        // durable before anyone could be told to commit (participant recovery covers a power
-        // loss that takes it while another participant's prepare was durable).
+        // To the WAL only: the decision's sync (finish), later in the same log, makes it durable
+        // before any other participant can be told to commit; a power loss before that takes it
+        // with everything after it, and participant recovery aborts the others' prepared parts.
         if (Status s = write(record, false); !s.isOK()) {
             release(key, c, s, Timestamp());
             return s;
@@ -650,10 +650,10 @@ void TransactionCoordinator::participantRecoveryLoop() {
 void TransactionCoordinator::askCoordinators() {
     if (!_local) return;
     std::string self = _local->shardName();
-    for (const LocalParticipant::Waiting& w : _local->preparedLongerThan(kAskCoordinatorAfter)) {
+    for (const auto& w : _local->preparedLongerThan(kAskCoordinatorAfter)) {
         // Without a coordinator recorded (prepared by an older version), or coordinated here
         // (the recovery thread finishes this shard's own records): nobody to ask.
-        if (w.coordinatorHost.empty() || w.coordinatorShard == self) continue;
+        if (w.coordinator.host.empty() || w.coordinator.shard == self) continue;
         BsonBuilder b;
         b.appendInt32("_shardsvrCoordinateCommitTransaction", 1);
         b.startObject("lsid");
@@ -662,7 +662,7 @@ void TransactionCoordinator::askCoordinators() {
         b.appendInt64("txnNum", w.txnNumber);
         b.startArray("participants");
         b.end();
-        auto reply = _client.runCommand(w.coordinatorHost, "admin", b.obj(), kAskTimeout);
+        auto reply = _client.runCommand(w.coordinator.host, "admin", b.obj(), kAskTimeout);
         Status st = reply.isOK() ? net::replyStatus(reply.getValue()) : reply.getStatus();
         bson::BsonElement ts =
             reply.isOK() ? reply.getValue()["commitTimestamp"] : bson::BsonElement();
@@ -678,13 +678,13 @@ void TransactionCoordinator::askCoordinators() {
         } else {
             log::info("TXN", 22225, "A prepared transaction's coordinator has no decision yet",
                       "{\"txnNumber\":" + std::to_string(w.txnNumber) + ",\"coordinator\":\"" +
-                          log::jsonEscape(w.coordinatorHost) + "\",\"reply\":\"" +
+                          log::jsonEscape(w.coordinator.host) + "\",\"reply\":\"" +
                           log::jsonEscape(st.toString()) + "\"}");
             continue;
         }
         log::info("TXN", 22226, "Applied the decision a prepared transaction's coordinator gave",
                   "{\"txnNumber\":" + std::to_string(w.txnNumber) + ",\"coordinator\":\"" +
-                      log::jsonEscape(w.coordinatorHost) + "\",\"decision\":\"" + decision +
+                      log::jsonEscape(w.coordinator.host) + "\",\"decision\":\"" + decision +
                       "\",\"applied\":\"" + log::jsonEscape(applied.toString()) + "\"}");
     }
 }

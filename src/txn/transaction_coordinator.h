@@ -33,9 +33,10 @@ namespace tessera::txn {
 // record per transaction, so that the decision outlives a crash of any process:
 //
 //   1. {participants}                      written to the WAL before the first prepare is sent
-//      (made durable by this shard's own prepare, a later synced write of the same log);
-//   2. prepareTransaction {coordinator} to every other participant, in parallel, and this
-//      shard's own prepare in process meanwhile (each makes its part durable);
+//      (made durable by step 4's sync, with everything after it in the same log);
+//   2. prepareTransaction {coordinator} to every other participant, in parallel (each makes its
+//      part durable before it answers), and this shard's own prepare in process meanwhile,
+//      written to the WAL after the record;
 //   3. {decision: "commit", commitTimestamp = the greatest prepare timestamp, writers} — or
 //      {decision: "abort"} if one could not prepare — written to the WAL: this is the decision;
 //      this shard's own part commits (or aborts) in process, after it in the same log, and the
@@ -87,7 +88,8 @@ class TransactionCoordinator {
     // this shard's part committed, aborting it otherwise (SessionTransactions::
     // committedElseAbort); an abort is recorded, so that a coordination asked for later by the
     // transaction's own router aborts too. OK with *commitTs null when the one participant
-    // committed (its timestamp is not kept).
+    // committed (its timestamp is not kept). A commit is synced before it is returned: a
+    // participant that asked acts on it (participant recovery).
     Status recoverDecision(const std::string& lsid, int64_t txnNumber,
                            const std::function<StatusWith<bool>()>& localOutcome,
                            Timestamp* commitTs);
