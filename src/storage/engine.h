@@ -172,6 +172,9 @@ class Engine {
     // The side records (write_observer.h) whose key starts with `prefix`, in key order.
     virtual std::vector<std::pair<std::string, std::string>> sideRecords(
         std::string_view prefix) const = 0;
+    // The side record whose key is exactly `key` (a point read: no iterator over the records
+    // around it), if there is one.
+    virtual StatusWith<std::optional<std::string>> sideRecord(std::string_view key) const = 0;
     // Writes side records outside any document write, in one batch (an empty value deletes the
     // record): synced (through syncWal(), shared with concurrent callers), or with `synced` false
     // written to the WAL only — it survives a crash of the process, and a later synced write or

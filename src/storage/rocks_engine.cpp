@@ -960,6 +960,16 @@ std::vector<std::pair<std::string, std::string>> RocksEngine::sideRecords(
     return out;
 }
 
+StatusWith<std::optional<std::string>> RocksEngine::sideRecord(std::string_view key) const {
+    std::string k(keys::kSideRecordPrefix);
+    k.append(key);
+    std::string value;
+    rocksdb::Status s = _db->Get(rocksdb::ReadOptions(), _catalog, k, &value);
+    if (s.IsNotFound()) return std::optional<std::string>();
+    TRY_STATUS(fromRocks(s, "side record read failed"));
+    return std::optional<std::string>(std::move(value));
+}
+
 size_t RocksEngine::countVersionsForTest(const CollectionInfo& coll, bool indexes) {
     rocksdb::ReadOptions ro;
     ro.total_order_seek = true;

@@ -87,6 +87,7 @@ class RocksEngine final : public Engine {
                             bool synced) override;
     std::vector<std::pair<std::string, std::string>> sideRecords(
         std::string_view prefix) const override;
+    StatusWith<std::optional<std::string>> sideRecord(std::string_view key) const override;
     size_t countVersionsForTest(const CollectionInfo& coll, bool indexes) override;
 
     // ---- For the snapshot and writer implementations.

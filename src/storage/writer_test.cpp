@@ -328,6 +328,20 @@ TEST_F(WriterTest, SideRecordIsWrittenExactlyWithTheObservedWrites) {
     EXPECT_TRUE(engine->sideRecords("other:").empty());
 }
 
+// sideRecord reads one key exactly: not a longer key it is a prefix of, not a deleted one.
+TEST_F(WriterTest, SideRecordReadsExactlyOneKey) {
+    ASSERT_TRUE(engine->writeSideRecords({{"rec/1", "one"}, {"rec/10", "ten"}}).isOK());
+    auto one = engine->sideRecord("rec/1");
+    ASSERT_TRUE(one.isOK());
+    EXPECT_EQ(one.getValue(), std::optional<std::string>("one"));
+    ASSERT_TRUE(engine->writeSideRecords({{"rec/1", ""}}, false).isOK());  // deleted
+    EXPECT_EQ(engine->sideRecord("rec/1").getValue(), std::nullopt);
+    EXPECT_EQ(engine->sideRecord("rec/").getValue(), std::nullopt);
+    reopen();
+    EXPECT_EQ(engine->sideRecord("rec/10").getValue(), std::optional<std::string>("ten"));
+    EXPECT_EQ(engine->sideRecord("rec/1").getValue(), std::nullopt);
+}
+
 // The observer sees the version a write replaces or removes (`before`) and the version it
 // writes (`after`): {} / new for an insert, old / new for an update, old / {} for a remove.
 TEST_F(WriterTest, ObserverSeesTheVersionBeforeAndAfterTheWrite) {
