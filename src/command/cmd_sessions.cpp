@@ -63,11 +63,13 @@ class EndTransactionCommand : public Command {
         }
         TRY_STATUS(SessionTransactions::commit(*opCtx.transactionSession, commitTs).getStatus());
         if (!commitTs) return Status::OK();
-        // A prepared transaction's commit is journaled before it is acknowledged: its coordinator
-        // forgets the decision once every participant acknowledged. It becomes visible (readers
-        // waiting on the prepare go on) before that sync: the decision it carries is durable at
-        // the coordinator, which delivers it again should this process die before the sync.
-        return opCtx.service->engine->syncWal();
+        // A prepared transaction's commit is acknowledged before it is journaled: until it is,
+        // the prepared part is durable and the decision is durable at the coordinator, which
+        // keeps it for 30 minutes after every participant acknowledged (a participant restarted
+        // prepared asks for it). Journaled by the next sync of this process, at the latest
+        // within kSyncCommitsWithin (takeUnsyncedCommits).
+        opCtx.service->transactions->noteUnsyncedCommit();
+        return Status::OK();
     }
 
   private:

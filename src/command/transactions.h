@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -150,6 +151,13 @@ class SessionTransactions {
         Coordinator coordinator;
     };
     std::vector<PreparedTransaction> preparedLongerThan(std::chrono::milliseconds age);
+    // A prepared transaction's commit (its coordinator's decision) is acknowledged before it is
+    // journaled; whoever calls takeUnsyncedCommits() (the shard's participant-recovery thread,
+    // at least every kSyncCommitsWithin) syncs the WAL when it returns true, well before the
+    // coordinator may forget the decision.
+    static constexpr std::chrono::seconds kSyncCommitsWithin{1};
+    void noteUnsyncedCommit() { _unsyncedCommits.store(true, std::memory_order_release); }
+    bool takeUnsyncedCommits() { return _unsyncedCommits.exchange(false); }
     // At a shard's startup, before it serves anything: the sessions whose transaction was
     // prepared when the process stopped, prepared again (awaiting their coordinator's decision).
     // Returns how many.
@@ -180,6 +188,7 @@ class SessionTransactions {
 
     storage::Engine* _engine;
     bool _participant = false;
+    std::atomic<bool> _unsyncedCommits{false};
     const storage::WriteUnit* _commitObservers = nullptr;
     std::mutex _mutex;
     std::unordered_map<std::string, std::shared_ptr<Session>> _sessions;

@@ -46,6 +46,10 @@ class LocalParticipant {
     // The transactions prepared here for longer than `age`, still undecided.
     std::vector<command::SessionTransactions::PreparedTransaction> preparedLongerThan(
         std::chrono::milliseconds age);
+    // Whether a prepared transaction committed here since the last call without being journaled
+    // (SessionTransactions::takeUnsyncedCommits): the caller syncs the WAL.
+    bool takeUnsyncedCommits() { return _transactions.takeUnsyncedCommits(); }
+    void noteUnsyncedCommit() { _transactions.noteUnsyncedCommit(); }
 
   private:
     command::SessionTransactions& _transactions;

@@ -203,6 +203,7 @@ void TransactionCoordinator::stop() {
     if (_participantRecovery.joinable()) _participantRecovery.join();
     for (std::thread& t : _deliverers) t.join();
     _deliverers.clear();
+    writeDone();
 }
 
 void TransactionCoordinator::deliveryLoop() {
@@ -249,9 +250,7 @@ void TransactionCoordinator::finish(const Record& decided, const std::shared_ptr
     }
     if (delivered) {
         record.done = true;
-        // Only answers retries; if it is lost, the recovery thread delivers again.
-        (void)write(record, false);
-        settle(record.key);
+        markDone(record);
     }
     release(record.key, c, record.outcome(), record.commitTs);
 }
@@ -342,13 +341,6 @@ Status TransactionCoordinator::coordinateClaimed(const std::string& key,
         record.lsid = lsid;
         record.txnNumber = txnNumber;
         record.participants = participants;
-        // To the WAL only: the decision's sync (finish), later in the same log, makes it durable
-        // before any other participant can be told to commit; a power loss before that takes it
-        // with everything after it, and participant recovery aborts the others' prepared parts.
-        if (Status s = write(record, false); !s.isOK()) {
-            release(key, c, s, Timestamp());
-            return s;
-        }
         if (Status s = decide(record); !s.isOK()) {
             release(key, c, s, Timestamp());
             return s;
@@ -371,9 +363,9 @@ Status TransactionCoordinator::coordinateClaimed(const std::string& key,
 
 StatusWith<std::optional<TransactionCoordinator::Record>> TransactionCoordinator::load(
     const std::string& key) {
-    auto found = _engine.sideRecords(key);
-    if (found.empty()) return std::optional<Record>();
-    std::optional<Record> record = Record::parse(key, BsonView(found.front().second.data()));
+    ASSIGN_OR_RETURN(std::optional<std::string> found, _engine.sideRecord(key));
+    if (!found) return std::optional<Record>();
+    std::optional<Record> record = Record::parse(key, BsonView(found->data()));
     if (!record) return Status(ErrorCodes::InternalError, "damaged coordinator record " + key);
     return record;
 }
@@ -402,7 +394,12 @@ Status TransactionCoordinator::recoverDecisionUnsynced(
     bool owner = false;
     std::shared_ptr<Coordination> c = claim(key, &owner);
     if (!owner) return awaitOutcome(*c, commitTs);
-    if (!_engine.sideRecords(key).empty()) {
+    StatusWith<std::optional<std::string>> found = _engine.sideRecord(key);
+    if (!found.isOK()) {
+        release(key, c, found.getStatus(), Timestamp());
+        return found.getStatus();
+    }
+    if (found.getValue()) {
         // A coordination exists: its outcome (the participants are in its record).
         return coordinateClaimed(key, c, lsid, txnNumber, {}, commitTs);
     }
@@ -445,8 +442,9 @@ Status TransactionCoordinator::decide(Record& record) {
     std::vector<bool> readOnly(n, false);
 
     // The other participants are sent prepareTransaction naming this shard as their coordinator
-    // (whom they ask should the decision not come); this shard prepares its own part in process
-    // while their round trips are under way.
+    // (whom they ask should the decision not come); while their round trips are under way this
+    // shard writes the record (step 2) and prepares its own part in process, after the record in
+    // the same log.
     BsonBuilder extra;
     if (self >= 0) {
         extra.startObject("coordinator");
@@ -462,8 +460,14 @@ Status TransactionCoordinator::decide(Record& record) {
         prepares.push_back({record.participants[i].host, "admin", prepare});
         remote.push_back(i);
     }
-    auto prepareLocal = [&] {
-        if (self < 0) return;
+    Status recorded = Status::OK();
+    auto recordAndPrepareLocal = [&] {
+        // To the WAL only: the decision's sync (finish), later in the same log, makes it durable
+        // before any other participant can be told to commit. Lost in a power loss (or not yet
+        // written when this process dies), it was heard by nobody: the participants prepared
+        // meanwhile ask this shard after kAskCoordinatorAfter and are told abort.
+        recorded = write(record, false);
+        if (!recorded.isOK() || self < 0) return;
         const Participant& me = record.participants[self];
         auto p = _local->prepare(record.lsid, record.txnNumber, me.shard, me.host);
         if (!p.isOK()) {
@@ -475,10 +479,11 @@ Status TransactionCoordinator::decide(Record& record) {
     };
     std::vector<StatusWith<BsonObj>> replies;
     if (prepares.empty()) {
-        prepareLocal();
+        recordAndPrepareLocal();
     } else {
-        replies = _client.runCommands(prepares, prepareLocal);
+        replies = _client.runCommands(prepares, recordAndPrepareLocal);
     }
+    TRY_STATUS(recorded);
     for (size_t r = 0; r < replies.size(); ++r) {
         size_t i = remote[r];
         prepared[i] =
@@ -575,6 +580,7 @@ void TransactionCoordinator::recoveryLoop() {
         bool scan = std::chrono::steady_clock::now() >= nextScan;
         std::vector<std::string> pending(_pending.begin(), _pending.end());
         lk.unlock();
+        writeDone();
         if (scan) {
             recoverAll();
             nextScan = std::chrono::steady_clock::now() + kFullScanInterval;
@@ -584,6 +590,23 @@ void TransactionCoordinator::recoveryLoop() {
         lk.lock();
         _wake.wait_for(lk, kRecoveryInterval, [&] { return _stopping; });
     }
+}
+
+void TransactionCoordinator::markDone(const Record& record) {
+    std::lock_guard lk(_mutex);
+    _doneToWrite.emplace_back(record.key, std::string(record.toBson().bytes()));
+    _pending.erase(record.key);
+}
+
+void TransactionCoordinator::writeDone() {
+    std::vector<std::pair<std::string, std::string>> done;
+    {
+        std::lock_guard lk(_mutex);
+        done.swap(_doneToWrite);
+    }
+    // Only answers retries and lets the records be forgotten: if it is lost, a full scan
+    // delivers the decisions again, which the participants acknowledge again.
+    if (!done.empty()) (void)_engine.writeSideRecords(done, false);
 }
 
 void TransactionCoordinator::settle(const std::string& key) {
@@ -637,14 +660,30 @@ void TransactionCoordinator::recoverRecord(const std::string& key) {
 }
 
 void TransactionCoordinator::participantRecoveryLoop() {
+    auto nextAsk = std::chrono::steady_clock::now();
     std::unique_lock lk(_mutex);
     while (!_stopping) {
         lk.unlock();
-        askCoordinators();
-        lk.lock();
+        // Commits acknowledged to their coordinators before they were journaled
+        // (SessionTransactions::takeUnsyncedCommits): journaled now.
+        if (_local && _local->takeUnsyncedCommits()) {
+            if (Status s = _engine.syncWal(); !s.isOK()) {
+                log::warning("TXN", 22227, "Could not journal the commits of prepared transactions",
+                             "{\"error\":\"" + log::jsonEscape(s.toString()) + "\"}");
+                _local->noteUnsyncedCommit();
+            }
+        }
         // As often as a decision may be late: a coordinator asked is not asked again sooner.
-        _wake.wait_for(lk, kAskCoordinatorAfter, [&] { return _stopping; });
+        if (std::chrono::steady_clock::now() >= nextAsk) {
+            askCoordinators();
+            nextAsk = std::chrono::steady_clock::now() + kAskCoordinatorAfter;
+        }
+        lk.lock();
+        _wake.wait_for(lk, command::SessionTransactions::kSyncCommitsWithin,
+                       [&] { return _stopping; });
     }
+    lk.unlock();
+    if (_local && _local->takeUnsyncedCommits()) (void)_engine.syncWal();  // a clean stop
 }
 
 void TransactionCoordinator::askCoordinators() {

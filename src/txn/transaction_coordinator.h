@@ -32,11 +32,12 @@ namespace tessera::txn {
 // (MongoDB's TransactionCoordinator; README.md "Two-phase commit"). Its state is a durable side
 // record per transaction, so that the decision outlives a crash of any process:
 //
-//   1. {participants}                      written to the WAL before the first prepare is sent
-//      (made durable by step 4's sync, with everything after it in the same log);
-//   2. prepareTransaction {coordinator} to every other participant, in parallel (each makes its
-//      part durable before it answers), and this shard's own prepare in process meanwhile,
-//      written to the WAL after the record;
+//   1. prepareTransaction {coordinator} to every other participant, in parallel (each makes its
+//      part durable before it answers);
+//   2. meanwhile {participants} written to the WAL, then this shard's own prepare in process,
+//      after it in the same log (both made durable by step 4's sync; a coordinator that dies
+//      before writing the record prepared nothing itself, and the participants it asked learn
+//      abort from participant recovery);
 //   3. {decision: "commit", commitTimestamp = the greatest prepare timestamp, writers} — or
 //      {decision: "abort"} if one could not prepare — written to the WAL: this is the decision;
 //      this shard's own part commits (or aborts) in process, after it in the same log, and the
@@ -45,10 +46,13 @@ namespace tessera::txn {
 //   4. then, in the background: the WAL synced (no other participant hears an undurable
 //      decision), commitTransaction {commitTimestamp} to every other participant that
 //      wrote (abortTransaction to every participant), until each acknowledged; a participant
-//      that no longer knows the transaction has finished it (a commit is journaled before it is
-//      acknowledged). Until then its prepared documents hold readers and writers (they wait for
-//      the decision, so nobody sees the caller's commit missing);
-//   5. {done: true}: kept to answer a retried commit, forgotten after 30 minutes.
+//      that no longer knows the transaction has finished it (its commit is acknowledged before it
+//      is journaled, within SessionTransactions::kSyncCommitsWithin by its participant-recovery
+//      thread; restarted before that, it is prepared again and asks). Until then its prepared
+//      documents hold readers and writers (they wait for the decision, so nobody sees the
+//      caller's commit missing);
+//   5. {done: true}, written in batches each second: kept to answer a retried commit, forgotten
+//      after 30 minutes.
 //
 // Recovery (a background thread: every record at startup and each minute, the coordinations not
 // settled each second): a record without decision is aborted (no participant can have been told
@@ -56,8 +60,10 @@ namespace tessera::txn {
 // unreachable participant, or the process restarted).
 // Participant recovery (another thread): a transaction prepared on this shard whose decision
 // has not come for kAskCoordinatorAfter asks its coordinator (recoverDecision) and applies the
-// answer — the case of a coordinator that lost its unsynced record of step 1 in a power loss
-// while another participant's prepare was durable: it answers abort, having decided nothing.
+// answer — the case of a coordinator that lost its unsynced record of step 2 in a power loss, or
+// died before writing it, while another participant's prepare was durable: it answers abort,
+// having decided nothing. The same thread journals the commits this shard acknowledged unsynced
+// (each kSyncCommitsWithin).
 class TransactionCoordinator {
   public:
     struct Participant {
@@ -144,6 +150,10 @@ class TransactionCoordinator {
     void recoverRecord(const std::string& key);
     // `key` needs no more recovery (its record is done, or there is none).
     void settle(const std::string& key);
+    // Step 5 for a delivered record: settled now, its {done: true} queued for writeDone(), which
+    // writes the queue in one batch (the recovery thread, each second).
+    void markDone(const Record& record);
+    void writeDone();
     // Participant recovery: asks the coordinators of the transactions prepared here whose
     // decision is late, and applies their answers.
     void participantRecoveryLoop();
@@ -161,6 +171,7 @@ class TransactionCoordinator {
     // Coordinations claimed since startup and not settled: what the recovery thread looks at
     // each second (instead of reading every record, done ones included).
     std::set<std::string> _pending;
+    std::vector<std::pair<std::string, std::string>> _doneToWrite;  // markDone()
     bool _stopping = false;
     std::thread _recovery;
     std::thread _participantRecovery;
