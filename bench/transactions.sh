@@ -104,6 +104,7 @@ mkdir -p "$(dirname "$OUT")"
         echo "| target | measured | verdict |"
         echo "|---|---:|---|"
         echo "| p50(2-shard) ÷ p50(1-shard) ≤ 1.5 | $(num ratio_txn2_txn1_p50) (rounds: $(sed -n 's/.*"ratios":\[\([^]]*\)\].*/\1/p' <<<"$SUMMARY")) | $(sed -n 's/.*"verdict":"\([A-Z]*\)".*/\1/p' <<<"$SUMMARY") |"
+        echo "| p50(2-shard) − p50(1-shard), what two-phase commit adds (median of the rounds) | $(num p50_extra_us) µs | |"
         echo
         echo "Every phase:"
         echo
