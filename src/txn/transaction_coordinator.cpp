@@ -297,7 +297,14 @@ Status TransactionCoordinator::coordinate(const std::string& lsid, int64_t txnNu
     bool owner = false;
     std::shared_ptr<Coordination> c = claim(key, &owner);
     if (!owner) return awaitOutcome(*c, commitTs);
-    return coordinateClaimed(key, c, lsid, txnNumber, participants, commitTs);
+    // Read under the claim: a retried commit finds the first attempt's record.
+    StatusWith<std::optional<Record>> loaded = load(key);
+    if (!loaded.isOK()) {
+        release(key, c, loaded.getStatus(), Timestamp());
+        return loaded.getStatus();
+    }
+    return coordinateClaimed(key, c, std::move(loaded.getValue()), lsid, txnNumber, participants,
+                             commitTs);
 }
 
 Status TransactionCoordinator::awaitOutcome(Coordination& c, Timestamp* commitTs) {
@@ -310,17 +317,13 @@ Status TransactionCoordinator::awaitOutcome(Coordination& c, Timestamp* commitTs
 
 Status TransactionCoordinator::coordinateClaimed(const std::string& key,
                                                  const std::shared_ptr<Coordination>& c,
+                                                 std::optional<Record> loaded,
                                                  const std::string& lsid, int64_t txnNumber,
                                                  const std::vector<Participant>& participants,
                                                  Timestamp* commitTs) {
-    StatusWith<std::optional<Record>> loaded = load(key);
-    if (!loaded.isOK()) {
-        release(key, c, loaded.getStatus(), Timestamp());
-        return loaded.getStatus();
-    }
     Record record;
-    if (loaded.getValue()) {
-        record = std::move(*loaded.getValue());
+    if (loaded) {
+        record = std::move(*loaded);
         if (record.participants.empty()) {
             // Aborted by recoverDecision before anything was coordinated: the participants the
             // router names now are told (they never prepared).
@@ -394,14 +397,15 @@ Status TransactionCoordinator::recoverDecisionUnsynced(
     bool owner = false;
     std::shared_ptr<Coordination> c = claim(key, &owner);
     if (!owner) return awaitOutcome(*c, commitTs);
-    StatusWith<std::optional<std::string>> found = _engine.sideRecord(key);
-    if (!found.isOK()) {
-        release(key, c, found.getStatus(), Timestamp());
-        return found.getStatus();
+    StatusWith<std::optional<Record>> loaded = load(key);
+    if (!loaded.isOK()) {
+        release(key, c, loaded.getStatus(), Timestamp());
+        return loaded.getStatus();
     }
-    if (found.getValue()) {
+    if (loaded.getValue()) {
         // A coordination exists: its outcome (the participants are in its record).
-        return coordinateClaimed(key, c, lsid, txnNumber, {}, commitTs);
+        return coordinateClaimed(key, c, std::move(loaded.getValue()), lsid, txnNumber, {},
+                                 commitTs);
     }
     // Nothing was coordinated, and nothing will be while this claim is held.
     *commitTs = Timestamp();

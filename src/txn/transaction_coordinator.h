@@ -122,11 +122,12 @@ class TransactionCoordinator {
     Status recoverDecisionUnsynced(const std::string& lsid, int64_t txnNumber,
                                    const std::function<StatusWith<bool>()>& localOutcome,
                                    Timestamp* commitTs);
-    // coordinate() once `c` is claimed for `key`: from the record if there is one, else from
-    // step 1.
+    // coordinate() once `c` is claimed for `key` and its record read under the claim
+    // (`loaded`): from that record if there is one, else from step 1.
     Status coordinateClaimed(const std::string& key, const std::shared_ptr<Coordination>& c,
-                             const std::string& lsid, int64_t txnNumber,
-                             const std::vector<Participant>& participants, Timestamp* commitTs);
+                             std::optional<Record> loaded, const std::string& lsid,
+                             int64_t txnNumber, const std::vector<Participant>& participants,
+                             Timestamp* commitTs);
     // The record under `key`, if any (InternalError if it cannot be read).
     StatusWith<std::optional<Record>> load(const std::string& key);
     // A record found without decision (its coordinator restarted before deciding: nobody was
