@@ -16,8 +16,8 @@
 namespace tessera::net {
 
 // Reads a message, validates and parses it, runs the command on the worker pool, writes the
-// reply, and repeats; one request at a time. Runs on its socket's strand: every member below is
-// touched only there.
+// reply, and repeats; one request at a time. Runs on its socket's io_context, which one io thread
+// runs: every member below is touched only there.
 class Connection : public std::enable_shared_from_this<Connection> {
   public:
     Connection(ServerState& server, asio::ip::tcp::socket socket, int64_t id, std::string remote);
@@ -29,7 +29,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     void requestClose();
 
     ClientContext& client() { return _client; }
-    // The socket's strand; serve() must run on it.
+    // The socket's executor (its io thread's context); serve() must run on it.
     asio::any_io_executor executor() { return _socket.get_executor(); }
 
   private:

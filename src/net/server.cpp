@@ -47,6 +47,15 @@ struct Server::Impl {
                 options.controlThreads, options.maxConnections) {
         if (options.forwardRequests) state.remotes = std::make_unique<AsyncRemoteClient>(state.ioc);
         state.inlineRequests = options.inlineRequests;
+        for (int i = 1; i < options.ioThreads; ++i) {
+            state.moreIo.push_back(std::make_unique<asio::io_context>(1));
+        }
+    }
+
+    // The context of the next connection: the io threads' contexts in turn.
+    asio::io_context& nextConnectionContext() {
+        size_t i = nextContext.fetch_add(1, std::memory_order_relaxed) % (state.moreIo.size() + 1);
+        return i == 0 ? state.ioc : *state.moreIo[i - 1];
     }
 
     asio::awaitable<void> acceptLoop(asio::ip::tcp::acceptor& acceptor);
@@ -60,6 +69,7 @@ struct Server::Impl {
     std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> acceptors;
     std::unique_ptr<asio::signal_set> signals;
     std::atomic<int64_t> nextConnectionId{0};
+    std::atomic<size_t> nextContext{0};
     std::atomic<bool> started{false};
     std::vector<std::string> listenAddresses;  // set by start()
     std::atomic<bool> ran{false};
@@ -68,12 +78,8 @@ struct Server::Impl {
 
 asio::awaitable<void> Server::Impl::acceptLoop(asio::ip::tcp::acceptor& acceptor) {
     while (true) {
-        // With ioThreads > 1 each connection gets its own strand, so that one connection's
-        // handlers never run concurrently; one io thread serializes them already, and a strand
-        // would only add a lock and a queue to every completion.
-        asio::ip::tcp::socket socket = options.ioThreads > 1
-                                           ? asio::ip::tcp::socket(asio::make_strand(state.ioc))
-                                           : asio::ip::tcp::socket(state.ioc);
+        // Each context runs on one io thread, which serializes a connection's handlers.
+        asio::ip::tcp::socket socket(nextConnectionContext());
         asio::error_code ec;
         co_await acceptor.async_accept(socket, asio::redirect_error(asio::use_awaitable, ec));
         if (ec) {
@@ -156,7 +162,8 @@ void Server::Impl::connectionEnded(int64_t id, const std::string& remote) {
 
 void Server::Impl::releaseWorkIfDrained() {
     std::lock_guard lock(state.mutex);
-    if (state.shuttingDown && state.connections.empty()) state.workGuard.reset();
+    if (!state.shuttingDown || !state.connections.empty()) return;
+    for (auto& guard : state.workGuards) guard.reset();
 }
 
 void Server::Impl::beginShutdown() {
@@ -220,7 +227,10 @@ Status Server::start() {
     _impl->started = true;
     {
         std::lock_guard lock(_impl->state.mutex);
-        _impl->state.workGuard.emplace(asio::make_work_guard(ioc));
+        _impl->state.workGuards.push_back(asio::make_work_guard(ioc));
+        for (auto& more : _impl->state.moreIo) {
+            _impl->state.workGuards.push_back(asio::make_work_guard(*more));
+        }
     }
     for (auto& acceptor : _impl->acceptors) {
         _impl->listenAddresses.push_back(endpointString(acceptor->local_endpoint()));
@@ -244,8 +254,7 @@ Status Server::start() {
 
 void Server::run() {
     if (!_impl->started || _impl->ran.exchange(true)) return;
-    auto& ioc = _impl->state.ioc;
-    auto runIo = [&ioc] {
+    auto runIo = [](asio::io_context& ioc) {
         while (true) {
             try {
                 ioc.run();
@@ -257,8 +266,10 @@ void Server::run() {
         }
     };
     std::vector<std::thread> extra;
-    for (int i = 1; i < _impl->options.ioThreads; ++i) extra.emplace_back(runIo);
-    runIo();
+    for (auto& more : _impl->state.moreIo) {
+        extra.emplace_back([&runIo, &ctx = *more] { runIo(ctx); });
+    }
+    runIo(_impl->state.ioc);
     for (auto& t : extra) t.join();
     log::info("NETWORK", 4784923, "Network layer shut down");
 }

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <vector>
 
 #include "net/asio_config.h"
 #include "net/async_remote_client.h"
@@ -28,7 +29,14 @@ struct ServerState {
     int32_t nextRequestId() { return _requestIds.fetch_add(1, std::memory_order_relaxed); }
 
     RequestHandler& handler;
+    // The first io thread's context: the acceptors, signals, shutdown, forwarded exchanges, and
+    // a share of the connections.
     asio::io_context ioc;
+    // One more context per further io thread (ServerOptions::ioThreads): each runs on one
+    // thread, so a connection's handlers never run concurrently without a strand, and the io
+    // threads share no scheduler (no lock handed between them, no idle thread woken to pick up
+    // another's completion).
+    std::vector<std::unique_ptr<asio::io_context>> moreIo;
     asio::thread_pool workers;
     asio::thread_pool control;    // RequestHandler::isControlRequest
     bool inlineRequests = false;  // ServerOptions::inlineRequests
@@ -43,8 +51,9 @@ struct ServerState {
     // Guarded by mutex.
     std::unordered_map<int64_t, std::shared_ptr<Connection>> connections;
     bool shuttingDown = false;
-    // Keeps ioc.run() alive while serving; released once shutting down with no connections left.
-    std::optional<asio::executor_work_guard<asio::io_context::executor_type>> workGuard;
+    // Keep ioc.run() and each of moreIo's run() alive while serving; released once shutting
+    // down with no connections left.
+    std::vector<asio::executor_work_guard<asio::io_context::executor_type>> workGuards;
 
   private:
     std::atomic<int32_t> _requestIds{1};
