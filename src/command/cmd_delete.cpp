@@ -61,6 +61,8 @@ class DeleteCommand final : public Command {
             stmt.let = let;
             stmts.push_back(std::move(stmt));
         }
+        // Inline, the one statement leaves a wait for a transaction to the pool (write_ops_util.h).
+        if (!stmts.empty()) stmts.front().deferConflicts = opCtx.inlineExecution;
         std::string ns = request.db + "." + collName;
         storage::Engine& engine = *opCtx.service->engine;
         ASSIGN_OR_RETURN(storage::CollectionPtr coll, getWritableCollection(engine, ns));
@@ -92,6 +94,8 @@ class DeleteCommand final : public Command {
             int64_t deleted = 0;
             if (s.isOK() && writer) {
                 s = exec::executeDelete(opCtx, *writer, stmts[i], wopts, &deleted);
+                if (s.is(ErrorCodes::InlineWouldBlock))
+                    return s;  // nothing changed: the pool runs it
             } else if (s.isOK()) {
                 auto parsed = query::Matcher::parse(stmts[i].query, nullptr, stmts[i].let);
                 if (!parsed.isOK()) s = parsed.getStatus();

@@ -113,6 +113,7 @@ class FindAndModifyCommand final : public Command {
                 ASSIGN_OR_RETURN(auto writer, opCtx.writer(coll));
                 exec::DeleteStatement del{
                     query.copy(), hint, sort.copy(), false, true, collationArgument(body), let};
+                del.deferConflicts = opCtx.inlineExecution;  // the pool waits, not an io thread
                 TRY_STATUS(exec::executeDelete(opCtx, *writer, del, wopts, &n, &value));
             }
             reply.appendNumber("n", n);
@@ -127,6 +128,7 @@ class FindAndModifyCommand final : public Command {
                 stmt.ownership = ownership.get();
                 stmt.retryableWrite = opCtx.txnNumber.has_value();
                 stmt.inTransaction = opCtx.transaction != nullptr;
+                stmt.deferConflicts = opCtx.inlineExecution;  // the pool waits, not an io thread
                 // A router's request (versioned) moves what would change shards itself.
                 stmt.routerMovesDocuments = !request.body["shardVersion"].eoo();
                 Status s = exec::executeUpdate(opCtx, *writer, stmt, wopts, &outcome);

@@ -88,6 +88,8 @@ class UpdateCommand final : public Command {
             anyUpsert = anyUpsert || stmt.upsert;
             stmts.push_back(std::move(stmt));
         }
+        // Inline, the one statement leaves a wait for a transaction to the pool (write_ops_util.h).
+        if (!stmts.empty()) stmts.front().deferConflicts = opCtx.inlineExecution;
         std::string ns = request.db + "." + collName;
         storage::Engine& engine = *opCtx.service->engine;
 
@@ -149,6 +151,7 @@ class UpdateCommand final : public Command {
             exec::UpdateOutcome outcome;
             Status s = query::Collator::fromArgument(raw[i]["collation"]).getStatus();
             if (s.isOK() && writer) s = exec::executeUpdate(opCtx, *writer, stmt, wopts, &outcome);
+            if (s.is(ErrorCodes::InlineWouldBlock)) return s;  // nothing changed: the pool runs it
             if (retryable) retryable->endStatement(s);
             if (s.isOK() && !writer) {
                 // Validate the update even though there is nothing to update.

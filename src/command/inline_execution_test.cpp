@@ -3,9 +3,13 @@
 // once.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "command/crud_test_util.h"
 #include "command/opcounters.h"
 #include "command/service_entry_point.h"
+#include "storage/collection_writer.h"
+#include "storage/transaction.h"
 #include "wire/op_msg.h"
 
 namespace tessera::command {
@@ -91,6 +95,42 @@ TEST_F(InlineExecutionTest, WhatMayRunLongOrWaitGoesToThePool) {
                     .objValue()["firstBatch"]
                     .objValue()
                     .isEmpty());
+}
+
+// A write of a document a transaction holds must wait for the transaction, whose commit may
+// come on a connection of the same io thread: inline, it leaves the wait to the pool (nothing
+// applied) instead of holding the thread; so does a batch, which never runs inline.
+TEST_F(InlineExecutionTest, AWriteOfADocumentATransactionHoldsGoesToThePool) {
+    auto txn = engine->beginTransaction(std::nullopt, nullptr);
+    ASSERT_TRUE(txn.isOK());
+    storage::CollectionPtr coll = engine->getCollection("test.c");
+    ASSERT_TRUE(coll);
+    auto writer = txn.getValue()->writer(coll);
+    ASSERT_TRUE(writer.isOK());
+    std::optional<storage::Record> one =
+        writer.getValue()->currentById(J(R"({"_id": 1})").firstElement());
+    ASSERT_TRUE(one);
+    ASSERT_TRUE(
+        writer.getValue()
+            ->update(one->recordKey, one->doc, J(R"({"_id": 1, "x": 2})"), storage::WriteOptions())
+            .isOK());
+    const char* held[] = {
+        R"({"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"x": 10}}}]})",
+        R"({"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"x": 10}}, "upsert": true}]})",
+        R"({"delete": "c", "deletes": [{"q": {"_id": 1}, "limit": 1}]})",
+        R"({"findAndModify": "c", "query": {"_id": 1}, "update": {"$inc": {"x": 10}}})",
+        R"({"findAndModify": "c", "query": {"_id": 1}, "remove": true})",
+        R"({"insert": "c", "documents": [{"_id": 1}]})",
+        R"({"insert": "c", "documents": [{"_id": 7}, {"_id": 8}]})",
+    };
+    auto started = std::chrono::steady_clock::now();
+    for (const char* cmd : held) EXPECT_FALSE(runInline(cmd)) << cmd;
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+    txn.getValue()->abort();
+    auto found = run(R"({"find": "c", "filter": {"_id": {"$in": [1, 7]}}})");
+    bson::BsonObj batch = found.reply["cursor"].objValue()["firstBatch"].objValue().copy();
+    EXPECT_EQ(bson::BsonView(batch).nFields(), 1);
+    EXPECT_EQ(bson::BsonView(batch)["0"].objValue()["x"].numberLong(), 1);
 }
 
 TEST_F(InlineExecutionTest, AnInlineRequestIsCountedOnce) {

@@ -54,8 +54,11 @@ bool filterPinsId(bson::BsonElement filter);
 // has no bounded cost.
 bool isExistingCollection(const ServiceContext& service, std::string_view db,
                           bson::BsonElement coll);
-// At most this many statements in a write that runs inline.
-inline constexpr size_t kMaxInlineStatements = 64;
+// At most this many statements in a write that runs inline: one. A statement that meets a
+// document or unique value a transaction holds must wait for the transaction's commit, which may
+// arrive on a connection of the same io thread: only a first statement, which has changed
+// nothing yet, can leave that wait to the pool (InlineWouldBlock) instead of holding the thread.
+inline constexpr size_t kMaxInlineStatements = 1;
 // Whether the command has 1..kMaxInlineStatements statements in `field` (body array or kind-1
 // sequence) and `pinned(statement)` holds for each.
 template <typename Pred>

@@ -35,6 +35,12 @@ void backoff(int attempt) {
     }
 }
 
+// What a statement that may not wait answers a WriteConflict it would wait out
+// (UpdateStatement::deferConflicts): the pool runs the command again.
+Status deferredConflict() {
+    return Status(ErrorCodes::InlineWouldBlock, "a transaction holds the document");
+}
+
 // Record keys (and positional matches) of the documents a write statement targets, collected
 // before any document is changed.
 StatusWith<std::vector<Target>> collectTargets(const OperationContext& opCtx,
@@ -229,6 +235,7 @@ StatusWith<TargetResult> updateTarget(
             }
             return sw.getStatus();
         }
+        if (stmt.deferConflicts && outcome->nMatched == 0) return deferredConflict();
         backoff(attempt);
         std::optional<bson::BsonObj> latest = rematch(writer, matcher, t.recordKey, &elemMatchKey);
         if (!latest) return TargetResult::kGone;
@@ -332,6 +339,7 @@ Status executeUpdate(const OperationContext& opCtx, storage::CollectionWriter& w
         if (!targets.empty()) {
             // Every target went under concurrent writes: a single-document statement looks again.
             if (stmt.multi || !vanished || round >= kMaxWriteConflictRetries) return Status::OK();
+            if (stmt.deferConflicts) return deferredConflict();
             backoff(round);
             continue;
         }
@@ -357,6 +365,7 @@ Status executeUpdate(const OperationContext& opCtx, storage::CollectionWriter& w
         if (!sw.isOK()) {
             if (sw.getStatus().is(ErrorCodes::WriteConflict) && !writer.inTransaction() &&
                 round < kMaxWriteConflictRetries) {
+                if (stmt.deferConflicts) return deferredConflict();
                 backoff(round);  // a transaction holds the key: look again once it ended
                 continue;
             }
@@ -415,6 +424,7 @@ Status executeDelete(const OperationContext& opCtx, storage::CollectionWriter& w
                     attempt >= kMaxWriteConflictRetries || writer.inTransaction()) {
                     return sw.getStatus();
                 }
+                if (stmt.deferConflicts && *nDeleted == 0) return deferredConflict();
                 backoff(attempt);
                 TRY_STATUS(opCtx.checkForInterrupt());
                 doc = rematch(writer, *matcher, t.recordKey, &ignored);
@@ -424,6 +434,7 @@ Status executeDelete(const OperationContext& opCtx, storage::CollectionWriter& w
         if (*nDeleted > 0 || stmt.multi || !vanished || round >= kMaxWriteConflictRetries) {
             return Status::OK();
         }
+        if (stmt.deferConflicts) return deferredConflict();
         backoff(round);  // the one document went under a concurrent write: look again
     }
 }

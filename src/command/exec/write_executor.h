@@ -54,6 +54,10 @@ struct UpdateStatement {
     const OwnershipFilter* ownership = nullptr;
     bool retryableWrite = false;  // the command carried a txnNumber
     bool inTransaction = false;   // a statement of a multi-document transaction
+    // InlineWouldBlock instead of waiting out a WriteConflict (a transaction holds the document):
+    // an inline command's statement (OperationContext::inlineExecution) that is its first, so
+    // that the pool runs the command again.
+    bool deferConflicts = false;
     bool routerMovesDocuments = false;
 };
 
@@ -97,6 +101,7 @@ struct DeleteStatement {
     bool wantPreImage = false;
     bson::BsonObj collationArg;                   // as UpdateStatement::collationArg
     std::shared_ptr<const query::Variables> let;  // as UpdateStatement::let
+    bool deferConflicts = false;                  // as UpdateStatement::deferConflicts
 };
 
 // Deletes the matching documents (record keys collected first; a target changed by a concurrent
