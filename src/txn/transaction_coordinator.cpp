@@ -199,6 +199,7 @@ void TransactionCoordinator::stop() {
         _stopping = true;
     }
     _wake.notify_all();
+    _deliveryQueued.notify_all();
     if (_recovery.joinable()) _recovery.join();
     if (_participantRecovery.joinable()) _participantRecovery.join();
     for (std::thread& t : _deliverers) t.join();
@@ -209,7 +210,7 @@ void TransactionCoordinator::stop() {
 void TransactionCoordinator::deliveryLoop() {
     std::unique_lock lk(_mutex);
     for (;;) {
-        _wake.wait(lk, [&] { return _stopping || !_deliveries.empty(); });
+        _deliveryQueued.wait(lk, [&] { return _stopping || !_deliveries.empty(); });
         if (_deliveries.empty()) return;  // stopping, and every queued delivery finished
         std::function<void()> job = std::move(_deliveries.front());
         _deliveries.pop_front();
@@ -220,14 +221,18 @@ void TransactionCoordinator::deliveryLoop() {
 }
 
 void TransactionCoordinator::finishInBackground(Record record, std::shared_ptr<Coordination> c) {
+    bool queued = false;
     {
         std::lock_guard lk(_mutex);
         if (!_deliverers.empty()) {
             _deliveries.push_back(
                 [this, record = std::move(record), c = std::move(c)] { finish(record, c); });
-            _wake.notify_all();
-            return;
+            queued = true;
         }
+    }
+    if (queued) {
+        _deliveryQueued.notify_one();  // after unlocking: the thread woken takes the mutex
+        return;
     }
     finish(record, c);
 }

@@ -167,7 +167,10 @@ class TransactionCoordinator {
     storage::Engine& _engine;
     net::RemoteClient& _client;
     std::mutex _mutex;
-    std::condition_variable _wake;
+    std::condition_variable _wake;  // stop, and the recovery threads' periodic rounds
+    // One delivery queued: wakes one delivery thread, not every thread waiting on _wake (on two
+    // cores, six threads woken per commit competed with the reply it was queued before).
+    std::condition_variable _deliveryQueued;
     std::map<std::string, std::shared_ptr<Coordination>> _active;
     // Coordinations claimed since startup and not settled: what the recovery thread looks at
     // each second (instead of reading every record, done ones included).
