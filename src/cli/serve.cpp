@@ -198,7 +198,15 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
     std::unique_ptr<shard::ShardingState> shardingState;
     std::unique_ptr<router::Router> router;
     Status roleStarted = Status::OK();
-    if (role == "config") {
+    if (transactions) {
+        // A commit retried after this restart finds its transaction committed
+        // (SessionTransactions::restoreCommitted); a shard's prepared ones, restored below, are
+        // newer than their sessions' last commits.
+        roleStarted = transactions->restoreCommitted().getStatus();
+    }
+    if (!roleStarted.isOK()) {
+        // Reported below.
+    } else if (role == "config") {
         configServer = std::make_unique<config::ConfigServer>(service);
         service.roleState = configServer.get();
         service.hooks = configServer->hooks();

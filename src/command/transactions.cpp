@@ -40,6 +40,20 @@ std::string preparedRecordKey(const std::string& lsid) {
     return std::string(SessionTransactions::kPreparedRecordPrefix) + lsid;
 }
 
+// The side record of a session's newest committed transaction with writes, {txnNumber}: written
+// in the commit's own batch (durable exactly when the commit is), overwritten by the session's
+// next commit; restoreCommitted() reads them back at startup.
+std::string committedRecordKey(const std::string& lsid) {
+    return std::string(SessionTransactions::kCommittedRecordPrefix) + lsid;
+}
+
+std::vector<std::pair<std::string, std::string>> commitRecordOf(const std::string& lsid,
+                                                                int64_t txnNumber) {
+    bson::BsonBuilder b;
+    b.appendInt64("txnNumber", txnNumber);
+    return {{committedRecordKey(lsid), std::string(b.obj().bytes())}};
+}
+
 }  // namespace
 
 bool isTransactionEndCommand(std::string_view name) {
@@ -277,6 +291,25 @@ StatusWith<size_t> SessionTransactions::recoverPrepared() {
     return recovered.size();
 }
 
+StatusWith<size_t> SessionTransactions::restoreCommitted() {
+    size_t restored = 0;
+    for (const auto& [key, value] : _engine->sideRecords(kCommittedRecordPrefix)) {
+        bson::BsonView record(value.data());
+        bson::BsonElement number = record["txnNumber"];
+        if (key.size() <= kCommittedRecordPrefix.size() || !number.isNumber()) {
+            return Status(ErrorCodes::InternalError, "a malformed transaction commit record");
+        }
+        std::shared_ptr<Session> s = sessionFor(key.substr(kCommittedRecordPrefix.size()));
+        std::lock_guard lk(s->stateMutex);
+        if (s->state != State::kNone && s->txnNumber >= number.numberLong()) continue;
+        s->txnNumber = number.numberLong();
+        s->state = State::kCommitted;
+        s->started = s->lastUse = std::chrono::steady_clock::now();
+        ++restored;
+    }
+    return restored;
+}
+
 void SessionTransactions::abortAfterFailure(Session& session, const Status& status) {
     std::lock_guard lk(session.stateMutex);
     if (session.state != State::kInProgress) return;
@@ -306,8 +339,13 @@ StatusWith<Timestamp> SessionTransactions::commit(Session& session,
                       "Transaction " + std::to_string(session.txnNumber) + " has been aborted.");
     }
     storage::WriteOptions opts;
-    StatusWith<Timestamp> ts =
-        commitTs ? session.txn->commitPrepared(*commitTs, {}, opts) : session.txn->commit({}, opts);
+    // Only a transaction that wrote is recorded: a read-only one stays a commit without a write,
+    // and running it again after a restart changes nothing.
+    const auto record = session.txn->hasWrites()
+                            ? commitRecordOf(session.lsid, session.txnNumber)
+                            : std::vector<std::pair<std::string, std::string>>{};
+    StatusWith<Timestamp> ts = commitTs ? session.txn->commitPrepared(*commitTs, record, opts)
+                                        : session.txn->commit(record, opts);
     session.txn.reset();
     if (!ts.isOK()) {
         session.state = State::kAborted;

@@ -162,6 +162,13 @@ class SessionTransactions {
     // prepared when the process stopped, prepared again (awaiting their coordinator's decision).
     // Returns how many.
     StatusWith<size_t> recoverPrepared();
+    // At startup (a shard, a --replSet node), before it serves anything: each session's newest
+    // committed transaction with writes, from its commit record (kCommittedRecordPrefix, written
+    // in the commit's own batch), so that a commit retried after a restart — by the driver, or
+    // through another router with a recoveryToken — is answered "committed" instead of
+    // NoSuchTransaction, which would have the application run the transaction again. Returns how
+    // many. The records are kept (one per session, overwritten by its next commit).
+    StatusWith<size_t> restoreCommitted();
     // The outcome of transaction (lsid, txnNumber) here, for a coordinator asked to recover a
     // decision it never made (a commit retried with a recoveryToken through another router):
     // true if it committed; false if it aborted or is unknown, after aborting it if it was still
@@ -170,6 +177,7 @@ class SessionTransactions {
     // session TransactionTooOld (the outcome is no longer known).
     StatusWith<bool> committedElseAbort(const std::string& lsid, int64_t txnNumber);
     static constexpr std::string_view kPreparedRecordPrefix = "txn.prepared/";
+    static constexpr std::string_view kCommittedRecordPrefix = "txn.committed/";
 
     // endSessions / killSessions: aborts their unfinished transactions.
     void endSession(const std::string& lsid);

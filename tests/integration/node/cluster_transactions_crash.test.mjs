@@ -185,7 +185,7 @@ describeWithManualCluster(
             await expectBalances();
         });
 
-        test('a commit retried through the other router with the recoveryToken gets the decision', async () => {
+        test('a commit retried through the other router with the recoveryToken gets the decision, also after a restart', async () => {
             // Two participants, the router killed while the coordinator holds the commit: the
             // other router asks the coordinator the token names.
             await failpoint('low', 'hangBeforeWritingDecision', 'alwaysOn');
@@ -233,6 +233,19 @@ describeWithManualCluster(
             const r3 = recoveryOf(one.session);
             const again = await commitThrough(1, r3.lsid, r3.txnNumber, r3.token);
             assert.equal(again.error, undefined, `${again.error}`);
+            // ... and still after kill -9 of that shard: its commit record came back with it
+            // (NoSuchTransaction here would have the driver run the transfer a second time).
+            // Router 1 is restarted too, so that it asks the shard instead of remembering.
+            await c().kill9(shardProc('low'));
+            await c().kill9(c().routerProcs[1]);
+            await c().restart(shardProc('low'));
+            await c().restart(c().routerProcs[1]);
+            let afterRestart;
+            await waitFor('the restarted shard answers the recovery', async () => {
+                afterRestart = await commitThrough(1, r3.lsid, r3.txnNumber, r3.token);
+                return !afterRestart.error || afterRestart.error.code === 251;
+            }, { timeoutMs: 60000, intervalMs: 200 });
+            assert.equal(afterRestart.error, undefined, `${afterRestart.error}`);
             await one.session.endSession();
             await expectBalances();
         });

@@ -3,7 +3,7 @@
 // bank of concurrent transfers whose total no reader ever sees change, and Mongoose.
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { MongoClient } from 'mongodb';
+import { Long, MongoClient } from 'mongodb';
 import mongoose from 'mongoose';
 import { describeWithServer, startServer, uniqueDbName, withServerLog } from './harness.mjs';
 
@@ -219,6 +219,56 @@ describeWithServer(
     },
     { serverOptions: { args: ['--replSet', 'rs0'] } },
 );
+
+it('a commit retried after kill -9 of the node is answered committed and applies nothing again', async () => {
+    const first = await startServer({ args: ['--replSet', 'rs0'] });
+    let second;
+    try {
+        const client = await first.client();
+        const c = client.db(uniqueDbName('txn')).collection('c');
+        const session = client.startSession();
+        session.startTransaction({ writeConcern: { w: 1, j: true } });
+        await c.insertOne({ _id: 1 }, { session });
+        await session.commitTransaction();
+        const lsid = session.id;
+        const txnNumber = session.serverSession.txnNumber;
+        await first.kill9();
+        await client.close().catch(() => {});
+
+        second = await startServer({ dbpath: first.dbpath, port: first.port, args: ['--replSet', 'rs0'] });
+        const again = await second.client();
+        // The driver's retry of the commit, on the session's lsid and txnNumber: a
+        // NoSuchTransaction (TransientTransactionError) would make withTransaction run the
+        // transaction again.
+        const retry = again.startSession();
+        Object.assign(retry.serverSession, { id: lsid, txnNumber });
+        const reply = await again
+            .db('admin')
+            .command({ commitTransaction: 1 }, { session: retry }) // with the borrowed txnNumber
+            .then((r) => r, (e) => e);
+        assert.equal(reply.ok, 1, `${reply}`);
+        // The next transaction of the session starts as usual; the document is there once.
+        const next = await again
+            .db(c.dbName)
+            .command(
+                { insert: 'c', documents: [{ _id: 2 }], txnNumber: Long.fromNumber(txnNumber + 1), startTransaction: true, autocommit: false },
+                { session: retry },
+            )
+            .then((r) => r, (e) => e);
+        assert.equal(next.ok, 1, `${next}`);
+        retry.serverSession.txnNumber = txnNumber + 1; // the driver sends it with abortTransaction
+        await again.db('admin').command({ abortTransaction: 1 }, { session: retry });
+        assert.deepEqual(await again.db(c.dbName).collection('c').find().toArray(), [{ _id: 1 }]);
+        await again.close();
+    } finally {
+        if (second) {
+            await second.stop();
+            second.cleanup();
+        }
+        await first.stop();
+        first.cleanup();
+    }
+});
 
 it('a standalone without --replSet refuses transactions and applies nothing', async () => {
     const server = await startServer();
