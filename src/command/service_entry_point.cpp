@@ -230,6 +230,45 @@ void countRequest(const CommandRequest& request) {
     OpCounters::global().countRequest(request.commandName, request.body, sizes);
 }
 
+// A read that may run again from the start: it returns documents and changes nothing
+// (aggregate without $out or $merge).
+bool isRestartableRead(const CommandRequest& request) {
+    std::string_view name = request.commandName;
+    if (name == "find" || name == "count" || name == "distinct") return true;
+    if (name != "aggregate") return false;
+    bson::BsonElement pipeline = request.body["pipeline"];
+    if (!pipeline.isArray()) return false;
+    for (bson::BsonElement stage : pipeline.objValue()) {
+        if (!stage.isObject()) return false;
+        std::string_view op = stage.objValue().firstElement().fieldName();
+        if (op == "$out" || op == "$merge") return false;
+    }
+    return true;
+}
+
+// How often a read at the latest timestamp runs again because a prepared transaction it met
+// committed after its timestamp (storage::LatestReadScope); the last run keeps its timestamp.
+constexpr int kLatestReadRuns = 4;
+
+// command->run, for a read at the engine's latest timestamp inside a storage::LatestReadScope:
+// run again (from the start, with a fresh reply) when it met a prepared transaction that
+// committed after its timestamp, so that it sees a commit acknowledged before it began.
+Status runReadingLatest(Command& command, OperationContext& opCtx, const CommandRequest& request,
+                        bson::BsonBuilder& reply) {
+    const bool latest = !opCtx.transaction && !opCtx.readAtClusterTime && opCtx.service->engine &&
+                        isRestartableRead(request);
+    for (int run = 1; latest && run < kLatestReadRuns; ++run) {
+        try {
+            storage::LatestReadScope scope;
+            return command.run(opCtx, request, reply);
+        } catch (const storage::PrepareConflict& e) {
+            if (e.kind() != storage::PrepareConflict::Kind::kCommittedAfterRead) throw;
+            reply = bson::BsonBuilder();
+        }
+    }
+    return command.run(opCtx, request, reply);
+}
+
 void logSlow(std::chrono::steady_clock::time_point started, const CommandRequest& request,
              const Status& status) {
     auto elapsed = std::chrono::steady_clock::now() - started;
@@ -736,7 +775,7 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
         }
         if (status.isOK()) {
             labels.wroteNothing = false;
-            status = command->run(opCtx, request, reply);
+            status = runReadingLatest(*command, opCtx, request, reply);
         }
         // A snapshot read at a time this router picked, refused by a shard that received a
         // migrated range after it: again at a later time, which the router's clock, having seen

@@ -73,11 +73,12 @@ bool MvccIterator::nextMerged(std::string_view* userKey, std::string_view* value
             continue;
         }
         // May throw before anything is consumed: a later call starts here again.
-        std::optional<Timestamp> commitTs = p->txn->awaitDecision();
+        std::optional<Timestamp> commitTs = p->txn->awaitDecisionFor(_readTs);
         ++_preparedUsed;
-        if (!commitTs || *commitTs > _readTs) continue;  // the database's view decides
-        if (sameKey) _dbPending = false;                 // the view's version is this one, or older
-        if (p->value.empty()) continue;                  // removed at or before readTs
+        // Aborted, or committed after _readTs: the database's view decides.
+        if (!commitTs) continue;
+        if (sameKey) _dbPending = false;  // the view's version is this one, or older
+        if (p->value.empty()) continue;   // removed at or before readTs
         *userKey = p->userKey;
         *value = p->value;
         _currentTs = *commitTs;

@@ -173,6 +173,46 @@ TEST_F(PreparedReadsTest, ACommitAboveTheReadTimestampOrAnAbortIsNotSeen) {
     EXPECT_EQ(after.size(), 3u);
 }
 
+TEST_F(PreparedReadsTest, InALatestReadScopeACommitAboveTheReadTimestampRestartsTheRead) {
+    // The participant of a cross-shard commit already acknowledged to the client: a read at the
+    // latest timestamp, taken between this part's prepare and the commit timestamp (another
+    // participant's later prepare), must run again rather than miss the commit.
+    prepareTransfer();
+    auto early = engine->snapshot();
+    auto coll = engine->getCollection("db.c");
+    ASSERT_TRUE(insert("db.other", R"({"_id": 2})") > early->timestamp());
+    Timestamp commitTs = engine->lastCommitTimestamp();
+    ASSERT_GT(commitTs, early->timestamp());
+    ASSERT_TRUE(txn->commitPrepared(commitTs, {}, WriteOptions{}).isOK());
+    {
+        LatestReadScope latest;
+        auto point = [&] { return early->findByRecordKey(*coll, idKey("1")); };
+        try {
+            point();
+            FAIL() << "the point read kept its timestamp";
+        } catch (const PrepareConflict& e) {
+            EXPECT_EQ(e.kind(), PrepareConflict::Kind::kCommittedAfterRead);
+        }
+        auto cursor = early->scan(*coll, true);
+        try {
+            while (cursor->next()) {
+            }
+            FAIL() << "the scan kept its timestamp";
+        } catch (const PrepareConflict& e) {
+            EXPECT_EQ(e.kind(), PrepareConflict::Kind::kCommittedAfterRead);
+        }
+        // Run again at the latest timestamp, now past the commit: all of it.
+        auto again = engine->snapshot();
+        EXPECT_EQ(again->findByRecordKey(*coll, idKey("1"))->toJson(),
+                  R"({ "_id" : 1, "v" : 11 })");
+        EXPECT_EQ(scanAll(*again, "db.c").size(), 3u);
+        // Keys it did not write never restart a read.
+        EXPECT_TRUE(early->findByRecordKey(*coll, idKey("5")).has_value());
+    }
+    // Outside the scope the early view keeps its timestamp: none of it.
+    EXPECT_EQ(early->findByRecordKey(*coll, idKey("1"))->toJson(), R"({ "_id" : 1, "v" : 10 })");
+}
+
 TEST_F(PreparedReadsTest, ATransactionBegunDuringThePrepareWaitsOnlyForItsKeys) {
     Timestamp prepareTs = prepareTransfer();
     auto sw = engine->beginTransaction(std::nullopt, nullptr);

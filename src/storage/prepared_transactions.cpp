@@ -6,6 +6,7 @@
 namespace tessera::storage {
 
 thread_local PrepareWaitScope::Limit PrepareWaitScope::tlsLimit;
+thread_local bool LatestReadScope::tlsActive = false;
 
 namespace {
 
@@ -55,6 +56,18 @@ std::optional<Timestamp> PreparedTransaction::awaitDecision() const {
         PrepareConflict::Kind::kTooLong);
 }
 
+std::optional<Timestamp> PreparedTransaction::awaitDecisionFor(Timestamp readTs) const {
+    std::optional<Timestamp> commitTs = awaitDecision();
+    if (!commitTs || *commitTs <= readTs) return commitTs;
+    if (LatestReadScope::active()) {
+        throw PrepareConflict(
+            "a prepared transaction the read met committed after the read's "
+            "timestamp; the read runs again at a later one",
+            PrepareConflict::Kind::kCommittedAfterRead);
+    }
+    return std::nullopt;
+}
+
 void PreparedTransaction::decide(std::optional<Timestamp> commitTs) {
     {
         std::lock_guard lk(_mutex);
@@ -99,8 +112,7 @@ std::optional<PreparedSet::Version> PreparedSet::versionOf(uint32_t cfId,
 }
 
 std::optional<std::string_view> PreparedSet::resolve(const Version& v, Timestamp readTs) {
-    std::optional<Timestamp> commitTs = v.txn->awaitDecision();
-    if (!commitTs || *commitTs > readTs) return std::nullopt;
+    if (!v.txn->awaitDecisionFor(readTs)) return std::nullopt;
     return v.value;
 }
 

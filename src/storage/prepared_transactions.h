@@ -27,6 +27,10 @@ class PrepareConflict : public std::runtime_error {
         kWouldBlock,  // the thread may not wait (PrepareWaitScope())
         kDeadline,    // the operation's maxTimeMS passed while waiting
         kTooLong,     // the command layer's own bound passed while waiting
+        // Inside a LatestReadScope: the transaction committed after the read's timestamp, so the
+        // read (at the engine's latest timestamp when it began) would miss a commit that may
+        // have been acknowledged to a client before it began; the command runs again.
+        kCommittedAfterRead,
     };
     PrepareConflict(std::string what, Kind kind)
         : std::runtime_error(std::move(what)), _kind(kind) {}
@@ -66,6 +70,29 @@ class PrepareWaitScope {
     Limit _previous;
 };
 
+// While alive on a thread, the reads on it are a command's reads at the engine's latest
+// timestamp (no transaction, no client-chosen time) that the command layer runs again when they
+// throw PrepareConflict kCommittedAfterRead: a prepared transaction they met committed after
+// their read timestamp. Why: a cross-shard commit is acknowledged once decided, before every
+// participant has heard it; a read that began after the acknowledgement, on a participant still
+// holding its part prepared, has a read timestamp between that part's prepare and its commit
+// timestamp (the greatest prepare timestamp of all participants). It waits for the decision,
+// and then, read again at a later latest timestamp, sees the commit — as the reader of a
+// MongoDB primary does after a prepare conflict. Outside the scope such a read keeps its
+// timestamp and sees the version before the transaction (a consistent snapshot all the same).
+class LatestReadScope {
+  public:
+    LatestReadScope() : _previous(tlsActive) { tlsActive = true; }
+    ~LatestReadScope() { tlsActive = _previous; }
+    LatestReadScope(const LatestReadScope&) = delete;
+    LatestReadScope& operator=(const LatestReadScope&) = delete;
+    static bool active() { return tlsActive; }
+
+  private:
+    static thread_local bool tlsActive;
+    bool _previous;
+};
+
 // The versions a prepared transaction will write if it commits, by column family id: user key
 // (without timestamp) -> value ("" removes the key), sorted by key.
 using PreparedVersions = std::map<uint32_t, std::vector<std::pair<std::string, std::string>>>;
@@ -88,6 +115,10 @@ class PreparedTransaction {
     // Blocks until decided (bounded by the thread's PrepareWaitScope, else PrepareConflict);
     // returns the commit timestamp, or nullopt when it aborted.
     std::optional<Timestamp> awaitDecision() const;
+    // awaitDecision() for a reader at `readTs`: the commit timestamp if the reader sees the
+    // transaction's versions, nullopt if it aborted or committed after `readTs` — which inside a
+    // LatestReadScope throws PrepareConflict kCommittedAfterRead instead.
+    std::optional<Timestamp> awaitDecisionFor(Timestamp readTs) const;
     // Its versions are written (commitTs) or dropped (nullopt): waiting readers go on.
     void decide(std::optional<Timestamp> commitTs);
     // Waits until decided, at most until `deadline`; whether it is.
