@@ -149,8 +149,9 @@ StatusWith<TransactionArgs> parseTransactionArgs(const CommandRequest& request,
     return args;
 }
 
-SessionTransactions::SessionTransactions(storage::Engine* engine)
-    : _engine(engine), _reaper([this] { reapLoop(); }) {}
+SessionTransactions::SessionTransactions(storage::Engine* engine,
+                                         std::chrono::milliseconds idleSessionLimit)
+    : _engine(engine), _idleSessionLimit(idleSessionLimit), _reaper([this] { reapLoop(); }) {}
 
 SessionTransactions::~SessionTransactions() {
     {
@@ -304,6 +305,7 @@ StatusWith<size_t> SessionTransactions::restoreCommitted() {
         if (s->state != State::kNone && s->txnNumber >= number.numberLong()) continue;
         s->txnNumber = number.numberLong();
         s->state = State::kCommitted;
+        s->commitRecorded = true;
         s->started = s->lastUse = std::chrono::steady_clock::now();
         ++restored;
     }
@@ -355,6 +357,7 @@ StatusWith<Timestamp> SessionTransactions::commit(Session& session,
     }
     session.state = State::kCommitted;
     session.commitTs = ts.getValue();
+    session.commitRecorded = session.commitRecorded || !record.empty();
     session.decided.notify_all();
     return ts;
 }
@@ -518,12 +521,12 @@ size_t SessionTransactions::abortDoomed() {
 }
 
 void SessionTransactions::reapLoop() {
-    const auto idleSessionLimit = std::chrono::minutes(kLogicalSessionTimeoutMinutes);
     std::unique_lock lk(_mutex);
     while (!_stopping) {
         _wake.wait_for(lk, std::chrono::milliseconds(500));
         if (_stopping) break;
         auto now = std::chrono::steady_clock::now();
+        std::vector<std::pair<std::string, std::string>> forget;  // commit records to delete
         for (auto it = _sessions.begin(); it != _sessions.end();) {
             Session& s = *it->second;
             std::unique_lock busy(s.checkout, std::try_to_lock);
@@ -532,6 +535,7 @@ void SessionTransactions::reapLoop() {
                 continue;
             }
             bool expired = false;
+            bool recorded = false;
             {
                 std::lock_guard state(s.stateMutex);
                 abortIfDoomedLocked(s);
@@ -547,15 +551,21 @@ void SessionTransactions::reapLoop() {
                                     std::to_string(kLifetimeLimit.count()) + ")";
                 }
                 expired = s.state != State::kInProgress && s.state != State::kPrepared &&
-                          now - s.lastUse > idleSessionLimit;
+                          now - s.lastUse > _idleSessionLimit;
+                recorded = s.commitRecorded;
             }
             busy.unlock();
             if (expired) {
+                if (recorded) forget.emplace_back(committedRecordKey(it->first), "");
                 it = _sessions.erase(it);  // an expired session (logicalSessionTimeoutMinutes)
                 continue;
             }
             ++it;
         }
+        // Written under _mutex: a new session of one of these lsids cannot commit (and write its
+        // own record) before the deletes are in the log. Unsynced: a delete lost in a crash
+        // only brings back a record the next expiry deletes again.
+        if (!forget.empty()) (void)_engine->writeSideRecords(forget, false);
     }
 }
 

@@ -15,6 +15,7 @@
 #include "base/status.h"
 #include "bson/bson_builder.h"
 #include "bson/bson_obj.h"
+#include "command/server_info.h"
 #include "storage/transaction.h"
 
 namespace tessera::storage {
@@ -53,6 +54,8 @@ struct TransactionSession {
     // The transaction ended because of its statement's error (not abortTransaction): a shard
     // may start it again under the same number (a router retrying a stale first statement).
     bool abortedByStatement = false;
+    // Its commit record (kCommittedRecordPrefix) exists: deleted when the session expires.
+    bool commitRecorded = false;
 };
 
 // The multi-document transactions of one process, per logical session (MongoDB's
@@ -88,7 +91,11 @@ class SessionTransactions {
     using State = TransactionState;
     using Session = TransactionSession;
 
-    explicit SessionTransactions(storage::Engine* engine);
+    // `idleSessionLimit`: how long an unused session is kept (logicalSessionTimeoutMinutes;
+    // shorter in tests).
+    explicit SessionTransactions(storage::Engine* engine,
+                                 std::chrono::milliseconds idleSessionLimit =
+                                     std::chrono::minutes(kLogicalSessionTimeoutMinutes));
     ~SessionTransactions();
 
     // A shard's transactions (see above). `commitObservers` (may be null; must outlive this)
@@ -167,7 +174,8 @@ class SessionTransactions {
     // in the commit's own batch), so that a commit retried after a restart — by the driver, or
     // through another router with a recoveryToken — is answered "committed" instead of
     // NoSuchTransaction, which would have the application run the transaction again. Returns how
-    // many. The records are kept (one per session, overwritten by its next commit).
+    // many. One record per session, overwritten by its next commit, deleted when the session
+    // expires (logicalSessionTimeoutMinutes without use, as MongoDB's config.transactions).
     StatusWith<size_t> restoreCommitted();
     // The outcome of transaction (lsid, txnNumber) here, for a coordinator asked to recover a
     // decision it never made (a commit retried with a recoveryToken through another router):
@@ -195,6 +203,7 @@ class SessionTransactions {
     void reapLoop();
 
     storage::Engine* _engine;
+    const std::chrono::milliseconds _idleSessionLimit;
     bool _participant = false;
     std::atomic<bool> _unsyncedCommits{false};
     const storage::WriteUnit* _commitObservers = nullptr;
