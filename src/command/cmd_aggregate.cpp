@@ -72,14 +72,9 @@ class AggregateCommand final : public Command {
         ASSIGN_OR_RETURN(exec::ResolvedNamespace resolved, exec::resolveNamespace(engine, ns));
         storage::CollectionPtr coll = resolved.coll;
         bson::BsonObj stages = pipeline.objValue().copy();
-        if (opCtx.transaction) {
-            for (bson::BsonElement stage : stages) {
-                if (stage.isObject() &&
-                    (stage.objValue().hasField("$out") || stage.objValue().hasField("$merge"))) {
-                    return Status(ErrorCodes::OperationNotSupportedInTransaction,
-                                  "$out and $merge cannot be used in a transaction");
-                }
-            }
+        if (opCtx.transaction && pipelineWriteStage(stages)) {
+            return Status(ErrorCodes::OperationNotSupportedInTransaction,
+                          "$out and $merge cannot be used in a transaction");
         }
         if (resolved.isView) {
             std::vector<bson::BsonObj> all = resolved.pipeline;

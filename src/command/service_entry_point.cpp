@@ -11,6 +11,7 @@
 #include "command/generic_args.h"
 #include "command/opcounters.h"
 #include "command/transactions.h"
+#include "command/write_ops_util.h"
 #include "storage/engine.h"
 #include "storage/prepared_transactions.h"
 #include "wire/op_msg.h"
@@ -230,20 +231,13 @@ void countRequest(const CommandRequest& request) {
     OpCounters::global().countRequest(request.commandName, request.body, sizes);
 }
 
-// A read that may run again from the start: it returns documents and changes nothing
-// (aggregate without $out or $merge).
+// A read that may run again from the start: a command that takes a read concern (find, count,
+// distinct, aggregate) and changes nothing (an aggregate without $out or $merge).
 bool isRestartableRead(const CommandRequest& request) {
-    std::string_view name = request.commandName;
-    if (name == "find" || name == "count" || name == "distinct") return true;
-    if (name != "aggregate") return false;
+    if (!takesReadConcern(request.commandName)) return false;
+    if (request.commandName != "aggregate") return true;
     bson::BsonElement pipeline = request.body["pipeline"];
-    if (!pipeline.isArray()) return false;
-    for (bson::BsonElement stage : pipeline.objValue()) {
-        if (!stage.isObject()) return false;
-        std::string_view op = stage.objValue().firstElement().fieldName();
-        if (op == "$out" || op == "$merge") return false;
-    }
-    return true;
+    return pipeline.isArray() && !pipelineWriteStage(pipeline.objValue());
 }
 
 // How often a read at the latest timestamp runs again because a prepared transaction it met

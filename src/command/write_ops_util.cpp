@@ -207,6 +207,15 @@ StatusWith<std::optional<int64_t>> optionalInteger(bson::BsonView body, std::str
     return std::optional<int64_t>(e.numberLong());
 }
 
+std::optional<std::string_view> pipelineWriteStage(bson::BsonView pipeline) {
+    for (bson::BsonElement stage : pipeline) {
+        if (!stage.isObject() || stage.objValue().isEmpty()) continue;
+        std::string_view name = stage.objValue().firstElement().fieldName();
+        if (name == "$out" || name == "$merge") return name;
+    }
+    return std::nullopt;
+}
+
 Status checkAggregateReadConcern(bson::BsonView body, bson::BsonView pipeline) {
     bson::BsonElement rc = body["readConcern"];
     if (!rc.isObject()) return Status::OK();
@@ -214,14 +223,10 @@ Status checkAggregateReadConcern(bson::BsonView body, bson::BsonView pipeline) {
     if (level.type() != bson::BsonType::String || level.stringValue() != "linearizable") {
         return Status::OK();
     }
-    for (bson::BsonElement stage : pipeline) {
-        if (!stage.isObject() || stage.objValue().isEmpty()) continue;
-        std::string_view name = stage.objValue().firstElement().fieldName();
-        if (name == "$out" || name == "$merge") {
-            return Status(
-                ErrorCodes::InvalidOptions,
-                std::string(name) + " cannot be used with a 'linearizable' read concern level");
-        }
+    if (std::optional<std::string_view> name = pipelineWriteStage(pipeline)) {
+        return Status(
+            ErrorCodes::InvalidOptions,
+            std::string(*name) + " cannot be used with a 'linearizable' read concern level");
     }
     return Status::OK();
 }

@@ -32,6 +32,9 @@ namespace tessera::command {
 StatusWith<std::vector<bson::BsonView>> writeStatements(const CommandRequest& request,
                                                         std::string_view field);
 
+// The first stage of `pipeline` that writes ("$out" or "$merge"), if any.
+std::optional<std::string_view> pipelineWriteStage(bson::BsonView pipeline);
+
 // $out and $merge write, and a linearizable read cannot be combined with a write (MongoDB's
 // document_source_out/merge check): InvalidOptions, before anything runs. Shared by the node's
 // and the router's aggregate.
