@@ -219,7 +219,7 @@ Status RocksEngine::loadCatalog() {
         std::string_view key(it->key().data(), it->key().size());
         std::string_view value(it->value().data(), it->value().size());
         if (key == keys::kNextCollectionIdKey && value.size() == 8) {
-            _nextCollectionId = keys::readBigEndian64(value);
+            _nextCollectionId = std::max(_nextCollectionId, keys::readBigEndian64(value));
         } else if (key.size() == 9 && key[0] == 'c') {
             auto decoded = decodeCollectionInfo(bson::BsonView(value.data()));
             if (!decoded.isOK()) return decoded.getStatus();
@@ -227,6 +227,9 @@ Status RocksEngine::loadCatalog() {
             _byNs[info->ns()] = info;
             _byId[info->id] = info;
             _states[info->id] = std::make_shared<CollectionState>();
+            // A collection a transaction created is committed without moving the persisted
+            // next id (transaction_catalog.cpp): ids stay unique from the entries themselves.
+            _nextCollectionId = std::max(_nextCollectionId, info->id + 1);
         } else if (key.size() == 9 && key[0] == 'n' && value.size() == 24) {
             counts[keys::readBigEndian64(key.substr(1))] = std::string(value);
         } else if (key.size() == keys::kRewritePrefix.size() + 8 &&
@@ -360,14 +363,8 @@ void RocksEngine::unpublish(const CollectionInfo& coll) {
 
 // ---- DDL
 
-StatusWith<CollectionPtr> RocksEngine::createCollection(std::string_view ns,
-                                                        bson::BsonView options) {
-    TRY_STATUS(validateNamespace(ns));
-    std::lock_guard ddl(_ddlMutex);
-    if (getCollection(ns)) {
-        return Status(ErrorCodes::NamespaceExists,
-                      "Collection " + std::string(ns) + " already exists.");
-    }
+std::shared_ptr<CollectionInfo> RocksEngine::newCollectionInfo(std::string_view ns,
+                                                               bson::BsonView options) {
     auto [db, name] = splitNamespace(ns);
     auto info = std::make_shared<CollectionInfo>();
     info->db = std::string(db);
@@ -380,8 +377,25 @@ StatusWith<CollectionPtr> RocksEngine::createCollection(std::string_view ns,
     id.unique = true;
     id.spec = makeIndexSpecDoc(id);
     info->indexes.push_back(std::move(id));
+    return info;
+}
+
+StatusWith<CollectionPtr> RocksEngine::createCollection(std::string_view ns,
+                                                        bson::BsonView options) {
+    TRY_STATUS(validateNamespace(ns));
+    std::lock_guard ddl(_ddlMutex);
+    if (getCollection(ns)) {
+        return Status(ErrorCodes::NamespaceExists,
+                      "Collection " + std::string(ns) + " already exists.");
+    }
+    auto info = newCollectionInfo(ns, options);
     {
-        std::lock_guard lock(_catalogMutex);
+        std::unique_lock lock(_catalogMutex);
+        // A transaction committing this namespace publishes it in a moment: wait, then exists.
+        if (!claimNamespaceFromTransactions(ns, lock)) {
+            return Status(ErrorCodes::NamespaceExists,
+                          "Collection " + std::string(ns) + " already exists.");
+        }
         info->id = _nextCollectionId;
     }
     std::string nextId;
@@ -443,6 +457,10 @@ Status RocksEngine::renameCollection(std::string_view from, std::string_view to,
     if (from == to) {
         return Status(ErrorCodes::IllegalOperation, "Can't rename a collection to itself");
     }
+    {
+        std::unique_lock lock(_catalogMutex);
+        claimNamespaceFromTransactions(to, lock);
+    }
     CollectionPtr target = getCollection(to);
     if (target && !dropTarget) {
         return Status(ErrorCodes::NamespaceExists, "target namespace exists");
@@ -471,22 +489,8 @@ Status RocksEngine::renameCollection(std::string_view from, std::string_view to,
     return Status::OK();
 }
 
-StatusWith<Engine::CreateIndexesResult> RocksEngine::createIndexes(std::string_view ns,
-                                                                   std::vector<IndexSpec> specs) {
-    std::lock_guard ddl(_ddlMutex);
-    CollectionPtr coll = getCollection(ns);
-    if (!coll) {
-        return Status(ErrorCodes::NamespaceNotFound,
-                      "Collection " + std::string(ns) + " does not exist.");
-    }
-    auto state = stateFor(coll->id);
-    std::lock_guard writeLock(state->access);
-    coll = getCollection(ns);  // current under the lock
-
-    CreateIndexesResult result;
-    result.numIndexesBefore = static_cast<int>(coll->indexes.size());
-    auto info = std::make_shared<CollectionInfo>(*coll);
-    std::vector<IndexSpec> toBuild;
+Status RocksEngine::planIndexes(std::vector<IndexSpec> specs, CollectionInfo* info,
+                                std::vector<IndexSpec>* toBuild) {
     for (IndexSpec& spec : specs) {
         TRY_STATUS(validateKeyPattern(spec.keyPattern));
         TRY_STATUS(validateHashedIndexOptions(spec.keyPattern, spec.unique));
@@ -539,13 +543,33 @@ StatusWith<Engine::CreateIndexesResult> RocksEngine::createIndexes(std::string_v
             return Status::OK();
         };
         for (const IndexSpec& existing : info->indexes) TRY_STATUS(check(existing));
-        for (const IndexSpec& pending : toBuild) TRY_STATUS(check(pending));
+        for (const IndexSpec& pending : *toBuild) TRY_STATUS(check(pending));
         if (skip) continue;
         spec.multikey = false;
         spec.id = info->nextIndexId++;
         if (spec.spec.isEmpty()) spec.spec = makeIndexSpecDoc(spec);
-        toBuild.push_back(std::move(spec));
+        toBuild->push_back(std::move(spec));
     }
+    return Status::OK();
+}
+
+StatusWith<Engine::CreateIndexesResult> RocksEngine::createIndexes(std::string_view ns,
+                                                                   std::vector<IndexSpec> specs) {
+    std::lock_guard ddl(_ddlMutex);
+    CollectionPtr coll = getCollection(ns);
+    if (!coll) {
+        return Status(ErrorCodes::NamespaceNotFound,
+                      "Collection " + std::string(ns) + " does not exist.");
+    }
+    auto state = stateFor(coll->id);
+    std::lock_guard writeLock(state->access);
+    coll = getCollection(ns);  // current under the lock
+
+    CreateIndexesResult result;
+    result.numIndexesBefore = static_cast<int>(coll->indexes.size());
+    auto info = std::make_shared<CollectionInfo>(*coll);
+    std::vector<IndexSpec> toBuild;
+    TRY_STATUS(planIndexes(std::move(specs), info.get(), &toBuild));
     if (toBuild.empty()) {
         result.numIndexesAfter = result.numIndexesBefore;
         return result;

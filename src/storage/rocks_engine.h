@@ -3,6 +3,7 @@
 #include <rocksdb/db.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -123,12 +124,43 @@ class RocksEngine final : public Engine {
     StatusWith<std::unique_ptr<RocksCollectionWriter>> transactionWriter(const CollectionPtr& coll,
                                                                          RocksTransaction* txn);
 
+    // ---- Collections created inside transactions (transaction_catalog.cpp). Such a
+    // collection has an id, a state and an entry by id (its transaction's writers work as for
+    // any collection) but no entry by namespace until its transaction commits: nobody else
+    // finds it. One transaction at a time may create a namespace.
+    // Reserves `ns` for transaction `txnId`: NamespaceExists if it exists, WriteConflict while
+    // another transaction creates it.
+    StatusWith<CollectionPtr> reserveCollection(std::string_view ns, bson::BsonView options,
+                                                uint64_t txnId);
+    // Replaces the metadata of a reserved collection (indexes added before any write).
+    void updateReserved(CollectionPtr info);
+    // Indexes `specs` would add to `info` (Engine::createIndexes' rules), ids assigned.
+    static Status planIndexes(std::vector<IndexSpec> specs, CollectionInfo* info,
+                              std::vector<IndexSpec>* toBuild);
+    // At the commit of the transaction that reserved `created`: WriteConflict when a plain
+    // create or rename took one of the namespaces meanwhile; otherwise they are marked
+    // committing (a plain create of one waits for publishReserved) and their catalog entries
+    // and zero counts are added to `batch`.
+    Status beginPublishingReserved(const std::vector<CollectionPtr>& created,
+                                   rocksdb::WriteBatch* batch);
+    // After the commit's batch was written: the collections appear by namespace.
+    void publishReserved(const std::vector<CollectionPtr>& created);
+    // The transaction ended without publishing them (abort, failed commit): forgotten.
+    void releaseReserved(const std::vector<CollectionPtr>& created);
+
   private:
     explicit RocksEngine(const EngineOptions& options);
     Status openDb();
     Status loadCatalog();
 
     CollectionPtr byIdLocked(uint64_t id) const;
+    // A new collection's metadata with its _id index (no id yet).
+    static std::shared_ptr<CollectionInfo> newCollectionInfo(std::string_view ns,
+                                                             bson::BsonView options);
+    // For a plain create or rename to `ns` (holding _catalogMutex, and _ddlMutex): a
+    // transaction still creating it loses it (its commit fails with WriteConflict: first
+    // committer wins); one committing it is waited for. False when `ns` exists afterwards.
+    bool claimNamespaceFromTransactions(std::string_view ns, std::unique_lock<std::mutex>& lock);
     // Pins the timestamp a snapshot or transaction reads at: `at` (waiting until it is
     // visible), or the latest visible one.
     std::unique_ptr<SnapshotPin> pinReadTimestamp(std::optional<Timestamp> at);
@@ -178,6 +210,14 @@ class RocksEngine final : public Engine {
     // finds the current collection. Entries go when the replacing id is dropped.
     std::unordered_map<uint64_t, uint64_t> _replacedBy;
     uint64_t _nextCollectionId = 1;
+    // Namespaces reserved by transactions (transaction_catalog.cpp), guarded by _catalogMutex.
+    struct Reservation {
+        uint64_t txnId = 0;
+        uint64_t collId = 0;
+        enum class State { kOpen, kLost, kCommitting } state = State::kOpen;
+    };
+    std::map<std::string, Reservation, std::less<>> _reserved;
+    std::condition_variable _reservationEnded;  // a committing reservation was published
     KeyLocks _keyLocks;
     IntentTable _intents;
     PreparedTransactions _prepared;

@@ -71,6 +71,10 @@ RocksTransaction::Fenced RocksTransaction::fence(
 
 StatusWith<CollectionWriter*> RocksTransaction::writer(const CollectionPtr& coll) {
     std::lock_guard lk(_endMutex);
+    return writerLocked(coll);
+}
+
+StatusWith<CollectionWriter*> RocksTransaction::writerLocked(const CollectionPtr& coll) {
     if (_ended) return Status(ErrorCodes::NoSuchTransaction, "the transaction has ended");
     TRY_STATUS(checkNotDoomed());
     if (auto it = _byRequestedId.find(coll->id); it != _byRequestedId.end()) return it->second;
@@ -80,6 +84,70 @@ StatusWith<CollectionWriter*> RocksTransaction::writer(const CollectionPtr& coll
     auto [it, added] = _writers.emplace(id, std::move(w));
     _byRequestedId[coll->id] = it->second.get();
     return it->second.get();
+}
+
+StatusWith<CollectionPtr> RocksTransaction::createCollection(std::string_view ns,
+                                                              bson::BsonView options) {
+    std::lock_guard lk(_endMutex);
+    if (_ended) return Status(ErrorCodes::NoSuchTransaction, "the transaction has ended");
+    TRY_STATUS(checkNotDoomed());
+    if (_created.count(ns)) {
+        return Status(ErrorCodes::NamespaceExists,
+                      "Collection " + std::string(ns) + " already exists.");
+    }
+    ASSIGN_OR_RETURN(CollectionPtr coll, _engine->reserveCollection(ns, options, _id));
+    _created.emplace(std::string(ns), coll);
+    // Its writer holds the collection's access lock, and a placement change's fence sees it
+    // among the collections the transaction writes (fence()).
+    TRY_STATUS(writerLocked(coll).getStatus());
+    return coll;
+}
+
+CollectionPtr RocksTransaction::createdCollection(std::string_view ns) const {
+    auto it = _created.find(ns);
+    if (it == _created.end()) return nullptr;
+    return _engine->currentInfo(it->second->id);
+}
+
+std::vector<CollectionPtr> RocksTransaction::createdList() const {
+    std::vector<CollectionPtr> out;
+    for (const auto& [ns, coll] : _created) out.push_back(coll);
+    return out;
+}
+
+StatusWith<Engine::CreateIndexesResult> RocksTransaction::createIndexes(
+    const CollectionPtr& coll, std::vector<IndexSpec> specs) {
+    std::lock_guard lk(_endMutex);
+    if (_ended) return Status(ErrorCodes::NoSuchTransaction, "the transaction has ended");
+    TRY_STATUS(checkNotDoomed());
+    auto created = _created.find(coll->ns());
+    if (created == _created.end() || created->second->id != coll->id) {
+        return Status(ErrorCodes::OperationNotSupportedInTransaction,
+                      "Cannot create new indexes on existing collection " + coll->ns() +
+                          " in a multi-document transaction.");
+    }
+    bool written = std::any_of(_writes.begin(), _writes.end(),
+                               [&](const Write& w) { return w.coll->id == coll->id; });
+    if (written) {
+        return Status(ErrorCodes::OperationNotSupportedInTransaction,
+                      "Cannot create new indexes on non-empty collection " + coll->ns() +
+                          " in a multi-document transaction.");
+    }
+    CollectionPtr current = _engine->currentInfo(coll->id);
+    Engine::CreateIndexesResult result;
+    result.numIndexesBefore = static_cast<int>(current->indexes.size());
+    auto info = std::make_shared<CollectionInfo>(*current);
+    std::vector<IndexSpec> toBuild;
+    TRY_STATUS(RocksEngine::planIndexes(std::move(specs), info.get(), &toBuild));
+    for (IndexSpec& spec : toBuild) info->indexes.push_back(std::move(spec));
+    result.numIndexesAfter = static_cast<int>(info->indexes.size());
+    if (toBuild.empty()) return result;
+    _engine->updateReserved(info);
+    // The collection holds nothing yet: its writer is opened again with the new indexes.
+    _writers.erase(coll->id);
+    _byRequestedId.erase(coll->id);
+    TRY_STATUS(writerLocked(info).getStatus());
+    return result;
 }
 
 Status RocksTransaction::claim(uint64_t collId, const std::vector<std::string>& lockKeys) {
@@ -113,7 +181,7 @@ StatusWith<Timestamp> RocksTransaction::commit(
         abortLocked();
         return doomed;
     }
-    if (_writes.empty() && sideRecords.empty()) {
+    if (_writes.empty() && _created.empty() && sideRecords.empty()) {
         abortLocked();
         return _readTs;
     }
@@ -128,6 +196,17 @@ StatusWith<Timestamp> RocksTransaction::prepare(const std::string& recordKey, bs
     if (Status doomed = checkNotDoomed(); !doomed.isOK()) {
         abortLocked();
         return doomed;
+    }
+    if (!_created.empty()) {
+        // MongoDB's rule: no collection is created by a cross-shard write transaction (its
+        // catalog entry would have to survive a crash while prepared, and appear on every
+        // participant at the commit's timestamp).
+        Status refused(ErrorCodes::OperationNotSupportedInTransaction,
+                       "Cannot create collection " + _created.begin()->first +
+                           " in a transaction that writes to more than one shard; create it "
+                           "before the transaction, or write only to its shard");
+        abortLocked();
+        return refused;
     }
     if (_writes.empty()) return _readTs;  // read-only: nothing a reader could see half of
     // Registered first (readers at or after P wait from now on), then made durable: a crash
@@ -306,6 +385,15 @@ StatusWith<Timestamp> RocksTransaction::writeCommit(
     std::optional<Timestamp> versionTs,
     const std::vector<std::pair<std::string, std::string>>& sideRecords, const WriteOptions& opts) {
     rocksdb::WriteBatch out;
+    if (!_created.empty()) {
+        // The collections it created: entries (and zero counts) first in the batch, so that
+        // the count merges below apply over them.
+        Status publishing = _engine->beginPublishingReserved(createdList(), &out);
+        if (!publishing.isOK()) {
+            abortLocked();
+            return publishing;
+        }
+    }
     rocksdb::Status s;
     Timestamp ts;
     {
@@ -367,6 +455,10 @@ StatusWith<Timestamp> RocksTransaction::writeCommit(
         c.state->count.fetch_add(c.count);
         c.state->dataSize.fetch_add(c.size);
     }
+    if (!_created.empty()) {
+        _engine->publishReserved(createdList());
+        _created.clear();
+    }
     release(ts);
     return ts;
 }
@@ -401,6 +493,10 @@ void RocksTransaction::release(std::optional<Timestamp> commitTs) {
     _writers.clear();  // the collections' access locks
     _writes.clear();
     _counts.clear();
+    if (!_created.empty()) {
+        _engine->releaseReserved(createdList());  // not published: an abort or failed commit
+        _created.clear();
+    }
     // The read timestamp's pin goes with the last snapshot that may still read at it.
     if (_overlay.use_count() == 1) _overlay->pin.reset();
 }

@@ -49,7 +49,12 @@ class RocksTransaction final : public Transaction {
     Timestamp readTimestamp() const override { return _readTs; }
     std::unique_ptr<ReadSnapshot> snapshot() override;
     StatusWith<CollectionWriter*> writer(const CollectionPtr& coll) override;
-    bool hasWrites() const override { return !_writes.empty(); }
+    bool hasWrites() const override { return !_writes.empty() || !_created.empty(); }
+    StatusWith<CollectionPtr> createCollection(std::string_view ns,
+                                               bson::BsonView options) override;
+    CollectionPtr createdCollection(std::string_view ns) const override;
+    StatusWith<Engine::CreateIndexesResult> createIndexes(const CollectionPtr& coll,
+                                                          std::vector<IndexSpec> specs) override;
     StatusWith<Timestamp> commit(
         const std::vector<std::pair<std::string, std::string>>& sideRecords,
         const WriteOptions& opts) override;
@@ -117,6 +122,9 @@ class RocksTransaction final : public Transaction {
     void abortLocked();
     // NoSuchTransaction when a fence doomed the transaction.
     Status checkNotDoomed() const;
+    StatusWith<CollectionWriter*> writerLocked(const CollectionPtr& coll);
+    // The collections this transaction created (their reserved metadata).
+    std::vector<CollectionPtr> createdList() const;
 
     RocksEngine* _engine;
     uint64_t _id;
@@ -128,6 +136,9 @@ class RocksTransaction final : public Transaction {
     std::vector<std::string> _claimed;  // intent table keys
     std::vector<Write> _writes;
     std::map<uint64_t, Counts> _counts;  // by collection id
+    // Collections this transaction created (RocksEngine::reserveCollection), by namespace:
+    // published by the commit, released by anything else.
+    std::map<std::string, CollectionPtr, std::less<>> _created;
     bool _ended = false;
     std::optional<Timestamp> _prepareTs;
     std::string _prepareRecordKey;  // the side record of the prepared transaction

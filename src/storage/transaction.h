@@ -11,6 +11,7 @@
 #include "bson/bson_obj.h"
 #include "storage/catalog_types.h"
 #include "storage/collection_writer.h"
+#include "storage/engine.h"
 #include "storage/read_snapshot.h"
 
 namespace tessera::storage {
@@ -49,8 +50,30 @@ class Transaction {
     // until it ends). NamespaceNotFound if the collection was dropped, LockTimeout while DDL
     // holds or waits for it.
     virtual StatusWith<CollectionWriter*> writer(const CollectionPtr& coll) = 0;
-    // Whether any write was made (a read-only transaction commits without a write).
+    // Whether any write was made, a collection created included (a read-only transaction
+    // commits without a write).
     virtual bool hasWrites() const = 0;
+
+    // ---- DDL inside the transaction (MongoDB 4.4+: create a collection, and indexes on it
+    // while it is empty; the command layer checks the rest of MongoDB's rules).
+    // Creates collection `ns` (with its _id index) for this transaction only: createdCollection
+    // finds it, writer() and snapshot() use it, nobody else sees it. commit() adds its catalog
+    // entry to the commit's batch, so it appears with the transaction's documents; abort()
+    // leaves nothing. NamespaceExists (48) if it exists, WriteConflict (112) while another
+    // transaction creates it, InvalidNamespace (73). A plain create or rename of the name
+    // before the commit wins: the commit then fails with WriteConflict (first committer wins).
+    // A transaction that created a collection cannot be prepared (a cross-shard write
+    // transaction, which MongoDB refuses too): prepare() fails with
+    // OperationNotSupportedInTransaction (263).
+    virtual StatusWith<CollectionPtr> createCollection(std::string_view ns,
+                                                       bson::BsonView options) = 0;
+    // The collection this transaction created as `ns` (its current metadata), or nullptr.
+    virtual CollectionPtr createdCollection(std::string_view ns) const = 0;
+    // Adds `specs` to collection `coll`, which this transaction created and has not written yet
+    // (OperationNotSupportedInTransaction otherwise): Engine::createIndexes' rules and result,
+    // the indexes part of the collection's catalog entry at commit.
+    virtual StatusWith<Engine::CreateIndexesResult> createIndexes(const CollectionPtr& coll,
+                                                                  std::vector<IndexSpec> specs) = 0;
     // Commits (see above): the commit timestamp, or readTimestamp() for a read-only
     // transaction. `sideRecords` (Engine::sideRecords keys; empty value deletes) go into the
     // same batch: the session's record of the commit. A failed commit leaves the transaction
