@@ -94,6 +94,7 @@ bool MvccIterator::nextForward(std::string_view* userKey, std::string_view* valu
     // Versions of one user key are adjacent, newest first.
     for (; _it->Valid(); _it->Next()) {
         std::string_view key(_it->key().data(), _it->key().size());
+        if (pastUpper(key)) return false;
         std::string_view uk = keys::userKeyOf(key);
         if (_haveCurrent && uk == _current) continue;  // older version of a decided key
         if (!visible(keys::tsOf(key))) continue;       // too new for this reader
@@ -110,17 +111,23 @@ bool MvccIterator::nextForward(std::string_view* userKey, std::string_view* valu
 
 bool MvccIterator::nextBackward(std::string_view* userKey, std::string_view* value) {
     if (!_started) {
-        _it->SeekToLast();
+        if (_upper.empty()) {
+            _it->SeekToLast();
+        } else {
+            _it->SeekForPrev(_upper);  // the last key <= upper: upper itself is excluded below
+            if (_it->Valid() && pastUpper({_it->key().data(), _it->key().size()})) _it->Prev();
+        }
         _started = true;
     }
     // Backwards, a user key's versions arrive oldest first: remember the last one <= readTs.
     while (_it->Valid()) {
         std::string_view key(_it->key().data(), _it->key().size());
+        if (key < std::string_view(_lower)) return false;
         _current.assign(keys::userKeyOf(key));
         bool found = false;
         while (_it->Valid()) {
             std::string_view k(_it->key().data(), _it->key().size());
-            if (keys::userKeyOf(k) != _current) break;
+            if (k < std::string_view(_lower) || keys::userKeyOf(k) != _current) break;
             if (visible(keys::tsOf(k))) {
                 found = true;
                 _currentValue.assign(_it->value().data(), _it->value().size());

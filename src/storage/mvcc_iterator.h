@@ -47,6 +47,12 @@ class MvccIterator {
     bool nextMerged(std::string_view* userKey, std::string_view* value);
     bool nextForward(std::string_view* userKey, std::string_view* value);
     bool nextBackward(std::string_view* userKey, std::string_view* value);
+    // The bounds are checked here as well as given to RocksDB: a transaction's overlay
+    // (WriteBatchWithIndex::NewIteratorWithBase, RocksDB 7.8) does not apply them to its own
+    // entries, so a scan would run on into the intents of the next collection or index.
+    bool pastUpper(std::string_view key) const {
+        return !_upper.empty() && key >= std::string_view(_upper);
+    }
     bool visible(Timestamp ts) const {
         return ts <= _readTs || (_withIntents && ts == keys::kIntentTs);
     }

@@ -62,6 +62,38 @@ TEST_F(TransactionTest, OwnWritesAreVisibleOnlyToTheTransactionUntilCommit) {
     EXPECT_EQ(engine->stats(*coll).count, 2);
 }
 
+TEST_F(TransactionTest, AScanSeesOnlyItsCollectionAmongTheTransactionsWrites) {
+    // Adjacent collection ids: the second's intents follow the first's range directly.
+    create("db.a");
+    create("db.b");
+    IndexSpec byV;
+    byV.name = "v_1";
+    byV.keyPattern = J(R"({"v": 1})");
+    ASSERT_TRUE(engine->createIndexes("db.a", {byV}).isOK());
+    ASSERT_TRUE(engine->createIndexes("db.b", {byV}).isOK());
+    insert("db.a", R"({"_id": 1, "v": 1})");
+    auto txn = begin();
+    ASSERT_TRUE(writerOf(*txn, "db.a").insert(J(R"({"_id": 2, "v": 2})"), {}).isOK());
+    ASSERT_TRUE(writerOf(*txn, "db.b").insert(J(R"({"_id": 3, "v": 3})"), {}).isOK());
+    ASSERT_TRUE(writerOf(*txn, "db.b").insert(J(R"({"_id": 0, "v": 0})"), {}).isOK());
+    auto mine = txn->snapshot();
+    std::vector<std::string> a = {R"({ "_id" : 1, "v" : 1 })", R"({ "_id" : 2, "v" : 2 })"};
+    EXPECT_EQ(scanAll(*mine, "db.a"), a);
+    EXPECT_EQ(scanAll(*mine, "db.a", /*forward=*/false),
+              (std::vector<std::string>{a[1], a[0]}));
+    EXPECT_EQ(scanAll(*mine, "db.b").size(), 2u);
+    EXPECT_EQ(scanAll(*mine, "db.b", /*forward=*/false).size(), 2u);
+    CollectionPtr coll = engine->getCollection("db.a");
+    const IndexSpec* index = coll->findIndexByKeyPattern(J(R"({"v": 1})"));
+    ASSERT_NE(index, nullptr);
+    for (bool forward : {true, false}) {
+        auto cursor = mine->indexScan(*coll, *index, KeyRange{}, forward);
+        int n = 0;
+        while (cursor->next()) ++n;
+        EXPECT_EQ(n, 2) << (forward ? "forward" : "backward");
+    }
+}
+
 TEST_F(TransactionTest, TheSnapshotDoesNotSeeLaterCommits) {
     create("db.c");
     insert("db.c", R"({"_id": 1})");

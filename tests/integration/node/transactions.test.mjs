@@ -112,6 +112,30 @@ describeWithServer(
             }
         });
 
+        test('a transaction that wrote two collections reads each one alone', async () => {
+            // Created one after the other: adjacent ids, so one's writes follow the other's range.
+            const client = await rs();
+            const a = client.db(dbName).collection(`pair${++n}a`);
+            const b = client.db(dbName).collection(`pair${n}b`);
+            await a.insertOne({ _id: 'a0' });
+            await b.insertOne({ _id: 'b0' });
+            const s = client.startSession();
+            try {
+                s.startTransaction();
+                await a.insertOne({ _id: 'a1' }, { session: s });
+                await b.insertOne({ _id: 'b1' }, { session: s });
+                for (const sort of [1, -1]) {
+                    const ids = (c) => c.find({}, { session: s }).sort({ _id: sort }).toArray();
+                    assert.deepEqual((await ids(a)).map((d) => d._id).sort(), ['a0', 'a1']);
+                    assert.deepEqual((await ids(b)).map((d) => d._id).sort(), ['b0', 'b1']);
+                }
+                assert.equal(await a.countDocuments({}, { session: s }), 2);
+                await s.abortTransaction();
+            } finally {
+                await s.endSession();
+            }
+        });
+
         test('commands a transaction cannot run are refused and change nothing', async () => {
             const client = await rs();
             const c = client.db(dbName).collection(`c${++n}`);
