@@ -69,7 +69,8 @@ class AggregateCommand final : public Command {
         storage::Engine& engine = *opCtx.service->engine;
         auto snapshot = opCtx.snapshot();
         // Reads through a view run the view's pipeline first, on the backing collection.
-        ASSIGN_OR_RETURN(exec::ResolvedNamespace resolved, exec::resolveNamespace(engine, ns));
+        ASSIGN_OR_RETURN(exec::ResolvedNamespace resolved,
+                         exec::resolveNamespace(engine, ns, opCtx.transaction));
         storage::CollectionPtr coll = resolved.coll;
         bson::BsonObj stages = pipeline.objValue().copy();
         if (opCtx.transaction && pipelineWriteStage(stages)) {
@@ -96,6 +97,7 @@ class AggregateCommand final : public Command {
         }
         exec::PipelineContext pctx;
         pctx.engine = &engine;
+        pctx.transaction = opCtx.transaction;
         pctx.host = opCtx.service->host;
         pctx.allowDiskUse = allowDiskUse;
         ASSIGN_OR_RETURN(pctx.ownership, opCtx.ownershipFilter(ns));

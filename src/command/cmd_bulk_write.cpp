@@ -317,7 +317,6 @@ class BulkWriteCommand final : public Command {
 
     static Status insert(OperationContext& opCtx, const BulkOp& op, const std::string& ns,
                          const storage::WriteOptions& wopts, bool bypass, OpResult* r) {
-        storage::Engine& engine = *opCtx.service->engine;
         bson::BsonObj doc = ensureIdFirst(op.document);
         TRY_STATUS(query::validateStorableDocument(doc, /*allowTopLevelDollar=*/true));
         ASSIGN_OR_RETURN(auto ownership, opCtx.ownershipFilter(ns));
@@ -327,7 +326,7 @@ class BulkWriteCommand final : public Command {
                                                           ownership->describeKey(doc) +
                                                           ": insert it through a router");
         }
-        ASSIGN_OR_RETURN(storage::CollectionPtr coll, getOrCreateCollection(engine, ns));
+        ASSIGN_OR_RETURN(storage::CollectionPtr coll, getOrCreateCollection(opCtx, ns));
         ASSIGN_OR_RETURN(auto writer, opCtx.writer(coll));
         ASSIGN_OR_RETURN(auto validator,
                          DocumentValidator::forWrites(writer->collection(), bypass));
@@ -345,12 +344,11 @@ class BulkWriteCommand final : public Command {
 
     static Status update(OperationContext& opCtx, const BulkOp& op, const std::string& ns,
                          const storage::WriteOptions& wopts, bool bypass, OpResult* r) {
-        storage::Engine& engine = *opCtx.service->engine;
         storage::CollectionPtr coll;
         if (op.update.upsert) {
-            ASSIGN_OR_RETURN(coll, getOrCreateCollection(engine, ns));
+            ASSIGN_OR_RETURN(coll, getOrCreateCollection(opCtx, ns));
         } else {
-            ASSIGN_OR_RETURN(coll, getWritableCollection(engine, ns));
+            ASSIGN_OR_RETURN(coll, getWritableCollection(opCtx, ns));
         }
         if (!coll) {
             // Nothing to update, but the statement must still be valid.
@@ -377,8 +375,7 @@ class BulkWriteCommand final : public Command {
 
     static Status remove(OperationContext& opCtx, const BulkOp& op, const std::string& ns,
                          const storage::WriteOptions& wopts, OpResult* r) {
-        storage::Engine& engine = *opCtx.service->engine;
-        ASSIGN_OR_RETURN(storage::CollectionPtr coll, getWritableCollection(engine, ns));
+        ASSIGN_OR_RETURN(storage::CollectionPtr coll, getWritableCollection(opCtx, ns));
         if (!coll) return query::Matcher::parse(op.del.query, nullptr, op.del.let).getStatus();
         ASSIGN_OR_RETURN(auto writer, opCtx.writer(coll));
         return exec::executeDelete(opCtx, *writer, op.del, wopts, &r->n);

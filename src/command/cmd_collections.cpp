@@ -8,6 +8,7 @@
 #include "command/generic_args.h"
 #include "command/registry.h"
 #include "command/reply_util.h"
+#include "command/transaction_ddl.h"
 #include "query/collator.h"
 #include "query/matcher.h"
 #include "storage/engine.h"
@@ -117,6 +118,10 @@ class CreateCommand : public Command {
                bson::BsonBuilder&) override {
         ASSIGN_OR_RETURN(std::string coll, collectionName(request.firstElement(), "create"));
         if (request.body.hasField("viewOn") || request.body.hasField("pipeline")) {
+            if (opCtx.transaction) {
+                return Status(ErrorCodes::OperationNotSupportedInTransaction,
+                              "Cannot create a view in a multi-document transaction.");
+            }
             return createView(opCtx, request, coll);
         }
         TRY_STATUS(checkCreateOptions(request.body));
@@ -137,6 +142,7 @@ class CreateCommand : public Command {
             options.appendElement(e);
         }
         std::string ns = request.db + "." + coll;
+        if (opCtx.transaction) return createInTransaction(opCtx, ns, options.obj()).getStatus();
         auto created = opCtx.service->engine->createCollection(ns, options.obj());
         if (!created.isOK() && created.getStatus().is(ErrorCodes::NamespaceExists)) {
             return Status(ErrorCodes::NamespaceExists, "Collection " + ns + " already exists.");

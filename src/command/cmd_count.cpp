@@ -8,6 +8,7 @@
 #include "command/exec/find_request.h"
 #include "command/exec/query_executor.h"
 #include "command/reply_util.h"
+#include "command/transaction_ddl.h"
 #include "command/view_reads.h"
 #include "command/write_ops_util.h"
 #include "query/path.h"
@@ -120,8 +121,7 @@ class DistinctCommand final : public Command {
         ASSIGN_OR_RETURN(bson::BsonObj hint, exec::parseHint(body["hint"]));
 
         std::string ns = request.db + "." + collName;
-        storage::Engine& engine = *opCtx.service->engine;
-        storage::CollectionPtr coll = engine.getCollection(ns);
+        storage::CollectionPtr coll = lookupCollection(opCtx, ns);
         exec::QuerySpec spec;
         spec.filter = query.copy();
         spec.hint = hint;

@@ -64,8 +64,7 @@ class DeleteCommand final : public Command {
         // Inline, the one statement leaves a wait for a transaction to the pool (write_ops_util.h).
         if (!stmts.empty()) stmts.front().deferConflicts = opCtx.inlineExecution;
         std::string ns = request.db + "." + collName;
-        storage::Engine& engine = *opCtx.service->engine;
-        ASSIGN_OR_RETURN(storage::CollectionPtr coll, getWritableCollection(engine, ns));
+        ASSIGN_OR_RETURN(storage::CollectionPtr coll, getWritableCollection(opCtx, ns));
         std::unique_ptr<storage::CollectionWriter> writer;
         if (coll) {
             ASSIGN_OR_RETURN(writer, opCtx.writer(coll));

@@ -3,6 +3,7 @@
 #include "command/cursor_manager.h"
 #include "command/exec/find_request.h"
 #include "command/exec/query_executor.h"
+#include "command/transaction_ddl.h"
 #include "command/view_reads.h"
 #include "command/write_ops_util.h"
 #include "storage/engine.h"
@@ -27,9 +28,8 @@ class FindCommand final : public Command {
                bson::BsonBuilder& reply) override {
         ASSIGN_OR_RETURN(exec::FindRequest req, exec::parseFindRequest(request, request.body));
         std::string ns = request.db + "." + req.coll;
-        storage::Engine& engine = *opCtx.service->engine;
         auto snapshot = opCtx.snapshot();
-        storage::CollectionPtr coll = engine.getCollection(ns);
+        storage::CollectionPtr coll = lookupCollection(opCtx, ns);
         bool missing = coll == nullptr;
         ASSIGN_OR_RETURN(req.query.collator,
                          resolveCollation(req.collationArg.firstElement(), coll.get()));

@@ -97,12 +97,11 @@ class FindAndModifyCommand final : public Command {
         }
 
         std::string ns = request.db + "." + collName;
-        storage::Engine& engine = *opCtx.service->engine;
         storage::CollectionPtr coll;
         if (upsert) {
-            ASSIGN_OR_RETURN(coll, getOrCreateCollection(engine, ns));
+            ASSIGN_OR_RETURN(coll, getOrCreateCollection(opCtx, ns));
         } else {
-            ASSIGN_OR_RETURN(coll, getWritableCollection(engine, ns));
+            ASSIGN_OR_RETURN(coll, getWritableCollection(opCtx, ns));
         }
 
         std::optional<bson::BsonObj> value;

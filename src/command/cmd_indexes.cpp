@@ -6,10 +6,12 @@
 #include "command/generic_args.h"
 #include "command/registry.h"
 #include "command/reply_util.h"
+#include "command/transaction_ddl.h"
 #include "command/write_ops_util.h"
 #include "query/collator.h"
 #include "storage/engine.h"
 #include "storage/index_keys.h"
+#include "storage/transaction.h"
 
 namespace tessera::command {
 namespace {
@@ -147,7 +149,8 @@ class CreateIndexesCommand : public Command {
             return Status(ErrorCodes::TypeMismatch, "The field 'indexes' must be an array");
         }
         std::string collNs = request.db + "." + coll;
-        storage::CollectionPtr existing = opCtx.service->engine->getCollection(collNs);
+        if (opCtx.transaction) TRY_STATUS(checkCreateInTransaction(opCtx, collNs));
+        storage::CollectionPtr existing = lookupCollection(opCtx, collNs);
         bson::BsonView defaultCollation;
         if (existing && existing->options["collation"].isObject()) {
             defaultCollation = existing->options["collation"].objValue();
@@ -179,6 +182,19 @@ class CreateIndexesCommand : public Command {
         }
         storage::Engine& engine = *opCtx.service->engine;
         bool created = false;
+        if (opCtx.transaction) {
+            // MongoDB 4.4+: on a collection the transaction creates (here, or before) while it
+            // is empty; on any other only indexes that exist already (transaction_ddl.h).
+            ASSIGN_OR_RETURN(storage::CollectionPtr target, getWritableCollection(opCtx, ns));
+            if (!target) {
+                ASSIGN_OR_RETURN(target, createInTransaction(opCtx, ns, bson::BsonView()));
+                created = true;
+            }
+            ASSIGN_OR_RETURN(auto result,
+                             opCtx.transaction->createIndexes(target, std::move(specs)));
+            appendCreateIndexesReply(reply, result, created);
+            return Status::OK();
+        }
         ASSIGN_OR_RETURN(storage::CollectionPtr target, getWritableCollection(engine, ns));
         if (!target) {
             auto made = engine.createCollection(ns, bson::BsonObj());
@@ -188,13 +204,20 @@ class CreateIndexesCommand : public Command {
             created = made.isOK();
         }
         ASSIGN_OR_RETURN(auto result, engine.createIndexes(ns, std::move(specs)));
+        appendCreateIndexesReply(reply, result, created);
+        return Status::OK();
+    }
+
+  private:
+    static void appendCreateIndexesReply(bson::BsonBuilder& reply,
+                                         const storage::Engine::CreateIndexesResult& result,
+                                         bool created) {
         reply.appendInt32("numIndexesBefore", result.numIndexesBefore);
         reply.appendInt32("numIndexesAfter", result.numIndexesAfter);
         if (result.numIndexesAfter == result.numIndexesBefore) {
             reply.append("note", "all indexes already exist");
         }
         reply.appendBool("createdCollectionAutomatically", created);
-        return Status::OK();
     }
 };
 

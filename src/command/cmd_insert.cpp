@@ -77,8 +77,7 @@ class InsertCommand final : public Command {
         bool anyValid = false;
         for (size_t i = 0; i < stopAt; ++i) anyValid = anyValid || valid[i];
         if (anyValid) {
-            ASSIGN_OR_RETURN(storage::CollectionPtr collPtr,
-                             getOrCreateCollection(*opCtx.service->engine, ns));
+            ASSIGN_OR_RETURN(storage::CollectionPtr collPtr, getOrCreateCollection(opCtx, ns));
             ASSIGN_OR_RETURN(auto writer, opCtx.writer(collPtr));
             ASSIGN_OR_RETURN(auto validator,
                              DocumentValidator::forWrites(writer->collection(), bypass));

@@ -91,13 +91,12 @@ class UpdateCommand final : public Command {
         // Inline, the one statement leaves a wait for a transaction to the pool (write_ops_util.h).
         if (!stmts.empty()) stmts.front().deferConflicts = opCtx.inlineExecution;
         std::string ns = request.db + "." + collName;
-        storage::Engine& engine = *opCtx.service->engine;
 
         storage::CollectionPtr coll;
         if (anyUpsert) {
-            ASSIGN_OR_RETURN(coll, getOrCreateCollection(engine, ns));
+            ASSIGN_OR_RETURN(coll, getOrCreateCollection(opCtx, ns));
         } else {
-            ASSIGN_OR_RETURN(coll, getWritableCollection(engine, ns));
+            ASSIGN_OR_RETURN(coll, getWritableCollection(opCtx, ns));
         }
         std::unique_ptr<storage::CollectionWriter> writer;
         std::shared_ptr<const DocumentValidator> validator;

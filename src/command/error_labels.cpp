@@ -83,7 +83,10 @@ bson::BsonObj transactionLabels(bson::BsonObj reply, const LabelContext& context
                         code == static_cast<int>(ErrorCodes::MaxTimeMSExpired))) ||
             wcError) {
             label = kUnknownCommitResult;
-        } else if (failed && code == static_cast<int>(ErrorCodes::NoSuchTransaction)) {
+        } else if (failed && (code == static_cast<int>(ErrorCodes::NoSuchTransaction) ||
+                              code == static_cast<int>(ErrorCodes::WriteConflict))) {
+            // WriteConflict: the commit lost a collection it created to a plain create (first
+            // committer wins, storage/transaction.h) and aborted; run the transaction again.
             label = kTransientTransactionError;
         }
     } else if (failed && isTransientTransactionErrorCode(code)) {

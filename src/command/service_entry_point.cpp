@@ -715,6 +715,7 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
                                                   txnArgs.atClusterTime, request.commandName);
         if (!checkout.isOK()) return finish(errorReply(checkout.getStatus()));
         txnSession = std::move(checkout.getValue());
+        if (txnArgs.start) txnSession->readConcernLocal = txnArgs.readConcernLocal;
         opCtx.transaction = txnSession->txn.get();
         opCtx.transactionSession = &*txnSession;
         opCtx.txnNumber.reset();

@@ -10,7 +10,7 @@
 namespace tessera::command {
 
 bool allowedInTransaction(std::string_view name) {
-    static constexpr std::array<std::string_view, 14> kAllowed = {
+    static constexpr std::array<std::string_view, 16> kAllowed = {
         "find",
         "getMore",
         "killCursors",
@@ -25,6 +25,8 @@ bool allowedInTransaction(std::string_view name) {
         "abortTransaction",
         "prepareTransaction",
         "bulkWrite",
+        "create",  // transaction_ddl.h
+        "createIndexes",
     };
     for (std::string_view n : kAllowed) {
         if (n == name) return true;
@@ -141,6 +143,7 @@ StatusWith<TransactionArgs> parseTransactionArgs(const CommandRequest& request,
                           "The readConcern level must be either 'local', 'majority' or "
                           "'snapshot' in a multi-document transaction");
         }
+        args.readConcernLocal = level == "local";
         if (args.atClusterTime && level != "snapshot") {
             return Status(ErrorCodes::InvalidOptions,
                           "readConcern.atClusterTime is only valid with level 'snapshot'");

@@ -56,6 +56,8 @@ struct TransactionSession {
     bool abortedByStatement = false;
     // Its commit record (kCommittedRecordPrefix) exists: deleted when the session expires.
     bool commitRecorded = false;
+    // The transaction's read concern level is local (TransactionArgs::readConcernLocal).
+    bool readConcernLocal = true;
 };
 
 // The multi-document transactions of one process, per logical session (MongoDB's
@@ -221,6 +223,9 @@ struct TransactionArgs {
     bool start = false;
     std::optional<Timestamp> atClusterTime;
     std::optional<Timestamp> afterClusterTime;
+    // The first statement's read concern level is local (or none was given): the transaction
+    // may create collections (transaction_ddl.h).
+    bool readConcernLocal = true;
 };
 struct OperationContext;
 // Checks a request's transaction fields (MongoDB's rules: autocommit false only, with lsid and

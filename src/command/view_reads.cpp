@@ -17,11 +17,13 @@ StatusWith<std::unique_ptr<exec::PlanExecutor>> buildOnView(OperationContext& op
                                                             query::CollatorPtr collator) {
     storage::Engine& engine = *opCtx.service->engine;
     auto snapshot = opCtx.snapshot();
-    ASSIGN_OR_RETURN(exec::ResolvedNamespace resolved, exec::resolveNamespace(engine, ns));
+    ASSIGN_OR_RETURN(exec::ResolvedNamespace resolved,
+                     exec::resolveNamespace(engine, ns, opCtx.transaction));
     std::vector<bson::BsonObj> stages = resolved.pipeline;
     stages.insert(stages.end(), extra.begin(), extra.end());
     exec::PipelineContext pctx;
     pctx.engine = &engine;
+    pctx.transaction = opCtx.transaction;
     pctx.host = opCtx.service->host;
     pctx.collator = std::move(collator);
     ASSIGN_OR_RETURN(

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "command/reply_util.h"
+#include "command/transaction_ddl.h"
 #include "command/view_reads.h"
 #include "query/expression.h"
 #include "storage/engine.h"
@@ -70,14 +71,39 @@ StatusWith<bool> parseOrdered(bson::BsonView body, std::string_view command) {
     return boolArgument(e, command);
 }
 
-StatusWith<storage::CollectionPtr> getWritableCollection(const storage::Engine& engine,
-                                                         const std::string& ns) {
-    storage::CollectionPtr coll = engine.getCollection(ns);
+namespace {
+
+StatusWith<storage::CollectionPtr> writable(storage::CollectionPtr coll, const std::string& ns) {
     if (coll && !coll->options["viewOn"].eoo()) {
         return Status(ErrorCodes::CommandNotSupportedOnView,
                       "Namespace " + ns + " is a view, not a collection");
     }
     return coll;
+}
+
+}  // namespace
+
+StatusWith<storage::CollectionPtr> getWritableCollection(const storage::Engine& engine,
+                                                         const std::string& ns) {
+    return writable(engine.getCollection(ns), ns);
+}
+
+StatusWith<storage::CollectionPtr> getWritableCollection(const OperationContext& opCtx,
+                                                         const std::string& ns) {
+    return writable(lookupCollection(opCtx, ns), ns);
+}
+
+StatusWith<storage::CollectionPtr> getOrCreateCollection(OperationContext& opCtx,
+                                                         const std::string& ns) {
+    if (!opCtx.transaction) return getOrCreateCollection(*opCtx.service->engine, ns);
+    ASSIGN_OR_RETURN(storage::CollectionPtr existing, getWritableCollection(opCtx, ns));
+    if (existing) return existing;
+    auto created = createInTransaction(opCtx, ns, bson::BsonView());
+    // Created by someone else since the lookup: the transaction writes into it.
+    if (created.getStatus().is(ErrorCodes::NamespaceExists)) {
+        return getWritableCollection(opCtx, ns);
+    }
+    return created;
 }
 
 bool filterPinsId(bson::BsonElement filter) {

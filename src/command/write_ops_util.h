@@ -84,12 +84,18 @@ bool everyStatementPinsId(const CommandRequest& request, std::string_view field,
 
 // The collection `ns`, created with default options when it does not exist (implicit creation
 // by the first write). Errors from createCollection (e.g. InvalidNamespace) are returned.
+// With an operation: as it sees it (transaction_ddl.h), created in its transaction if it has one.
 StatusWith<storage::CollectionPtr> getOrCreateCollection(storage::Engine& engine,
+                                                         const std::string& ns);
+StatusWith<storage::CollectionPtr> getOrCreateCollection(OperationContext& opCtx,
                                                          const std::string& ns);
 
 // The collection `ns` for a write that does not create it: null when it does not exist,
 // CommandNotSupportedOnView (166) when `ns` is a view (views have no documents or indexes).
+// With an operation: as it sees it (a collection its transaction created included).
 StatusWith<storage::CollectionPtr> getWritableCollection(const storage::Engine& engine,
+                                                         const std::string& ns);
+StatusWith<storage::CollectionPtr> getWritableCollection(const OperationContext& opCtx,
                                                          const std::string& ns);
 
 // `doc` with `_id` as its first field: an existing `_id` is moved to the front, a missing one is

@@ -12,6 +12,7 @@
 #include "command/registry.h"
 #include "router/router_commands.h"
 #include "router/router_util.h"
+#include "router/transaction_router.h"
 
 namespace tessera::router {
 
@@ -137,6 +138,7 @@ void appendEmptyCursor(BsonBuilder& reply, const std::string& ns) {
 
 Status create(OperationContext& opCtx, const CommandRequest& request, BsonBuilder& reply) {
     ASSIGN_OR_RETURN(std::string ns, commandNamespace(request));
+    TRY_STATUS(checkTransactionMayCreate(ns));  // in a transaction: MongoDB's read-concern rule
     Router& router = Router::get(opCtx);
     ASSIGN_OR_RETURN(auto r, runOnDbPrimary(opCtx, router, ns, forwardableBody(request), true));
     TRY_STATUS(r.status);
@@ -267,6 +269,7 @@ CommandFn collectionWideCommand(bool createDb) {
         ASSIGN_OR_RETURN(std::string ns, commandNamespace(request));
         Router& router = Router::get(opCtx);
         const bool create = request.commandName == "createIndexes";
+        if (create) TRY_STATUS(checkTransactionMayCreate(ns));
         if (create) TRY_STATUS(checkUniqueIndexesAgainstShardKey(router, ns, request));
         bool sharded = false;
         ASSIGN_OR_RETURN(

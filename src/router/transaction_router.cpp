@@ -33,6 +33,7 @@ struct TransactionRouter::Session {
     RouterTxnPhase phase = RouterTxnPhase::kNone;
     Timestamp readTs;
     bool readTsFromClient = false;  // atClusterTime given: never moved
+    bool readConcernLocal = true;   // the client's level (the shards all read at readTs)
     struct Participant {
         ShardId shard;
         std::string host;
@@ -226,6 +227,7 @@ Status TransactionRouter::beginStatement(command::OperationContext& opCtx,
         // One snapshot of the whole cluster: at least everything this router has seen acknowledged
         // (its clock observes the shards' operationTime), or the client's causal or chosen time.
         s.readTsFromClient = args.atClusterTime.has_value();
+        s.readConcernLocal = args.readConcernLocal;
         s.readTs = args.atClusterTime ? *args.atClusterTime
                                       : std::max(HybridLogicalClock::global().next(),
                                                  args.afterClusterTime.value_or(Timestamp{}));
@@ -489,6 +491,14 @@ void noteTransactionReply(const ShardId& shard, const Status& status, BsonView r
 }
 
 bool inTransactionStatement() { return tlsStatement != nullptr; }
+
+Status checkTransactionMayCreate(const std::string& ns) {
+    if (!tlsStatement || tlsStatement->session().readConcernLocal) return Status::OK();
+    return Status(ErrorCodes::InvalidOptions,
+                  "Cannot create collection " + ns +
+                      " in a multi-document transaction with a read concern other than 'local'; "
+                      "start the transaction with readConcern {level: 'local'}");
+}
 
 bool restartTransactionAtLaterTime() { return tlsStatement && tlsStatement->restartAtLaterTime(); }
 

@@ -109,6 +109,10 @@ bson::BsonObj joinTransaction(const ShardId& shard, const std::string& host, bso
 bson::BsonObj joinTransactionByHost(const std::string& host, bson::BsonView cmd);
 // Whether a statement of a client's transaction runs on this thread.
 bool inTransactionStatement();
+// `create`/`createIndexes` in the current statement's transaction: InvalidOptions unless the
+// client's read concern is local (MongoDB's rule; the shards, which all read at the router's
+// cluster-wide timestamp, cannot tell — command/transaction_ddl.h).
+Status checkTransactionMayCreate(const std::string& ns);
 // Tells the current statement's transaction (if any) how the shard answered a joined request.
 void noteTransactionReply(const ShardId& shard, const Status& status, bson::BsonView reply);
 // After SnapshotUnavailable from every shard the current statement reached: when it is its

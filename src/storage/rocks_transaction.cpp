@@ -87,7 +87,7 @@ StatusWith<CollectionWriter*> RocksTransaction::writerLocked(const CollectionPtr
 }
 
 StatusWith<CollectionPtr> RocksTransaction::createCollection(std::string_view ns,
-                                                              bson::BsonView options) {
+                                                             bson::BsonView options) {
     std::lock_guard lk(_endMutex);
     if (_ended) return Status(ErrorCodes::NoSuchTransaction, "the transaction has ended");
     TRY_STATUS(checkNotDoomed());
@@ -122,9 +122,18 @@ StatusWith<Engine::CreateIndexesResult> RocksTransaction::createIndexes(
     TRY_STATUS(checkNotDoomed());
     auto created = _created.find(coll->ns());
     if (created == _created.end() || created->second->id != coll->id) {
-        return Status(ErrorCodes::OperationNotSupportedInTransaction,
-                      "Cannot create new indexes on existing collection " + coll->ns() +
-                          " in a multi-document transaction.");
+        // Only indexes that all exist already (a no-op, as in MongoDB).
+        CollectionInfo planned(*coll);
+        std::vector<IndexSpec> toBuild;
+        TRY_STATUS(RocksEngine::planIndexes(std::move(specs), &planned, &toBuild));
+        if (!toBuild.empty()) {
+            return Status(ErrorCodes::OperationNotSupportedInTransaction,
+                          "Cannot create new indexes on existing collection " + coll->ns() +
+                              " in a multi-document transaction.");
+        }
+        Engine::CreateIndexesResult result;
+        result.numIndexesBefore = result.numIndexesAfter = static_cast<int>(coll->indexes.size());
+        return result;
     }
     bool written = std::any_of(_writes.begin(), _writes.end(),
                                [&](const Write& w) { return w.coll->id == coll->id; });

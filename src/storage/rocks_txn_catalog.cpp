@@ -76,8 +76,9 @@ Status RocksEngine::beginPublishingReserved(const std::vector<CollectionPtr>& cr
     for (const CollectionPtr& coll : created) {
         CollectionPtr current = currentInfo(coll->id);  // with the indexes added since
         bson::BsonObj entry = encodeCollectionInfo(current ? *current : *coll);
-        batch->Put(_catalog, keys::catalogCollKey(coll->id),
-                   rocksdb::Slice(entry.bytes().data(), entry.bytes().size()))
+        batch
+            ->Put(_catalog, keys::catalogCollKey(coll->id),
+                  rocksdb::Slice(entry.bytes().data(), entry.bytes().size()))
             .PermitUncheckedError();
         putCounts(batch, coll->id, 0, 0, Timestamp());
     }

@@ -70,8 +70,9 @@ class Transaction {
     // The collection this transaction created as `ns` (its current metadata), or nullptr.
     virtual CollectionPtr createdCollection(std::string_view ns) const = 0;
     // Adds `specs` to collection `coll`, which this transaction created and has not written yet
-    // (OperationNotSupportedInTransaction otherwise): Engine::createIndexes' rules and result,
-    // the indexes part of the collection's catalog entry at commit.
+    // (OperationNotSupportedInTransaction otherwise, unless every index exists already: a
+    // no-op): Engine::createIndexes' rules and result, the indexes part of the collection's
+    // catalog entry at commit.
     virtual StatusWith<Engine::CreateIndexesResult> createIndexes(const CollectionPtr& coll,
                                                                   std::vector<IndexSpec> specs) = 0;
     // Commits (see above): the commit timestamp, or readTimestamp() for a read-only

@@ -96,9 +96,12 @@ TEST_F(TransactionDdlTest, ASecondCreatorConflictsAndAnExistingNameExists) {
     auto a = begin();
     auto b = begin();
     ASSERT_TRUE(createIn(*a, "db.t"));
-    EXPECT_TRUE(b->createCollection("db.t", bson::BsonObj()).getStatus().is(ErrorCodes::WriteConflict));
-    EXPECT_TRUE(b->createCollection("db.old", bson::BsonObj()).getStatus().is(ErrorCodes::NamespaceExists));
-    EXPECT_TRUE(a->createCollection("db.t", bson::BsonObj()).getStatus().is(ErrorCodes::NamespaceExists));
+    EXPECT_TRUE(
+        b->createCollection("db.t", bson::BsonObj()).getStatus().is(ErrorCodes::WriteConflict));
+    EXPECT_TRUE(
+        b->createCollection("db.old", bson::BsonObj()).getStatus().is(ErrorCodes::NamespaceExists));
+    EXPECT_TRUE(
+        a->createCollection("db.t", bson::BsonObj()).getStatus().is(ErrorCodes::NamespaceExists));
 }
 
 TEST_F(TransactionDdlTest, APlainCreateFirstMakesTheTransactionsCommitConflict) {
@@ -116,7 +119,9 @@ TEST_F(TransactionDdlTest, APlainCreateAfterTheCommitFindsTheCollection) {
     auto txn = begin();
     ASSERT_TRUE(createIn(*txn, "db.t"));
     ASSERT_TRUE(txn->commit({}, WriteOptions{}).isOK());
-    EXPECT_TRUE(engine->createCollection("db.t", bson::BsonObj()).getStatus().is(ErrorCodes::NamespaceExists));
+    EXPECT_TRUE(engine->createCollection("db.t", bson::BsonObj())
+                    .getStatus()
+                    .is(ErrorCodes::NamespaceExists));
 }
 
 TEST_F(TransactionDdlTest, IndexesOnACreatedCollectionUntilItIsWritten) {
@@ -130,19 +135,29 @@ TEST_F(TransactionDdlTest, IndexesOnACreatedCollectionUntilItIsWritten) {
     auto same = txn->createIndexes(coll, {spec("u_1", R"({"u": 1})", true)});
     ASSERT_TRUE(same.isOK());
     EXPECT_EQ(same.getValue().numIndexesAfter, 2);
-    EXPECT_TRUE(txn->createIndexes(coll, {spec("u_1", R"({"v": 1})")}).getStatus().is(ErrorCodes::IndexKeySpecsConflict));
+    EXPECT_TRUE(txn->createIndexes(coll, {spec("u_1", R"({"v": 1})")})
+                    .getStatus()
+                    .is(ErrorCodes::IndexKeySpecsConflict));
 
     CollectionPtr current = txn->createdCollection("db.t");
     insertIn(*txn, current, R"({"_id": 1, "u": 5})");
     auto w = txn->writer(current);
     ASSERT_TRUE(w.isOK());
     // The new unique index is maintained by the transaction's writer.
-    EXPECT_TRUE(w.getValue()->insert(J(R"({"_id": 2, "u": 5})"), WriteOptions{}).getStatus().is(ErrorCodes::DuplicateKey));
-    EXPECT_TRUE(txn->createIndexes(current, {spec("v_1", R"({"v": 1})")}).getStatus().is(ErrorCodes::OperationNotSupportedInTransaction));
-    EXPECT_TRUE(
-        txn->createIndexes(engine->getCollection("db.old"), {spec("v_1", R"({"v": 1})")})
-            .getStatus()
-            .is(ErrorCodes::OperationNotSupportedInTransaction));
+    EXPECT_TRUE(w.getValue()
+                    ->insert(J(R"({"_id": 2, "u": 5})"), WriteOptions{})
+                    .getStatus()
+                    .is(ErrorCodes::DuplicateKey));
+    EXPECT_TRUE(txn->createIndexes(current, {spec("v_1", R"({"v": 1})")})
+                    .getStatus()
+                    .is(ErrorCodes::OperationNotSupportedInTransaction));
+    EXPECT_TRUE(txn->createIndexes(engine->getCollection("db.old"), {spec("v_1", R"({"v": 1})")})
+                    .getStatus()
+                    .is(ErrorCodes::OperationNotSupportedInTransaction));
+    auto existing =
+        txn->createIndexes(engine->getCollection("db.old"), {spec("_id_", R"({"_id": 1})")});
+    ASSERT_TRUE(existing.isOK()) << existing.getStatus().toString();
+    EXPECT_EQ(existing.getValue().numIndexesAfter, 1);
 
     ASSERT_TRUE(txn->commit({}, WriteOptions{}).isOK());
     txn.reset();
@@ -152,13 +167,17 @@ TEST_F(TransactionDdlTest, IndexesOnACreatedCollectionUntilItIsWritten) {
     ASSERT_EQ(published->indexes.size(), 2u);
     EXPECT_EQ(published->indexes[1].name, "u_1");
     auto plain = writerFor("db.t");
-    EXPECT_TRUE(plain->insert(J(R"({"_id": 3, "u": 5})"), WriteOptions{}).getStatus().is(ErrorCodes::DuplicateKey));
+    EXPECT_TRUE(plain->insert(J(R"({"_id": 3, "u": 5})"), WriteOptions{})
+                    .getStatus()
+                    .is(ErrorCodes::DuplicateKey));
 }
 
 TEST_F(TransactionDdlTest, ATransactionThatCreatedACollectionIsNotPrepared) {
     auto txn = begin();
     ASSERT_TRUE(createIn(*txn, "db.t"));
-    EXPECT_TRUE(txn->prepare("txn.prepared/x", J("{}")).getStatus().is(ErrorCodes::OperationNotSupportedInTransaction));
+    EXPECT_TRUE(txn->prepare("txn.prepared/x", J("{}"))
+                    .getStatus()
+                    .is(ErrorCodes::OperationNotSupportedInTransaction));
     EXPECT_EQ(engine->getCollection("db.t"), nullptr);
     EXPECT_EQ(engine->preparedTransactionCount(), 0u);
     EXPECT_TRUE(create("db.t"));  // the name is free again

@@ -79,8 +79,7 @@ TEST_F(TransactionTest, AScanSeesOnlyItsCollectionAmongTheTransactionsWrites) {
     auto mine = txn->snapshot();
     std::vector<std::string> a = {R"({ "_id" : 1, "v" : 1 })", R"({ "_id" : 2, "v" : 2 })"};
     EXPECT_EQ(scanAll(*mine, "db.a"), a);
-    EXPECT_EQ(scanAll(*mine, "db.a", /*forward=*/false),
-              (std::vector<std::string>{a[1], a[0]}));
+    EXPECT_EQ(scanAll(*mine, "db.a", /*forward=*/false), (std::vector<std::string>{a[1], a[0]}));
     EXPECT_EQ(scanAll(*mine, "db.b").size(), 2u);
     EXPECT_EQ(scanAll(*mine, "db.b", /*forward=*/false).size(), 2u);
     CollectionPtr coll = engine->getCollection("db.a");

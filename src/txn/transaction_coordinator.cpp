@@ -80,6 +80,10 @@ struct TransactionCoordinator::Record {
     Timestamp commitTs;
     std::vector<std::string> writers;  // shards of participants that prepared with writes
     std::string reason;                // why it aborted
+    // The code the client hears for an abort: NoSuchTransaction (TransientTransactionError:
+    // run the transaction again), or a participant's refusal that running it again cannot
+    // change (OperationNotSupportedInTransaction: it created a collection, storage/transaction.h).
+    int abortCode = static_cast<int>(ErrorCodes::NoSuchTransaction);
     bool done = false;
     bool localFinished = false;  // in memory: this shard's own part is committed or aborted
 
@@ -105,6 +109,9 @@ struct TransactionCoordinator::Record {
             b.end();
         }
         if (!reason.empty()) b.append("reason", reason);
+        if (abortCode != static_cast<int>(ErrorCodes::NoSuchTransaction)) {
+            b.appendInt32("abortCode", abortCode);
+        }
         b.appendBool("done", done);
         b.appendDate("updatedAt", wallClockMillis());
         return b.obj();
@@ -137,6 +144,7 @@ struct TransactionCoordinator::Record {
         if (doc["reason"].type() == bson::BsonType::String) {
             r.reason = std::string(doc["reason"].stringValue());
         }
+        if (doc["abortCode"].isNumber()) r.abortCode = doc["abortCode"].numberInt();
         r.done = doc["done"].trueValue();
         return r;
     }
@@ -149,7 +157,7 @@ struct TransactionCoordinator::Record {
     // What the caller of a coordination hears once it is decided.
     Status outcome() const {
         if (decision == Decision::kCommit) return Status::OK();
-        return Status(ErrorCodes::NoSuchTransaction,
+        return Status(static_cast<ErrorCodes>(abortCode),
                       "Transaction " + std::to_string(txnNumber) + " was aborted: " + reason);
     }
 
@@ -505,11 +513,15 @@ Status TransactionCoordinator::decide(Record& record) {
     Timestamp commitTs;
     std::vector<std::string> writers;
     std::string refusal;
+    int refusalCode = static_cast<int>(ErrorCodes::NoSuchTransaction);
     for (size_t i = 0; i < n; ++i) {
         if (!prepared[i].isOK()) {
             if (refusal.empty()) {
                 refusal = "prepareTransaction failed on shard " + record.participants[i].shard +
                           ": " + prepared[i].toString();
+            }
+            if (prepared[i].is(ErrorCodes::OperationNotSupportedInTransaction)) {
+                refusalCode = static_cast<int>(ErrorCodes::OperationNotSupportedInTransaction);
             }
             continue;
         }
@@ -524,6 +536,7 @@ Status TransactionCoordinator::decide(Record& record) {
     } else {
         record.decision = Decision::kAbort;
         record.reason = refusal;
+        record.abortCode = refusalCode;
     }
     hangAt(hangBeforeWritingDecision);
     // The decision, written to the WAL: it survives a crash of this process; the delivery syncs

@@ -29,6 +29,9 @@ struct PipelineContext {
     // On a shard, which stored documents of the collection it owns (null: all): $collStats
     // counts only those and reports the rest as numOrphanDocs.
     std::shared_ptr<const OwnershipFilter> ownership;
+    // The statement's transaction (null: none): $lookup, $graphLookup and $unionWith find the
+    // collections it created.
+    const storage::Transaction* transaction = nullptr;
 };
 
 // Builds an aggregation pipeline over collection `coll` (null when missing: no input). `ns` is
@@ -83,9 +86,10 @@ struct ResolvedNamespace {
     bool isView = false;                  // the namespace asked for is a view
     std::vector<bson::BsonObj> pipeline;  // stages to apply to the backing collection
 };
-// ViewDepthLimitExceeded (149) past 20 levels (also how cycles end).
-StatusWith<ResolvedNamespace> resolveNamespace(const storage::Engine& engine,
-                                               const std::string& ns);
+// ViewDepthLimitExceeded (149) past 20 levels (also how cycles end). With `transaction`, a
+// collection it created is found too (command/transaction_ddl.h).
+StatusWith<ResolvedNamespace> resolveNamespace(const storage::Engine& engine, const std::string& ns,
+                                               const storage::Transaction* transaction = nullptr);
 
 // `pipeline` (stage documents) as a BSON array.
 bson::BsonObj pipelineArray(const std::vector<bson::BsonObj>& stages);

@@ -293,7 +293,8 @@ namespace {
 StatusWith<std::unique_ptr<PlanStage>> parseGraphLookup(const StageParseContext& ctx,
                                                         std::unique_ptr<PlanStage> input) {
     ASSIGN_OR_RETURN(auto spec, GraphLookupStage::parseSpec(ctx.spec(), ctx.db));
-    ASSIGN_OR_RETURN(auto resolved, resolveNamespace(*ctx.pctx.engine, spec.fromNs));
+    ASSIGN_OR_RETURN(auto resolved,
+                     resolveNamespace(*ctx.pctx.engine, spec.fromNs, ctx.pctx.transaction));
     SubPipelineFactory factory = subPipelineFactory(ctx.pctx, resolved, BuildContext::kLookup);
     return stack(std::move(input), std::make_unique<GraphLookupStage>(
                                        std::move(spec), resolved.coll, std::move(factory)));

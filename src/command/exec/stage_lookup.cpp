@@ -387,7 +387,8 @@ StatusWith<std::unique_ptr<PlanStage>> parseLookup(const StageParseContext& ctx,
     } else {
         ASSIGN_OR_RETURN(spec.fromNs, targetNamespace(from, ctx.db, "$lookup.from",
                                                       static_cast<int>(ErrorCodes::FailedToParse)));
-        ASSIGN_OR_RETURN(resolved, resolveNamespace(*ctx.pctx.engine, spec.fromNs));
+        ASSIGN_OR_RETURN(resolved,
+                         resolveNamespace(*ctx.pctx.engine, spec.fromNs, ctx.pctx.transaction));
     }
     if (!let.eoo()) {
         ASSIGN_OR_RETURN(spec.let, parseLet(let));
@@ -441,7 +442,8 @@ StatusWith<std::unique_ptr<PlanStage>> parseUnionWith(const StageParseContext& c
     }
     ASSIGN_OR_RETURN(std::string ns, targetNamespace(coll, ctx.db, "$unionWith",
                                                      static_cast<int>(ErrorCodes::TypeMismatch)));
-    ASSIGN_OR_RETURN(ResolvedNamespace resolved, resolveNamespace(*ctx.pctx.engine, ns));
+    ASSIGN_OR_RETURN(ResolvedNamespace resolved,
+                     resolveNamespace(*ctx.pctx.engine, ns, ctx.pctx.transaction));
     SubPipelineFactory factory = subPipelineFactory(ctx.pctx, resolved, BuildContext::kUnionWith);
     bson::BsonObj stages = pipeline.eoo() ? bson::BsonBuilder().obj() : pipeline.objValue().copy();
     ASSIGN_OR_RETURN(auto other, factory(stages));

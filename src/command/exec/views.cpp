@@ -3,6 +3,7 @@
 
 #include "command/exec/pipeline.h"
 #include "storage/engine.h"
+#include "storage/transaction.h"
 
 namespace tessera::command::exec {
 
@@ -10,11 +11,16 @@ using bson::BsonType;
 
 bool isView(const storage::CollectionInfo& coll) { return !coll.options["viewOn"].eoo(); }
 
-StatusWith<ResolvedNamespace> resolveNamespace(const storage::Engine& engine,
-                                               const std::string& ns) {
+StatusWith<ResolvedNamespace> resolveNamespace(const storage::Engine& engine, const std::string& ns,
+                                               const storage::Transaction* transaction) {
+    auto lookup = [&](const std::string& name) {
+        storage::CollectionPtr created =
+            transaction ? transaction->createdCollection(name) : nullptr;
+        return created ? created : engine.getCollection(name);
+    };
     ResolvedNamespace r;
     r.ns = ns;
-    r.coll = engine.getCollection(ns);
+    r.coll = lookup(ns);
     std::vector<std::vector<bson::BsonObj>> layers;  // outermost view first
     int depth = 0;
     while (r.coll && isView(*r.coll)) {
@@ -30,7 +36,7 @@ StatusWith<ResolvedNamespace> resolveNamespace(const storage::Engine& engine,
         }
         layers.push_back(std::move(stages));
         r.ns = r.coll->db + "." + std::string(r.coll->options["viewOn"].stringValue());
-        r.coll = engine.getCollection(r.ns);
+        r.coll = lookup(r.ns);
     }
     for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
         r.pipeline.insert(r.pipeline.end(), it->begin(), it->end());

@@ -588,6 +588,69 @@ describeWithCluster(
             }
         });
 
+        test('a collection created in a transaction appears at its commit through both routers; a cross-shard write transaction may not create one', async () => {
+            const client = await router(0);
+            const db = client.db(dbName);
+            const names = async (i) =>
+                (await (await router(i)).db(dbName).listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name);
+            // One shard (the database's primary, which holds accounts 0-3): a plain commit.
+            const session = client.startSession();
+            try {
+                session.startTransaction();
+                await db.createCollection('ledger', { session });
+                await db.collection('ledger').insertOne({ _id: 1, from: 1, to: 2, amount: 5 }, { session });
+                await db.collection('receipts').insertOne({ _id: 1 }, { session }); // implicitly
+                await db.collection('accounts').updateOne({ _id: 1 }, { $inc: { balance: -5 } }, { session });
+                await db.collection('accounts').updateOne({ _id: 2 }, { $inc: { balance: 5 } }, { session });
+                assert.equal(await db.collection('ledger').countDocuments({}, { session }), 1, 'in the transaction');
+                for (const i of [0, 1]) {
+                    const seen = await names(i);
+                    assert.ok(!seen.includes('ledger') && !seen.includes('receipts'), `router ${i} saw ${seen}`);
+                }
+                await session.commitTransaction();
+            } finally {
+                await session.endSession();
+            }
+            for (const i of [0, 1]) {
+                const seen = await names(i);
+                assert.ok(seen.includes('ledger') && seen.includes('receipts'), `router ${i} saw ${seen}`);
+                assert.equal(await (await router(i)).db(dbName).collection('ledger').countDocuments(), 1, `through router ${i}`);
+            }
+            assert.equal(await (await ctx.cluster.shardByName(owners.low)).db(dbName).collection('ledger').countDocuments(), 1, 'on the shard');
+
+            // Two shards written, one of them creating a collection: refused when the creating
+            // shard is asked to prepare, and nothing of it is applied anywhere.
+            const s2 = client.startSession();
+            try {
+                s2.startTransaction();
+                await db.collection('audit').insertOne({ _id: 1 }, { session: s2 }); // on the primary
+                await db.collection('accounts').updateOne({ _id: 5 }, { $inc: { balance: 1 } }, { session: s2 });
+                const err = await rejects(s2.commitTransaction());
+                assert.equal(err.code, 263, err.message);
+                assert.match(err.message, /more than one shard/);
+            } finally {
+                await s2.endSession();
+            }
+            assert.ok(!(await names(1)).includes('audit'));
+            assert.equal((await (await accounts(1)).findOne({ _id: 5 })).balance, kInitial);
+            assert.equal((await (await onShard('high')).findOne({ _id: 5 })).balance, kInitial);
+
+            // The client's read concern decides, as MongoDB's: not local, no create.
+            const s3 = client.startSession();
+            try {
+                s3.startTransaction({ readConcern: { level: 'snapshot' } });
+                const err = await rejects(db.createCollection('snapshotted', { session: s3 }));
+                assert.equal(err.code, 72);
+                await s3.abortTransaction().catch(() => {});
+            } finally {
+                await s3.endSession();
+            }
+            assert.ok(!(await names(0)).includes('snapshotted'));
+            // Put the transfer back for the tests that count the total.
+            await transfer(0, 2, 1, 5);
+            assert.deepEqual(await balances(await accounts(0)), Array(kAccounts).fill(kInitial));
+        });
+
         test('killAllSessions on a router aborts its transactions on every participant', async () => {
             const client = await router(0);
             const c = client.db(dbName).collection('accounts');
