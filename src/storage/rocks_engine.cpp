@@ -228,7 +228,7 @@ Status RocksEngine::loadCatalog() {
             _byId[info->id] = info;
             _states[info->id] = std::make_shared<CollectionState>();
             // A collection a transaction created is committed without moving the persisted
-            // next id (transaction_catalog.cpp): ids stay unique from the entries themselves.
+            // next id (rocks_txn_catalog.cpp): ids stay unique from the entries themselves.
             _nextCollectionId = std::max(_nextCollectionId, info->id + 1);
         } else if (key.size() == 9 && key[0] == 'n' && value.size() == 24) {
             counts[keys::readBigEndian64(key.substr(1))] = std::string(value);

@@ -124,7 +124,7 @@ class RocksEngine final : public Engine {
     StatusWith<std::unique_ptr<RocksCollectionWriter>> transactionWriter(const CollectionPtr& coll,
                                                                          RocksTransaction* txn);
 
-    // ---- Collections created inside transactions (transaction_catalog.cpp). Such a
+    // ---- Collections created inside transactions (rocks_txn_catalog.cpp). Such a
     // collection has an id, a state and an entry by id (its transaction's writers work as for
     // any collection) but no entry by namespace until its transaction commits: nobody else
     // finds it. One transaction at a time may create a namespace.
@@ -210,7 +210,7 @@ class RocksEngine final : public Engine {
     // finds the current collection. Entries go when the replacing id is dropped.
     std::unordered_map<uint64_t, uint64_t> _replacedBy;
     uint64_t _nextCollectionId = 1;
-    // Namespaces reserved by transactions (transaction_catalog.cpp), guarded by _catalogMutex.
+    // Namespaces reserved by transactions (rocks_txn_catalog.cpp), guarded by _catalogMutex.
     struct Reservation {
         uint64_t txnId = 0;
         uint64_t collId = 0;
