@@ -122,7 +122,7 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
     service.replSetName = opts.replSet;
     command::ServiceEntryPoint entryPoint(service);
     // A one-member replica set: transactions, and retryable writes recorded per session
-    // (txn::RetryableWriteHooks: the reply is recorded after the write, README "Transactions").
+    // (txn::RetryableWriteHooks: each statement's record in its write's batch, src/txn/README.md).
     std::unique_ptr<command::SessionTransactions> transactions;
     std::unique_ptr<txn::RetryableWriteHooks> retryableWrites;
     if (role == "shard") {

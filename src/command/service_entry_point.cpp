@@ -28,6 +28,24 @@ namespace {
 
 constexpr auto kSlowOperationThreshold = std::chrono::milliseconds(100);
 
+// A retry that wrote nothing: every statement of its insert/update/delete was answered from
+// its record (`retriedStmtIds`). onPrimaryTransactionalWrite fires on a write (MongoDB's op
+// observer), so such a retry does not close its connection again.
+bool everyStatementReplayed(const CommandRequest& request, bson::BsonView reply) {
+    std::string_view name = request.commandName;
+    std::string_view field = name == "insert"   ? "documents"
+                             : name == "update" ? "updates"
+                             : name == "delete" ? "deletes"
+                                                : "";
+    if (field.empty() || !reply["retriedStmtIds"].isArray()) return false;
+    size_t retried = static_cast<size_t>(reply["retriedStmtIds"].objValue().nFields());
+    if (const DocumentSequence* sequence = request.sequence(field)) {
+        return sequence->documents.size() == retried;
+    }
+    bson::BsonElement statements = request.body[field];
+    return statements.isArray() && static_cast<size_t>(statements.objValue().nFields()) == retried;
+}
+
 ClientState& clientStateOf(net::ClientContext& client) {
     if (!client.state) {
         auto state = std::make_shared<ClientState>();
@@ -854,7 +872,7 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
         if (Status journaled = awaitJournal(request); !journaled.isOK()) {
             sent = errorReply(journaled, bson::BsonObj());
         }
-        if (closeAfterWrite) {
+        if (closeAfterWrite && !everyStatementReplayed(request, full)) {
             *closeConnection = true;
             return bson::BsonObj();
         }

@@ -14,11 +14,11 @@
 #include "placement/stale_info.h"
 #include "shard/direct_client.h"
 #include "shard/persisted_placement.h"
-#include "shard/retryable_write_record.h"
 #include "storage/collection_writer.h"
 #include "storage/engine.h"
 #include "storage/read_snapshot.h"
 #include "storage/transaction.h"
+#include "txn/retryable_write_record.h"
 #include "txn/session_records.h"
 
 namespace tessera::shard {
@@ -47,8 +47,8 @@ struct ShardAdmission final : command::OperationAdmission {
     // A client CRUD command: its latency feeds ForegroundLatency (migration pacing).
     bool foreground = false;
     std::chrono::steady_clock::time_point started;
-    std::unique_ptr<StatementRecorder> statements;
-    std::unique_ptr<FindAndModifyRecorder> findAndModify;
+    std::unique_ptr<txn::StatementRecorder> statements;
+    std::unique_ptr<txn::FindAndModifyRecorder> findAndModify;
 };
 
 ShardAdmission* admissionOf(OperationContext& opCtx) {
@@ -385,15 +385,15 @@ std::optional<bson::BsonObj> ShardingState::replayedReply(OperationContext& opCt
     std::string_view name = command.name();
     if (name == "insert" || name == "update" || name == "delete") {
         // Statement by statement: the command skips what ran (retryable_statements.h).
-        a->statements =
-            std::make_unique<StatementRecorder>(*opCtx.lsid, *opCtx.txnNumber, std::move(executed));
+        a->statements = std::make_unique<txn::StatementRecorder>(*opCtx.lsid, *opCtx.txnNumber,
+                                                                 std::move(executed));
         opCtx.statements = a->statements.get();
         opCtx.writeUnit.addObserver(a->statements.get());
     } else if (auto done = executed.find(txn::kWholeCommand); done != executed.end()) {
         _transactions.finish(*opCtx.lsid, *opCtx.txnNumber, {});
         return done->second;  // executed: replay
     } else if (name == "findAndModify") {
-        a->findAndModify = findAndModifyRecorder(request, *opCtx.lsid, *opCtx.txnNumber);
+        a->findAndModify = txn::findAndModifyRecorder(request, *opCtx.lsid, *opCtx.txnNumber);
         if (a->findAndModify) opCtx.writeUnit.addObserver(a->findAndModify.get());
     }
     a->retryableWrite = true;

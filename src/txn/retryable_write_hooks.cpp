@@ -6,6 +6,7 @@
 #include "base/wall_clock.h"
 #include "command/service_entry_point.h"
 #include "storage/engine.h"
+#include "txn/retryable_write_record.h"
 #include "txn/session_records.h"
 
 namespace tessera::txn {
@@ -21,27 +22,43 @@ RetryableWriteHooks::RetryableWriteHooks(command::ServiceContext& service, RunLo
     : _service(service), _runLocal(std::move(runLocal)) {}
 
 void RetryableWriteHooks::startup() {
-    size_t n = restoreTransactionRecords(*_service.engine, _table);
+    size_t n = restoreStatementRecords(*_service.engine, _table) +
+               restoreTransactionRecords(*_service.engine, _table);
     if (n > 0) {
         log::info("SHARDING", 22101, "Restored retryable write records",
                   "{\"count\":" + std::to_string(n) + "}");
     }
 }
 
-std::optional<bson::BsonObj> RetryableWriteHooks::replayedReply(command::OperationContext& opCtx,
-                                                                const command::CommandRequest&,
-                                                                const command::Command& command) {
+std::optional<bson::BsonObj> RetryableWriteHooks::replayedReply(
+    command::OperationContext& opCtx, const command::CommandRequest& request,
+    const command::Command& command) {
     if (!isRetryableWrite(opCtx, command)) return std::nullopt;
     auto deadline =
         opCtx.deadline.value_or(std::chrono::steady_clock::now() + std::chrono::seconds(60));
-    auto started = _table.begin(*opCtx.lsid, *opCtx.txnNumber, deadline);
+    auto started = _table.begin(*opCtx.lsid, *opCtx.txnNumber, deadline, !opCtx.inlineExecution);
     // A reply returned here ends the command (afterCommand is not called): the replay ends its
     // attempt at once.
     if (!started.isOK()) return command::errorReply(started.getStatus());
-    auto done = started.getValue().find(kWholeCommand);
-    if (done == started.getValue().end()) return std::nullopt;  // execute; afterCommand records
-    _table.finish(*opCtx.lsid, *opCtx.txnNumber, {});
-    return done->second;
+    ExecutedStatements executed = std::move(started).getValue();
+    auto attempt = std::make_unique<Attempt>();
+    std::string_view name = command.name();
+    if (name == "insert" || name == "update" || name == "delete") {
+        // Statement by statement, each recorded in its own write's batch; the command skips
+        // what an earlier attempt ran (command/retryable_statements.h).
+        attempt->statements =
+            std::make_unique<StatementRecorder>(*opCtx.lsid, *opCtx.txnNumber, std::move(executed));
+        opCtx.statements = attempt->statements.get();
+        opCtx.writeUnit.addObserver(attempt->statements.get());
+    } else if (auto done = executed.find(kWholeCommand); done != executed.end()) {
+        _table.finish(*opCtx.lsid, *opCtx.txnNumber, {});
+        return done->second;  // executed: replay
+    } else if (name == "findAndModify") {
+        attempt->findAndModify = findAndModifyRecorder(request, *opCtx.lsid, *opCtx.txnNumber);
+        if (attempt->findAndModify) opCtx.writeUnit.addObserver(attempt->findAndModify.get());
+    }
+    opCtx.admission = std::move(attempt);
+    return std::nullopt;  // execute; afterCommand ends the attempt
 }
 
 void RetryableWriteHooks::afterCommand(command::OperationContext& opCtx,
@@ -49,20 +66,34 @@ void RetryableWriteHooks::afterCommand(command::OperationContext& opCtx,
                                        const command::Command& command, const Status& status,
                                        const bson::BsonObj& reply) {
     if (!isRetryableWrite(opCtx, command)) return;
-    // A command-level error wrote nothing: nothing is recorded, so a retry executes.
+    auto* attempt = dynamic_cast<Attempt*>(opCtx.admission.get());
+    if (!attempt) return;  // replayed, or refused before it began
+    if (attempt->statements) opCtx.writeUnit.removeObserver(attempt->statements.get());
+    if (attempt->findAndModify) opCtx.writeUnit.removeObserver(attempt->findAndModify.get());
+    opCtx.statements = nullptr;
     ExecutedStatements executed;
-    if (status.isOK()) {
-        Status persisted =
-            _runLocal("config", transactionRecordUpsert(*opCtx.lsid, *opCtx.txnNumber, reply,
-                                                        _service.engine->lastCommitTimestamp(),
-                                                        wallClockMillis()));
-        if (!persisted.isOK()) {
-            log::warning("SHARDING", 22010, "Failed to persist a retryable write record",
-                         "{\"error\":\"" + log::jsonEscape(persisted.toString()) + "\"}");
+    if (attempt->statements) {
+        // Each statement that wrote is durable already, with its write — also when the command
+        // failed later on.
+        executed = attempt->statements->newlyExecuted();
+    } else if (status.isOK()) {
+        // A command-level error wrote nothing: nothing is recorded, so a retry executes.
+        // findAndModify's reply went into its write's batch; any other (bulkWrite) is recorded
+        // whole after the command.
+        if (!attempt->findAndModify) {
+            Status persisted =
+                _runLocal("config", transactionRecordUpsert(*opCtx.lsid, *opCtx.txnNumber, reply,
+                                                            _service.engine->lastCommitTimestamp(),
+                                                            wallClockMillis()));
+            if (!persisted.isOK()) {
+                log::warning("SHARDING", 22010, "Failed to persist a retryable write record",
+                             "{\"error\":\"" + log::jsonEscape(persisted.toString()) + "\"}");
+            }
         }
         executed[kWholeCommand] = reply;
     }
     _table.finish(*opCtx.lsid, *opCtx.txnNumber, executed);
+    opCtx.admission.reset();
 }
 
 }  // namespace tessera::txn

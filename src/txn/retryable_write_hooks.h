@@ -5,19 +5,19 @@
 #include <string>
 
 #include "command/command.h"
+#include "txn/retryable_write_record.h"
 #include "txn/transaction_table.h"
 
 namespace tessera::txn {
 
-// Retryable writes for a node whose data has no placement (the config server): a write command
-// with lsid + txnNumber runs at most once per (lsid, txnNumber) — a retry gets the stored reply
-// without executing again (TransactionTable) — and the reply is recorded durably in
-// config.transactions after the write (session_records.h), restored at startup.
-//
-// The record is written after the command, not in its write batch (the shard's single-statement
-// writes are; src/shard/README.md): a crash between the write and its record lets a retry apply
-// the write again. Until the write unit carries the record (issue 11), this is MongoDB's
-// pre-4.0-style at-least-once window, confined to the config server's catalog writes.
+// Retryable writes for a node whose data has no placement (the config server, `serve
+// --replSet`): a write command with lsid + txnNumber runs at most once per (lsid, txnNumber)
+// — a retry gets the stored result without executing again (TransactionTable) — as on a shard
+// (src/shard/README.md), with the same recorders (retryable_write_record.h): each statement of
+// an insert, update or delete, and a findAndModify's reply, is recorded in the batch of the
+// document write it makes, so a crash cannot separate a write from its record; restored at
+// startup. A retryable bulkWrite's reply is recorded whole in config.transactions after the
+// command (a crash in between lets a retry apply it again).
 class RetryableWriteHooks : public command::CommandHooks {
   public:
     // `runLocal(db, cmd)` runs a command on this node (it persists records).
@@ -45,6 +45,12 @@ class RetryableWriteHooks : public command::CommandHooks {
     TransactionTable& table() { return _table; }
 
   private:
+    // One executing attempt (the operation's admission): the recorder observing its writes.
+    struct Attempt final : command::OperationAdmission {
+        std::unique_ptr<StatementRecorder> statements;
+        std::unique_ptr<FindAndModifyRecorder> findAndModify;
+    };
+
     command::ServiceContext& _service;
     RunLocal _runLocal;
     TransactionTable _table;

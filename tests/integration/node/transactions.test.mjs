@@ -312,3 +312,50 @@ it('a standalone without --replSet refuses transactions and applies nothing', as
         server.cleanup();
     }
 });
+
+it('a retryable insert retried after kill -9 runs only the statements that did not run', async () => {
+    // Each statement is recorded in its own write's batch: after the crash the retry skips the
+    // statements that wrote (no duplicate, no double count) and runs the one that had failed.
+    const first = await startServer({ args: ['--replSet', 'rs0'] });
+    let second;
+    try {
+        const client = await first.client();
+        const dbName = uniqueDbName('retry');
+        const c = client.db(dbName).collection('c');
+        await c.insertOne({ _id: 3, blocker: true });
+        const session = client.startSession();
+        const cmd = {
+            insert: 'c',
+            documents: [{ _id: 1 }, { _id: 2 }, { _id: 3 }],
+            ordered: true,
+            txnNumber: Long.fromNumber(7),
+            writeConcern: { w: 1, j: true },
+        };
+        const reply = await client.db(dbName).command(cmd, { session });
+        assert.equal(reply.n, 2);
+        assert.equal(reply.writeErrors?.[0]?.code, 11000);
+        const lsid = session.id;
+        await first.kill9();
+        await client.close().catch(() => {});
+
+        second = await startServer({ dbpath: first.dbpath, port: first.port, args: ['--replSet', 'rs0'] });
+        const again = await second.client();
+        await again.db(dbName).collection('c').deleteOne({ _id: 3 });
+        const retry = again.startSession();
+        Object.assign(retry.serverSession, { id: lsid });
+        const retried = await again.db(dbName).command(cmd, { session: retry });
+        assert.equal(retried.writeErrors, undefined, JSON.stringify(retried));
+        assert.equal(retried.n, 3);
+        const ids = (await again.db(dbName).collection('c').find().sort({ _id: 1 }).toArray()).map((d) => d._id);
+        assert.deepEqual(ids, [1, 2, 3]);
+        assert.equal(await again.db(dbName).collection('c').estimatedDocumentCount(), 3);
+        await again.close();
+    } finally {
+        if (second) {
+            await second.stop();
+            second.cleanup();
+        }
+        await first.stop();
+        first.cleanup();
+    }
+});

@@ -14,16 +14,16 @@
 #include "storage/write_observer.h"
 #include "txn/transaction_table.h"
 
-namespace tessera::shard {
+namespace tessera::txn {
 
 // The per-statement state of one retryable insert/update/delete on a shard: the operation's
 // command::RetryableStatements (which statements an earlier attempt of the same txnNumber
 // executed) and the write-unit observer that records each statement it executes in the
-// statement's own document write batch (txn::statementRecordKey), so the write and the proof
+// statement's own document write batch (statementRecordKey), so the write and the proof
 // that it ran are durable together: a crash in between cannot make a retry apply it twice.
 class StatementRecorder final : public command::RetryableStatements, public storage::WriteObserver {
   public:
-    StatementRecorder(std::string lsid, int64_t txnNumber, txn::ExecutedStatements executed)
+    StatementRecorder(std::string lsid, int64_t txnNumber, ExecutedStatements executed)
         : _lsid(std::move(lsid)), _txnNumber(txnNumber), _executed(std::move(executed)) {}
 
     std::optional<command::StatementResult> executed(int32_t stmtId) const override;
@@ -33,7 +33,7 @@ class StatementRecorder final : public command::RetryableStatements, public stor
                  std::vector<std::pair<std::string, std::string>>* out) override;
 
     // The statements this attempt executed and recorded (for TransactionTable::finish).
-    const txn::ExecutedStatements& newlyExecuted() const { return _new; }
+    const ExecutedStatements& newlyExecuted() const { return _new; }
 
   private:
     struct Current {
@@ -44,12 +44,12 @@ class StatementRecorder final : public command::RetryableStatements, public stor
     };
     std::string _lsid;
     int64_t _txnNumber;
-    txn::ExecutedStatements _executed;  // by earlier attempts
-    txn::ExecutedStatements _new;
+    ExecutedStatements _executed;  // by earlier attempts
+    ExecutedStatements _new;
     std::optional<Current> _current;
 };
 
-// findAndModify's record: its whole reply (txn::kWholeCommand), rebuilt from the one document
+// findAndModify's record: its whole reply (kWholeCommand), rebuilt from the one document
 // write it makes and written in that write's batch.
 class FindAndModifyRecorder final : public storage::WriteObserver {
   public:
@@ -71,4 +71,4 @@ class FindAndModifyRecorder final : public storage::WriteObserver {
 std::unique_ptr<FindAndModifyRecorder> findAndModifyRecorder(const command::CommandRequest& request,
                                                              std::string lsid, int64_t txnNumber);
 
-}  // namespace tessera::shard
+}  // namespace tessera::txn

@@ -1,4 +1,4 @@
-#include "shard/retryable_write_record.h"
+#include "txn/retryable_write_record.h"
 
 #include <memory>
 #include <string>
@@ -10,7 +10,7 @@
 #include "query/matcher.h"
 #include "txn/session_records.h"
 
-namespace tessera::shard {
+namespace tessera::txn {
 namespace {
 
 using command::CommandRequest;
@@ -117,16 +117,16 @@ void StatementRecorder::onWrite(const storage::CollectionInfo&, Op op, bson::Bso
     // that committed.
     _current->result = r.toBson();
     out->emplace_back(
-        txn::statementRecordKey(_lsid, _current->stmtId),
+        statementRecordKey(_lsid, _current->stmtId),
         txn::statementRecordValue(_lsid, _txnNumber, _current->stmtId, *_current->result));
 }
 
 void FindAndModifyRecorder::onWrite(const storage::CollectionInfo&, Op op, bson::BsonView before,
                                     bson::BsonView after,
                                     std::vector<std::pair<std::string, std::string>>* out) {
-    out->emplace_back(txn::statementRecordKey(_lsid, txn::kWholeCommand),
-                      txn::statementRecordValue(_lsid, _txnNumber, txn::kWholeCommand,
-                                                _reply(op, before, after)));
+    out->emplace_back(
+        statementRecordKey(_lsid, kWholeCommand),
+        txn::statementRecordValue(_lsid, _txnNumber, kWholeCommand, _reply(op, before, after)));
 }
 
 std::unique_ptr<FindAndModifyRecorder> findAndModifyRecorder(const CommandRequest& request,
@@ -140,4 +140,4 @@ std::unique_ptr<FindAndModifyRecorder> findAndModifyRecorder(const CommandReques
         });
 }
 
-}  // namespace tessera::shard
+}  // namespace tessera::txn
