@@ -134,9 +134,6 @@ class RocksEngine final : public Engine {
                                                 uint64_t txnId);
     // Replaces the metadata of a reserved collection (indexes added before any write).
     void updateReserved(CollectionPtr info);
-    // Indexes `specs` would add to `info` (Engine::createIndexes' rules), ids assigned.
-    static Status planIndexes(std::vector<IndexSpec> specs, CollectionInfo* info,
-                              std::vector<IndexSpec>* toBuild);
     // At the commit of the transaction that reserved `created`: WriteConflict when a plain
     // create or rename took one of the namespaces meanwhile; otherwise they are marked
     // committing (a plain create of one waits for publishReserved) and their catalog entries

@@ -4,6 +4,7 @@
 
 #include "base/log.h"
 #include "bson/bson_builder.h"
+#include "storage/index_plan.h"
 #include "storage/key_format.h"
 #include "storage/rocks_engine.h"
 #include "storage/rocks_read_snapshot.h"
@@ -125,7 +126,7 @@ StatusWith<Engine::CreateIndexesResult> RocksTransaction::createIndexes(
         // Only indexes that all exist already (a no-op, as in MongoDB).
         CollectionInfo planned(*coll);
         std::vector<IndexSpec> toBuild;
-        TRY_STATUS(RocksEngine::planIndexes(std::move(specs), &planned, &toBuild));
+        TRY_STATUS(planIndexes(std::move(specs), &planned, &toBuild));
         if (!toBuild.empty()) {
             return Status(ErrorCodes::OperationNotSupportedInTransaction,
                           "Cannot create new indexes on existing collection " + coll->ns() +
@@ -147,7 +148,7 @@ StatusWith<Engine::CreateIndexesResult> RocksTransaction::createIndexes(
     result.numIndexesBefore = static_cast<int>(current->indexes.size());
     auto info = std::make_shared<CollectionInfo>(*current);
     std::vector<IndexSpec> toBuild;
-    TRY_STATUS(RocksEngine::planIndexes(std::move(specs), info.get(), &toBuild));
+    TRY_STATUS(planIndexes(std::move(specs), info.get(), &toBuild));
     for (IndexSpec& spec : toBuild) info->indexes.push_back(std::move(spec));
     result.numIndexesAfter = static_cast<int>(info->indexes.size());
     if (toBuild.empty()) return result;

@@ -244,46 +244,23 @@ describeWithServer(
     { serverOptions: { args: ['--replSet', 'rs0'] } },
 );
 
-it('a commit retried after kill -9 of the node is answered committed and applies nothing again', async () => {
+// Runs `before(client)` on a `--replSet` node, kills it with -9, restarts it on the same dbpath
+// and port, and runs `after(client, whatBeforeReturned)` against the restarted node.
+async function acrossKill9(before, after) {
     const first = await startServer({ args: ['--replSet', 'rs0'] });
     let second;
     try {
         const client = await first.client();
-        const c = client.db(uniqueDbName('txn')).collection('c');
-        const session = client.startSession();
-        session.startTransaction({ writeConcern: { w: 1, j: true } });
-        await c.insertOne({ _id: 1 }, { session });
-        await session.commitTransaction();
-        const lsid = session.id;
-        const txnNumber = session.serverSession.txnNumber;
+        const state = await before(client);
         await first.kill9();
         await client.close().catch(() => {});
-
         second = await startServer({ dbpath: first.dbpath, port: first.port, args: ['--replSet', 'rs0'] });
         const again = await second.client();
-        // The driver's retry of the commit, on the session's lsid and txnNumber: a
-        // NoSuchTransaction (TransientTransactionError) would make withTransaction run the
-        // transaction again.
-        const retry = again.startSession();
-        Object.assign(retry.serverSession, { id: lsid, txnNumber });
-        const reply = await again
-            .db('admin')
-            .command({ commitTransaction: 1 }, { session: retry }) // with the borrowed txnNumber
-            .then((r) => r, (e) => e);
-        assert.equal(reply.ok, 1, `${reply}`);
-        // The next transaction of the session starts as usual; the document is there once.
-        const next = await again
-            .db(c.dbName)
-            .command(
-                { insert: 'c', documents: [{ _id: 2 }], txnNumber: Long.fromNumber(txnNumber + 1), startTransaction: true, autocommit: false },
-                { session: retry },
-            )
-            .then((r) => r, (e) => e);
-        assert.equal(next.ok, 1, `${next}`);
-        retry.serverSession.txnNumber = txnNumber + 1; // the driver sends it with abortTransaction
-        await again.db('admin').command({ abortTransaction: 1 }, { session: retry });
-        assert.deepEqual(await again.db(c.dbName).collection('c').find().toArray(), [{ _id: 1 }]);
-        await again.close();
+        try {
+            await after(again, state);
+        } finally {
+            await again.close();
+        }
     } finally {
         if (second) {
             await second.stop();
@@ -292,6 +269,43 @@ it('a commit retried after kill -9 of the node is answered committed and applies
         await first.stop();
         first.cleanup();
     }
+}
+
+it('a commit retried after kill -9 of the node is answered committed and applies nothing again', async () => {
+    await acrossKill9(
+        async (client) => {
+            const c = client.db(uniqueDbName('txn')).collection('c');
+            const session = client.startSession();
+            session.startTransaction({ writeConcern: { w: 1, j: true } });
+            await c.insertOne({ _id: 1 }, { session });
+            await session.commitTransaction();
+            return { dbName: c.dbName, lsid: session.id, txnNumber: session.serverSession.txnNumber };
+        },
+        async (again, { dbName, lsid, txnNumber }) => {
+            // The driver's retry of the commit, on the session's lsid and txnNumber: a
+            // NoSuchTransaction (TransientTransactionError) would make withTransaction run the
+            // transaction again.
+            const retry = again.startSession();
+            Object.assign(retry.serverSession, { id: lsid, txnNumber });
+            const reply = await again
+                .db('admin')
+                .command({ commitTransaction: 1 }, { session: retry }) // with the borrowed txnNumber
+                .then((r) => r, (e) => e);
+            assert.equal(reply.ok, 1, `${reply}`);
+            // The next transaction of the session starts as usual; the document is there once.
+            const next = await again
+                .db(dbName)
+                .command(
+                    { insert: 'c', documents: [{ _id: 2 }], txnNumber: Long.fromNumber(txnNumber + 1), startTransaction: true, autocommit: false },
+                    { session: retry },
+                )
+                .then((r) => r, (e) => e);
+            assert.equal(next.ok, 1, `${next}`);
+            retry.serverSession.txnNumber = txnNumber + 1; // the driver sends it with abortTransaction
+            await again.db('admin').command({ abortTransaction: 1 }, { session: retry });
+            assert.deepEqual(await again.db(dbName).collection('c').find().toArray(), [{ _id: 1 }]);
+        },
+    );
 });
 
 it('a standalone without --replSet refuses transactions and applies nothing', async () => {
@@ -316,46 +330,33 @@ it('a standalone without --replSet refuses transactions and applies nothing', as
 it('a retryable insert retried after kill -9 runs only the statements that did not run', async () => {
     // Each statement is recorded in its own write's batch: after the crash the retry skips the
     // statements that wrote (no duplicate, no double count) and runs the one that had failed.
-    const first = await startServer({ args: ['--replSet', 'rs0'] });
-    let second;
-    try {
-        const client = await first.client();
-        const dbName = uniqueDbName('retry');
-        const c = client.db(dbName).collection('c');
-        await c.insertOne({ _id: 3, blocker: true });
-        const session = client.startSession();
-        const cmd = {
-            insert: 'c',
-            documents: [{ _id: 1 }, { _id: 2 }, { _id: 3 }],
-            ordered: true,
-            txnNumber: Long.fromNumber(7),
-            writeConcern: { w: 1, j: true },
-        };
-        const reply = await client.db(dbName).command(cmd, { session });
-        assert.equal(reply.n, 2);
-        assert.equal(reply.writeErrors?.[0]?.code, 11000);
-        const lsid = session.id;
-        await first.kill9();
-        await client.close().catch(() => {});
-
-        second = await startServer({ dbpath: first.dbpath, port: first.port, args: ['--replSet', 'rs0'] });
-        const again = await second.client();
-        await again.db(dbName).collection('c').deleteOne({ _id: 3 });
-        const retry = again.startSession();
-        Object.assign(retry.serverSession, { id: lsid });
-        const retried = await again.db(dbName).command(cmd, { session: retry });
-        assert.equal(retried.writeErrors, undefined, JSON.stringify(retried));
-        assert.equal(retried.n, 3);
-        const ids = (await again.db(dbName).collection('c').find().sort({ _id: 1 }).toArray()).map((d) => d._id);
-        assert.deepEqual(ids, [1, 2, 3]);
-        assert.equal(await again.db(dbName).collection('c').estimatedDocumentCount(), 3);
-        await again.close();
-    } finally {
-        if (second) {
-            await second.stop();
-            second.cleanup();
-        }
-        await first.stop();
-        first.cleanup();
-    }
+    const dbName = uniqueDbName('retry');
+    const cmd = {
+        insert: 'c',
+        documents: [{ _id: 1 }, { _id: 2 }, { _id: 3 }],
+        ordered: true,
+        txnNumber: Long.fromNumber(7),
+        writeConcern: { w: 1, j: true },
+    };
+    await acrossKill9(
+        async (client) => {
+            await client.db(dbName).collection('c').insertOne({ _id: 3, blocker: true });
+            const session = client.startSession();
+            const reply = await client.db(dbName).command(cmd, { session });
+            assert.equal(reply.n, 2);
+            assert.equal(reply.writeErrors?.[0]?.code, 11000);
+            return session.id;
+        },
+        async (again, lsid) => {
+            const c = again.db(dbName).collection('c');
+            await c.deleteOne({ _id: 3 });
+            const retry = again.startSession();
+            Object.assign(retry.serverSession, { id: lsid });
+            const retried = await again.db(dbName).command(cmd, { session: retry });
+            assert.equal(retried.writeErrors, undefined, JSON.stringify(retried));
+            assert.equal(retried.n, 3);
+            assert.deepEqual((await c.find().sort({ _id: 1 }).toArray()).map((d) => d._id), [1, 2, 3]);
+            assert.equal(await c.estimatedDocumentCount(), 3);
+        },
+    );
 });
