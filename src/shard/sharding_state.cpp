@@ -195,10 +195,16 @@ Status ShardingState::startup() {
         log::info("SHARDING", 22101, "Restored retryable write records",
                   "{\"count\":" + std::to_string(restored) + "}");
     }
+    _sessionReaper = std::make_unique<txn::SessionRecordReaper>(
+        _transactions, engine, [this](std::string_view db, const bson::BsonObj& cmd) {
+            return runLocalCommand(_service, db, cmd).getStatus();
+        });
+    _sessionReaper->start();
     return Status::OK();
 }
 
 void ShardingState::shutdown() {
+    if (_sessionReaper) _sessionReaper->stop();
     if (_coordinator) _coordinator->stop();
     if (_rangeDeleter) _rangeDeleter->stop();
 }

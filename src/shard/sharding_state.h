@@ -15,6 +15,7 @@
 #include "shard/range_deleter.h"
 #include "shard/shard_metadata.h"
 #include "shard/tracked_ranges.h"
+#include "txn/session_record_reaper.h"
 #include "txn/transaction_coordinator.h"
 #include "txn/transaction_table.h"
 
@@ -120,6 +121,8 @@ class ShardingState : public command::CommandHooks, public command::RoleState {
     mutable std::mutex _mutex;
     std::shared_ptr<Identity> _identity;
     txn::TransactionTable _transactions;
+    // Expires _transactions' records with their sessions (started once they are restored).
+    std::unique_ptr<txn::SessionRecordReaper> _sessionReaper;
     ChangeCapture _changeCapture;
     storage::WriteUnit _commitObservers;
     MigrationRecipients _recipients;

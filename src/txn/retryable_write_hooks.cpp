@@ -19,7 +19,9 @@ bool isRetryableWrite(const command::OperationContext& opCtx, const command::Com
 }  // namespace
 
 RetryableWriteHooks::RetryableWriteHooks(command::ServiceContext& service, RunLocal runLocal)
-    : _service(service), _runLocal(std::move(runLocal)) {}
+    : _service(service),
+      _runLocal(std::move(runLocal)),
+      _reaper(_table, *service.engine, _runLocal) {}
 
 void RetryableWriteHooks::startup() {
     size_t n = restoreStatementRecords(*_service.engine, _table) +
@@ -28,6 +30,7 @@ void RetryableWriteHooks::startup() {
         log::info("SHARDING", 22101, "Restored retryable write records",
                   "{\"count\":" + std::to_string(n) + "}");
     }
+    _reaper.start();
 }
 
 std::optional<bson::BsonObj> RetryableWriteHooks::replayedReply(

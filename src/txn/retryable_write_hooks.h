@@ -6,6 +6,7 @@
 
 #include "command/command.h"
 #include "txn/retryable_write_record.h"
+#include "txn/session_record_reaper.h"
 #include "txn/transaction_table.h"
 
 namespace tessera::txn {
@@ -24,7 +25,8 @@ class RetryableWriteHooks : public command::CommandHooks {
     using RunLocal = std::function<Status(std::string_view db, const bson::BsonObj& cmd)>;
     RetryableWriteHooks(command::ServiceContext& service, RunLocal runLocal);
 
-    // Loads the records of config.transactions.
+    // Loads the records (statements' and config.transactions'), then expires them with their
+    // sessions (SessionRecordReaper).
     void startup();
 
     Status beforeCommand(command::OperationContext&, const command::CommandRequest&,
@@ -54,6 +56,7 @@ class RetryableWriteHooks : public command::CommandHooks {
     command::ServiceContext& _service;
     RunLocal _runLocal;
     TransactionTable _table;
+    SessionRecordReaper _reaper;  // after _table and _runLocal: stopped before they go
 };
 
 }  // namespace tessera::txn

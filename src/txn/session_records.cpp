@@ -35,6 +35,18 @@ bson::BsonObj transactionRecordUpsert(const std::string& lsid, int64_t txnNumber
     return cmd.obj();
 }
 
+bson::BsonObj transactionRecordDelete(const std::string& lsid) {
+    bson::BsonBuilder cmd;
+    cmd.append("delete", kTransactionsCollection);
+    cmd.startArray("deletes");
+    cmd.startObject("0");
+    cmd.startObject("q").startObject("_id").appendBinary("id", 4, lsid).end().end();
+    cmd.appendInt32("limit", 1);
+    cmd.end();
+    cmd.end();
+    return cmd.obj();
+}
+
 size_t restoreTransactionRecords(storage::Engine& engine, TransactionTable& table) {
     storage::CollectionPtr coll =
         engine.getCollection("config." + std::string(kTransactionsCollection));
@@ -94,6 +106,16 @@ size_t restoreStatementRecords(storage::Engine& engine, TransactionTable& table)
         ++n;
     }
     return n;
+}
+
+Status forgetStatementRecords(storage::Engine& engine, const std::string& lsid) {
+    // Every key of the session starts with this (an lsid is 16 bytes: no other session's
+    // key has it as a prefix).
+    std::string prefix = std::string(kStatementRecordPrefix) + lsid + "#";
+    std::vector<std::pair<std::string, std::string>> deletes;
+    for (auto& [key, value] : engine.sideRecords(prefix)) deletes.emplace_back(key, std::string());
+    if (deletes.empty()) return Status::OK();
+    return engine.writeSideRecords(deletes, false);
 }
 
 bool isRetryableWriteCommand(std::string_view name) {

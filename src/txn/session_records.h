@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "base/hlc.h"
+#include "base/status.h"
 #include "bson/bson_obj.h"
 #include "txn/transaction_table.h"
 
@@ -26,6 +27,9 @@ bson::BsonObj transactionRecordUpsert(const std::string& lsid, int64_t txnNumber
                                       const bson::BsonObj& reply, Timestamp lastWrite,
                                       int64_t lastWriteDateMillis);
 
+// The delete command (on db "config") of the session's record, when the session expires.
+bson::BsonObj transactionRecordDelete(const std::string& lsid);
+
 // Loads every record of config.transactions into `table` as whole-command results (the newest
 // txnNumber of a session wins). Returns how many records it read.
 size_t restoreTransactionRecords(storage::Engine& engine, TransactionTable& table);
@@ -42,6 +46,10 @@ std::string statementRecordValue(const std::string& lsid, int64_t txnNumber, Stm
 // Loads every statement record into `table`; records of a session's older txnNumbers are
 // ignored. Returns how many records it read.
 size_t restoreStatementRecords(storage::Engine& engine, TransactionTable& table);
+
+// Deletes every statement record of the session (its session expired). Unsynced: a delete lost
+// in a crash brings back records that expire again 30 minutes after the restart.
+Status forgetStatementRecords(storage::Engine& engine, const std::string& lsid);
 
 // insert, update, delete, findAndModify (both spellings), bulkWrite.
 bool isRetryableWriteCommand(std::string_view name);

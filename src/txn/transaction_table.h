@@ -3,6 +3,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -35,7 +36,11 @@ using ExecutedStatements = std::map<StmtId, bson::BsonObj>;
 //  - finish() adds what the attempt executed and ends it. Making the results durable is the
 //    caller's: a shard writes each statement's record in the statement's own write batch
 //    (src/shard/README.md), the config server writes config.transactions after the command.
-// A statement that failed records nothing, so its retry executes it again. Thread-safe.
+// A statement that failed records nothing, so its retry executes it again.
+//
+// Records expire with their session, as MongoDB's config.transactions entries do when the session
+// does: expireIdle() forgets the sessions unused for logicalSessionTimeoutMinutes (a driver never
+// retries that late; a write of an expired session is a new one). Thread-safe.
 class TransactionTable {
   public:
     using Clock = std::chrono::steady_clock;
@@ -59,12 +64,21 @@ class TransactionTable {
     StatusWith<bool> executed(const std::string& lsid, int64_t txnNumber, StmtId stmtId,
                               Clock::time_point deadline);
 
+    // Forgets every session no attempt has used since `idleSince` and none runs: `forget(lsid)`
+    // deletes its durable records meanwhile, while the session is expiring — an attempt or an
+    // adoption of it waits until it is gone, so none of its new records can be deleted. Returns
+    // how many sessions it forgot.
+    size_t expireIdle(Clock::time_point idleSince,
+                      const std::function<void(const std::string& lsid)>& forget);
+
     size_t size() const;
 
   private:
     struct Session {
         int64_t txnNumber = -1;
         bool running = false;
+        bool expiring = false;  // expireIdle is deleting its records: wait, as for `running`
+        Clock::time_point lastUse = Clock::now();
         ExecutedStatements statements;  // of txnNumber
     };
     static Status tooOld(int64_t txnNumber, int64_t newest);

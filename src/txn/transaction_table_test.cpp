@@ -118,5 +118,61 @@ TEST(TransactionTable, RestoreKeepsTheStatementsOfTheNewestTxnNumber) {
     EXPECT_TRUE(t.executed("L", 12, 3, soon()).getValue());
 }
 
+TEST(TransactionTable, IdleSessionsExpireAndTheirRetriesRunAsNewWrites) {
+    TransactionTable t;
+    ASSERT_TRUE(t.begin("Old", 3, soon()).isOK());
+    t.finish("Old", 3, {{0, J(R"({"n": 1})")}});
+    auto cut = Clock::now();
+    ASSERT_TRUE(t.begin("New", 1, soon()).isOK());
+    t.finish("New", 1, {{0, J(R"({"n": 1})")}});
+    ASSERT_TRUE(t.begin("Running", 1, soon()).isOK());  // not finished: never expires
+
+    std::vector<std::string> forgotten;
+    EXPECT_EQ(t.expireIdle(cut + std::chrono::microseconds(1),
+                           [&](const std::string& lsid) { forgotten.push_back(lsid); }),
+              1u);
+    EXPECT_EQ(forgotten, std::vector<std::string>{"Old"});
+    EXPECT_EQ(t.size(), 2u);
+    // Forgotten: the same txnNumber is a new write, an older one no longer TransactionTooOld.
+    EXPECT_FALSE(t.executed("Old", 3, 0, soon()).getValue());
+    auto again = t.begin("Old", 2, soon());
+    ASSERT_TRUE(again.isOK());
+    EXPECT_TRUE(again.getValue().empty());
+    t.finish("Old", 2, {});
+    // The others were kept, with their statements.
+    EXPECT_TRUE(t.executed("New", 1, 0, soon()).getValue());
+    t.finish("Running", 1, {});
+}
+
+TEST(TransactionTable, AnAttemptWaitsWhileItsSessionsRecordsAreDeleted) {
+    TransactionTable t;
+    ASSERT_TRUE(t.begin("L", 3, soon()).isOK());
+    t.finish("L", 3, {{0, J(R"({"n": 1})")}});
+    std::promise<void> deleting, release;
+    auto expiry = std::async(std::launch::async, [&] {
+        return t.expireIdle(Clock::now() + std::chrono::seconds(1), [&](const std::string&) {
+            deleting.set_value();
+            release.get_future().wait();
+        });
+    });
+    deleting.get_future().wait();
+    // A new write of the session (and a migration's adoption) would write records that the
+    // deletion under way must not take: it waits for it.
+    auto attempt = std::async(std::launch::async, [&] { return t.begin("L", 4, soon()); });
+    auto adopted =
+        std::async(std::launch::async, [&] { return t.adopt("L", 4, 1, J(R"({"n": 2})")); });
+    EXPECT_EQ(attempt.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+    EXPECT_EQ(adopted.wait_for(std::chrono::milliseconds(10)), std::future_status::timeout);
+    EXPECT_EQ(t.begin("L", 4, soon(), /*mayWait=*/false).getStatus().code(),
+              static_cast<int>(ErrorCodes::InlineWouldBlock));
+    release.set_value();
+    EXPECT_EQ(expiry.get(), 1u);
+    EXPECT_TRUE(adopted.get());
+    auto r = attempt.get();
+    ASSERT_TRUE(r.isOK());
+    t.finish("L", 4, {});
+    EXPECT_TRUE(t.executed("L", 4, 1, soon()).getValue());
+}
+
 }  // namespace
 }  // namespace tessera::txn

@@ -1,0 +1,61 @@
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <string_view>
+#include <thread>
+
+#include "base/status.h"
+#include "bson/bson_obj.h"
+#include "command/server_info.h"
+#include "txn/transaction_table.h"
+
+namespace tessera::storage {
+class Engine;
+}
+
+namespace tessera::txn {
+
+// Retryable-write records expire with their session (issue 14, point 5), as MongoDB reaps
+// config.transactions entries whose session left config.system.sessions: every `sweepEvery` the
+// sessions of `table` no write used for `idleLimit` (logicalSessionTimeoutMinutes) are forgotten
+// — in memory, their statement records (side records) and their config.transactions document.
+// A session's transactions expire the same way in command::SessionTransactions; both use the
+// same limit, which hello announces as logicalSessionTimeoutMinutes. Without this, a process
+// kept a record per statement id of every session it ever saw, in memory and on disk.
+class SessionRecordReaper {
+  public:
+    // `runLocal(db, cmd)` runs a command on this node (the delete of the config.transactions
+    // document).
+    using RunLocal = std::function<Status(std::string_view db, const bson::BsonObj& cmd)>;
+
+    SessionRecordReaper(TransactionTable& table, storage::Engine& engine, RunLocal runLocal,
+                        std::chrono::milliseconds idleLimit =
+                            std::chrono::minutes(command::kLogicalSessionTimeoutMinutes),
+                        std::chrono::milliseconds sweepEvery = std::chrono::minutes(1));
+    ~SessionRecordReaper();  // stops the thread
+
+    // Starts sweeping in the background (after the records were restored).
+    void start();
+    void stop();
+
+    // One sweep now: forgets the sessions idle for longer than idleLimit; returns how many.
+    size_t sweep();
+
+  private:
+    void forget(const std::string& lsid);
+
+    TransactionTable& _table;
+    storage::Engine& _engine;
+    RunLocal _runLocal;
+    const std::chrono::milliseconds _idleLimit;
+    const std::chrono::milliseconds _sweepEvery;
+    std::mutex _mutex;
+    std::condition_variable _wake;
+    bool _stopping = false;
+    std::thread _thread;
+};
+
+}  // namespace tessera::txn
