@@ -631,6 +631,14 @@ void TransactionCoordinator::writeDone() {
     if (!done.empty()) (void)_engine.writeSideRecords(done, false);
 }
 
+bool TransactionCoordinator::doneUnwritten(const std::string& key) {
+    std::lock_guard lk(_mutex);
+    for (const auto& [k, v] : _doneToWrite) {
+        if (k == key) return true;
+    }
+    return false;
+}
+
 void TransactionCoordinator::settle(const std::string& key) {
     std::lock_guard lk(_mutex);
     _pending.erase(key);
@@ -664,6 +672,11 @@ void TransactionCoordinator::recoverRecord(const std::string& key) {
         return;
     }
     Record& record = *loaded.getValue();
+    if (!record.done && doneUnwritten(key)) {
+        // Delivered while the scan read it: its `done` is queued for the next writeDone().
+        release(key, c, record.outcome(), record.commitTs);
+        return;
+    }
     if (Status s = abortUndecided(record); !s.isOK()) {
         release(key, c, s, Timestamp());
         return;

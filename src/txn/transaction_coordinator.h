@@ -151,6 +151,8 @@ class TransactionCoordinator {
     void recoverRecord(const std::string& key);
     // `key` needs no more recovery (its record is done, or there is none).
     void settle(const std::string& key);
+    // Whether markDone() queued `key`'s record and writeDone() has not written it yet.
+    bool doneUnwritten(const std::string& key);
     // Step 5 for a delivered record: settled now, its {done: true} queued for writeDone(), which
     // writes the queue in one batch (the recovery thread, each second).
     void markDone(const Record& record);
