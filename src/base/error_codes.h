@@ -105,6 +105,7 @@ namespace tessera {
     X(OperationNotSupportedInTransaction, 263)                                                 \
     X(WouldChangeOwningShard, 283)                                                             \
     X(NotARetryableWriteCommand, 50768)                                                        \
+    X(Location50911, 50911)                                                                    \
     X(UnknownReplWriteConcern, 79)                                                             \
     X(UnsatisfiableWriteConcern, 100)                                                          \
     X(FailedToSatisfyReadPreference, 133)                                                      \

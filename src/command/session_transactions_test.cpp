@@ -1,6 +1,7 @@
 // SessionTransactions across a restart: a committed transaction's record comes back before the
 // process serves (a retried commit is answered committed, not NoSuchTransaction), and goes
-// away with its session.
+// away with its session. And one order of txnNumbers per session for its transactions and its
+// retryable writes (beginRetryableWrite), as MongoDB's.
 
 #include <gtest/gtest.h>
 
@@ -79,6 +80,80 @@ TEST_F(SessionTransactionsTest, TheRecordGoesWithTheExpiredSession) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     EXPECT_EQ(commitRecords(), 0u) << "the reaper kept the record of an expired session";
+}
+
+int codeOf(const Status& s) { return static_cast<int>(s.code()); }
+
+TEST_F(SessionTransactionsTest, TransactionsAndRetryableWritesShareOneOrderOfNumbers) {
+    create("db.c");
+    SessionTransactions transactions(engine.get());
+    // A retryable write 5: its retry (or another sub-command) is fine; a transaction may not
+    // reuse its number (50911) nor take an older one (TransactionTooOld).
+    ASSERT_TRUE(transactions.beginRetryableWrite(lsid, 5).isOK());
+    ASSERT_TRUE(transactions.beginRetryableWrite(lsid, 5).isOK());
+    EXPECT_EQ(
+        codeOf(transactions.beginStatement(lsid, 5, true, std::nullopt, "insert").getStatus()),
+        50911);
+    auto older = transactions.beginStatement(lsid, 4, true, std::nullopt, "insert");
+    EXPECT_EQ(codeOf(older.getStatus()), static_cast<int>(ErrorCodes::TransactionTooOld));
+    EXPECT_NE(older.getStatus().reason().find("retryable write 5"), std::string::npos);
+    // Continuing "transaction" 5 finds none.
+    EXPECT_EQ(
+        codeOf(transactions.beginStatement(lsid, 5, false, std::nullopt, "insert").getStatus()),
+        static_cast<int>(ErrorCodes::NoSuchTransaction));
+
+    // Transaction 6: a retryable write may neither reuse its number (217) nor be older (225).
+    commitInsert(transactions, lsid, 6, 1);
+    EXPECT_EQ(codeOf(transactions.beginRetryableWrite(lsid, 6)),
+              static_cast<int>(ErrorCodes::IncompleteTransactionHistory));
+    EXPECT_EQ(codeOf(transactions.beginRetryableWrite(lsid, 5)),
+              static_cast<int>(ErrorCodes::TransactionTooOld));
+}
+
+TEST_F(SessionTransactionsTest, ANewerRetryableWriteAbortsTheUnfinishedTransaction) {
+    create("db.c");
+    SessionTransactions transactions(engine.get());
+    {
+        auto checkout = transactions.beginStatement(lsid, 3, true, std::nullopt, "insert");
+        ASSERT_TRUE(checkout.isOK());
+        auto writer = checkout.getValue()->txn->writer(engine->getCollection("db.c"));
+        ASSERT_TRUE(writer.isOK());
+        ASSERT_TRUE(writer.getValue()->insert(J("{\"_id\": 1}"), {}).isOK());
+    }
+    ASSERT_TRUE(transactions.beginRetryableWrite(lsid, 4).isOK());
+    // Transaction 3 is gone, its insert with it: its next statement and its commit are too old.
+    for (const char* command : {"insert", "commitTransaction"}) {
+        EXPECT_EQ(
+            codeOf(transactions.beginStatement(lsid, 3, false, std::nullopt, command).getStatus()),
+            static_cast<int>(ErrorCodes::TransactionTooOld));
+    }
+    EXPECT_TRUE(scanAll("db.c").empty());
+}
+
+TEST_F(SessionTransactionsTest, WithoutWaitingABusySessionIsInlineWouldBlock) {
+    create("db.c");
+    SessionTransactions transactions(engine.get());
+    auto checkout = transactions.beginStatement(lsid, 3, true, std::nullopt, "insert");
+    ASSERT_TRUE(checkout.isOK());
+    EXPECT_EQ(codeOf(transactions.beginRetryableWrite(lsid, 4, /*mayWait=*/false)),
+              static_cast<int>(ErrorCodes::InlineWouldBlock));
+}
+
+TEST_F(SessionTransactionsTest, TheOrderSurvivesARestart) {
+    create("db.c");
+    {
+        SessionTransactions transactions(engine.get());
+        commitInsert(transactions, lsid, 2, 1);
+    }
+    reopen();
+    SessionTransactions transactions(engine.get());
+    // A --replSet node restores its retryable writes first, then the commit records.
+    transactions.restoreRetryableWrite(lsid, 7);
+    ASSERT_TRUE(transactions.restoreCommitted().isOK());
+    EXPECT_EQ(
+        codeOf(transactions.beginStatement(lsid, 7, true, std::nullopt, "insert").getStatus()),
+        50911);
+    EXPECT_TRUE(transactions.beginRetryableWrite(lsid, 7).isOK());  // its retry
 }
 
 }  // namespace

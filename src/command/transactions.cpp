@@ -204,15 +204,20 @@ StatusWith<SessionTransactions::Checkout> SessionTransactions::beginStatement(
     session->lastUse = std::chrono::steady_clock::now();
     std::string number = std::to_string(txnNumber);
     if (txnNumber < session->txnNumber) {
-        return Status(ErrorCodes::TransactionTooOld, "Cannot start transaction " + number +
-                                                         " on session because a newer "
-                                                         "transaction " +
-                                                         std::to_string(session->txnNumber) +
-                                                         " has already started");
+        return Status(ErrorCodes::TransactionTooOld,
+                      "Cannot start transaction " + number + " on session because a newer " +
+                          (session->state == State::kNone ? "retryable write " : "transaction ") +
+                          std::to_string(session->txnNumber) + " has already started");
     }
     if (start) {
         bool restart = _participant && txnNumber == session->txnNumber &&
                        session->state == State::kAborted && session->abortedByStatement;
+        if (txnNumber == session->txnNumber && session->state == State::kNone) {
+            return Status(ErrorCodes::Location50911,
+                          "Cannot start a transaction with transaction number " + number +
+                              " on session because a retryable write with the same transaction "
+                              "number has run on it");
+        }
         if (txnNumber == session->txnNumber && !restart) {
             return Status(ErrorCodes::ConflictingOperationInProgress,
                           "Cannot start transaction " + number +
@@ -267,6 +272,69 @@ StatusWith<SessionTransactions::Checkout> SessionTransactions::beginStatement(
                       (session->abortReason.empty() ? "." : ": " + session->abortReason));
 }
 
+Status SessionTransactions::beginRetryableWrite(const std::string& lsid, int64_t txnNumber,
+                                                bool mayWait) {
+    std::shared_ptr<Session> shared = sessionFor(lsid);
+    Session& s = *shared;
+    std::unique_lock checkout(s.checkout, std::defer_lock);
+    if (mayWait) {
+        checkout.lock();
+    } else if (!checkout.try_lock()) {
+        return Status(ErrorCodes::InlineWouldBlock, "a statement of the session runs");
+    }
+    std::unique_lock lk(s.stateMutex);
+    std::string number = std::to_string(txnNumber);
+    if (txnNumber < s.txnNumber) {
+        return Status(ErrorCodes::TransactionTooOld,
+                      "Retryable write with txnNumber " + number +
+                          " is prohibited on session because a newer " +
+                          (s.state == State::kNone ? "retryable write" : "transaction") +
+                          " with txnNumber " + std::to_string(s.txnNumber) +
+                          " has already started on this session.");
+    }
+    if (txnNumber == s.txnNumber) {
+        if (s.state == State::kNone) return Status::OK();  // a retry, or another sub-command
+        return Status(ErrorCodes::IncompleteTransactionHistory,
+                      "Cannot retry a retryable write that has been converted into a "
+                      "transaction: txnNumber " +
+                          number + " of the session is a transaction");
+    }
+    if (s.state == State::kPrepared) {
+        // Its commit was acknowledged before its delivery (two-phase commit): the session's
+        // next operation waits for the decision, with the session released for the delivery.
+        if (!mayWait) return Status(ErrorCodes::InlineWouldBlock, "a transaction is prepared");
+        checkout.unlock();
+        auto deadline = std::chrono::steady_clock::now() + kPreparedDecisionWait;
+        if (!s.decided.wait_until(lk, deadline, [&] { return s.state != State::kPrepared; })) {
+            return Status(ErrorCodes::PreparedTransactionInProgress,
+                          "Cannot run retryable write " + number + ": transaction " +
+                              std::to_string(s.txnNumber) +
+                              " of the session is prepared and its coordinator has not decided "
+                              "it for " +
+                              std::to_string(kPreparedDecisionWait.count()) + " s");
+        }
+        lk.unlock();
+        return beginRetryableWrite(lsid, txnNumber, mayWait);
+    }
+    if (s.txn) s.txn->abort();  // an unfinished transaction of an older number
+    s.txn.reset();
+    s.txnNumber = txnNumber;
+    s.state = State::kNone;
+    s.abortedByStatement = false;
+    s.abortReason.clear();
+    s.lastUse = std::chrono::steady_clock::now();
+    return Status::OK();
+}
+
+void SessionTransactions::restoreRetryableWrite(const std::string& lsid, int64_t txnNumber) {
+    std::shared_ptr<Session> s = sessionFor(lsid);
+    std::lock_guard lk(s->stateMutex);
+    if (txnNumber <= s->txnNumber || s->state == State::kPrepared) return;
+    s->txnNumber = txnNumber;
+    s->state = State::kNone;
+    s->lastUse = std::chrono::steady_clock::now();
+}
+
 StatusWith<size_t> SessionTransactions::recoverPrepared() {
     ASSIGN_OR_RETURN(auto recovered,
                      _engine->recoverPreparedTransactions(kPreparedRecordPrefix, _commitObservers));
@@ -305,7 +373,10 @@ StatusWith<size_t> SessionTransactions::restoreCommitted() {
         }
         std::shared_ptr<Session> s = sessionFor(key.substr(kCommittedRecordPrefix.size()));
         std::lock_guard lk(s->stateMutex);
-        if (s->state != State::kNone && s->txnNumber >= number.numberLong()) continue;
+        // A newer transaction or retryable write of the session (restored first) wins; the
+        // record is still deleted when the session expires.
+        s->commitRecorded = true;
+        if (s->txnNumber >= number.numberLong()) continue;
         s->txnNumber = number.numberLong();
         s->state = State::kCommitted;
         s->commitRecorded = true;

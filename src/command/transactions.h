@@ -189,6 +189,21 @@ class SessionTransactions {
     static constexpr std::string_view kPreparedRecordPrefix = "txn.prepared/";
     static constexpr std::string_view kCommittedRecordPrefix = "txn.committed/";
 
+    // One order of txnNumbers per session for its transactions and its retryable writes (the
+    // latter run by txn::TransactionTable on shards and --replSet nodes), as MongoDB's one
+    // transaction participant per session: called before a retryable write (lsid, txnNumber)
+    // begins. An older number than the session's newest transaction is TransactionTooOld (225);
+    // the number of a transaction is IncompleteTransactionHistory (217: a retryable write cannot
+    // reuse it); a newer one aborts the session's unfinished, unprepared transaction (its later
+    // statements are then TransactionTooOld), waits for a prepared one's decision (up to
+    // kPreparedDecisionWait; with `mayWait` false InlineWouldBlock instead, as for a busy
+    // session) and makes a later startTransaction of that number fail (50911) and of an older
+    // one TransactionTooOld.
+    Status beginRetryableWrite(const std::string& lsid, int64_t txnNumber, bool mayWait = true);
+    // At startup, after restoreCommitted(): the newest retryable write of a session whose record
+    // was restored (txn::TransactionTable::newestTxnNumbers), so the order survives a restart.
+    void restoreRetryableWrite(const std::string& lsid, int64_t txnNumber);
+
     // endSessions / killSessions: aborts their unfinished transactions.
     void endSession(const std::string& lsid);
     void killAll();

@@ -9,6 +9,7 @@
 #include "bson/validate.h"
 #include "cluster/catalog_cache.h"
 #include "command/service_entry_point.h"
+#include "command/transactions.h"
 #include "command/write_ops_util.h"
 #include "net/remote_client.h"
 #include "placement/stale_info.h"
@@ -194,6 +195,11 @@ Status ShardingState::startup() {
     if (restored > 0) {
         log::info("SHARDING", 22101, "Restored retryable write records",
                   "{\"count\":" + std::to_string(restored) + "}");
+    }
+    if (command::SessionTransactions* transactions = _service.transactions) {
+        for (const auto& [lsid, txnNumber] : _transactions.newestTxnNumbers()) {
+            transactions->restoreRetryableWrite(lsid, txnNumber);
+        }
     }
     _sessionReaper = std::make_unique<txn::SessionRecordReaper>(
         _transactions, engine, [this](std::string_view db, const bson::BsonObj& cmd) {
@@ -383,6 +389,12 @@ std::optional<bson::BsonObj> ShardingState::replayedReply(OperationContext& opCt
     }
     auto deadline =
         opCtx.deadline.value_or(std::chrono::steady_clock::now() + std::chrono::seconds(60));
+    // The session's transactions and retryable writes share one order of txnNumbers.
+    if (command::SessionTransactions* transactions = _service.transactions) {
+        Status ordered = transactions->beginRetryableWrite(*opCtx.lsid, *opCtx.txnNumber,
+                                                           !opCtx.inlineExecution);
+        if (!ordered.isOK()) return command::errorReply(ordered);
+    }
     auto started =
         _transactions.begin(*opCtx.lsid, *opCtx.txnNumber, deadline, !opCtx.inlineExecution);
     // A reply returned here ends the command (afterCommand is not called).

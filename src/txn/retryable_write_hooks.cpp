@@ -5,6 +5,7 @@
 #include "base/log.h"
 #include "base/wall_clock.h"
 #include "command/service_entry_point.h"
+#include "command/transactions.h"
 #include "storage/engine.h"
 #include "txn/retryable_write_record.h"
 #include "txn/session_records.h"
@@ -30,6 +31,11 @@ void RetryableWriteHooks::startup() {
         log::info("SHARDING", 22101, "Restored retryable write records",
                   "{\"count\":" + std::to_string(n) + "}");
     }
+    if (command::SessionTransactions* transactions = _service.transactions) {
+        for (const auto& [lsid, txnNumber] : _table.newestTxnNumbers()) {
+            transactions->restoreRetryableWrite(lsid, txnNumber);
+        }
+    }
     _reaper.start();
 }
 
@@ -39,6 +45,12 @@ std::optional<bson::BsonObj> RetryableWriteHooks::replayedReply(
     if (!isRetryableWrite(opCtx, command)) return std::nullopt;
     auto deadline =
         opCtx.deadline.value_or(std::chrono::steady_clock::now() + std::chrono::seconds(60));
+    // The session's transactions and retryable writes share one order of txnNumbers.
+    if (command::SessionTransactions* transactions = _service.transactions) {
+        Status ordered = transactions->beginRetryableWrite(*opCtx.lsid, *opCtx.txnNumber,
+                                                           !opCtx.inlineExecution);
+        if (!ordered.isOK()) return command::errorReply(ordered);
+    }
     auto started = _table.begin(*opCtx.lsid, *opCtx.txnNumber, deadline, !opCtx.inlineExecution);
     // A reply returned here ends the command (afterCommand is not called): the replay ends its
     // attempt at once.

@@ -122,6 +122,16 @@ size_t TransactionTable::expireIdle(Clock::time_point idleSince,
     return idle.size();
 }
 
+std::vector<std::pair<std::string, int64_t>> TransactionTable::newestTxnNumbers() const {
+    std::lock_guard lk(_mutex);
+    std::vector<std::pair<std::string, int64_t>> out;
+    out.reserve(_sessions.size());
+    for (const auto& [lsid, s] : _sessions) {
+        if (s.txnNumber >= 0) out.emplace_back(lsid, s.txnNumber);
+    }
+    return out;
+}
+
 size_t TransactionTable::size() const {
     std::lock_guard lk(_mutex);
     return _sessions.size();

@@ -7,6 +7,8 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/status.h"
 #include "bson/bson_obj.h"
@@ -70,6 +72,10 @@ class TransactionTable {
     // how many sessions it forgot.
     size_t expireIdle(Clock::time_point idleSince,
                       const std::function<void(const std::string& lsid)>& forget);
+
+    // Each session's newest txnNumber (to order it with the session's transactions after a
+    // restart: command::SessionTransactions::restoreRetryableWrite).
+    std::vector<std::pair<std::string, int64_t>> newestTxnNumbers() const;
 
     size_t size() const;
 

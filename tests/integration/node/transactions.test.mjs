@@ -3,7 +3,7 @@
 // bank of concurrent transfers whose total no reader ever sees change, and Mongoose.
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { Long, MongoClient } from 'mongodb';
+import { Long, MongoClient, UUID } from 'mongodb';
 import mongoose from 'mongoose';
 import { describeWithServer, startServer, uniqueDbName, withServerLog } from './harness.mjs';
 
@@ -234,6 +234,51 @@ describeWithServer(
                 assert.deepEqual((await Account.find().sort({ _id: 1 }).lean()).map((d) => d.bal), [70, 130]);
             } finally {
                 await conn.close();
+            }
+        });
+
+        test('transactions and retryable writes share one order of txnNumbers per session', async () => {
+            // As MongoDB's one transaction participant per session (issue 14, point 5).
+            const client = await rs();
+            const db = client.db(dbName);
+            const name = `c${++n}`;
+            const session = client.startSession({ causalConsistency: false });
+            // A session of its own (the driver's pool hands out lsids earlier tests used).
+            Object.assign(session.serverSession, { id: { id: new UUID() }, txnNumber: 0 });
+            const run = (doc, extra) =>
+                db
+                    .command({ insert: name, documents: [doc], ...extra }, { session })
+                    .then((r) => r, (e) => e);
+            const txn = (number, more = {}) => ({ txnNumber: Long.fromNumber(number), autocommit: false, ...more });
+            try {
+                const first = await run({ _id: 1 }, { txnNumber: Long.fromNumber(5) });
+                assert.equal(first.ok, 1, JSON.stringify(first));
+                // A transaction may not reuse a retryable write's number, nor take an older one.
+                assert.equal((await run({ _id: 2 }, txn(5, { startTransaction: true }))).code, 50911);
+                assert.equal((await run({ _id: 2 }, txn(4, { startTransaction: true }))).code, 225);
+                // A newer retryable write aborts the unfinished transaction 6: its commit is too old.
+                assert.equal((await run({ _id: 3 }, txn(6, { startTransaction: true }))).ok, 1);
+                assert.equal((await run({ _id: 4 }, { txnNumber: Long.fromNumber(7) })).ok, 1);
+                // The driver sends its session's txnNumber with commitTransaction.
+                const commitOf = (number) => {
+                    session.serverSession.txnNumber = number;
+                    return client.db('admin').command({ commitTransaction: 1, autocommit: false }, { session });
+                };
+                const commit = await commitOf(6)
+                    .then((r) => r, (e) => e);
+                assert.equal(commit.code, 225, JSON.stringify(commit));
+                // A retryable write may not be older than the session's newest, nor reuse a
+                // transaction's number.
+                assert.equal((await run({ _id: 5 }, { txnNumber: Long.fromNumber(6) })).code, 225);
+                assert.equal((await run({ _id: 5 }, txn(8, { startTransaction: true }))).ok, 1);
+                assert.equal((await commitOf(8)).ok, 1);
+                assert.equal((await run({ _id: 6 }, { txnNumber: Long.fromNumber(8) })).code, 217);
+                assert.deepEqual(
+                    (await db.collection(name).find().sort({ _id: 1 }).toArray()).map((d) => d._id),
+                    [1, 4, 5],
+                );
+            } finally {
+                await session.endSession();
             }
         });
 
