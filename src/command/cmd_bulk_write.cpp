@@ -6,6 +6,7 @@
 #include "command/exec/query_executor.h"
 #include "command/exec/write_executor.h"
 #include "command/reply_util.h"
+#include "command/retryable_statements.h"
 #include "command/write_ops_util.h"
 #include "query/collator.h"
 #include "query/matcher.h"
@@ -219,12 +220,35 @@ class BulkWriteCommand final : public Command {
             ops.push_back(std::move(op));
         }
 
+        // A retryable bulkWrite's ops are its statements (ids 0..n-1, or `stmtIds`), each
+        // recorded in its own write's batch as the insert/update/delete commands' are: an
+        // earlier attempt's ops are answered from their record (retryable_statements.h).
+        RetryableStatements* retryable = opCtx.statements;
+        std::vector<int32_t> stmtIds;
+        std::vector<int32_t> retried;
+        if (retryable) {
+            ASSIGN_OR_RETURN(stmtIds, statementIds(request, ops.size()));
+        }
+
         int64_t nErrors = 0, nInserted = 0, nMatched = 0, nModified = 0, nUpserted = 0,
                 nDeleted = 0;
         std::vector<bson::BsonObj> batch;
         for (size_t i = 0; i < ops.size(); ++i) {
-            OpResult r = execute(opCtx, ops[i], namespaces[ops[i].nsIndex], wopts, bypass);
             const BulkOp& op = ops[i];
+            OpResult r;
+            if (std::optional<StatementResult> done =
+                    retryable ? retryable->executed(stmtIds[i]) : std::nullopt) {
+                r.n = done->n;
+                r.nModified = done->nModified;
+                if (!done->upsertedId.isEmpty()) r.upsertedId = done->upsertedId;
+                retried.push_back(stmtIds[i]);
+            } else {
+                if (retryable) {
+                    retryable->beginStatement(stmtIds[i], statementKind(op.kind), recordable(op));
+                }
+                r = execute(opCtx, op, namespaces[op.nsIndex], wopts, bypass);
+                if (retryable) retryable->endStatement(r.status);
+            }
             if (r.status.isOK()) {
                 switch (op.kind) {
                     case OpKind::kInsert:
@@ -258,6 +282,7 @@ class BulkWriteCommand final : public Command {
             }
         }
         appendSingleBatchCursor(reply, "admin.$cmd.bulkWrite", batch);
+        appendRetriedStatementIds(reply, retried);
         reply.appendNumber("nErrors", nErrors);
         reply.appendNumber("nInserted", nInserted);
         reply.appendNumber("nMatched", nMatched);
@@ -268,6 +293,24 @@ class BulkWriteCommand final : public Command {
     }
 
   private:
+    static RetryableStatements::Kind statementKind(OpKind kind) {
+        switch (kind) {
+            case OpKind::kInsert:
+                return RetryableStatements::Kind::kInsert;
+            case OpKind::kUpdate:
+                return RetryableStatements::Kind::kUpdate;
+            case OpKind::kDelete:
+                break;
+        }
+        return RetryableStatements::Kind::kDelete;
+    }
+    // One document at most: a multi-document op is not retryable (MongoDB's rule) and never
+    // recorded.
+    static bool recordable(const BulkOp& op) {
+        return op.kind == OpKind::kInsert ||
+               (op.kind == OpKind::kUpdate ? !op.update.multi : !op.del.multi);
+    }
+
     static bson::BsonObj replyEntry(size_t idx, const BulkOp& op, const OpResult& r) {
         bson::BsonBuilder b;
         if (r.status.isOK()) {

@@ -139,10 +139,11 @@ class RetryableWriteTest : public CrudFixture {
         CrudFixture::TearDown();
     }
     // The reply less its operationTime (a shard's clock, which these tests do not compare).
-    bson::BsonObj runEntry(std::string_view json) {
+    bson::BsonObj runEntry(std::string_view json) { return runEntryOn("test", json); }
+    bson::BsonObj runEntryOn(std::string_view db, std::string_view json) {
         command::ServiceEntryPoint sep(service);
         bson::BsonObj body = test::J(json);
-        bson::BsonObj reply = sep.runCommand("test", body, nullptr);
+        bson::BsonObj reply = sep.runCommand(db, body, nullptr);
         bson::BsonBuilder b;
         for (bson::BsonElement e : reply) {
             if (e.fieldName() != "operationTime") b.appendElement(e);
@@ -181,19 +182,15 @@ TEST_F(RetryableWriteTest, RetriedInsertAppliesOnce) {
     EXPECT_EQ(count(R"({"count": "r", "query": {"x": 1}})"), 1);
 }
 
-// The process dies after a single-statement retryable write committed but before its reply was
-// persisted: the write's own batch recorded that the txnNumber ran, so the retry after the
-// restart is answered without applying the write again.
-TEST_F(RetryableWriteTest, RetryAfterACrashBeforeTheReplyWasPersistedAppliesOnce) {
+// The process dies after a single-statement retryable write committed, before its reply: the
+// write's own batch recorded that the statement ran, so the retry after the restart is
+// answered without applying the write again.
+TEST_F(RetryableWriteTest, RetryAfterACrashAppliesOnce) {
     runEntry(R"({"insert": "c", "documents": [{"_id": 1, "x": 0}]})");
     std::string inc = std::string(R"({"update": "c", "updates": [{"q": {"_id": 1},
         "u": {"$inc": {"x": 1}}}], )") +
                       kLsid + R"(, "txnNumber": {"$numberLong": "7"}})";
-    FailPoint* skip = FailPointRegistry::global().find("shardSkipPersistingRetryableWriteReply");
-    ASSERT_NE(skip, nullptr);
-    skip->configure(FailPoint::Mode::kAlwaysOn, 0, "");
     bson::BsonObj first = runEntry(inc);
-    skip->configure(FailPoint::Mode::kOff, 0, "");
     EXPECT_EQ(first["nModified"].numberLong(), 1) << first.toJson();
 
     // Restart: only what is durable survives (the in-memory table is rebuilt at startup).
@@ -226,23 +223,54 @@ TEST_F(RetryableWriteTest, RetryAfterACrashBeforeTheReplyWasPersistedAppliesOnce
     EXPECT_EQ(runEntry(miss)["n"].numberLong(), 0);
 }
 
+// bulkWrite's ops are statements too, each recorded in its write's batch: after a crash, the
+// retry runs only the ops that had not run (here the one a duplicate key had stopped), answers
+// the others from their records (retriedStmtIds), and applies nothing twice.
+TEST_F(RetryableWriteTest, BulkWriteRetryAfterACrashRunsOnlyTheOpsThatDidNotRun) {
+    runEntry(R"({"insert": "c", "documents": [{"_id": 1, "x": 0}, {"_id": 3, "blocker": true}]})");
+    std::string bulk = std::string(R"({"bulkWrite": 1, "nsInfo": [{"ns": "test.c"}], "ops": [
+        {"update": 0, "filter": {"_id": 1}, "updateMods": {"$inc": {"x": 1}}},
+        {"insert": 0, "document": {"_id": 2}},
+        {"insert": 0, "document": {"_id": 3}},
+        {"update": 0, "filter": {"_id": 4}, "updateMods": {"$set": {"x": 4}}, "upsert": true}],
+        "ordered": true, )") +
+                       kLsid + R"(, "txnNumber": {"$numberLong": "11"}})";
+    bson::BsonObj first = runEntryOn("admin", bulk);
+    EXPECT_EQ(first["nErrors"].numberLong(), 1) << first.toJson();
+    EXPECT_EQ(first["nInserted"].numberLong(), 1) << first.toJson();
+    ok(R"({"delete": "c", "deletes": [{"q": {"_id": 3}, "limit": 1}]})");
+
+    restartShardingState();
+    bson::BsonObj retried = runEntryOn("admin", bulk);
+    EXPECT_EQ(retried["nErrors"].numberLong(), 0) << retried.toJson();
+    EXPECT_EQ(retried["nMatched"].numberLong(), 1) << retried.toJson();
+    EXPECT_EQ(retried["nModified"].numberLong(), 1) << retried.toJson();
+    EXPECT_EQ(retried["nInserted"].numberLong(), 2) << retried.toJson();
+    EXPECT_EQ(retried["nUpserted"].numberLong(), 1) << retried.toJson();
+    EXPECT_EQ(retried["retriedStmtIds"].toString(false), "[ 0, 1 ]") << retried.toJson();
+    EXPECT_EQ(count(R"({"count": "c", "query": {"x": 1}})"), 1);  // incremented once
+    EXPECT_EQ(count(R"({"count": "c"})"), 4);
+
+    // Retried again: every op answered from its record, the upsert with its _id.
+    bson::BsonObj again = runEntryOn("admin", bulk);
+    EXPECT_EQ(again["retriedStmtIds"].toString(false), "[ 0, 1, 2, 3 ]") << again.toJson();
+    EXPECT_EQ(again["nUpserted"].numberLong(), 1) << again.toJson();
+    EXPECT_EQ(count(R"({"count": "c", "query": {"x": 1}})"), 1);
+}
+
 // findAndModify records its whole reply in its document write's batch too: after a crash before
 // the reply was persisted, the retry gets the first reply byte for byte and the document was
 // changed once (new: false / new: true with `fields` / remove / upsert).
 TEST_F(RetryableWriteTest, FindAndModifyRetryAfterACrashGetsTheFirstReplyAndAppliesOnce) {
     runEntry(R"({"insert": "c", "documents": [{"_id": 1, "x": 0, "y": "a"},
         {"_id": 2, "x": 0, "y": "b"}]})");
-    FailPoint* skip = FailPointRegistry::global().find("shardSkipPersistingRetryableWriteReply");
-    ASSERT_NE(skip, nullptr);
     int64_t txn = 20;
     // Runs `cmd` once with its reply unpersisted, restarts, retries: the retry's reply must be
     // the first one.
     auto crashAndRetry = [&](std::string_view cmd) {
         std::string body = std::string(cmd.substr(0, cmd.size() - 1)) + ", " + kLsid +
                            R"(, "txnNumber": {"$numberLong": ")" + std::to_string(++txn) + "\"}}";
-        skip->configure(FailPoint::Mode::kAlwaysOn, 0, "");
         bson::BsonObj first = runEntry(body);
-        skip->configure(FailPoint::Mode::kOff, 0, "");
         EXPECT_EQ(first["ok"].numberLong(), 1) << first.toJson();
         restartShardingState();
         bson::BsonObj retried = runEntry(body);

@@ -58,7 +58,6 @@ ShardAdmission* admissionOf(OperationContext& opCtx) {
 
 // Test only: the reply of a retryable write is not persisted, as if the process died right after
 // the write.
-TESSERA_FAIL_POINT_DEFINE(shardSkipPersistingRetryableWriteReply);
 
 // A reply as a retry replays it: without the writeConcernError of the first attempt.
 bson::BsonObj withoutWriteConcernError(const bson::BsonObj& reply) {
@@ -292,21 +291,6 @@ Status ShardingState::setShardIdentity(const std::string& shardName, const std::
     return Status::OK();
 }
 
-void ShardingState::persistTransaction(const std::string& lsid, int64_t txnNumber,
-                                       const bson::BsonObj& reply) {
-    if (shardSkipPersistingRetryableWriteReply.shouldFail()) return;
-    Status persisted =
-        runLocalCommand(
-            _service, "config",
-            txn::transactionRecordUpsert(lsid, txnNumber, reply,
-                                         _service.engine->lastCommitTimestamp(), wallClockMillis()))
-            .getStatus();
-    if (!persisted.isOK()) {
-        log::warning("SHARDING", 22010, "Failed to persist a retryable write record",
-                     "{\"error\":\"" + log::jsonEscape(persisted.toString()) + "\"}");
-    }
-}
-
 Status ShardingState::beforeCommand(OperationContext& opCtx, const CommandRequest& request,
                                     const command::Command&) {
     auto admission = std::make_unique<ShardAdmission>();
@@ -401,7 +385,7 @@ std::optional<bson::BsonObj> ShardingState::replayedReply(OperationContext& opCt
     if (!started.isOK()) return command::errorReply(started.getStatus());
     txn::ExecutedStatements executed = std::move(started).getValue();
     std::string_view name = command.name();
-    if (name == "insert" || name == "update" || name == "delete") {
+    if (name == "insert" || name == "update" || name == "delete" || name == "bulkWrite") {
         // Statement by statement: the command skips what ran (retryable_statements.h).
         a->statements = std::make_unique<txn::StatementRecorder>(*opCtx.lsid, *opCtx.txnNumber,
                                                                  std::move(executed));
@@ -433,10 +417,9 @@ void ShardingState::afterCommand(OperationContext& opCtx, const CommandRequest&,
             // command failed later on.
             executed = a->statements->newlyExecuted();
         } else if (status.isOK()) {
-            // Recorded whole, without the reply's writeConcernError (a retry waits for its own).
-            bson::BsonObj whole = withoutWriteConcernError(reply);
-            if (!a->findAndModify) persistTransaction(*opCtx.lsid, *opCtx.txnNumber, whole);
-            executed[txn::kWholeCommand] = std::move(whole);
+            // findAndModify: its reply went into its write's batch (FindAndModifyRecorder);
+            // kept in memory without the reply's writeConcernError (a retry waits for its own).
+            executed[txn::kWholeCommand] = withoutWriteConcernError(reply);
         }
         _transactions.finish(*opCtx.lsid, *opCtx.txnNumber, executed);
     }

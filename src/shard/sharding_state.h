@@ -112,8 +112,6 @@ class ShardingState : public command::CommandHooks, public command::RoleState {
     std::shared_ptr<Identity> identity() const;
     void applyIdentity(const std::string& shardName, const std::string& configHost,
                        const bson::BsonObj& clusterId);
-    // A whole reply (a node's bulkWrite) into config.transactions, after the command.
-    void persistTransaction(const std::string& lsid, int64_t txnNumber, const bson::BsonObj& reply);
 
     command::ServiceContext& _service;
     std::string _configHostOverride;

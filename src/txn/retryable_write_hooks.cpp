@@ -3,7 +3,6 @@
 #include <chrono>
 
 #include "base/log.h"
-#include "base/wall_clock.h"
 #include "command/service_entry_point.h"
 #include "command/transactions.h"
 #include "storage/engine.h"
@@ -58,7 +57,7 @@ std::optional<bson::BsonObj> RetryableWriteHooks::replayedReply(
     ExecutedStatements executed = std::move(started).getValue();
     auto attempt = std::make_unique<Attempt>();
     std::string_view name = command.name();
-    if (name == "insert" || name == "update" || name == "delete") {
+    if (name == "insert" || name == "update" || name == "delete" || name == "bulkWrite") {
         // Statement by statement, each recorded in its own write's batch; the command skips
         // what an earlier attempt ran (command/retryable_statements.h).
         attempt->statements =
@@ -92,19 +91,8 @@ void RetryableWriteHooks::afterCommand(command::OperationContext& opCtx,
         // failed later on.
         executed = attempt->statements->newlyExecuted();
     } else if (status.isOK()) {
-        // A command-level error wrote nothing: nothing is recorded, so a retry executes.
-        // findAndModify's reply went into its write's batch; any other (bulkWrite) is recorded
-        // whole after the command.
-        if (!attempt->findAndModify) {
-            Status persisted =
-                _runLocal("config", transactionRecordUpsert(*opCtx.lsid, *opCtx.txnNumber, reply,
-                                                            _service.engine->lastCommitTimestamp(),
-                                                            wallClockMillis()));
-            if (!persisted.isOK()) {
-                log::warning("SHARDING", 22010, "Failed to persist a retryable write record",
-                             "{\"error\":\"" + log::jsonEscape(persisted.toString()) + "\"}");
-            }
-        }
+        // findAndModify: its reply went into its write's batch (FindAndModifyRecorder). A
+        // command-level error wrote nothing: nothing is recorded, so a retry executes.
         executed[kWholeCommand] = reply;
     }
     _table.finish(*opCtx.lsid, *opCtx.txnNumber, executed);

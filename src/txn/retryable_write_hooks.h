@@ -15,10 +15,9 @@ namespace tessera::txn {
 // --replSet`): a write command with lsid + txnNumber runs at most once per (lsid, txnNumber)
 // — a retry gets the stored result without executing again (TransactionTable) — as on a shard
 // (src/shard/README.md), with the same recorders (retryable_write_record.h): each statement of
-// an insert, update or delete, and a findAndModify's reply, is recorded in the batch of the
-// document write it makes, so a crash cannot separate a write from its record; restored at
-// startup. A retryable bulkWrite's reply is recorded whole in config.transactions after the
-// command (a crash in between lets a retry apply it again).
+// an insert, update, delete or bulkWrite, and a findAndModify's reply, is recorded in the batch
+// of the document write it makes, so a crash cannot separate a write from its record; restored
+// at startup (with the config.transactions documents earlier versions wrote for bulkWrite).
 class RetryableWriteHooks : public command::CommandHooks {
   public:
     // `runLocal(db, cmd)` runs a command on this node (it persists records).

@@ -7,34 +7,6 @@
 
 namespace tessera::txn {
 
-bson::BsonObj transactionRecordUpsert(const std::string& lsid, int64_t txnNumber,
-                                      const bson::BsonObj& reply, Timestamp lastWrite,
-                                      int64_t lastWriteDateMillis) {
-    bson::BsonBuilder id;
-    id.appendBinary("id", 4, lsid);
-    bson::BsonObj idObj = id.obj();
-    bson::BsonBuilder u;
-    u.append("_id", idObj);
-    u.appendInt64("txnNum", txnNumber);
-    u.startObject("lastWriteOpTime")
-        .appendTimestamp("ts", lastWrite.value)
-        .appendInt64("t", -1)
-        .end();
-    u.appendDate("lastWriteDate", lastWriteDateMillis);
-    u.append("result", reply);
-    bson::BsonBuilder cmd;
-    cmd.append("update", kTransactionsCollection);
-    cmd.startArray("updates");
-    cmd.startObject("0");
-    cmd.startObject("q").append("_id", idObj).startObject("txnNum").appendInt64("$lt", txnNumber);
-    cmd.end().end();
-    cmd.append("u", u.obj());
-    cmd.append("upsert", true);
-    cmd.end();
-    cmd.end();
-    return cmd.obj();
-}
-
 bson::BsonObj transactionRecordDelete(const std::string& lsid) {
     bson::BsonBuilder cmd;
     cmd.append("delete", kTransactionsCollection);

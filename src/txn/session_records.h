@@ -17,15 +17,10 @@ namespace tessera::txn {
 
 // The durable record of a session's last retryable write, in MongoDB's shape:
 // config.transactions {_id: {id: <lsid UUID>}, txnNum, lastWriteOpTime: {ts, t: -1},
-// lastWriteDate, result}; `result` (Tessera's) is the reply a retry gets.
+// lastWriteDate, result}; `result` (Tessera's) is the reply a retry gets. Written by earlier
+// versions for a bulkWrite command (now recorded per statement, as insert/update/delete):
+// still restored, and deleted when its session expires.
 inline constexpr std::string_view kTransactionsCollection = "transactions";  // in db "config"
-
-// The update command (on db "config") that upserts the record of (lsid, txnNumber). Records only
-// move forward: the filter on txnNum makes an older record's upsert collide on _id (a duplicate
-// key error, to be ignored) instead of overwriting a newer one.
-bson::BsonObj transactionRecordUpsert(const std::string& lsid, int64_t txnNumber,
-                                      const bson::BsonObj& reply, Timestamp lastWrite,
-                                      int64_t lastWriteDateMillis);
 
 // The delete command (on db "config") of the session's record, when the session expires.
 bson::BsonObj transactionRecordDelete(const std::string& lsid);

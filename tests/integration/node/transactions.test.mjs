@@ -405,3 +405,40 @@ it('a retryable insert retried after kill -9 runs only the statements that did n
         },
     );
 });
+
+it('a retryable bulkWrite retried after kill -9 runs only the ops that did not run', async () => {
+    // bulkWrite's ops are statements, each recorded in its write's batch, as insert's are: the
+    // retry after the crash answers the ops that wrote from their records and runs the rest.
+    const dbName = uniqueDbName('retry');
+    const cmd = {
+        bulkWrite: 1,
+        nsInfo: [{ ns: `${dbName}.c` }],
+        ops: [
+            { update: 0, filter: { _id: 1 }, updateMods: { $inc: { x: 1 } } },
+            { insert: 0, document: { _id: 2 } },
+            { insert: 0, document: { _id: 3 } },
+        ],
+        ordered: true,
+        txnNumber: Long.fromNumber(9),
+        writeConcern: { w: 1, j: true },
+    };
+    await acrossKill9(
+        async (client) => {
+            await client.db(dbName).collection('c').insertMany([{ _id: 1, x: 0 }, { _id: 3, blocker: true }]);
+            const session = client.startSession();
+            const reply = await client.db('admin').command(cmd, { session });
+            assert.equal(reply.nErrors, 1, JSON.stringify(reply));
+            return session.id;
+        },
+        async (again, lsid) => {
+            const c = again.db(dbName).collection('c');
+            await c.deleteOne({ _id: 3 });
+            const retry = again.startSession();
+            Object.assign(retry.serverSession, { id: lsid });
+            const retried = await again.db('admin').command(cmd, { session: retry });
+            assert.equal(retried.nErrors, 0, JSON.stringify(retried));
+            assert.deepEqual(retried.retriedStmtIds, [0, 1]);
+            assert.deepEqual(await c.find().sort({ _id: 1 }).toArray(), [{ _id: 1, x: 1 }, { _id: 2 }, { _id: 3 }]);
+        },
+    );
+});
