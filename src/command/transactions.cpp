@@ -379,7 +379,6 @@ StatusWith<size_t> SessionTransactions::restoreCommitted() {
         if (s->txnNumber >= number.numberLong()) continue;
         s->txnNumber = number.numberLong();
         s->state = State::kCommitted;
-        s->commitRecorded = true;
         s->started = s->lastUse = std::chrono::steady_clock::now();
         ++restored;
     }

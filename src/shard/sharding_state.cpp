@@ -3,9 +3,7 @@
 #include <set>
 #include <vector>
 
-#include "base/failpoint.h"
 #include "base/log.h"
-#include "base/wall_clock.h"
 #include "bson/validate.h"
 #include "cluster/catalog_cache.h"
 #include "command/service_entry_point.h"
@@ -55,9 +53,6 @@ struct ShardAdmission final : command::OperationAdmission {
 ShardAdmission* admissionOf(OperationContext& opCtx) {
     return static_cast<ShardAdmission*>(opCtx.admission.get());
 }
-
-// Test only: the reply of a retryable write is not persisted, as if the process died right after
-// the write.
 
 // A reply as a retry replays it: without the writeConcernError of the first attempt.
 bson::BsonObj withoutWriteConcernError(const bson::BsonObj& reply) {
