@@ -34,15 +34,16 @@ describeWithCluster(
             await (await router()).db(db).collection('c').insertMany([{ _id: 1 }, { _id: 2 }, { _id: 3 }]);
         });
 
-        // [field value, command, expected]: expected is 'ok' or a server error code.
+        // [field value, command, expected]: expected is 'ok' or a server error code. The
+        // txnNumbers grow: a session's retryable writes and transactions share one order.
         const generic = [
             ['maxTimeMS', { find: 'c', maxTimeMS: 5000 }, 'ok'],
             ['comment', { find: 'c', comment: 'audit' }, 'ok'],
             ['txnNumber on a read', { find: 'c', txnNumber: Long.fromNumber(1) }, 50768],
-            ['txnNumber on a retryable write', { insert: 'c', documents: [{ _id: 10 }], txnNumber: Long.fromNumber(7) }, 'ok'],
-            ['autocommit without a transaction', { find: 'c', txnNumber: Long.fromNumber(2), autocommit: false }, 251],
-            ['startTransaction', { find: 'c', txnNumber: Long.fromNumber(3), startTransaction: true, autocommit: false }, 'ok'],
-            ['autocommit: true', { find: 'c', txnNumber: Long.fromNumber(4), startTransaction: true, autocommit: true }, 72],
+            ['txnNumber on a retryable write', { insert: 'c', documents: [{ _id: 10 }], txnNumber: Long.fromNumber(2) }, 'ok'],
+            ['autocommit without a transaction', { find: 'c', txnNumber: Long.fromNumber(3), autocommit: false }, 251],
+            ['startTransaction', { find: 'c', txnNumber: Long.fromNumber(4), startTransaction: true, autocommit: false }, 'ok'],
+            ['autocommit: true', { find: 'c', txnNumber: Long.fromNumber(5), startTransaction: true, autocommit: true }, 72],
             ['readConcern local', { find: 'c', readConcern: { level: 'local' } }, 'ok'],
             ['readConcern available', { find: 'c', readConcern: { level: 'available' } }, 'ok'],
             ['readConcern majority', { find: 'c', readConcern: { level: 'majority' } }, 'ok'],
