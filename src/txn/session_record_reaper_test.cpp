@@ -19,17 +19,8 @@ using namespace std::chrono_literals;
 
 std::string lsidBytes(char c) { return std::string(16, c); }
 
-class SessionRecordReaperTest : public ::testing::Test {
+class SessionRecordReaperTest : public storage::test::EngineTest {
   protected:
-    void SetUp() override { open(); }
-    void open() {
-        storage::EngineOptions options;
-        options.dbpath = dir.path();
-        options.blockCacheBytes = 16 << 20;
-        auto sw = storage::Engine::open(options);
-        ASSERT_TRUE(sw.isOK()) << sw.getStatus().toString();
-        engine = std::move(sw.getValue());
-    }
     void record(const std::string& lsid, int64_t txnNumber, StmtId stmtId) {
         bson::BsonObj result = bson::fromJson(R"({"n": 1})");
         ASSERT_TRUE(
@@ -43,8 +34,6 @@ class SessionRecordReaperTest : public ::testing::Test {
         return engine->sideRecords(std::string(kStatementRecordPrefix) + lsid + "#").size();
     }
 
-    storage::test::TempDir dir;
-    std::unique_ptr<storage::Engine> engine;
     TransactionTable table;
     std::vector<bson::BsonObj> commands;  // what the reaper ran locally
 };
@@ -76,8 +65,7 @@ TEST_F(SessionRecordReaperTest, AnIdleSessionsRecordsAreDeletedAndOthersKept) {
     EXPECT_EQ(table.size(), 1u);
 
     // After a restart, only the kept session is restored.
-    engine.reset();
-    open();
+    reopen();
     TransactionTable restored;
     EXPECT_EQ(restoreStatementRecords(*engine, restored), 1u);
     EXPECT_EQ(restored.size(), 1u);

@@ -4,7 +4,6 @@
 #include <string>
 #include <string_view>
 
-#include "base/hlc.h"
 #include "base/status.h"
 #include "bson/bson_obj.h"
 #include "txn/transaction_table.h"

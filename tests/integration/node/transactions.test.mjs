@@ -316,6 +316,13 @@ async function acrossKill9(before, after) {
     }
 }
 
+// The driver's retry of `cmd` (on `dbName`) in the session `lsid` of the node before its restart.
+async function retryInSession(client, lsid, dbName, cmd) {
+    const retry = client.startSession();
+    Object.assign(retry.serverSession, { id: lsid });
+    return client.db(dbName).command(cmd, { session: retry });
+}
+
 it('a commit retried after kill -9 of the node is answered committed and applies nothing again', async () => {
     await acrossKill9(
         async (client) => {
@@ -395,9 +402,7 @@ it('a retryable insert retried after kill -9 runs only the statements that did n
         async (again, lsid) => {
             const c = again.db(dbName).collection('c');
             await c.deleteOne({ _id: 3 });
-            const retry = again.startSession();
-            Object.assign(retry.serverSession, { id: lsid });
-            const retried = await again.db(dbName).command(cmd, { session: retry });
+            const retried = await retryInSession(again, lsid, dbName, cmd);
             assert.equal(retried.writeErrors, undefined, JSON.stringify(retried));
             assert.equal(retried.n, 3);
             assert.deepEqual((await c.find().sort({ _id: 1 }).toArray()).map((d) => d._id), [1, 2, 3]);
@@ -433,9 +438,7 @@ it('a retryable bulkWrite retried after kill -9 runs only the ops that did not r
         async (again, lsid) => {
             const c = again.db(dbName).collection('c');
             await c.deleteOne({ _id: 3 });
-            const retry = again.startSession();
-            Object.assign(retry.serverSession, { id: lsid });
-            const retried = await again.db('admin').command(cmd, { session: retry });
+            const retried = await retryInSession(again, lsid, 'admin', cmd);
             assert.equal(retried.nErrors, 0, JSON.stringify(retried));
             assert.deepEqual(retried.retriedStmtIds, [0, 1]);
             assert.deepEqual(await c.find().sort({ _id: 1 }).toArray(), [{ _id: 1, x: 1 }, { _id: 2 }, { _id: 3 }]);
