@@ -15,9 +15,42 @@ namespace {
 // `participants: []` a router that does not know the transaction (its client retried the commit
 // with a recoveryToken naming this shard) asks for the decision
 // (TransactionCoordinator::recoverDecision); `commitTimestamp` is then absent when the
-// transaction had this shard as its one participant. The
+// transaction had this shard as its one participant. With `stage: true` (the router's staged
+// commit) → {prepareTimestamp, readOnly}: the record written and this shard's part prepared, the
+// router preparing the others meanwhile; or {decided: true, commitTimestamp} / an error when the
+// record existed (a retried commit). With `decision` (after a stage) → {commitTimestamp} once
+// that decision (or the one a resolution reached first) is written. The
 // transaction's number is `txnNum`: a txnNumber would make this a statement of the transaction,
 // which would check the session out on this shard — where it is also a participant.
+// {commit: true, commitTimestamp, writers: [shard]} or {commit: false, code, reason}.
+StatusWith<txn::TransactionCoordinator::RouterDecision> parseDecision(bson::BsonElement d) {
+    txn::TransactionCoordinator::RouterDecision decision;
+    if (!d.isObject()) return Status(ErrorCodes::TypeMismatch, "decision must be an object");
+    bson::BsonView doc = d.objValue();
+    decision.commit = doc["commit"].trueValue();
+    if (decision.commit) {
+        if (doc["commitTimestamp"].type() != bson::BsonType::Timestamp ||
+            !doc["writers"].isArray()) {
+            return Status(ErrorCodes::TypeMismatch,
+                          "a commit decision is {commit: true, commitTimestamp: <timestamp>, "
+                          "writers: [<shard>]}");
+        }
+        decision.commitTs = Timestamp{doc["commitTimestamp"].timestampValue()};
+        for (bson::BsonElement e : doc["writers"].objValue()) {
+            if (e.type() != bson::BsonType::String) {
+                return Status(ErrorCodes::TypeMismatch, "writers must be shard names");
+            }
+            decision.writers.emplace_back(e.stringValue());
+        }
+        return decision;
+    }
+    if (doc["code"].isNumber()) decision.abortCode = doc["code"].numberInt();
+    if (doc["reason"].type() == bson::BsonType::String) {
+        decision.reason = std::string(doc["reason"].stringValue());
+    }
+    return decision;
+}
+
 class CoordinateCommitCommand final : public ShardCommand {
   public:
     std::string_view name() const override { return "_shardsvrCoordinateCommitTransaction"; }
@@ -46,6 +79,30 @@ class CoordinateCommitCommand final : public ShardCommand {
                                     std::string(e.objValue()["host"].stringValue())});
         }
         Timestamp commitTs;
+        if (body["stage"].trueValue()) {
+            // The router prepares the others itself (README "Staged commit" of src/txn).
+            txn::TransactionCoordinator::Staged staged =
+                state->coordinator().stage(*opCtx.lsid, number.numberLong(), participants);
+            if (!staged.decided) {
+                reply.appendTimestamp("prepareTimestamp", staged.prepareTs.value);
+                reply.appendBool("readOnly", staged.readOnly);
+                return Status::OK();
+            }
+            TRY_STATUS(staged.outcome);
+            reply.appendBool("decided", true);
+            if (staged.commitTs != Timestamp()) {
+                reply.appendTimestamp("commitTimestamp", staged.commitTs.value);
+            }
+            return Status::OK();
+        }
+        if (bson::BsonElement d = body["decision"]; !d.eoo()) {
+            ASSIGN_OR_RETURN(txn::TransactionCoordinator::RouterDecision decision,
+                             parseDecision(d));
+            TRY_STATUS(state->coordinator().decideStaged(*opCtx.lsid, number.numberLong(), decision,
+                                                         &commitTs));
+            reply.appendTimestamp("commitTimestamp", commitTs.value);
+            return Status::OK();
+        }
         if (participants.empty()) {
             command::SessionTransactions* transactions = opCtx.service->transactions;
             if (!transactions) {

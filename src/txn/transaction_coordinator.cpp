@@ -84,6 +84,10 @@ struct TransactionCoordinator::Record {
     // run the transaction again), or a participant's refusal that running it again cannot
     // change (OperationNotSupportedInTransaction: it created a collection, storage/transaction.h).
     int abortCode = static_cast<int>(ErrorCodes::NoSuchTransaction);
+    // Written by stage(): the router prepares the participants and sends the decision;
+    // undecided, it is resolved by preparing every participant again (never aborted blindly:
+    // the router may have acknowledged the commit once every part was prepared).
+    bool staged = false;
     bool done = false;
     bool localFinished = false;  // in memory: this shard's own part is committed or aborted
 
@@ -109,6 +113,7 @@ struct TransactionCoordinator::Record {
             b.end();
         }
         if (!reason.empty()) b.append("reason", reason);
+        if (staged) b.appendBool("staged", true);
         if (abortCode != static_cast<int>(ErrorCodes::NoSuchTransaction)) {
             b.appendInt32("abortCode", abortCode);
         }
@@ -146,6 +151,7 @@ struct TransactionCoordinator::Record {
         }
         if (doc["abortCode"].isNumber()) r.abortCode = doc["abortCode"].numberInt();
         r.done = doc["done"].trueValue();
+        r.staged = doc["staged"].trueValue();
         return r;
     }
 
@@ -181,6 +187,7 @@ struct TransactionCoordinator::Coordination {
     std::mutex mutex;
     std::condition_variable cv;
     bool finished = false;
+    bool givenUp = false;  // unclaim(): no outcome, the waiters claim again
     Status outcome = Status::OK();
     Timestamp commitTs;
 };
@@ -292,6 +299,31 @@ void TransactionCoordinator::publish(Coordination& c, Status outcome, Timestamp 
     c.cv.notify_all();
 }
 
+void TransactionCoordinator::unclaim(const std::string& key,
+                                     const std::shared_ptr<Coordination>& c) {
+    {
+        std::lock_guard lk(_mutex);
+        _active.erase(key);
+    }
+    {
+        std::lock_guard lk(c->mutex);
+        c->finished = true;
+        c->givenUp = true;
+    }
+    c->cv.notify_all();
+}
+
+std::optional<Status> TransactionCoordinator::claimOrAwait(const std::string& key,
+                                                           std::shared_ptr<Coordination>* c,
+                                                           Timestamp* commitTs) {
+    for (;;) {
+        bool owner = false;
+        *c = claim(key, &owner);
+        if (owner) return std::nullopt;
+        if (std::optional<Status> outcome = awaitOutcome(**c, commitTs)) return outcome;
+    }
+}
+
 void TransactionCoordinator::release(const std::string& key, const std::shared_ptr<Coordination>& c,
                                      Status outcome, Timestamp commitTs) {
     publish(*c, std::move(outcome), commitTs);
@@ -307,9 +339,8 @@ Status TransactionCoordinator::coordinate(const std::string& lsid, int64_t txnNu
                                           const std::vector<Participant>& participants,
                                           Timestamp* commitTs) {
     std::string key = recordKey(lsid, txnNumber);
-    bool owner = false;
-    std::shared_ptr<Coordination> c = claim(key, &owner);
-    if (!owner) return awaitOutcome(*c, commitTs);
+    std::shared_ptr<Coordination> c;
+    if (std::optional<Status> outcome = claimOrAwait(key, &c, commitTs)) return *outcome;
     // Read under the claim: a retried commit finds the first attempt's record.
     StatusWith<std::optional<Record>> loaded = load(key);
     if (!loaded.isOK()) {
@@ -320,10 +351,11 @@ Status TransactionCoordinator::coordinate(const std::string& lsid, int64_t txnNu
                              commitTs);
 }
 
-Status TransactionCoordinator::awaitOutcome(Coordination& c, Timestamp* commitTs) {
+std::optional<Status> TransactionCoordinator::awaitOutcome(Coordination& c, Timestamp* commitTs) {
     // A retried commit while the first attempt (or recovery) still runs: its outcome.
     std::unique_lock lk(c.mutex);
     c.cv.wait(lk, [&] { return c.finished; });
+    if (c.givenUp) return std::nullopt;
     *commitTs = c.commitTs;
     return c.outcome;
 }
@@ -343,7 +375,12 @@ Status TransactionCoordinator::coordinateClaimed(const std::string& key,
             record.participants = participants;
             record.done = false;
         }
-        if (Status s = abortUndecided(record); !s.isOK()) {
+        // Undecided: a staged record is resolved (its router may have acknowledged the commit
+        // once every part was prepared), any other aborted (nobody was told to commit).
+        Status s = record.decision != Decision::kNone ? Status::OK()
+                   : record.staged                    ? decide(record)
+                                                      : abortUndecided(record);
+        if (!s.isOK()) {
             release(key, c, s, Timestamp());
             return s;
         }
@@ -361,6 +398,16 @@ Status TransactionCoordinator::coordinateClaimed(const std::string& key,
             release(key, c, s, Timestamp());
             return s;
         }
+    }
+    return answerDecided(key, c, std::move(record), commitTs);
+}
+
+Status TransactionCoordinator::answerDecided(const std::string& key,
+                                             const std::shared_ptr<Coordination>& c, Record record,
+                                             Timestamp* commitTs) {
+    {
+        std::lock_guard lk(_mutex);
+        _stagedAt.erase(key);
     }
     // The decision is written: this shard's own part follows it in the same log (so it is never
     // durable without the decision), the caller hears it now, a delivery thread makes it durable
@@ -394,6 +441,121 @@ Status TransactionCoordinator::abortUndecided(Record& record) {
     return write(record);
 }
 
+TransactionCoordinator::Staged TransactionCoordinator::stage(
+    const std::string& lsid, int64_t txnNumber, const std::vector<Participant>& participants) {
+    Staged staged;
+    std::string key = recordKey(lsid, txnNumber);
+    std::shared_ptr<Coordination> c;
+    if (std::optional<Status> outcome = claimOrAwait(key, &c, &staged.commitTs)) {
+        staged.decided = true;
+        staged.outcome = *outcome;
+        return staged;
+    }
+    StatusWith<std::optional<Record>> loaded = load(key);
+    const int self = [&] {
+        Record probe;
+        probe.participants = participants;
+        return localIndex(probe);
+    }();
+    if (!loaded.isOK() || loaded.getValue() || self < 0 || participants.size() < 2) {
+        // A retried commit (its record is resolved, or answers), or nothing to stage here: the
+        // classic coordination decides.
+        staged.decided = true;
+        staged.outcome = loaded.isOK()
+                             ? coordinateClaimed(key, c, std::move(loaded.getValue()), lsid,
+                                                 txnNumber, participants, &staged.commitTs)
+                             : loaded.getStatus();
+        if (!loaded.isOK()) release(key, c, loaded.getStatus(), Timestamp());
+        return staged;
+    }
+    Record record;
+    record.key = key;
+    record.lsid = lsid;
+    record.txnNumber = txnNumber;
+    record.participants = participants;
+    record.staged = true;
+    // The record, then this shard's part after it in the same log, neither synced (as in
+    // decide(): the decision's delivery syncs the log before another participant acts on it;
+    // a commit whose write concern asks for the journal is synced by the entry point).
+    Status written = write(record, false);
+    StatusWith<LocalParticipant::Prepared> prepared =
+        written.isOK()
+            ? _local->prepare(lsid, txnNumber, participants[self].shard, participants[self].host)
+            : StatusWith<LocalParticipant::Prepared>(written);
+    if (!prepared.isOK()) {
+        if (!written.isOK()) {
+            release(key, c, written, Timestamp());
+            staged.decided = true;
+            staged.outcome = written;
+            return staged;
+        }
+        // This part cannot commit: abort, told to every participant (those the router is
+        // preparing meanwhile abort their part, prepared or not).
+        record.decision = Decision::kAbort;
+        record.reason = "prepareTransaction failed on shard " + participants[self].shard + ": " +
+                        prepared.getStatus().toString();
+        if (prepared.getStatus().is(ErrorCodes::OperationNotSupportedInTransaction)) {
+            record.abortCode = static_cast<int>(ErrorCodes::OperationNotSupportedInTransaction);
+        }
+        staged.decided = true;
+        if (Status s = write(record, false); !s.isOK()) {
+            release(key, c, s, Timestamp());
+            staged.outcome = s;
+            return staged;
+        }
+        staged.outcome = answerDecided(key, c, std::move(record), &staged.commitTs);
+        return staged;
+    }
+    {
+        std::lock_guard lk(_mutex);
+        _stagedAt[key] = std::chrono::steady_clock::now();
+    }
+    staged.prepareTs = prepared.getValue().prepareTs;
+    staged.readOnly = prepared.getValue().readOnly;
+    unclaim(key, c);  // stays pending: the router's decision or the recovery thread settles it
+    return staged;
+}
+
+Status TransactionCoordinator::decideStaged(const std::string& lsid, int64_t txnNumber,
+                                            const RouterDecision& decision, Timestamp* commitTs) {
+    std::string key = recordKey(lsid, txnNumber);
+    std::shared_ptr<Coordination> c;
+    if (std::optional<Status> outcome = claimOrAwait(key, &c, commitTs)) return *outcome;
+    StatusWith<std::optional<Record>> loaded = load(key);
+    if (!loaded.isOK()) {
+        release(key, c, loaded.getStatus(), Timestamp());
+        return loaded.getStatus();
+    }
+    if (!loaded.getValue()) {
+        Status none(ErrorCodes::NoSuchTransaction,
+                    "Transaction " + std::to_string(txnNumber) + " has no staged commit here");
+        release(key, c, none, Timestamp());
+        return none;
+    }
+    Record record = std::move(*loaded.getValue());
+    if (record.decision != Decision::kNone || !record.staged) {
+        // Resolved meanwhile (it keeps its decision), or not staged: as a retried commit.
+        return coordinateClaimed(key, c, std::move(record), lsid, txnNumber, {}, commitTs);
+    }
+    if (decision.commit) {
+        record.decision = Decision::kCommit;
+        record.commitTs = decision.commitTs;
+        record.writers = decision.writers;
+        HybridLogicalClock::global().advanceTo(decision.commitTs);
+    } else {
+        record.decision = Decision::kAbort;
+        record.reason = decision.reason;
+        record.abortCode = decision.abortCode;
+    }
+    hangAt(hangBeforeWritingDecision);
+    if (Status s = write(record, false); !s.isOK()) {
+        release(key, c, s, Timestamp());
+        return s;
+    }
+    hangAt(hangAfterWritingDecision);
+    return answerDecided(key, c, std::move(record), commitTs);
+}
+
 Status TransactionCoordinator::recoverDecision(
     const std::string& lsid, int64_t txnNumber,
     const std::function<StatusWith<bool>()>& localOutcome, Timestamp* commitTs) {
@@ -407,9 +569,8 @@ Status TransactionCoordinator::recoverDecisionUnsynced(
     const std::string& lsid, int64_t txnNumber,
     const std::function<StatusWith<bool>()>& localOutcome, Timestamp* commitTs) {
     std::string key = recordKey(lsid, txnNumber);
-    bool owner = false;
-    std::shared_ptr<Coordination> c = claim(key, &owner);
-    if (!owner) return awaitOutcome(*c, commitTs);
+    std::shared_ptr<Coordination> c;
+    if (std::optional<Status> outcome = claimOrAwait(key, &c, commitTs)) return *outcome;
     StatusWith<std::optional<Record>> loaded = load(key);
     if (!loaded.isOK()) {
         release(key, c, loaded.getStatus(), Timestamp());
@@ -677,9 +838,31 @@ void TransactionCoordinator::recoverRecord(const std::string& key) {
         release(key, c, record.outcome(), record.commitTs);
         return;
     }
-    if (Status s = abortUndecided(record); !s.isOK()) {
-        release(key, c, s, Timestamp());
+    if (record.staged && record.decision == Decision::kNone) {
+        bool young = false;
+        {
+            std::lock_guard lk(_mutex);
+            auto it = _stagedAt.find(key);
+            young = it != _stagedAt.end() &&
+                    std::chrono::steady_clock::now() - it->second < kResolveStagedAfter;
+        }
+        if (young) {  // its router's decision is on its way
+            unclaim(key, c);
+            return;
+        }
+        log::info("TXN", 22228, "Resolving a staged commit whose router sent no decision",
+                  "{\"txnNumber\":" + std::to_string(record.txnNumber) + "}");
+    }
+    Status decided = record.decision != Decision::kNone ? Status::OK()
+                     : record.staged                    ? decide(record)
+                                                        : abortUndecided(record);
+    if (!decided.isOK()) {
+        release(key, c, decided, Timestamp());
         return;
+    }
+    {
+        std::lock_guard lk(_mutex);
+        _stagedAt.erase(key);
     }
     // Read back after a restart, the decision may be in the WAL's unsynced tail: durable
     // before anyone hears it.

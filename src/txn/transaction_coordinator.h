@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -54,16 +55,20 @@ namespace tessera::txn {
 //   5. {done: true}, written in batches each second: kept to answer a retried commit, forgotten
 //      after 30 minutes.
 //
+// Routers stage their commits instead (stage(), decideStaged(); README.md "Staged commit"): the
+// router prepares the other participants itself and answers its client once every part is
+// prepared with writes; a staged record without decision is resolved by the coordination above
+// run on it (every participant prepared again), never aborted blindly.
+//
 // Recovery (a background thread: every record at startup and each minute, the coordinations not
 // settled each second): a record without decision is aborted (no participant can have been told
-// to commit), a decided one is delivered again (when the background delivery gave up on an
-// unreachable participant, or the process restarted).
-// Participant recovery (another thread): a transaction prepared on this shard whose decision
-// has not come for kAskCoordinatorAfter asks its coordinator (recoverDecision) and applies the
-// answer — the case of a coordinator that lost its unsynced record of step 2 in a power loss, or
-// died before writing it, while another participant's prepare was durable: it answers abort,
-// having decided nothing. The same thread journals the commits this shard acknowledged unsynced
-// (each kSyncCommitsWithin).
+// to commit; a staged one is resolved), a decided one is delivered again (when the background
+// delivery gave up on an unreachable participant, or the process restarted). Participant recovery
+// (another thread): a transaction prepared on this shard whose decision has not come for
+// kAskCoordinatorAfter asks its coordinator (recoverDecision) and applies the answer — the case of
+// a coordinator that lost its unsynced record of step 2 in a power loss, or died before writing it,
+// while another participant's prepare was durable: it answers abort, having decided nothing. The
+// same thread journals the commits this shard acknowledged unsynced (each kSyncCommitsWithin).
 class TransactionCoordinator {
   public:
     struct Participant {
@@ -86,6 +91,40 @@ class TransactionCoordinator {
     // could not prepare). A retried call returns the same decision.
     Status coordinate(const std::string& lsid, int64_t txnNumber,
                       const std::vector<Participant>& participants, Timestamp* commitTs);
+
+    // Staged commit (README.md "Staged commit"), the router's fast path: the router sends
+    // prepareTransaction to the other participants itself and stage() here, all at once.
+    // stage() writes the record {participants, staged} and prepares this shard's own part
+    // after it in the same log, and answers this part's prepare. A record found already (a
+    // retried commit) is resolved instead and its outcome returned (`decided`).
+    struct Staged {
+        bool decided = false;  // the outcome is final: `outcome` and commitTs
+        Status outcome = Status::OK();
+        Timestamp prepareTs;    // !decided: this shard's part is prepared at it
+        bool readOnly = false;  // !decided: this shard's part wrote nothing
+        Timestamp commitTs;     // decided commit
+    };
+    Staged stage(const std::string& lsid, int64_t txnNumber,
+                 const std::vector<Participant>& participants);
+    // The router's decision for a staged record: commit at `commitTs` (`writers`: the
+    // participants that prepared with writes), or abort (`abortCode`, `reason`) when one could
+    // not prepare. A record decided already (by a resolution) keeps its decision, which is
+    // returned. No record: NoSuchTransaction.
+    struct RouterDecision {
+        bool commit = false;
+        Timestamp commitTs;
+        std::vector<std::string> writers;
+        int abortCode = static_cast<int>(ErrorCodes::NoSuchTransaction);
+        std::string reason;
+    };
+    Status decideStaged(const std::string& lsid, int64_t txnNumber, const RouterDecision& decision,
+                        Timestamp* commitTs);
+    // A staged record still undecided this long after stage() is resolved by the recovery
+    // thread (its router died or its decision was lost): every participant is prepared again
+    // (prepare is idempotent; an unprepared part is prepared now, one that is gone fails) and
+    // the transaction commits if all are — exactly what a router that heard every prepare
+    // acknowledges.
+    static constexpr std::chrono::seconds kResolveStagedAfter{3};
 
     // The decision of transaction (lsid, txnNumber) for a router that does not know it (a commit
     // retried with a recoveryToken naming this shard): the record's if there is one (waiting for
@@ -112,12 +151,24 @@ class TransactionCoordinator {
     struct Coordination;
     struct Record;
     std::shared_ptr<Coordination> claim(const std::string& key, bool* owner);
+    // Gives the claim of a staged, undecided record up without an outcome: its waiters claim it
+    // again (and resolve it, or find it decided).
+    void unclaim(const std::string& key, const std::shared_ptr<Coordination>& c);
+    // Claims `key`, waiting out the coordinations that hold it: nullopt once claimed; else the
+    // outcome one of them reached.
+    std::optional<Status> claimOrAwait(const std::string& key, std::shared_ptr<Coordination>* c,
+                                       Timestamp* commitTs);
     // Tells the waiters of `c` its outcome (publish) and gives the claim up (release, which
     // publishes too).
     static void publish(Coordination& c, Status outcome, Timestamp commitTs);
     void release(const std::string& key, const std::shared_ptr<Coordination>& c, Status outcome,
                  Timestamp commitTs);
-    Status awaitOutcome(Coordination& c, Timestamp* commitTs);
+    // The outcome `c` reached; nullopt when it was given up without one (unclaim).
+    std::optional<Status> awaitOutcome(Coordination& c, Timestamp* commitTs);
+    // A decided record whose claim `c` is held: this shard's own part follows the decision,
+    // the waiters hear it, a delivery thread makes it durable and tells the others.
+    Status answerDecided(const std::string& key, const std::shared_ptr<Coordination>& c,
+                         Record record, Timestamp* commitTs);
     // recoverDecision() before its answer is synced.
     Status recoverDecisionUnsynced(const std::string& lsid, int64_t txnNumber,
                                    const std::function<StatusWith<bool>()>& localOutcome,
@@ -146,7 +197,8 @@ class TransactionCoordinator {
     void recoveryLoop();
     // Every record: recoverRecord() of those not done, done ones older than 30 minutes deleted.
     void recoverAll();
-    // Finishes the record under `key` if no coordination holds it: an undecided one aborted, a
+    // Finishes the record under `key` if no coordination holds it: an undecided one aborted (a
+    // staged one resolved, once kResolveStagedAfter passed since this process staged it), a
     // decided one delivered; settled once done or gone.
     void recoverRecord(const std::string& key);
     // `key` needs no more recovery (its record is done, or there is none).
@@ -177,6 +229,9 @@ class TransactionCoordinator {
     // Coordinations claimed since startup and not settled: what the recovery thread looks at
     // each second (instead of reading every record, done ones included).
     std::set<std::string> _pending;
+    // When this process staged each record not yet decided: the recovery thread resolves one
+    // after kResolveStagedAfter (one staged before a restart is not here: resolved at once).
+    std::map<std::string, std::chrono::steady_clock::time_point> _stagedAt;
     std::vector<std::pair<std::string, std::string>> _doneToWrite;  // markDone()
     bool _stopping = false;
     std::thread _recovery;

@@ -73,5 +73,92 @@ TEST_F(CoordinatorThreadsTest, OneTakeCoversEveryEarlierNote) {
     EXPECT_FALSE(transactions->takeUnsyncedCommits());  // one sync covers every earlier commit
 }
 
+// Staged commit (README.md "Staged commit"): this shard coordinates and is a participant; the
+// other participant is at an address nobody listens on.
+class StagedCommitTest : public CoordinatorThreadsTest {
+  protected:
+    void SetUp() override {
+        CoordinatorThreadsTest::SetUp();
+        ASSERT_TRUE(engine->createCollection("db.c", bson::BsonObj()).isOK());
+    }
+
+    // Transaction `txnNumber` of `lsid`: one insert here, left in progress.
+    void insertInTransaction(int64_t txnNumber, int id) {
+        auto checkout = transactions->beginStatement(lsid, txnNumber, true, std::nullopt, "insert");
+        ASSERT_TRUE(checkout.isOK()) << checkout.getStatus().toString();
+        auto writer = checkout.getValue()->txn->writer(engine->getCollection("db.c"));
+        ASSERT_TRUE(writer.isOK()) << writer.getStatus().toString();
+        ASSERT_TRUE(writer.getValue()
+                        ->insert(storage::test::J("{\"_id\": " + std::to_string(id) + "}"), {})
+                        .isOK());
+    }
+
+    // Whether transaction 1 of `lsid` is prepared here (waiting for its decision).
+    bool prepared() {
+        for (const auto& p : transactions->preparedLongerThan(std::chrono::milliseconds(0))) {
+            if (p.lsid == lsid && p.txnNumber == 1) return true;
+        }
+        return false;
+    }
+    // Whether it committed (false: aborted — asking aborts one still in progress).
+    bool committed() {
+        auto outcome = transactions->committedElseAbort(lsid, 1);
+        return outcome.isOK() && outcome.getValue();
+    }
+
+    const std::string lsid = std::string(16, '\x05');
+    const std::vector<TransactionCoordinator::Participant> participants{
+        {"shard0", "127.0.0.1:28000"}, {"shard1", "127.0.0.1:1"}};
+};
+
+TEST_F(StagedCommitTest, TheRoutersDecisionCommitsTheStagedRecord) {
+    insertInTransaction(1, 1);
+    TransactionCoordinator::Staged staged = coordinator->stage(lsid, 1, participants);
+    ASSERT_FALSE(staged.decided) << staged.outcome.toString();
+    EXPECT_FALSE(staged.readOnly);
+    EXPECT_TRUE(prepared());
+    // The router heard both prepares; shard1 "prepared" later than this shard.
+    TransactionCoordinator::RouterDecision decision;
+    decision.commit = true;
+    decision.commitTs = Timestamp{staged.prepareTs.value + 5};
+    decision.writers = {"shard0", "shard1"};
+    Timestamp commitTs;
+    ASSERT_TRUE(coordinator->decideStaged(lsid, 1, decision, &commitTs).isOK());
+    EXPECT_EQ(commitTs, decision.commitTs);
+    EXPECT_TRUE(committed());
+    // A retried stage (the router's retried commit) is answered from the record.
+    TransactionCoordinator::Staged again = coordinator->stage(lsid, 1, participants);
+    ASSERT_TRUE(again.decided);
+    EXPECT_TRUE(again.outcome.isOK()) << again.outcome.toString();
+    EXPECT_EQ(again.commitTs, decision.commitTs);
+}
+
+TEST_F(StagedCommitTest, AStagedRecordIsResolvedByPreparingAgainNeverAbortedBlindly) {
+    insertInTransaction(1, 1);
+    ASSERT_FALSE(coordinator->stage(lsid, 1, participants).decided);
+    // No decision came; the router retries its commit, which resolves the record: shard1
+    // cannot be prepared (unreachable), so the transaction aborts, on this shard too.
+    Timestamp commitTs;
+    Status outcome = coordinator->coordinate(lsid, 1, participants, &commitTs);
+    EXPECT_TRUE(outcome.is(ErrorCodes::NoSuchTransaction)) << outcome.toString();
+    EXPECT_NE(outcome.reason().find("shard1"), std::string::npos) << outcome.toString();
+    EXPECT_FALSE(prepared());
+    EXPECT_FALSE(committed());
+    // The router's late commit decision does not change it.
+    TransactionCoordinator::RouterDecision decision;
+    decision.commit = true;
+    decision.commitTs = Timestamp{1};
+    decision.writers = {"shard0", "shard1"};
+    EXPECT_TRUE(
+        coordinator->decideStaged(lsid, 1, decision, &commitTs).is(ErrorCodes::NoSuchTransaction));
+}
+
+TEST_F(StagedCommitTest, APartThatCannotPrepareAbortsAtOnce) {
+    // No transaction in progress here: the stage fails, decided abort.
+    TransactionCoordinator::Staged staged = coordinator->stage(lsid, 1, participants);
+    ASSERT_TRUE(staged.decided);
+    EXPECT_TRUE(staged.outcome.is(ErrorCodes::NoSuchTransaction)) << staged.outcome.toString();
+}
+
 }  // namespace
 }  // namespace tessera::txn
