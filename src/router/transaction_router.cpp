@@ -5,11 +5,13 @@
 #include <random>
 #include <thread>
 
+#include "base/failpoint.h"
 #include "base/log.h"
 #include "command/command.h"
 #include "command/reply_util.h"
 #include "command/server_info.h"
 #include "net/remote_client.h"
+#include "router/commit_decision_sender.h"
 #include "router/router.h"
 
 namespace tessera::router {
@@ -138,6 +140,10 @@ class TransactionRouter::Statement {
     std::mutex _mutex;
 };
 
+// Commit with the classic coordination (the coordinator prepares the others, decides, then
+// answers) instead of a staged commit: tests of that path, and paired measurements of both.
+TESSERA_FAIL_POINT_DEFINE(forceClassicTwoPhaseCommit);
+
 namespace {
 
 thread_local TransactionRouter::Statement* tlsStatement = nullptr;
@@ -164,7 +170,8 @@ std::string describe(const ShardId& shard, const Status& s) {
 
 }  // namespace
 
-TransactionRouter::TransactionRouter(Router& router) : _router(router) {}
+TransactionRouter::TransactionRouter(Router& router)
+    : _router(router), _decisions(std::make_unique<CommitDecisionSender>(router.client())) {}
 
 TransactionRouter::~TransactionRouter() = default;
 
@@ -369,11 +376,97 @@ Status TransactionRouter::commit(command::OperationContext&, BsonView cmd, BsonB
 }
 
 Status TransactionRouter::twoPhaseCommit(Session& s, BsonView writeConcern) {
-    // The first participant coordinates (txn/transaction_coordinator.h): it prepares every
-    // participant, decides, answers, then journals and delivers the decision, whatever happens to
-    // this router.
-    // A retried commit asks it again; it answers from its record.
-    return askCoordinator(s, s.participants.front().host, true, writeConcern);
+    // Staged commit (txn/transaction_coordinator.h): the coordinator, the first participant,
+    // writes its record and prepares its part while this router prepares the others; each
+    // prepare with writes is durable when answered (the coordinator's with this commit's write
+    // concern), so once all are in the transaction is committed: the client hears it before
+    // the coordinator hears the decision.
+    const auto& coordinator = s.participants.front();
+    if (forceClassicTwoPhaseCommit.shouldFail()) {
+        return askCoordinator(s, coordinator.host, true, writeConcern);
+    }
+    BsonObj stage;
+    {
+        BsonBuilder extra;
+        extra.appendBool("stage", true);
+        for (bson::BsonElement e : writeConcern) extra.appendElement(e);
+        stage = coordinatorCommand(s, true, extra.obj());
+    }
+    BsonObj prepare;
+    {
+        BsonBuilder extra;
+        extra.startObject("coordinator");
+        extra.append("shard", coordinator.shard);
+        extra.append("host", coordinator.host);
+        extra.end();
+        prepare = endCommand(s, "prepareTransaction", extra.obj());
+    }
+    std::vector<net::RemoteCommand> cmds{{coordinator.host, "admin", stage}};
+    for (size_t i = 1; i < s.participants.size(); ++i) {
+        cmds.push_back({s.participants[i].host, "admin", prepare});
+    }
+    s.phase = RouterTxnPhase::kCommitting;
+    std::vector<StatusWith<BsonObj>> replies = _router.client().runCommands(cmds);
+
+    // A coordinator that failed, aborted, or answered a retried commit from its record: final.
+    if (!statusOf(replies[0]).isOK() || replies[0].getValue()["decided"].trueValue()) {
+        return takeCoordinatorAnswer(s, replies[0], true);
+    }
+    Timestamp commitTs;
+    std::vector<std::string> writers;
+    bool everyPartWrote = true;
+    Status refusal = Status::OK();
+    std::string refusalShard;
+    for (size_t i = 0; i < replies.size(); ++i) {
+        Status st = i == 0 ? Status::OK() : statusOf(replies[i]);
+        if (!st.isOK()) {
+            if (refusal.isOK()) {
+                refusal = st;
+                refusalShard = s.participants[i].shard;
+            }
+            continue;
+        }
+        BsonView reply = replies[i].getValue();
+        commitTs = std::max(commitTs, Timestamp{reply["prepareTimestamp"].timestampValue()});
+        if (reply["readOnly"].trueValue()) {
+            everyPartWrote = false;
+        } else {
+            writers.push_back(s.participants[i].shard);
+        }
+    }
+    BsonBuilder decision;
+    decision.startObject("decision");
+    if (refusal.isOK()) {
+        decision.appendBool("commit", true);
+        decision.appendTimestamp("commitTimestamp", commitTs.value);
+        decision.startArray("writers");
+        for (size_t i = 0; i < writers.size(); ++i) decision.append(std::to_string(i), writers[i]);
+        decision.end();
+    } else {
+        decision.appendBool("commit", false);
+        decision.appendInt32("code", refusal.is(ErrorCodes::OperationNotSupportedInTransaction)
+                                         ? static_cast<int>(refusal.code())
+                                         : static_cast<int>(ErrorCodes::NoSuchTransaction));
+        decision.append("reason", "prepareTransaction failed on shard " + refusalShard + ": " +
+                                      refusal.toString());
+    }
+    decision.end();
+    if (refusal.isOK() && everyPartWrote) {
+        BsonObj decide = coordinatorCommand(s, false, decision.obj());
+        // Committed: every part is durably prepared, and a resolution of the staged record
+        // finds them all prepared again. The coordinator commits and delivers once it hears.
+        s.phase = RouterTxnPhase::kCommitted;
+        HybridLogicalClock::global().advanceTo(commitTs);
+        _decisions->send({coordinator.host, "admin", std::move(decide)});
+        return Status::OK();
+    }
+    // A read-only part finished at its prepare (a resolution could not find it prepared again),
+    // or one could not prepare: the coordinator's decision is the outcome, journaled before its
+    // answer when the commit's write concern asks for it.
+    for (bson::BsonElement e : writeConcern) decision.appendElement(e);
+    BsonObj decide = coordinatorCommand(s, false, decision.obj());
+    return takeCoordinatorAnswer(s, _router.client().runCommand(coordinator.host, "admin", decide),
+                                 true);
 }
 
 Status TransactionRouter::recoverCommit(Session& s, BsonView cmd, BsonView writeConcern) {
@@ -391,8 +484,8 @@ Status TransactionRouter::recoverCommit(Session& s, BsonView cmd, BsonView write
     return askCoordinator(s, host, false, writeConcern);
 }
 
-Status TransactionRouter::askCoordinator(Session& s, const std::string& host, bool withParticipants,
-                                         BsonView writeConcern) {
+BsonObj TransactionRouter::coordinatorCommand(const Session& s, bool withParticipants,
+                                              BsonView extra) const {
     BsonBuilder b;
     b.appendInt32("_shardsvrCoordinateCommitTransaction", 1);
     b.startObject("lsid");
@@ -407,9 +500,22 @@ Status TransactionRouter::askCoordinator(Session& s, const std::string& host, bo
         b.end();
     }
     b.end();
-    for (bson::BsonElement e : writeConcern) b.appendElement(e);
+    for (bson::BsonElement e : extra) b.appendElement(e);
+    return b.obj();
+}
+
+Status TransactionRouter::askCoordinator(Session& s, const std::string& host, bool withParticipants,
+                                         BsonView writeConcern) {
     s.phase = RouterTxnPhase::kCommitting;
-    auto reply = _router.client().runCommand(host, "admin", b.obj());
+    return takeCoordinatorAnswer(
+        s,
+        _router.client().runCommand(host, "admin",
+                                    coordinatorCommand(s, withParticipants, writeConcern)),
+        withParticipants);
+}
+
+Status TransactionRouter::takeCoordinatorAnswer(Session& s, const StatusWith<BsonObj>& reply,
+                                                bool withParticipants) {
     Status st = statusOf(reply);
     if (st.isOK()) {
         s.phase = RouterTxnPhase::kCommitted;

@@ -18,6 +18,7 @@
 namespace tessera::router {
 
 class Router;
+class CommitDecisionSender;
 using placement::ShardId;
 
 // A router's multi-document transactions (MongoDB's TransactionRouter), README.md
@@ -35,10 +36,12 @@ using placement::ShardId;
 //   A participant whose first request failed is forgotten (its shard aborted its part): a retry
 //   of the statement after a stale placement starts it there again.
 // - commitTransaction: no participant, nothing to do; one participant, its commitTransaction;
-//   more, two-phase commit by the first participant (`_shardsvrCoordinateCommitTransaction`,
-//   txn/transaction_coordinator.h): it prepares every participant, writes the decision (commit at
-//   the greatest prepare timestamp, or abort if one cannot prepare), answers, then journals and
-//   delivers it, whatever happens to this router afterwards. NoSuchTransaction
+//   more, a staged two-phase commit coordinated by the first participant
+//   (`_shardsvrCoordinateCommitTransaction`, txn/transaction_coordinator.h): this router sends
+//   it `stage` (its record, its own prepare) and the others prepareTransaction at once; every
+//   part prepared with writes → committed at the greatest prepare timestamp, answered at once,
+//   the decision sent after (a lost one is resolved by the coordinator); a read-only part or a
+//   failed prepare → the decision is sent and its answer awaited. NoSuchTransaction
 //   (TransientTransactionError) when it aborted; a commit whose answer is lost is retried by the
 //   client and answered from the coordinator's record. Between a participant's prepare and its
 //   commit a shard holds the reads at or after its prepare timestamp that meet its documents
@@ -85,7 +88,8 @@ class TransactionRouter final : public command::RouterTransactionHooks {
     // still in progress is aborted first (`whyAbortOlder`).
     void moveTo(Session& session, int64_t txnNumber, RouterTxnPhase phase,
                 const std::string& whyAbortOlder);
-    // Hands the commit to the first participant, the coordinator.
+    // Staged commit (src/txn/README.md "Staged commit"): stage on the first participant, the
+    // coordinator, and prepareTransaction on the others, all at once; the decision follows.
     Status twoPhaseCommit(Session& session, bson::BsonView writeConcern);
     // The commit of a transaction this router does not know, from the coordinator that the
     // client's `recoveryToken` names.
@@ -94,8 +98,15 @@ class TransactionRouter final : public command::RouterTransactionHooks {
     // `host`; OK, NoSuchTransaction (aborted) or an unknown outcome, recorded in the session.
     Status askCoordinator(Session& session, const std::string& host, bool withParticipants,
                           bson::BsonView writeConcern);
+    // {_shardsvrCoordinateCommitTransaction, lsid, txnNum, participants (or []), extra...}.
+    bson::BsonObj coordinatorCommand(const Session& session, bool withParticipants,
+                                     bson::BsonView extra) const;
+    // The coordinator's final answer `reply`, recorded in the session (see askCoordinator).
+    Status takeCoordinatorAnswer(Session& session, const StatusWith<bson::BsonObj>& reply,
+                                 bool withParticipants);
 
     Router& _router;
+    std::unique_ptr<CommitDecisionSender> _decisions;
     std::mutex _mutex;
     std::unordered_map<std::string, std::shared_ptr<Session>> _sessions;
     size_t _insertsSincePurge = 0;

@@ -172,7 +172,7 @@ describeWithCluster(
             assert.deepEqual(await balances(await accounts()), Array(kAccounts).fill(kInitial));
         });
 
-        test('between prepare and decision, readers on every path wait instead of seeing half', async () => {
+        test('between prepare and decision, readers on every path wait instead of seeing half, also once the commit is acknowledged', async () => {
             // The coordinator is the first participant: hold it on both shards.
             const failpoint = async (mode) => {
                 for (const which of ['low', 'high']) {
@@ -198,7 +198,11 @@ describeWithCluster(
                 const other = await accounts(1);
                 const plain = await other.find({}).maxTimeMS(300).toArray().then(() => null, (err) => err);
                 assert.ok(plain && plain.code === 50, `a plain read returned during the commit: ${plain}`);
-                assert.equal(committed, false);
+                // The commit is staged: the client hears it once every part is prepared, before
+                // the coordinator writes the decision — and no reader has seen either half.
+                await waitFor('the staged commit is acknowledged', async () => committed, { timeoutMs: 20000, intervalMs: 50 });
+                const still = await other.find({}).maxTimeMS(300).toArray().then(() => null, (err) => err);
+                assert.ok(still && still.code === 50, `a read returned after the acknowledgement, before the decision: ${still}`);
             } finally {
                 await failpoint('off');
             }
@@ -249,6 +253,32 @@ describeWithCluster(
             await next;
             await session.endSession();
             assert.deepEqual(await balances(await accounts(1)), Array(kAccounts).fill(kInitial));
+        });
+
+        test('the classic coordination (a retried commit\'s path) commits concurrent transfers all-or-nothing too', async () => {
+            // The router's failpoint makes every first commit attempt the classic one: the
+            // coordinator prepares the others, decides, then answers (src/txn/README.md).
+            const admin0 = (await router(0)).db('admin');
+            await admin0.command({ configureFailPoint: 'forceClassicTwoPhaseCommit', mode: 'alwaysOn' });
+            try {
+                const before = await balances(await accounts(1));
+                await Promise.all([0, 1, 2, 3].map(async (w) => {
+                    for (let n = 0; n < 5; n++) await transfer(0, w, 4 + ((w + n) % 4), 1 + w);
+                }));
+                const after = await balances(await accounts(1));
+                assert.equal(after.reduce((x, y) => x + y, 0), before.reduce((x, y) => x + y, 0));
+                for (let w = 0; w < 4; w++) assert.equal(after[w], before[w] - 5 * (1 + w));
+                // Every one of the 20 commits took the classic path (the reply counts its uses).
+                const { count } = await admin0.command({ configureFailPoint: 'forceClassicTwoPhaseCommit', mode: 'off' });
+                assert.ok(count >= 20, `the classic coordination ran ${count} times`);
+                // Put the money back (staged again).
+                for (let w = 0; w < 4; w++) {
+                    for (let n = 0; n < 5; n++) await transfer(1, 4 + ((w + n) % 4), w, 1 + w);
+                }
+                assert.deepEqual(await balances(await accounts(0)), before);
+            } finally {
+                await admin0.command({ configureFailPoint: 'forceClassicTwoPhaseCommit', mode: 'off' });
+            }
         });
 
         test('bank: concurrent transfers through two routers; every snapshot reader sees the same total', async () => {

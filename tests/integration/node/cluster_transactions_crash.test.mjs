@@ -1,9 +1,11 @@
 // Crash tests of the two-phase commit (issue 14; txn/transaction_coordinator.h): roles started
 // one by one (ManualCluster: config, 2 shards, 2 routers) so that a killed process restarts on
 // its port and dbpath. Eight accounts, 0-3 on the "low" shard (which coordinates: a transfer's
-// first statement goes there) and 4-7 on the "high" one. The coordinator's failpoints hold a
-// commit after every participant prepared (hangBeforeWritingDecision) or after the decision is
-// durable (hangAfterWritingDecision); then the coordinator, a participant or the router is
+// first statement goes there) and 4-7 on the "high" one. A commit is staged (src/txn/README.md
+// "Staged commit"): acknowledged once every part is prepared; the coordinator's failpoints hold
+// the router's decision before it is written (hangBeforeWritingDecision) or after
+// (hangAfterWritingDecision), the router's holds it before it is sent
+// (hangBeforeSendingCommitDecision); then the coordinator, a participant or the router is
 // killed with SIGKILL and restarted. Afterwards every transaction is all-or-nothing: both of its
 // accounts changed or neither, the total is unchanged, and no shard is left holding reads.
 import assert from 'node:assert/strict';
@@ -136,19 +138,27 @@ describeWithManualCluster(
             await session.endSession();
         });
 
-        test('the coordinator killed before its decision: at restart the transaction aborts everywhere', async () => {
+        test('the coordinator killed after the acknowledgement, before its decision: at restart it resolves the staged commit, committed everywhere', async () => {
+            // The commit is staged: the client hears it once both parts are prepared; the
+            // coordinator holds the router's decision unwritten.
             await failpoint('low', 'hangBeforeWritingDecision', 'alwaysOn');
             const before = hits('low', 'hangBeforeWritingDecision');
             const { session, commit } = await startTransfer(0, 2, 6, 200);
-            await waitFor('every participant prepared', async () => hits('low', 'hangBeforeWritingDecision') > before);
-            // Meanwhile the high shard holds reads (it is prepared).
+            const outcome = await commit;
+            assert.equal(outcome.error, undefined, `${outcome.error}`);
+            await waitFor('the decision reached the coordinator', async () => hits('low', 'hangBeforeWritingDecision') > before);
+            // Meanwhile the high shard holds reads (it is prepared): nobody sees half.
             const held = await settle((await c().shardByName(owners.high)).db(dbName).collection('accounts').find({}).maxTimeMS(300).toArray());
             assert.equal(held.error?.code, 50, `a read on a prepared participant returned: ${JSON.stringify(held)}`);
             await c().kill9(shardProc('low'));
-            const outcome = await commit;
-            assert.ok(outcome.error, 'the commit cannot have succeeded');
             await c().restart(shardProc('low'));
-            await expectBalances(); // unchanged
+            // Its record has no decision: every participant is found prepared again, so it commits.
+            await waitFor('the coordinator resolved the staged commit', async () => shardProc('low').countLog(/Resolving a staged commit/) >= 1, { timeoutMs: 30000, intervalMs: 100 });
+            expected[2] -= 200;
+            expected[6] += 200;
+            await expectBalances();
+            const retried = await settle(session.commitTransaction());
+            assert.equal(retried.error, undefined, `${retried.error}`);
             await session.endSession();
         });
 
@@ -173,7 +183,7 @@ describeWithManualCluster(
             await failpoint('low', 'hangBeforeWritingDecision', 'alwaysOn');
             const before = hits('low', 'hangBeforeWritingDecision');
             const { commit } = await startTransfer(0, 0, 4, 400);
-            await waitFor('every participant prepared', async () => hits('low', 'hangBeforeWritingDecision') > before);
+            await waitFor('the decision reached the coordinator', async () => hits('low', 'hangBeforeWritingDecision') > before);
             await c().kill9(c().routerProcs[0]);
             await commit;
             await failpoint('low', 'hangBeforeWritingDecision', 'off');
@@ -185,18 +195,36 @@ describeWithManualCluster(
             await expectBalances();
         });
 
+        test('the router killed after acknowledging, before sending the decision: the coordinator resolves the staged commit', async () => {
+            const router0 = (await c().router(0)).db('admin');
+            await router0.command({ configureFailPoint: 'hangBeforeSendingCommitDecision', mode: 'alwaysOn' });
+            const { commit } = await startTransfer(0, 3, 5, 50);
+            const outcome = await commit;
+            assert.equal(outcome.error, undefined, `${outcome.error}`);
+            // Acknowledged, and no decision anywhere yet: both parts hold their readers.
+            const held = await settle((await c().shardByName(owners.high)).db(dbName).collection('accounts').find({}).maxTimeMS(300).toArray());
+            assert.equal(held.error?.code, 50, `a read on a prepared participant returned: ${JSON.stringify(held)}`);
+            await c().kill9(c().routerProcs[0]);
+            // The coordinator's recovery thread resolves the record: every part is prepared.
+            expected[3] -= 50;
+            expected[5] += 50;
+            await shardsReadable();
+            assert.ok(shardProc('low').countLog(/Resolving a staged commit/) >= 1, 'the coordinator did not resolve the staged record');
+            assert.deepEqual(await balances(1), expected);
+            await c().restart(c().routerProcs[0]);
+            await expectBalances();
+        });
+
         test('a commit retried through the other router with the recoveryToken gets the decision, also after a restart', async () => {
-            // Two participants, the router killed while the coordinator holds the commit: the
-            // other router asks the coordinator the token names.
-            await failpoint('low', 'hangBeforeWritingDecision', 'alwaysOn');
-            const before = hits('low', 'hangBeforeWritingDecision');
+            // Two participants, the router killed before the coordinator heard its decision: the
+            // other router asks the coordinator the token names, which resolves the staged
+            // record (every part prepared: committed).
+            await (await c().router(0)).db('admin').command({ configureFailPoint: 'hangBeforeSendingCommitDecision', mode: 'alwaysOn' });
             const first = await startTransfer(0, 1, 6, 10);
             const r1 = recoveryOf(first.session);
             assert.deepEqual(r1.token, { recoveryShardId: owners.low });
-            await waitFor('every participant prepared', async () => hits('low', 'hangBeforeWritingDecision') > before);
-            await c().kill9(c().routerProcs[0]);
             await first.commit;
-            await failpoint('low', 'hangBeforeWritingDecision', 'off');
+            await c().kill9(c().routerProcs[0]);
             const committed = await commitThrough(1, r1.lsid, r1.txnNumber, r1.token);
             assert.equal(committed.error, undefined, `${committed.error}`);
             expected[1] -= 10;

@@ -1,0 +1,71 @@
+#include "router/commit_decision_sender.h"
+
+#include <chrono>
+
+#include "base/failpoint.h"
+#include "base/log.h"
+
+namespace tessera::router {
+
+// Hold every decision a router would send after acknowledging a staged commit (tests: the
+// router killed between its client's acknowledgement and the coordinator hearing the decision).
+TESSERA_FAIL_POINT_DEFINE(hangBeforeSendingCommitDecision);
+
+namespace {
+// A decision is one round trip and a WAL write on the coordinator: two threads keep up with
+// many concurrent commits on two cores.
+constexpr int kSenderThreads = 2;
+}  // namespace
+
+CommitDecisionSender::CommitDecisionSender(net::RemoteClient& client) : _client(client) {
+    for (int i = 0; i < kSenderThreads; ++i) _threads.emplace_back([this] { run(); });
+}
+
+CommitDecisionSender::~CommitDecisionSender() {
+    {
+        std::lock_guard lk(_mutex);
+        _stopping = true;
+    }
+    _queued.notify_all();
+    for (std::thread& t : _threads) t.join();
+}
+
+void CommitDecisionSender::send(net::RemoteCommand cmd) {
+    {
+        std::lock_guard lk(_mutex);
+        _queue.push_back(std::move(cmd));
+    }
+    _queued.notify_one();
+}
+
+void CommitDecisionSender::run() {
+    std::unique_lock lk(_mutex);
+    for (;;) {
+        _queued.wait(lk, [&] { return _stopping || !_queue.empty(); });
+        if (_queue.empty()) return;  // stopping, and every queued decision sent
+        net::RemoteCommand cmd = std::move(_queue.front());
+        _queue.pop_front();
+        lk.unlock();
+        if (hangBeforeSendingCommitDecision.shouldFail()) {
+            log::info("TXN", 22240, "Hanging at failpoint",
+                      "{\"failpoint\":\"hangBeforeSendingCommitDecision\"}");
+            auto until = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+            while (hangBeforeSendingCommitDecision.active() &&
+                   std::chrono::steady_clock::now() < until) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            }
+        }
+        auto reply = _client.runCommand(cmd.host, cmd.db, cmd.cmd);
+        Status st = reply.isOK() ? net::replyStatus(reply.getValue()) : reply.getStatus();
+        if (!st.isOK()) {
+            log::warning("TXN", 22241,
+                         "A staged commit's coordinator did not take its decision; it resolves "
+                         "the commit itself",
+                         "{\"host\":\"" + log::jsonEscape(cmd.host) + "\",\"error\":\"" +
+                             log::jsonEscape(st.toString()) + "\"}");
+        }
+        lk.lock();
+    }
+}
+
+}  // namespace tessera::router

@@ -1,0 +1,39 @@
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "net/remote_client.h"
+
+namespace tessera::router {
+
+// Sends the decisions of staged commits (src/txn/README.md "Staged commit") after their clients
+// were answered: the commit is decided once every writer's prepare is durable, so the decision
+// only lets the coordinator commit its records and deliver — a lost one is found by the
+// coordinator's recovery thread, which resolves the staged record (TransactionCoordinator::
+// kResolveStagedAfter). Commands are sent in arrival order by a few threads; replies and
+// errors are logged, never retried here. Stopping sends what is queued first.
+class CommitDecisionSender {
+  public:
+    explicit CommitDecisionSender(net::RemoteClient& client);
+    ~CommitDecisionSender();
+    CommitDecisionSender(const CommitDecisionSender&) = delete;
+    CommitDecisionSender& operator=(const CommitDecisionSender&) = delete;
+
+    void send(net::RemoteCommand cmd);
+
+  private:
+    void run();
+
+    net::RemoteClient& _client;
+    std::mutex _mutex;
+    std::condition_variable _queued;
+    std::deque<net::RemoteCommand> _queue;
+    bool _stopping = false;
+    std::vector<std::thread> _threads;
+};
+
+}  // namespace tessera::router
