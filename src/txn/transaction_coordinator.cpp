@@ -664,6 +664,16 @@ Status TransactionCoordinator::decide(Record& record) {
     TRY_STATUS(recorded);
     for (size_t r = 0; r < replies.size(); ++r) {
         size_t i = remote[r];
+        if (record.staged && !replies[r].isOK()) {
+            // A staged record's router may have heard this participant prepared and told its
+            // client committed: only the participant's own answer may abort it. Unreachable, the
+            // record stays undecided and is resolved again later (the recovery thread, a retry).
+            const Status& st = replies[r].getStatus();
+            return Status(st.code(), "cannot resolve the staged commit of transaction " +
+                                         std::to_string(record.txnNumber) + " yet: shard " +
+                                         record.participants[i].shard +
+                                         " did not answer: " + st.reason());
+        }
         prepared[i] =
             replies[r].isOK() ? net::replyStatus(replies[r].getValue()) : replies[r].getStatus();
         if (!prepared[i].isOK()) continue;

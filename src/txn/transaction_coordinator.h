@@ -121,9 +121,10 @@ class TransactionCoordinator {
                         Timestamp* commitTs);
     // A staged record still undecided this long after stage() is resolved by the recovery
     // thread (its router died or its decision was lost): every participant is prepared again
-    // (prepare is idempotent; an unprepared part is prepared now, one that is gone fails) and
+    // (prepare is idempotent; an unprepared part is prepared now, one that is gone says so) and
     // the transaction commits if all are — exactly what a router that heard every prepare
-    // acknowledges.
+    // acknowledges; it aborts only on a participant's own refusal (one that does not answer
+    // leaves the record undecided: its router may have heard it prepared).
     static constexpr std::chrono::seconds kResolveStagedAfter{3};
 
     // The decision of transaction (lsid, txnNumber) for a router that does not know it (a commit

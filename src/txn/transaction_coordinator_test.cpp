@@ -10,6 +10,8 @@
 
 #include "command/transactions.h"
 #include "net/remote_client.h"
+#include "net/running_server.h"
+#include "net/server.h"
 #include "storage/engine.h"
 #include "storage/storage_test_util.h"
 
@@ -133,18 +135,52 @@ TEST_F(StagedCommitTest, TheRoutersDecisionCommitsTheStagedRecord) {
     EXPECT_EQ(again.commitTs, decision.commitTs);
 }
 
-TEST_F(StagedCommitTest, AStagedRecordIsResolvedByPreparingAgainNeverAbortedBlindly) {
+TEST_F(StagedCommitTest, AnUnreachablePartLeavesTheStagedRecordUndecided) {
     insertInTransaction(1, 1);
-    ASSERT_FALSE(coordinator->stage(lsid, 1, participants).decided);
-    // No decision came; the router retries its commit, which resolves the record: shard1
-    // cannot be prepared (unreachable), so the transaction aborts, on this shard too.
+    TransactionCoordinator::Staged staged = coordinator->stage(lsid, 1, participants);
+    ASSERT_FALSE(staged.decided) << staged.outcome.toString();
+    // No decision came; the router retries its commit, which resolves the record: shard1 does
+    // not answer, and its router may have heard it prepared — so nothing is decided.
     Timestamp commitTs;
     Status outcome = coordinator->coordinate(lsid, 1, participants, &commitTs);
+    EXPECT_TRUE(outcome.is(ErrorCodes::HostUnreachable)) << outcome.toString();
+    EXPECT_TRUE(prepared());
+    // The router's decision still commits it.
+    TransactionCoordinator::RouterDecision decision;
+    decision.commit = true;
+    decision.commitTs = staged.prepareTs;
+    decision.writers = {"shard0", "shard1"};
+    EXPECT_TRUE(coordinator->decideStaged(lsid, 1, decision, &commitTs).isOK());
+    EXPECT_TRUE(committed());
+}
+
+// A shard that answers every command NoSuchTransaction: a participant whose part is gone.
+class ForgetfulShard : public net::RequestHandler {
+  public:
+    bson::BsonObj handleRequest(const net::Request&, net::ClientContext&) override {
+        bson::BsonBuilder b;
+        b.append("ok", 0.0).append("errmsg", "Transaction 1 has been aborted.");
+        b.appendInt32("code", static_cast<int>(ErrorCodes::NoSuchTransaction));
+        return b.obj();
+    }
+};
+
+TEST_F(StagedCommitTest, APartThatNoLongerKnowsTheTransactionAbortsTheStagedRecord) {
+    ForgetfulShard handler;
+    net::test::RunningServer shard1(handler);
+    const std::vector<TransactionCoordinator::Participant> both{
+        participants[0], {"shard1", "127.0.0.1:" + std::to_string(shard1.port())}};
+    insertInTransaction(1, 1);
+    ASSERT_FALSE(coordinator->stage(lsid, 1, both).decided);
+    // The resolution prepares shard1 again, which answers that it has no such transaction: no
+    // router can have heard it prepared, so the transaction aborts, on this shard too.
+    Timestamp commitTs;
+    Status outcome = coordinator->coordinate(lsid, 1, both, &commitTs);
     EXPECT_TRUE(outcome.is(ErrorCodes::NoSuchTransaction)) << outcome.toString();
     EXPECT_NE(outcome.reason().find("shard1"), std::string::npos) << outcome.toString();
     EXPECT_FALSE(prepared());
     EXPECT_FALSE(committed());
-    // The router's late commit decision does not change it.
+    // A late commit decision does not change it.
     TransactionCoordinator::RouterDecision decision;
     decision.commit = true;
     decision.commitTs = Timestamp{1};
