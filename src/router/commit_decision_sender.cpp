@@ -33,7 +33,7 @@ CommitDecisionSender::~CommitDecisionSender() {
 void CommitDecisionSender::send(net::RemoteCommand cmd) {
     {
         std::lock_guard lk(_mutex);
-        _queue.push_back(std::move(cmd));
+        _queue.push_back({std::move(cmd), std::chrono::steady_clock::now()});
     }
     _queued.notify_one();
 }
@@ -43,9 +43,18 @@ void CommitDecisionSender::run() {
     for (;;) {
         _queued.wait(lk, [&] { return _stopping || !_queue.empty(); });
         if (_queue.empty()) return;  // stopping, and every queued decision sent
-        net::RemoteCommand cmd = std::move(_queue.front());
+        Queued queued = std::move(_queue.front());
         _queue.pop_front();
         lk.unlock();
+        net::RemoteCommand& cmd = queued.cmd;
+        if (std::chrono::steady_clock::now() - queued.at > kStaleAfter) {
+            log::warning("TXN", 22242,
+                         "Dropped a staged commit's decision queued too long; its coordinator "
+                         "resolves the commit itself",
+                         "{\"host\":\"" + log::jsonEscape(cmd.host) + "\"}");
+            lk.lock();
+            continue;
+        }
         if (hangBeforeSendingCommitDecision.shouldFail()) {
             log::info("TXN", 22240, "Hanging at failpoint",
                       "{\"failpoint\":\"hangBeforeSendingCommitDecision\"}");

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -15,7 +16,9 @@ namespace tessera::router {
 // only lets the coordinator commit its records and deliver — a lost one is found by the
 // coordinator's recovery thread, which resolves the staged record (TransactionCoordinator::
 // kResolveStagedAfter). Commands are sent in arrival order by a few threads; replies and
-// errors are logged, never retried here. Stopping sends what is queued first.
+// errors are logged, never retried here; a decision queued longer than kStaleAfter (its
+// coordinator unreachable, the threads stuck behind it) is dropped, as its coordinator resolves
+// it by then. Stopping sends what is queued first.
 class CommitDecisionSender {
   public:
     explicit CommitDecisionSender(net::RemoteClient& client);
@@ -25,13 +28,19 @@ class CommitDecisionSender {
 
     void send(net::RemoteCommand cmd);
 
+    static constexpr std::chrono::seconds kStaleAfter{3};
+
   private:
     void run();
 
     net::RemoteClient& _client;
     std::mutex _mutex;
     std::condition_variable _queued;
-    std::deque<net::RemoteCommand> _queue;
+    struct Queued {
+        net::RemoteCommand cmd;
+        std::chrono::steady_clock::time_point at;
+    };
+    std::deque<Queued> _queue;
     bool _stopping = false;
     std::vector<std::thread> _threads;
 };
