@@ -281,6 +281,43 @@ describeWithCluster(
             }
         });
 
+        test('a participant that cannot prepare aborts a staged commit everywhere; withTransaction runs it again', async () => {
+            // The high shard refuses its next prepareTransaction: the router sends the coordinator
+            // an abort decision and waits for it; the client hears NoSuchTransaction
+            // (TransientTransactionError) and withTransaction runs the transfer again, once.
+            const high = (await ctx.cluster.shardByName(owners.high)).db('admin');
+            const before = await balances(await accounts(1));
+            await high.command({
+                configureFailPoint: 'failCommand',
+                mode: { times: 1 },
+                data: { failCommands: ['prepareTransaction'], errorCode: 251 },
+            });
+            let attempts = 0;
+            const client = await router(0);
+            const c = client.db(dbName).collection('accounts');
+            const session = client.startSession();
+            try {
+                await session.withTransaction(async () => {
+                    attempts++;
+                    await c.updateOne({ _id: 3 }, { $inc: { balance: -7 } }, { session });
+                    await c.updateOne({ _id: 7 }, { $inc: { balance: 7 } }, { session });
+                });
+            } finally {
+                await session.endSession();
+                await high.command({ configureFailPoint: 'failCommand', mode: 'off' });
+            }
+            assert.equal(attempts, 2, 'the refused commit was not run again');
+            const expected = [...before];
+            expected[3] -= 7;
+            expected[7] += 7;
+            // Applied once, and nothing is left prepared on either shard.
+            for (const which of ['low', 'high']) {
+                await (await onShard(which)).find({}).maxTimeMS(2000).toArray();
+            }
+            assert.deepEqual(await balances(await accounts(1)), expected);
+            await transfer(1, 7, 3, 7);
+        });
+
         test('bank: concurrent transfers through two routers; every snapshot reader sees the same total', async () => {
             const deadline = Date.now() + 60000;
             let transfers = 0;
