@@ -313,15 +313,25 @@ void TransactionCoordinator::unclaim(const std::string& key,
     c->cv.notify_all();
 }
 
-std::optional<Status> TransactionCoordinator::claimOrAwait(const std::string& key,
+std::optional<Status> TransactionCoordinator::claimAndLoad(const std::string& key,
                                                            std::shared_ptr<Coordination>* c,
+                                                           std::optional<Record>* record,
                                                            Timestamp* commitTs) {
     for (;;) {
         bool owner = false;
         *c = claim(key, &owner);
-        if (owner) return std::nullopt;
+        if (owner) break;
         if (std::optional<Status> outcome = awaitOutcome(**c, commitTs)) return outcome;
     }
+    // Read under the claim: a retried commit finds the first attempt's record, and nobody
+    // decides on a copy read before a coordination it waited out decided.
+    StatusWith<std::optional<Record>> loaded = load(key);
+    if (!loaded.isOK()) {
+        release(key, *c, loaded.getStatus(), Timestamp());
+        return loaded.getStatus();
+    }
+    *record = std::move(loaded.getValue());
+    return std::nullopt;
 }
 
 void TransactionCoordinator::release(const std::string& key, const std::shared_ptr<Coordination>& c,
@@ -340,15 +350,9 @@ Status TransactionCoordinator::coordinate(const std::string& lsid, int64_t txnNu
                                           Timestamp* commitTs) {
     std::string key = recordKey(lsid, txnNumber);
     std::shared_ptr<Coordination> c;
-    if (std::optional<Status> outcome = claimOrAwait(key, &c, commitTs)) return *outcome;
-    // Read under the claim: a retried commit finds the first attempt's record.
-    StatusWith<std::optional<Record>> loaded = load(key);
-    if (!loaded.isOK()) {
-        release(key, c, loaded.getStatus(), Timestamp());
-        return loaded.getStatus();
-    }
-    return coordinateClaimed(key, c, std::move(loaded.getValue()), lsid, txnNumber, participants,
-                             commitTs);
+    std::optional<Record> record;
+    if (std::optional<Status> outcome = claimAndLoad(key, &c, &record, commitTs)) return *outcome;
+    return coordinateClaimed(key, c, std::move(record), lsid, txnNumber, participants, commitTs);
 }
 
 std::optional<Status> TransactionCoordinator::awaitOutcome(Coordination& c, Timestamp* commitTs) {
@@ -446,26 +450,19 @@ TransactionCoordinator::Staged TransactionCoordinator::stage(
     Staged staged;
     std::string key = recordKey(lsid, txnNumber);
     std::shared_ptr<Coordination> c;
-    if (std::optional<Status> outcome = claimOrAwait(key, &c, &staged.commitTs)) {
+    std::optional<Record> found;
+    if (std::optional<Status> outcome = claimAndLoad(key, &c, &found, &staged.commitTs)) {
         staged.decided = true;
         staged.outcome = *outcome;
         return staged;
     }
-    StatusWith<std::optional<Record>> loaded = load(key);
-    const int self = [&] {
-        Record probe;
-        probe.participants = participants;
-        return localIndex(probe);
-    }();
-    if (!loaded.isOK() || loaded.getValue() || self < 0 || participants.size() < 2) {
+    const int self = localIndex(participants);
+    if (found || self < 0 || participants.size() < 2) {
         // A retried commit (its record is resolved, or answers), or nothing to stage here: the
         // classic coordination decides.
         staged.decided = true;
-        staged.outcome = loaded.isOK()
-                             ? coordinateClaimed(key, c, std::move(loaded.getValue()), lsid,
-                                                 txnNumber, participants, &staged.commitTs)
-                             : loaded.getStatus();
-        if (!loaded.isOK()) release(key, c, loaded.getStatus(), Timestamp());
+        staged.outcome = coordinateClaimed(key, c, std::move(found), lsid, txnNumber, participants,
+                                           &staged.commitTs);
         return staged;
     }
     Record record;
@@ -520,19 +517,15 @@ Status TransactionCoordinator::decideStaged(const std::string& lsid, int64_t txn
                                             const RouterDecision& decision, Timestamp* commitTs) {
     std::string key = recordKey(lsid, txnNumber);
     std::shared_ptr<Coordination> c;
-    if (std::optional<Status> outcome = claimOrAwait(key, &c, commitTs)) return *outcome;
-    StatusWith<std::optional<Record>> loaded = load(key);
-    if (!loaded.isOK()) {
-        release(key, c, loaded.getStatus(), Timestamp());
-        return loaded.getStatus();
-    }
-    if (!loaded.getValue()) {
+    std::optional<Record> found;
+    if (std::optional<Status> outcome = claimAndLoad(key, &c, &found, commitTs)) return *outcome;
+    if (!found) {
         Status none(ErrorCodes::NoSuchTransaction,
                     "Transaction " + std::to_string(txnNumber) + " has no staged commit here");
         release(key, c, none, Timestamp());
         return none;
     }
-    Record record = std::move(*loaded.getValue());
+    Record record = std::move(*found);
     if (record.decision != Decision::kNone || !record.staged) {
         // Resolved meanwhile (it keeps its decision), or not staged: as a retried commit.
         return coordinateClaimed(key, c, std::move(record), lsid, txnNumber, {}, commitTs);
@@ -570,16 +563,11 @@ Status TransactionCoordinator::recoverDecisionUnsynced(
     const std::function<StatusWith<bool>()>& localOutcome, Timestamp* commitTs) {
     std::string key = recordKey(lsid, txnNumber);
     std::shared_ptr<Coordination> c;
-    if (std::optional<Status> outcome = claimOrAwait(key, &c, commitTs)) return *outcome;
-    StatusWith<std::optional<Record>> loaded = load(key);
-    if (!loaded.isOK()) {
-        release(key, c, loaded.getStatus(), Timestamp());
-        return loaded.getStatus();
-    }
-    if (loaded.getValue()) {
+    std::optional<Record> found;
+    if (std::optional<Status> outcome = claimAndLoad(key, &c, &found, commitTs)) return *outcome;
+    if (found) {
         // A coordination exists: its outcome (the participants are in its record).
-        return coordinateClaimed(key, c, std::move(loaded.getValue()), lsid, txnNumber, {},
-                                 commitTs);
+        return coordinateClaimed(key, c, std::move(found), lsid, txnNumber, {}, commitTs);
     }
     // Nothing was coordinated, and nothing will be while this claim is held.
     *commitTs = Timestamp();
@@ -602,18 +590,18 @@ Status TransactionCoordinator::recoverDecisionUnsynced(
     return outcome;
 }
 
-int TransactionCoordinator::localIndex(const Record& record) const {
+int TransactionCoordinator::localIndex(const std::vector<Participant>& participants) const {
     if (!_local) return -1;
     std::string self = _local->shardName();
     if (self.empty()) return -1;
-    for (size_t i = 0; i < record.participants.size(); ++i) {
-        if (record.participants[i].shard == self) return static_cast<int>(i);
+    for (size_t i = 0; i < participants.size(); ++i) {
+        if (participants[i].shard == self) return static_cast<int>(i);
     }
     return -1;
 }
 
 Status TransactionCoordinator::decide(Record& record) {
-    const int self = localIndex(record);
+    const int self = localIndex(record.participants);
     const size_t n = record.participants.size();
     std::vector<Status> prepared(n, Status::OK());
     std::vector<Timestamp> prepareTs(n);
@@ -719,7 +707,7 @@ Status TransactionCoordinator::decide(Record& record) {
 }
 
 bool TransactionCoordinator::finishLocal(const Record& record) {
-    const int self = localIndex(record);
+    const int self = localIndex(record.participants);
     if (self < 0) return true;
     bool commit = record.decision == Decision::kCommit;
     if (commit && !record.wrote(record.participants[self].shard)) return true;
@@ -743,7 +731,7 @@ bool TransactionCoordinator::deliver(const Record& record) {
     } else {
         cmd = record.command("abortTransaction");
     }
-    const int self = localIndex(record);
+    const int self = localIndex(record.participants);
     std::vector<net::RemoteCommand> cmds;
     for (size_t i = 0; i < record.participants.size(); ++i) {
         const Participant& p = record.participants[i];

@@ -155,10 +155,11 @@ class TransactionCoordinator {
     // Gives the claim of a staged, undecided record up without an outcome: its waiters claim it
     // again (and resolve it, or find it decided).
     void unclaim(const std::string& key, const std::shared_ptr<Coordination>& c);
-    // Claims `key`, waiting out the coordinations that hold it: nullopt once claimed; else the
-    // outcome one of them reached.
-    std::optional<Status> claimOrAwait(const std::string& key, std::shared_ptr<Coordination>* c,
-                                       Timestamp* commitTs);
+    // Claims `key` (waiting out the coordinations that hold it) and reads its record under the
+    // claim: nullopt with `*c` held and `*record` what is stored (nullopt: nothing); else the
+    // outcome to return — a waited-out coordination's, or the read's error (claim given up).
+    std::optional<Status> claimAndLoad(const std::string& key, std::shared_ptr<Coordination>* c,
+                                       std::optional<Record>* record, Timestamp* commitTs);
     // Tells the waiters of `c` its outcome (publish) and gives the claim up (release, which
     // publishes too).
     static void publish(Coordination& c, Status outcome, Timestamp commitTs);
@@ -214,8 +215,8 @@ class TransactionCoordinator {
     // decision is late, and applies their answers.
     void participantRecoveryLoop();
     void askCoordinators();
-    // Index in record.participants of this shard, or -1.
-    int localIndex(const Record& record) const;
+    // Index of this shard in `participants`, or -1.
+    int localIndex(const std::vector<Participant>& participants) const;
     // This shard's part of a decided record, in process; true once it is finished.
     bool finishLocal(const Record& record);
 
