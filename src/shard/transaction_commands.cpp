@@ -79,7 +79,20 @@ class CoordinateCommitCommand final : public ShardCommand {
                                     std::string(e.objValue()["host"].stringValue())});
         }
         Timestamp commitTs;
-        if (body["stage"].trueValue()) {
+        // A stage names the participants it prepares around; a decision follows a stage and
+        // names none: nothing of either is silently ignored.
+        const bool stage = body["stage"].trueValue();
+        const bool decided = !body["decision"].eoo();
+        if (stage && decided) {
+            return Status(ErrorCodes::InvalidOptions, "stage and decision are exclusive");
+        }
+        if (stage && participants.size() < 2) {
+            return Status(ErrorCodes::InvalidOptions, "a stage needs at least two participants");
+        }
+        if (decided && !participants.empty()) {
+            return Status(ErrorCodes::InvalidOptions, "a decision names no participants");
+        }
+        if (stage) {
             // The router prepares the others itself (README "Staged commit" of src/txn).
             txn::TransactionCoordinator::Staged staged =
                 state->coordinator().stage(*opCtx.lsid, number.numberLong(), participants);

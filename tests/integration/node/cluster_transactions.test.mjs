@@ -9,7 +9,7 @@
 // a migration neither waits for a client's open transaction nor lets it commit under the old
 // placement; and Mongoose's connection.transaction works through a router.
 import assert from 'node:assert/strict';
-import { Long, MongoServerError } from 'mongodb';
+import { Long, MongoServerError, Timestamp } from 'mongodb';
 import mongoose from 'mongoose';
 import { uniqueDbName } from './harness.mjs';
 import { describeWithCluster, waitFor } from './cluster_harness.mjs';
@@ -316,6 +316,27 @@ describeWithCluster(
             }
             assert.deepEqual(await balances(await accounts(1)), expected);
             await transfer(1, 7, 3, 7);
+        });
+
+        test('a shard refuses a staged commit\'s command whose arguments it would not all carry out (72)', async () => {
+            const shard = await ctx.cluster.shardByName(owners.low);
+            const session = shard.startSession();
+            const two = [{ shard: owners.low, host: 'h0:1' }, { shard: owners.high, host: 'h1:1' }];
+            const decision = { commit: true, commitTimestamp: new Timestamp({ t: 1, i: 1 }), writers: [] };
+            try {
+                for (const extra of [
+                    { participants: two, stage: true, decision },  // both at once: one would be ignored
+                    { participants: [two[0]], stage: true },        // nothing to stage around
+                    { participants: two, decision },                // a decision names no participants
+                ]) {
+                    const e = await shard.db('admin').command({ _shardsvrCoordinateCommitTransaction: 1, txnNum: 1, ...extra }, { session })
+                        .then(() => null, (err) => err);
+                    assert.ok(e instanceof MongoServerError, `accepted ${JSON.stringify(Object.keys(extra))}`);
+                    assert.equal(e.code, 72, `${e}`);
+                }
+            } finally {
+                await session.endSession();
+            }
         });
 
         test('bank: concurrent transfers through two routers; every snapshot reader sees the same total', async () => {
