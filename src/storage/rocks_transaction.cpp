@@ -191,11 +191,23 @@ StatusWith<Timestamp> RocksTransaction::commit(
         abortLocked();
         return doomed;
     }
-    if (_writes.empty() && _created.empty() && sideRecords.empty()) {
+    if (!hasWrites() && sideRecords.empty()) {
         abortLocked();
         return _readTs;
     }
     return writeCommit(std::nullopt, sideRecords, opts);
+}
+
+Status RocksTransaction::addSideRecord(std::string key, std::string value) {
+    std::lock_guard lk(_endMutex);
+    if (_ended || _prepareTs) {
+        return Status(ErrorCodes::NoSuchTransaction,
+                      "the transaction has ended or is prepared: it takes no more writes");
+    }
+    TRY_STATUS(checkNotDoomed());
+    if (value.empty()) return Status(ErrorCodes::BadValue, "a side record needs a value");
+    _sideRecords.emplace_back(std::move(key), std::move(value));
+    return Status::OK();
 }
 
 StatusWith<Timestamp> RocksTransaction::prepare(const std::string& recordKey, bson::BsonView meta,
@@ -218,7 +230,8 @@ StatusWith<Timestamp> RocksTransaction::prepare(const std::string& recordKey, bs
         abortLocked();
         return refused;
     }
-    if (_writes.empty()) return _readTs;  // read-only: nothing a reader could see half of
+    // Read-only: nothing a reader could see half of.
+    if (_writes.empty() && _sideRecords.empty()) return _readTs;
     // Registered first (readers at or after P wait from now on), then made durable: a crash
     // before the record is written loses an unprepared transaction, which is its contract.
     Timestamp ts =
@@ -293,6 +306,14 @@ bson::BsonObj RocksTransaction::prepareRecord(bson::BsonView meta, Timestamp pre
         counts.append(one.obj());
     }
     b.appendArray("counts", counts.arr());
+    bson::BsonArrayBuilder side;
+    for (const auto& [key, value] : _sideRecords) {
+        bson::BsonBuilder one;
+        one.appendBinary("key", 0, key);
+        one.appendBinary("value", 0, value);
+        side.append(one.obj());
+    }
+    b.appendArray("sideRecords", side.arr());
     return b.obj();
 }
 
@@ -363,6 +384,17 @@ StatusWith<std::unique_ptr<RocksTransaction>> RocksTransaction::recover(
     for (bson::BsonElement e : record["claims"].objValue()) {
         txn->_claimed.emplace_back(e.binaryValue().data);
     }
+    // Absent from the records of versions before side records could be added.
+    if (bson::BsonElement side = record["sideRecords"]; side.isArray()) {
+        for (bson::BsonElement e : side.objValue()) {
+            if (!e.isObject() || e.objValue()["key"].type() != bson::BsonType::BinData ||
+                e.objValue()["value"].type() != bson::BsonType::BinData) {
+                return corrupt("a malformed side record");
+            }
+            txn->_sideRecords.emplace_back(e.objValue()["key"].binaryValue().data,
+                                           e.objValue()["value"].binaryValue().data);
+        }
+    }
     engine->intents().restore(txn->_claimed, id);
     engine->visibility().clock().advanceTo(prepareTs);
     engine->prepared().restore(id, prepareTs, txn->preparedVersions());
@@ -377,7 +409,7 @@ StatusWith<Timestamp> RocksTransaction::commitPrepared(
     std::lock_guard lk(_endMutex);
     if (_ended) return Status(ErrorCodes::NoSuchTransaction, "the transaction has ended");
     if (!_prepareTs) {
-        if (_writes.empty() && sideRecords.empty()) {
+        if (_writes.empty() && _sideRecords.empty() && sideRecords.empty()) {
             abortLocked();
             return commitTs;
         }
@@ -441,7 +473,8 @@ StatusWith<Timestamp> RocksTransaction::writeCommit(
         }
         if (!_prepareRecordKey.empty()) observed.emplace_back(_prepareRecordKey, std::string());
         using Records = std::vector<std::pair<std::string, std::string>>;
-        for (const Records* records : {static_cast<const Records*>(&observed), &sideRecords}) {
+        for (const Records* records : {static_cast<const Records*>(&observed),
+                                       static_cast<const Records*>(&_sideRecords), &sideRecords}) {
             for (const auto& [key, value] : *records) {
                 if (!s.ok()) break;
                 std::string k(keys::kSideRecordPrefix);

@@ -49,12 +49,18 @@ class RocksTransaction final : public Transaction {
     Timestamp readTimestamp() const override { return _readTs; }
     std::unique_ptr<ReadSnapshot> snapshot() override;
     StatusWith<CollectionWriter*> writer(const CollectionPtr& coll) override;
-    bool hasWrites() const override { return !_writes.empty() || !_created.empty(); }
+    bool hasWrites() const override {
+        return !_writes.empty() || !_created.empty() || !_sideRecords.empty();
+    }
     StatusWith<CollectionPtr> createCollection(std::string_view ns,
                                                bson::BsonView options) override;
     CollectionPtr createdCollection(std::string_view ns) const override;
     StatusWith<Engine::CreateIndexesResult> createIndexes(const CollectionPtr& coll,
                                                           std::vector<IndexSpec> specs) override;
+    Status addSideRecord(std::string key, std::string value) override;
+    const std::vector<std::pair<std::string, std::string>>& addedSideRecords() const override {
+        return _sideRecords;
+    }
     StatusWith<Timestamp> commit(
         const std::vector<std::pair<std::string, std::string>>& sideRecords,
         const WriteOptions& opts) override;
@@ -106,7 +112,8 @@ class RocksTransaction final : public Transaction {
         int64_t count = 0;
         int64_t size = 0;
     };
-    // The prepare record: `meta`, the timestamps, claims, intents, writes and counts.
+    // The prepare record: `meta`, the timestamps, claims, intents, writes, counts and added
+    // side records.
     bson::BsonObj prepareRecord(bson::BsonView meta, Timestamp prepareTs) const;
     // Writes every intent as a version at `versionTs` (a fresh commit timestamp when absent) in
     // one batch with the counts, observers' and caller's side records; returns the timestamp.
@@ -135,7 +142,8 @@ class RocksTransaction final : public Transaction {
     std::map<uint64_t, CollectionWriter*> _byRequestedId;
     std::vector<std::string> _claimed;  // intent table keys
     std::vector<Write> _writes;
-    std::map<uint64_t, Counts> _counts;  // by collection id
+    std::map<uint64_t, Counts> _counts;                             // by collection id
+    std::vector<std::pair<std::string, std::string>> _sideRecords;  // addSideRecord's
     // Collections this transaction created (RocksEngine::reserveCollection), by namespace:
     // published by the commit, released by anything else.
     std::map<std::string, CollectionPtr, std::less<>> _created;

@@ -75,6 +75,15 @@ class Transaction {
     // catalog entry at commit.
     virtual StatusWith<Engine::CreateIndexesResult> createIndexes(const CollectionPtr& coll,
                                                                   std::vector<IndexSpec> specs) = 0;
+    // Adds a side record (Engine::sideRecords key; a value, never empty) that commits with the
+    // transaction: part of its prepare record, written in its commit's batch, gone with its
+    // abort. A transaction that added one has writes (hasWrites()). For a record that must be
+    // durable exactly when the transaction's writes are: the retryable write a router carried
+    // out by this transaction (a document moved to another shard). NoSuchTransaction once it
+    // ended or prepared.
+    virtual Status addSideRecord(std::string key, std::string value) = 0;
+    // The side records added so far (a recovered prepared transaction's included).
+    virtual const std::vector<std::pair<std::string, std::string>>& addedSideRecords() const = 0;
     // Commits (see above): the commit timestamp, or readTimestamp() for a read-only
     // transaction. `sideRecords` (Engine::sideRecords keys; empty value deletes) go into the
     // same batch: the session's record of the commit. A failed commit leaves the transaction

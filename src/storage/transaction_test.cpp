@@ -464,6 +464,56 @@ TEST_F(TransactionTest, APreparedTransactionIsPreparedAgainAfterARestart) {
     EXPECT_EQ(scanAll("db.c").size(), 2u);
 }
 
+// A side record added to a transaction is written by its commit, with its documents, and by
+// nothing else: not by an abort, and a prepared transaction keeps it across a restart. A
+// transaction whose only write is such a record is not read-only: it is prepared like any other.
+TEST_F(TransactionTest, AnAddedSideRecordCommitsWithTheTransactionAndOnlyThen) {
+    create("db.c");
+    {
+        auto aborted = begin();
+        ASSERT_TRUE(aborted->addSideRecord("rec/a", "aborted").isOK());
+        EXPECT_TRUE(aborted->hasWrites());
+        aborted->abort();
+        EXPECT_TRUE(aborted->addSideRecord("rec/b", "late").is(ErrorCodes::NoSuchTransaction));
+    }
+    EXPECT_TRUE(engine->sideRecords("rec/").empty());
+    {
+        auto committed = begin();
+        ASSERT_TRUE(writerOf(*committed, "db.c").insert(J(R"({"_id": 1})"), {}).isOK());
+        ASSERT_TRUE(committed->addSideRecord("rec/c", "committed").isOK());
+        EXPECT_TRUE(committed->addSideRecord("rec/d", "").is(ErrorCodes::BadValue));
+        ASSERT_TRUE(committed->commit({}, WriteOptions{}).isOK());
+    }
+    using Records = std::vector<std::pair<std::string, std::string>>;
+    EXPECT_EQ(engine->sideRecords("rec/"), (Records{{"rec/c", "committed"}}));
+
+    // Only a side record: prepared (not finished as read-only), kept across a restart.
+    Timestamp prepareTs;
+    Records prepareRecord;
+    {
+        auto txn = begin();
+        ASSERT_TRUE(txn->addSideRecord("rec/e", "prepared").isOK());
+        auto prepared = txn->prepare(kRecord, J(R"({"txnNumber": 3})"));
+        ASSERT_TRUE(prepared.isOK()) << prepared.getStatus().toString();
+        EXPECT_TRUE(txn->isPrepared());
+        EXPECT_TRUE(txn->addSideRecord("rec/f", "after").is(ErrorCodes::NoSuchTransaction));
+        prepareTs = prepared.getValue();
+        prepareRecord = engine->sideRecords("txn.prepared/");
+    }
+    EXPECT_EQ(engine->sideRecords("rec/"), (Records{{"rec/c", "committed"}}));
+    ASSERT_TRUE(engine->writeSideRecords(prepareRecord).isOK());  // the state a crash leaves
+    reopen();
+    auto recovered = engine->recoverPreparedTransactions("txn.prepared/", nullptr);
+    ASSERT_TRUE(recovered.isOK()) << recovered.getStatus().toString();
+    ASSERT_EQ(recovered.getValue().size(), 1u);
+    std::unique_ptr<Transaction>& txn = recovered.getValue()[0].txn;
+    EXPECT_EQ(txn->addedSideRecords(), (Records{{"rec/e", "prepared"}}));
+    ASSERT_TRUE(txn->commitPrepared(prepareTs, {}, WriteOptions{}).isOK());
+    EXPECT_EQ(engine->sideRecords("rec/"),
+              (Records{{"rec/c", "committed"}, {"rec/e", "prepared"}}));
+    EXPECT_TRUE(engine->sideRecords("txn.prepared/").empty());
+}
+
 // A coordinator's own part (txn/local_participant.h): its record goes to the WAL without a sync
 // of its own (the decision's sync, later in the same log, makes it durable); a participant's
 // prepare is synced before it answers.
