@@ -182,6 +182,22 @@ TEST_F(RetryableWriteTest, RetriedInsertAppliesOnce) {
     EXPECT_EQ(count(R"({"count": "r", "query": {"x": 1}})"), 1);
 }
 
+// A findAndModify's record holds its reply without `ok` (what its write's batch could build):
+// its retry after a restart is still a success, with the same value.
+TEST_F(RetryableWriteTest, FindAndModifyRetryAfterACrashIsASuccess) {
+    runEntry(R"({"insert": "f", "documents": [{"_id": 1, "x": 0}]})");
+    std::string fam = std::string(R"({"findAndModify": "f", "query": {"_id": 1},
+        "update": {"$inc": {"x": 1}}, )") +
+                      kLsid + R"(, "txnNumber": {"$numberLong": "9"}})";
+    bson::BsonObj first = runEntry(fam);
+    ASSERT_EQ(first["ok"].numberLong(), 1) << first.toJson();
+    restartShardingState();
+    bson::BsonObj retried = runEntry(fam);
+    EXPECT_EQ(retried["ok"].numberLong(), 1) << retried.toJson();
+    EXPECT_EQ(retried["value"].toString(false), first["value"].toString(false)) << retried.toJson();
+    EXPECT_EQ(count(R"({"count": "f", "query": {"x": 1}})"), 1);
+}
+
 // The process dies after a single-statement retryable write committed, before its reply: the
 // write's own batch recorded that the statement ran, so the retry after the restart is
 // answered without applying the write again.

@@ -388,7 +388,7 @@ std::optional<bson::BsonObj> ShardingState::replayedReply(OperationContext& opCt
         opCtx.writeUnit.addObserver(a->statements.get());
     } else if (auto done = executed.find(txn::kWholeCommand); done != executed.end()) {
         _transactions.finish(*opCtx.lsid, *opCtx.txnNumber, {});
-        return done->second;  // executed: replay
+        return txn::replayedWholeReply(done->second);  // executed: replay
     } else if (name == "findAndModify") {
         a->findAndModify = txn::findAndModifyRecorder(request, *opCtx.lsid, *opCtx.txnNumber);
         if (a->findAndModify) opCtx.writeUnit.addObserver(a->findAndModify.get());

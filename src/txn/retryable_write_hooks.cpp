@@ -66,7 +66,7 @@ std::optional<bson::BsonObj> RetryableWriteHooks::replayedReply(
         opCtx.writeUnit.addObserver(attempt->statements.get());
     } else if (auto done = executed.find(kWholeCommand); done != executed.end()) {
         _table.finish(*opCtx.lsid, *opCtx.txnNumber, {});
-        return done->second;  // executed: replay
+        return replayedWholeReply(done->second);  // executed: replay
     } else if (name == "findAndModify") {
         attempt->findAndModify = findAndModifyRecorder(request, *opCtx.lsid, *opCtx.txnNumber);
         if (attempt->findAndModify) opCtx.writeUnit.addObserver(attempt->findAndModify.get());

@@ -129,6 +129,14 @@ void FindAndModifyRecorder::onWrite(const storage::CollectionInfo&, Op op, bson:
         txn::statementRecordValue(_lsid, _txnNumber, kWholeCommand, _reply(op, before, after)));
 }
 
+bson::BsonObj replayedWholeReply(const bson::BsonObj& recorded) {
+    if (recorded.hasField("ok")) return recorded;
+    bson::BsonBuilder b;
+    b.appendElements(recorded);
+    b.appendDouble("ok", 1.0);
+    return b.obj();
+}
+
 std::unique_ptr<FindAndModifyRecorder> findAndModifyRecorder(const CommandRequest& request,
                                                              std::string lsid, int64_t txnNumber) {
     std::optional<FindAndModifyArgs> args = parseFindAndModify(request);

@@ -66,6 +66,10 @@ class FindAndModifyRecorder final : public storage::WriteObserver {
     ReplyFn _reply;
 };
 
+// A whole command's recorded reply as its retry is answered: with `ok: 1` when the record has
+// no `ok` (FindAndModifyRecorder's records and a router's, which hold the result only).
+bson::BsonObj replayedWholeReply(const bson::BsonObj& recorded);
+
 // The recorder of a retryable findAndModify, or nullptr when its arguments do not parse (the
 // command then fails before any write).
 std::unique_ptr<FindAndModifyRecorder> findAndModifyRecorder(const command::CommandRequest& request,
