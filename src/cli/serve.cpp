@@ -22,6 +22,7 @@
 #include "shard/sharding_state.h"
 #include "storage/engine.h"
 #include "txn/retryable_write_hooks.h"
+#include "txn/session_records.h"
 
 namespace tessera::cli {
 namespace {
@@ -216,6 +217,11 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
         service.roleState = shardingState.get();
         service.hooks = shardingState.get();
         transactions->enableParticipantMode(shardingState->transactionCommitObservers());
+        // Retryable writes its routers carried out in transactions of their own (a document
+        // moved to another shard): answered from their records from the commit on.
+        transactions->onSideRecordsCommitted([state = shardingState.get()](const auto& records) {
+            txn::adoptStatementRecords(records, state->transactions());
+        });
         roleStarted = shardingState->startup();
         if (roleStarted.isOK()) {
             // Transactions prepared before a crash are prepared again before the first request,

@@ -61,7 +61,8 @@ class EndTransactionCommand : public Command {
             }
             commitTs = Timestamp{ts.timestampValue()};
         }
-        TRY_STATUS(SessionTransactions::commit(*opCtx.transactionSession, commitTs).getStatus());
+        TRY_STATUS(
+            opCtx.service->transactions->commit(*opCtx.transactionSession, commitTs).getStatus());
         if (!commitTs) return Status::OK();
         // A prepared transaction's commit is acknowledged before it is journaled: until it is,
         // the prepared part is durable and the decision is durable at the coordinator, which

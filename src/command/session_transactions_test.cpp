@@ -27,7 +27,7 @@ class SessionTransactionsTest : public storage::test::EngineTest {
         ASSERT_TRUE(writer.isOK()) << writer.getStatus().toString();
         ASSERT_TRUE(
             writer.getValue()->insert(J("{\"_id\": " + std::to_string(id) + "}"), {}).isOK());
-        ASSERT_TRUE(SessionTransactions::commit(*checkout.getValue()).isOK());
+        ASSERT_TRUE(transactions.commit(*checkout.getValue()).isOK());
     }
 
     size_t commitRecords() const {
@@ -46,7 +46,7 @@ TEST_F(SessionTransactionsTest, ACommitIsAnsweredCommittedAfterARestart) {
         auto readOnly =
             transactions.beginStatement(std::string(16, '\x08'), 1, true, std::nullopt, "find");
         ASSERT_TRUE(readOnly.isOK());
-        ASSERT_TRUE(SessionTransactions::commit(*readOnly.getValue()).isOK());
+        ASSERT_TRUE(transactions.commit(*readOnly.getValue()).isOK());
     }
     reopen();
     SessionTransactions transactions(engine.get());
@@ -61,7 +61,7 @@ TEST_F(SessionTransactionsTest, ACommitIsAnsweredCommittedAfterARestart) {
         // The driver's own retry of commitTransaction: ok again.
         auto retry = transactions.beginStatement(lsid, 3, false, std::nullopt, "commitTransaction");
         ASSERT_TRUE(retry.isOK()) << retry.getStatus().toString();
-        EXPECT_TRUE(SessionTransactions::commit(*retry.getValue()).isOK());
+        EXPECT_TRUE(transactions.commit(*retry.getValue()).isOK());
     }
     // An older transaction of the session is too old; the next one starts as usual.
     EXPECT_TRUE(transactions.beginStatement(lsid, 2, false, std::nullopt, "commitTransaction")

@@ -10,7 +10,7 @@
 namespace tessera::command {
 
 bool allowedInTransaction(std::string_view name) {
-    static constexpr std::array<std::string_view, 16> kAllowed = {
+    static constexpr std::array<std::string_view, 17> kAllowed = {
         "find",
         "getMore",
         "killCursors",
@@ -27,6 +27,7 @@ bool allowedInTransaction(std::string_view name) {
         "bulkWrite",
         "create",  // transaction_ddl.h
         "createIndexes",
+        "_shardsvrRecordRetryableWrite",  // a shard's; src/shard/transaction_commands.cpp
     };
     for (std::string_view n : kAllowed) {
         if (n == name) return true;
@@ -419,9 +420,11 @@ StatusWith<Timestamp> SessionTransactions::commit(Session& session,
     const auto record = session.txn->hasWrites()
                             ? commitRecordOf(session.lsid, session.txnNumber)
                             : std::vector<std::pair<std::string, std::string>>{};
+    std::vector<std::pair<std::string, std::string>> added = session.txn->addedSideRecords();
     StatusWith<Timestamp> ts = commitTs ? session.txn->commitPrepared(*commitTs, record, opts)
                                         : session.txn->commit(record, opts);
     session.txn.reset();
+    if (ts.isOK() && !added.empty() && _sideRecordsCommitted) _sideRecordsCommitted(added);
     if (!ts.isOK()) {
         session.state = State::kAborted;
         session.abortReason = "its commit failed with " + ts.getStatus().toString();

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -108,6 +109,12 @@ class SessionTransactions {
         _commitObservers = commitObservers;
     }
     bool participantMode() const { return _participant; }
+    // Told, after a transaction committed, the side records it added
+    // (storage::Transaction::addSideRecord): the shard's records of retryable writes that its
+    // router carried out in a transaction of its own. Set before the first transaction.
+    using SideRecordsCommitted =
+        std::function<void(const std::vector<std::pair<std::string, std::string>>& records)>;
+    void onSideRecordsCommitted(SideRecordsCommitted fn) { _sideRecordsCommitted = std::move(fn); }
 
     // A checked-out session: released when destroyed.
     class Checkout {
@@ -138,8 +145,8 @@ class SessionTransactions {
     // commitTransaction / abortTransaction of the checked-out session's transaction. A prepared
     // transaction commits at `commitTs` (required for it, refused for any other). The commit is
     // visible when this returns, not yet journaled: the caller syncs when it must.
-    static StatusWith<Timestamp> commit(Session& session,
-                                        std::optional<Timestamp> commitTs = std::nullopt);
+    StatusWith<Timestamp> commit(Session& session,
+                                 std::optional<Timestamp> commitTs = std::nullopt);
     static Status abort(Session& session);
     // prepareTransaction (participant mode): the prepare timestamp; again the same one when
     // retried. The prepared transaction is durable (its record, kPreparedRecordPrefix, which
@@ -224,6 +231,7 @@ class SessionTransactions {
     bool _participant = false;
     std::atomic<bool> _unsyncedCommits{false};
     const storage::WriteUnit* _commitObservers = nullptr;
+    SideRecordsCommitted _sideRecordsCommitted;
     std::mutex _mutex;
     std::unordered_map<std::string, std::shared_ptr<Session>> _sessions;
     std::condition_variable _wake;

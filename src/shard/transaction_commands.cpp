@@ -1,11 +1,14 @@
 // _shardsvrCoordinateCommitTransaction: a router hands the commit of a transaction with several
-// participants to one of them (txn/transaction_coordinator.h).
+// participants to one of them (txn/transaction_coordinator.h). _shardsvrRecordRetryableWrite:
+// a router records, in the transaction by which it carried out a client's retryable write, that
+// write's result for the client's retries.
 
 #include "command/command.h"
 #include "command/registry.h"
 #include "command/transactions.h"
 #include "shard/command_util.h"
 #include "shard/sharding_state.h"
+#include "txn/session_records.h"
 
 namespace tessera::shard {
 namespace {
@@ -135,10 +138,71 @@ class CoordinateCommitCommand final : public ShardCommand {
     }
 };
 
+// {_shardsvrRecordRetryableWrite: 1, of: {lsid: {id: UUID}, txnNumber, stmtId}, result}, a
+// statement of a transaction of the router's own: records that the client's retryable write
+// (its session `of.lsid`, its txnNumber, its statement `stmtId`: -1 for a findAndModify) was
+// carried out, with `result` as what a retry gets ({n, nModified, upserted?} of an
+// update's statement; a findAndModify's whole reply). The record is a side record of this
+// transaction (storage::Transaction::addSideRecord): durable with its commit, gone with its
+// abort, in this shard's TransactionTable from its commit on. A router sends it to the shard
+// that answered the write with WouldChangeOwningShard, in the transaction that moves the
+// document (src/router/cluster_write_move.h): a retry reaches that shard again, or asks it
+// (_shardsvrRetryableWriteStatus), and is answered from the record instead of running again.
+class RecordRetryableWriteCommand final : public ShardCommand {
+  public:
+    std::string_view name() const override { return "_shardsvrRecordRetryableWrite"; }
+    bool adminOnly() const override { return false; }
+    Status run(command::OperationContext& opCtx, const command::CommandRequest& request,
+               bson::BsonBuilder& reply) override {
+        if (!opCtx.transaction || !opCtx.lsid) {
+            return Status(ErrorCodes::InvalidOptions,
+                          std::string(name()) + " runs only in a multi-document transaction");
+        }
+        bson::BsonElement of = request.body["of"];
+        bson::BsonElement result = request.body["result"];
+        if (!of.isObject() || !result.isObject()) {
+            return Status(
+                ErrorCodes::TypeMismatch,
+                std::string(name()) +
+                    " needs of: {lsid: {id: <UUID>}, txnNumber, stmtId} and result: {...}");
+        }
+        bson::BsonView ofDoc = of.objValue();
+        bson::BsonElement lsid = ofDoc["lsid"];
+        bson::BsonElement id = lsid.isObject() ? lsid.objValue()["id"] : bson::BsonElement();
+        bson::BsonElement txnNumber = ofDoc["txnNumber"];
+        bson::BsonElement stmtId = ofDoc["stmtId"];
+        if (id.type() != bson::BsonType::BinData || txnNumber.type() != bson::BsonType::Int64 ||
+            stmtId.type() != bson::BsonType::Int32 || stmtId.numberInt() < txn::kWholeCommand) {
+            return Status(ErrorCodes::TypeMismatch,
+                          std::string(name()) +
+                              ": of.lsid.id must be a UUID, of.txnNumber a long, of.stmtId an "
+                              "int >= -1");
+        }
+        std::string clientLsid(id.binaryValue().data);
+        if (clientLsid == *opCtx.lsid) {
+            return Status(ErrorCodes::InvalidOptions,
+                          std::string(name()) +
+                              " records another session's write, not the transaction's own");
+        }
+        bson::BsonView r = result.objValue();
+        if (stmtId.numberInt() != txn::kWholeCommand &&
+            (!r["n"].isNumber() || !r["nModified"].isNumber())) {
+            return Status(
+                ErrorCodes::TypeMismatch,
+                std::string(name()) + ": a statement's result is {n, nModified, upserted?}");
+        }
+        TRY_STATUS(opCtx.transaction->addSideRecord(
+            txn::statementRecordKey(clientLsid, stmtId.numberInt()),
+            txn::statementRecordValue(clientLsid, txnNumber.numberLong(), stmtId.numberInt(), r)));
+        return Status::OK();
+    }
+};
+
 }  // namespace
 
 void registerShardTransactionCommands(command::CommandRegistry& registry) {
     registry.add(std::make_unique<CoordinateCommitCommand>());
+    registry.add(std::make_unique<RecordRetryableWriteCommand>());
 }
 
 }  // namespace tessera::shard

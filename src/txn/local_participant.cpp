@@ -22,7 +22,7 @@ Status LocalParticipant::commit(const std::string& lsid, int64_t txnNumber, Time
     ASSIGN_OR_RETURN(
         SessionTransactions::Checkout session,
         _transactions.beginStatement(lsid, txnNumber, false, std::nullopt, "commitTransaction"));
-    return SessionTransactions::commit(*session, commitTs).getStatus();
+    return _transactions.commit(*session, commitTs).getStatus();
 }
 
 Status LocalParticipant::abort(const std::string& lsid, int64_t txnNumber) {

@@ -58,24 +58,41 @@ std::string statementRecordValue(const std::string& lsid, int64_t txnNumber, Stm
     return std::string(reinterpret_cast<const char*>(record.data()), record.size());
 }
 
+std::optional<StatementRecord> parseStatementRecord(std::string_view value) {
+    if (value.size() < 5) return std::nullopt;
+    const auto* bytes = reinterpret_cast<const uint8_t*>(value.data());
+    if (!bson::validateBson(bytes, value.size()).isOK()) return std::nullopt;
+    bson::BsonView v(value.data());
+    bson::BsonElement lsid = v["lsid"];
+    bson::BsonElement txn = v["txnNum"];
+    bson::BsonElement stmtId = v["stmtId"];
+    bson::BsonElement result = v["result"];
+    if (lsid.type() != bson::BsonType::BinData || !txn.isNumber() || !stmtId.isNumber() ||
+        !result.isObject()) {
+        return std::nullopt;
+    }
+    return StatementRecord{std::string(lsid.binaryValue().data), txn.numberLong(),
+                           stmtId.numberInt(), result.objValue().copy()};
+}
+
 size_t restoreStatementRecords(storage::Engine& engine, TransactionTable& table) {
     size_t n = 0;
     for (const auto& [key, value] : engine.sideRecords(kStatementRecordPrefix)) {
-        if (value.size() < 5) continue;
-        const auto* bytes = reinterpret_cast<const uint8_t*>(value.data());
-        if (!bson::validateBson(bytes, value.size()).isOK()) continue;
-        bson::BsonView v(value.data());
-        bson::BsonElement lsid = v["lsid"];
-        bson::BsonElement txn = v["txnNum"];
-        bson::BsonElement stmtId = v["stmtId"];
-        bson::BsonElement result = v["result"];
-        if (lsid.type() != bson::BsonType::BinData || !txn.isNumber() || !stmtId.isNumber() ||
-            !result.isObject()) {
-            continue;
-        }
-        table.restore(std::string(lsid.binaryValue().data), txn.numberLong(), stmtId.numberInt(),
-                      result.objValue().copy());
+        std::optional<StatementRecord> r = parseStatementRecord(value);
+        if (!r) continue;
+        table.restore(r->lsid, r->txnNumber, r->stmtId, std::move(r->result));
         ++n;
+    }
+    return n;
+}
+
+size_t adoptStatementRecords(const std::vector<std::pair<std::string, std::string>>& records,
+                             TransactionTable& table) {
+    size_t n = 0;
+    for (const auto& [key, value] : records) {
+        if (!key.starts_with(kStatementRecordPrefix)) continue;
+        std::optional<StatementRecord> r = parseStatementRecord(value);
+        if (r && table.adopt(r->lsid, r->txnNumber, r->stmtId, std::move(r->result))) ++n;
     }
     return n;
 }

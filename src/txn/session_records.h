@@ -1,8 +1,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "base/status.h"
 #include "bson/bson_obj.h"
@@ -40,6 +43,22 @@ std::string statementRecordValue(const std::string& lsid, int64_t txnNumber, Stm
 // Loads every statement record into `table`; records of a session's older txnNumbers are
 // ignored. Returns how many records it read.
 size_t restoreStatementRecords(storage::Engine& engine, TransactionTable& table);
+
+// A statement record's value, parsed (nullopt: malformed).
+struct StatementRecord {
+    std::string lsid;
+    int64_t txnNumber = 0;
+    StmtId stmtId = 0;
+    bson::BsonObj result;
+};
+std::optional<StatementRecord> parseStatementRecord(std::string_view value);
+
+// Adopts into `table` the statement records among `records` (side records a transaction
+// committed: the records of a retryable write that a router carried out in a transaction of
+// its own, command::SessionTransactions::onSideRecordsCommitted); other keys are skipped.
+// Returns how many it adopted.
+size_t adoptStatementRecords(const std::vector<std::pair<std::string, std::string>>& records,
+                             TransactionTable& table);
 
 // Deletes every statement record of the session (its session expired). Unsynced: a delete lost
 // in a crash brings back records that expire again 30 minutes after the restart.
