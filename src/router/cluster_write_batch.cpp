@@ -241,7 +241,12 @@ SubBatchOutcome WriteBatchMerger::addResponse(const SubBatch& batch, const Shard
             failed[k] = stale;
             if (stale) continue;
             bson::BsonBuilder fields;
-            appendFieldsExcept(fields, w, {"index"});
+            appendFieldsExcept(fields, w, {"index", "shard"});
+            if (w["code"].numberInt() == static_cast<int>(ErrorCodes::WouldChangeOwningShard)) {
+                // The shard that holds the document: the router's move records a retryable
+                // write there (cluster_write_move.h); never sent to the client.
+                fields.append("shard", response.shard);
+            }
             _errors.push_back({idx[k], fields.obj()});
         }
     }
@@ -372,18 +377,23 @@ bson::BsonObj buildSubCommand(bson::BsonView body, std::string_view field,
         // The ids of the client's statements; a body that has ids of its own (the per-op
         // commands of the router's bulkWrite) maps the indexes through them.
         invariant(clientIndexes.empty() || clientIndexes.size() == stmts.size());
-        std::vector<int32_t> own;
-        if (bson::BsonElement given = body["stmtIds"]; given.isArray()) {
-            for (bson::BsonElement e : given.objValue()) own.push_back(e.numberInt());
-        }
         bson::BsonArrayBuilder ids;
         for (size_t k = 0; k < stmts.size(); ++k) {
-            size_t i = clientIndexes.empty() ? k : clientIndexes[k];
-            ids.append(i < own.size() ? own[i] : static_cast<int32_t>(i));
+            ids.append(clientStatementId(body, clientIndexes.empty() ? k : clientIndexes[k]));
         }
         b.appendArray("stmtIds", ids.arr());
     }
     return b.obj();
+}
+
+int32_t clientStatementId(bson::BsonView body, size_t index) {
+    if (bson::BsonElement given = body["stmtIds"]; given.isArray()) {
+        size_t k = 0;
+        for (bson::BsonElement e : given.objValue()) {
+            if (k++ == index) return e.numberInt();
+        }
+    }
+    return static_cast<int32_t>(index);
 }
 
 std::optional<Status> WriteBatchMerger::firstRetriableError() const {

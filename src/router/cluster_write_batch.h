@@ -142,5 +142,9 @@ bool isReplyMetadataField(std::string_view name);
 bson::BsonObj buildSubCommand(bson::BsonView body, std::string_view field,
                               const std::vector<bson::BsonView>& stmts, bool ordered,
                               const std::vector<size_t>& clientIndexes = {});
+// The statement id (stmtId) of the client's statement `index` of `body`: its `stmtIds` entry
+// when the body has them (the per-op commands of the router's bulkWrite), else the index — the
+// id buildSubCommand sends the shards for it.
+int32_t clientStatementId(bson::BsonView body, size_t index);
 
 }  // namespace tessera::router

@@ -211,7 +211,7 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
             };
             write.matched = [](bson::BsonView r) { return r["n"].numberLong(); };
             write.session = sessionFields(body);
-            write.stmtId = static_cast<int32_t>(i);
+            write.stmtId = clientStatementId(body, i);
             write.callerMovesDocuments = kind == WriteKind::kUpdate && n == 1;
             auto outcome = runTwoPhaseWrite(router, info, db, write);
             if (!outcome.isOK()) {
@@ -323,7 +323,10 @@ Status runWriteCommand(OperationContext& opCtx, Router& router, std::string_view
             return Status::OK();
         }
         bson::BsonBuilder moved;
-        Status st = moveChangedDocuments(opCtx, router, db, ns, result, moved);
+        // A single-document statement is a retryable write; a multi-update is not.
+        std::optional<int32_t> stmtId;
+        if (!stmts[0]["multi"].trueValue()) stmtId = clientStatementId(body, 0);
+        Status st = moveChangedDocuments(opCtx, router, db, ns, result, stmtId, moved);
         if (st.isOK()) {
             for (bson::BsonElement e : moved.obj()) reply.appendElement(e);
             return Status::OK();

@@ -58,22 +58,29 @@ std::optional<Status> moveIfAsked(OperationContext& opCtx, Router& router, std::
         return std::nullopt;
     }
     bson::BsonView documents = r.reply["documents"].objValue();
+    bson::BsonView doc = documents.firstElement().objValue();
+    auto replyOf = [&](int64_t moved, const bson::BsonObj& upsertedId) {
+        bson::BsonBuilder b;
+        b.startObject("lastErrorObject");
+        b.appendNumber("n", int64_t{1});
+        b.appendBool("updatedExisting", moved > 0);
+        if (!upsertedId.isEmpty()) b.appendElementAs(upsertedId.firstElement(), "upserted");
+        b.end();
+        if (cmd["new"].trueValue()) {
+            b.append("value", doc["post"].objValue());
+        } else if (doc["pre"].isObject()) {
+            b.append("value", doc["pre"].objValue());
+        } else {
+            b.appendNull("value");
+        }
+        return b.obj();
+    };
+    // A retryable findAndModify is recorded whole on the shard that answered.
+    MovedWriteRecord record{r.shard, -1, replyOf};
     int64_t moved = 0;
     bson::BsonObj upsertedId;
-    TRY_STATUS(moveDocuments(opCtx, router, db, ns, documents, &moved, &upsertedId));
-    bson::BsonView doc = documents.firstElement().objValue();
-    reply.startObject("lastErrorObject");
-    reply.appendNumber("n", int64_t{1});
-    reply.appendBool("updatedExisting", moved > 0);
-    if (!upsertedId.isEmpty()) reply.appendElementAs(upsertedId.firstElement(), "upserted");
-    reply.end();
-    if (cmd["new"].trueValue()) {
-        reply.append("value", doc["post"].objValue());
-    } else if (doc["pre"].isObject()) {
-        reply.append("value", doc["pre"].objValue());
-    } else {
-        reply.appendNull("value");
-    }
+    TRY_STATUS(moveDocuments(opCtx, router, db, ns, documents, &record, &moved, &upsertedId));
+    for (bson::BsonElement e : replyOf(moved, upsertedId)) reply.appendElement(e);
     return Status::OK();
 }
 

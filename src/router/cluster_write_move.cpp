@@ -1,9 +1,11 @@
 #include "router/cluster_write_move.h"
 
+#include <optional>
 #include <vector>
 
 #include "base/error_codes.h"
 #include "command/command.h"
+#include "command/retryable_statements.h"
 #include "router/cluster_write_commands.h"
 #include "router/router.h"
 #include "router/transaction_router.h"
@@ -103,8 +105,8 @@ bson::BsonObj refuseMoveInBatch(bson::BsonView reply) {
 }
 
 Status moveDocuments(command::OperationContext& opCtx, Router& router, std::string_view db,
-                     const std::string& ns, bson::BsonView documents, int64_t* moved,
-                     bson::BsonObj* upsertedId) {
+                     const std::string& ns, bson::BsonView documents,
+                     const MovedWriteRecord* record, int64_t* moved, bson::BsonObj* upsertedId) {
     ASSIGN_OR_RETURN(CollectionRoutingInfo info,
                      router.catalog().getCollectionRoutingInfo(ns, false));
     if (!info.isSharded()) {
@@ -143,11 +145,36 @@ Status moveDocuments(command::OperationContext& opCtx, Router& router, std::stri
         TRY_STATUS(runWriteCommand(opCtx, router, db, ns, body.obj(), kind, views, true, result));
         return writeOutcome(result.obj(), static_cast<int64_t>(stmts.size()), "a document");
     };
+    // A retryable write outside the client's transaction: recorded in the move's (which runs
+    // as a session of the router's own: the client's session is taken now).
+    const bool recordRetry = record && opCtx.lsid && opCtx.txnNumber && !inTransactionStatement();
+    const std::string clientLsid = recordRetry ? *opCtx.lsid : std::string();
+    const int64_t clientTxnNumber = recordRetry ? *opCtx.txnNumber : 0;
+    auto recordWrite = [&]() -> Status {
+        bson::BsonBuilder cmd;
+        cmd.appendInt32("_shardsvrRecordRetryableWrite", 1);
+        cmd.startObject("of");
+        cmd.startObject("lsid").appendBinary("id", 4, clientLsid).end();
+        cmd.appendInt64("txnNumber", clientTxnNumber);
+        cmd.appendInt32("stmtId", record->stmtId);
+        cmd.end();
+        cmd.append("result", record->result(static_cast<int64_t>(deletes.size()), *upsertedId));
+        std::vector<ShardResponse> rs = sendToShards(router, db, {{record->shard, cmd.obj()}});
+        const ShardResponse& r = rs.front();
+        if (!r.status.isOK()) return r.status;
+        if (!r.reply["ok"].trueValue()) {
+            return Status(static_cast<ErrorCodes>(r.reply["code"].numberInt()),
+                          "recording the retryable write on " + record->shard + ": " +
+                              std::string(r.reply["errmsg"].stringValue()));
+        }
+        return Status::OK();
+    };
     // Deletes of the stored versions first, then inserts of the new ones: on one shard a
     // document keeps its _id, which is unique there.
     auto move = [&]() -> Status {
         if (!deletes.empty()) TRY_STATUS(runAll(WriteKind::kDelete, deletes));
-        return runAll(WriteKind::kInsert, inserts);
+        TRY_STATUS(runAll(WriteKind::kInsert, inserts));
+        return recordRetry ? recordWrite() : Status::OK();
     };
     if (inTransactionStatement()) {
         TRY_STATUS(move());  // the client's transaction: its commit makes the move visible
@@ -163,7 +190,8 @@ Status moveDocuments(command::OperationContext& opCtx, Router& router, std::stri
 }
 
 Status moveChangedDocuments(command::OperationContext& opCtx, Router& router, std::string_view db,
-                            const std::string& ns, bson::BsonView reply, bson::BsonBuilder& out) {
+                            const std::string& ns, bson::BsonView reply,
+                            std::optional<int32_t> stmtId, bson::BsonBuilder& out) {
     bson::BsonView error;
     for (bson::BsonElement e : reply["writeErrors"].objValue()) {
         if (e.isObject() && e.objValue()["code"].numberInt() == kWouldChange) error = e.objValue();
@@ -172,13 +200,30 @@ Status moveChangedDocuments(command::OperationContext& opCtx, Router& router, st
         return Status(ErrorCodes::InternalError,
                       "a WouldChangeOwningShard error without documents");
     }
+    const bool matchedGiven = error["matched"].isNumber();
+    const int64_t matchedByShard = matchedGiven ? error["matched"].numberLong() : 0;
+    auto resultOf = [&](int64_t moved, const bson::BsonObj& upsertedId) {
+        command::StatementResult r;
+        int64_t matched = matchedGiven ? matchedByShard : moved;
+        r.n = std::max(matched, moved) + (upsertedId.isEmpty() ? 0 : 1);
+        r.nModified = moved;
+        r.upsertedId = upsertedId;
+        return r;
+    };
+    std::optional<MovedWriteRecord> record;
+    if (stmtId && error["shard"].type() == bson::BsonType::String) {
+        record = MovedWriteRecord{std::string(error["shard"].stringValue()), *stmtId,
+                                  [&](int64_t moved, const bson::BsonObj& upsertedId) {
+                                      return resultOf(moved, upsertedId).toBson();
+                                  }};
+    }
     int64_t moved = 0;
     bson::BsonObj upsertedId;
-    TRY_STATUS(
-        moveDocuments(opCtx, router, db, ns, error["documents"].objValue(), &moved, &upsertedId));
-    int64_t matched = error["matched"].isNumber() ? error["matched"].numberLong() : moved;
-    out.appendNumber("n", std::max(matched, moved) + (upsertedId.isEmpty() ? 0 : 1));
-    out.appendNumber("nModified", moved);
+    TRY_STATUS(moveDocuments(opCtx, router, db, ns, error["documents"].objValue(),
+                             record ? &*record : nullptr, &moved, &upsertedId));
+    command::StatementResult result = resultOf(moved, upsertedId);
+    out.appendNumber("n", result.n);
+    out.appendNumber("nModified", result.nModified);
     if (!upsertedId.isEmpty()) {
         bson::BsonArrayBuilder upserted;
         bson::BsonBuilder u;

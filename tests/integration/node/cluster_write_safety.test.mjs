@@ -236,6 +236,153 @@ describeWithCluster(
             await ctx.cluster.checkConsistency(ordersNs, orderCount);
         });
 
+        test('a retried write that moved a document is answered from its record, never run again', async () => {
+            // The driver retries a write whose reply it lost with the same lsid and txnNumber;
+            // here each command is sent twice so, the second time through the other router.
+            const clients = [];
+            for (const i of [0, 1]) clients.push(await ctx.cluster.clientFor(`${ctx.cluster.routerUri(i)}&monitorCommands=true&appName=move-retry-${i}`));
+            const session = clients[0].startSession();
+            // The same logical session through the other router (as a driver's retry after
+            // failing over to another mongos): a session of the second client given the first's id.
+            const other = clients[1].startSession();
+            other.serverSession.id = session.serverSession.id;
+            const [db0, db1] = clients.map((c) => c.db(orders));
+            const c = db0.collection('orders');
+            const sent = [];
+            const listener = (e) => sent.push(e.command);
+            for (const cl of clients) cl.on('commandStarted', listener);
+            const twice = async (cmd) => {
+                sent.length = 0;
+                const first = await db0.command(cmd, { session });
+                const second = await db1.command(cmd, { session: other });
+                assert.deepEqual(sent.map((s) => [s.lsid.id.toString('hex'), String(s.txnNumber)]), [
+                    [session.id.id.toString('hex'), String(cmd.txnNumber)],
+                    [session.id.id.toString('hex'), String(cmd.txnNumber)],
+                ]);
+                return [first, second];
+            };
+            let txnNumber = 0;
+            const next = () => BSON.Long.fromNumber(++txnNumber);
+            try {
+                await c.insertMany([
+                    { _id: 'mr1', customerId: 31, createdAt: new Date(31), total: 1 },
+                    { _id: 'mr2', customerId: 32, createdAt: new Date(32), total: 2 },
+                    { _id: 'mr4', customerId: 34, createdAt: new Date(34), total: 4 },
+                ]);
+                orderCount += 3;
+                // By the full shard key (the retry reaches the same shard).
+                let [r1, r2] = await twice({
+                    update: 'orders',
+                    updates: [{ q: { customerId: 31, createdAt: new Date(31) }, u: { $set: { customerId: 631 } } }],
+                    txnNumber: next(),
+                });
+                assert.deepEqual([r1.n, r1.nModified], [1, 1], JSON.stringify(r1));
+                assert.deepEqual([r2.n, r2.nModified], [1, 1], `the retry: ${JSON.stringify(r2)}`);
+                assert.equal((await c.findOne({ _id: 'mr1' })).customerId, 631);
+                // By _id alone (the retry's read phase asks every shard whether it ran it).
+                [r1, r2] = await twice({
+                    update: 'orders',
+                    updates: [{ q: { _id: 'mr2' }, u: { $inc: { customerId: 600, total: 1 } } }],
+                    txnNumber: next(),
+                });
+                assert.deepEqual([r1.n, r1.nModified, r2.n, r2.nModified], [1, 1, 1, 1], JSON.stringify([r1, r2]));
+                assert.deepEqual(await c.findOne({ _id: 'mr2' }, { projection: { customerId: 1, total: 1 } }), {
+                    _id: 'mr2',
+                    customerId: 632,
+                    total: 3,
+                });
+                // An upsert whose new document lives on the other shard: inserted once.
+                [r1, r2] = await twice({
+                    update: 'orders',
+                    updates: [{ q: { customerId: 33, createdAt: new Date(33), tag: 'mr3' }, u: { $set: { customerId: 633 } }, upsert: true }],
+                    txnNumber: next(),
+                });
+                assert.equal(r1.n, 1, JSON.stringify(r1));
+                assert.equal(r1.upserted?.length, 1, JSON.stringify(r1));
+                assert.deepEqual(r2.upserted, r1.upserted, `the retry: ${JSON.stringify(r2)}`);
+                assert.equal(await c.countDocuments({ tag: 'mr3' }), 1);
+                orderCount += 1;
+                // findAndModify: the retry gets the same reply, the document's value before.
+                [r1, r2] = await twice({
+                    findAndModify: 'orders',
+                    query: { _id: 'mr4' },
+                    update: { $set: { customerId: 634 } },
+                    txnNumber: next(),
+                });
+                assert.equal(r1.value.customerId, 34, JSON.stringify(r1));
+                assert.deepEqual(r2.value, r1.value, `the retry: ${JSON.stringify(r2)}`);
+                assert.deepEqual(r2.lastErrorObject, r1.lastErrorObject);
+                assert.equal((await c.findOne({ _id: 'mr4' })).customerId, 634);
+                // The next write of the session runs as usual.
+                [r1, r2] = await twice({
+                    update: 'orders',
+                    updates: [{ q: { _id: 'mr4' }, u: { $inc: { total: 1 } } }],
+                    txnNumber: next(),
+                });
+                assert.deepEqual([r1.nModified, r2.nModified], [1, 1]);
+                assert.equal((await c.findOne({ _id: 'mr4' })).total, 5);
+            } finally {
+                for (const cl of clients) cl.off('commandStarted', listener);
+                await session.endSession();
+                await other.endSession();
+            }
+            await ctx.cluster.checkConsistency(ordersNs, orderCount);
+        });
+
+        test('a shard keeps a retryable write\'s record only from a transaction that commits', async () => {
+            // What the router sends the source shard when it moves a document for a retryable
+            // write, sent here by hand: the record of another session's statement.
+            const shard = await ctx.cluster.shardByName(lowShard);
+            const db = shard.db(orders);
+            const recorded = shard.startSession(); // only its id is used: the write's session
+            const of = (txnNumber) => ({ lsid: recorded.id, txnNumber: BSON.Long.fromNumber(txnNumber), stmtId: 0 });
+            const record = (txnNumber, extra = {}) => ({ _shardsvrRecordRetryableWrite: 1, of: of(txnNumber), result: { n: 1, nModified: 1 }, ...extra });
+            // Asked as the router's retry asks: with the recorded session.
+            const asker = shard.startSession();
+            asker.serverSession.id = recorded.serverSession.id;
+            const executed = async (txnNumber) =>
+                (await db.command({ _shardsvrRetryableWriteStatus: 1, txnNumber: BSON.Long.fromNumber(txnNumber), stmtId: 0 }, { session: asker })).executed;
+            const txnSession = shard.startSession();
+            // The commands in one transaction of txnSession, ended by `end` (the driver's
+            // commitTransaction / abortTransaction): each command's reply or error.
+            const inTransaction = async (cmds, end) => {
+                txnSession.startTransaction();
+                const replies = [];
+                for (const cmd of cmds) replies.push(await db.command(cmd, { session: txnSession }).then((r) => r, (e) => e));
+                await txnSession[end]();
+                return replies;
+            };
+            try {
+                // Outside a transaction: refused, nothing recorded.
+                let e = await rejects(db.command(record(1)));
+                assert.equal(e.code, 72, `${e}`);
+                assert.equal(await executed(1), false);
+                // Out of shape, or the transaction's own session: refused (the transaction then
+                // ends as the client says; nothing of it recorded).
+                for (const bad of [
+                    { of: { ...of(2), stmtId: 0.5 } },
+                    { of: { ...of(2), txnNumber: 2 } },
+                    { result: { n: 1 } },
+                    { of: { ...of(2), lsid: txnSession.id } },
+                ]) {
+                    const [, reply] = await inTransaction([{ find: 'orders', limit: 1 }, record(2, bad)], 'abortTransaction');
+                    assert.ok(reply instanceof MongoServerError, `accepted ${JSON.stringify(bad)}`);
+                    assert.ok([14, 72].includes(reply.code), `${reply}`);
+                }
+                assert.equal(await executed(2), false);
+                // Aborted: never recorded.
+                let [reply] = await inTransaction([record(3)], 'abortTransaction');
+                assert.equal(reply.ok, 1, `${reply}`);
+                assert.equal(await executed(3), false);
+                // Committed: the shard answers the statement as executed from then on.
+                [reply] = await inTransaction([record(4)], 'commitTransaction');
+                assert.equal(reply.ok, 1, `${reply}`);
+                assert.equal(await executed(4), true);
+            } finally {
+                for (const s of [recorded, asker, txnSession]) await s.endSession();
+            }
+        });
+
         test('the shard itself refuses writes that leave a document under a key it does not own', async () => {
             const low = (await ctx.cluster.shardByName(lowShard)).db(orders).collection('orders');
             let e = await rejects(low.updateMany({ _id: 10 }, { $set: { customerId: 901 } }));
