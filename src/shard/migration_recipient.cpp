@@ -306,23 +306,14 @@ StatusWith<std::pair<int64_t, int64_t>> MigrationRecipient::catchUpFinal(
     if (records["records"].type() == bson::BsonType::Array) {
         for (bson::BsonElement r : records["records"].objValue()) {
             if (!r.isObject()) continue;
-            bson::BsonView v = r.objValue();
-            bson::BsonElement lsid = v["lsid"];
-            bson::BsonElement txn = v["txnNum"];
-            bson::BsonElement stmtId = v["stmtId"];
-            bson::BsonElement result = v["result"];
-            if (lsid.type() != bson::BsonType::BinData || !txn.isNumber() || !stmtId.isNumber() ||
-                !result.isObject()) {
-                continue;
-            }
-            std::string session(lsid.binaryValue().data);
-            if (!_state.transactions().adopt(session, txn.numberLong(), stmtId.numberInt(),
-                                             result.objValue().copy())) {
+            std::optional<txn::StatementRecord> s = txn::parseStatementRecord(r.objValue());
+            if (!s) continue;
+            if (!_state.transactions().adopt(s->lsid, s->txnNumber, s->stmtId, s->result)) {
                 continue;  // this shard knows a newer txnNumber of the session
             }
-            install.emplace_back(txn::statementRecordKey(session, stmtId.numberInt()),
-                                 txn::statementRecordValue(session, txn.numberLong(),
-                                                           stmtId.numberInt(), result.objValue()));
+            install.emplace_back(
+                txn::statementRecordKey(s->lsid, s->stmtId),
+                txn::statementRecordValue(s->lsid, s->txnNumber, s->stmtId, s->result));
         }
     }
     if (!install.empty()) TRY_STATUS(_state.service().engine->writeSideRecords(install));

@@ -62,7 +62,10 @@ std::optional<StatementRecord> parseStatementRecord(std::string_view value) {
     if (value.size() < 5) return std::nullopt;
     const auto* bytes = reinterpret_cast<const uint8_t*>(value.data());
     if (!bson::validateBson(bytes, value.size()).isOK()) return std::nullopt;
-    bson::BsonView v(value.data());
+    return parseStatementRecord(bson::BsonView(value.data()));
+}
+
+std::optional<StatementRecord> parseStatementRecord(bson::BsonView v) {
     bson::BsonElement lsid = v["lsid"];
     bson::BsonElement txn = v["txnNum"];
     bson::BsonElement stmtId = v["stmtId"];

@@ -52,6 +52,8 @@ struct StatementRecord {
     bson::BsonObj result;
 };
 std::optional<StatementRecord> parseStatementRecord(std::string_view value);
+// The same from a record as a document (a migration's donor sends them so).
+std::optional<StatementRecord> parseStatementRecord(bson::BsonView record);
 
 // Adopts into `table` the statement records among `records` (side records a transaction
 // committed: the records of a retryable write that a router carried out in a transaction of
