@@ -6,6 +6,7 @@
 #include "base/error_codes.h"
 #include "command/command.h"
 #include "command/retryable_statements.h"
+#include "net/remote_client.h"
 #include "router/cluster_write_commands.h"
 #include "router/router.h"
 #include "router/transaction_router.h"
@@ -161,13 +162,8 @@ Status moveDocuments(command::OperationContext& opCtx, Router& router, std::stri
         cmd.append("result", record->result(static_cast<int64_t>(deletes.size()), *upsertedId));
         std::vector<ShardResponse> rs = sendToShards(router, db, {{record->shard, cmd.obj()}});
         const ShardResponse& r = rs.front();
-        if (!r.status.isOK()) return r.status;
-        if (!r.reply["ok"].trueValue()) {
-            return Status(static_cast<ErrorCodes>(r.reply["code"].numberInt()),
-                          "recording the retryable write on " + record->shard + ": " +
-                              std::string(r.reply["errmsg"].stringValue()));
-        }
-        return Status::OK();
+        Status st = r.status.isOK() ? net::replyStatus(r.reply) : r.status;
+        return st.withContext("recording the retryable write on " + record->shard);
     };
     // Deletes of the stored versions first, then inserts of the new ones: on one shard a
     // document keeps its _id, which is unique there.

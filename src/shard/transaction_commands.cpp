@@ -167,6 +167,14 @@ class RecordRetryableWriteCommand final : public ShardCommand {
                     " needs of: {lsid: {id: <UUID>}, txnNumber, stmtId} and result: {...}");
         }
         bson::BsonView ofDoc = of.objValue();
+        for (bson::BsonElement e : ofDoc) {
+            if (e.fieldName() != "lsid" && e.fieldName() != "txnNumber" &&
+                e.fieldName() != "stmtId") {
+                return Status(
+                    ErrorCodes::InvalidOptions,
+                    std::string(name()) + ": unknown field of." + std::string(e.fieldName()));
+            }
+        }
         bson::BsonElement lsid = ofDoc["lsid"];
         bson::BsonElement id = lsid.isObject() ? lsid.objValue()["id"] : bson::BsonElement();
         bson::BsonElement txnNumber = ofDoc["txnNumber"];

@@ -362,6 +362,7 @@ describeWithCluster(
                 for (const bad of [
                     { of: { ...of(2), stmtId: 0.5 } },
                     { of: { ...of(2), txnNumber: 2 } },
+                    { of: { ...of(2), uid: 'someone' } }, // a field it would not carry out
                     { result: { n: 1 } },
                     { of: { ...of(2), lsid: txnSession.id } },
                 ]) {
