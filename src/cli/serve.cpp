@@ -222,6 +222,9 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
         transactions->onSideRecordsCommitted([state = shardingState.get()](const auto& records) {
             txn::adoptStatementRecords(records, state->transactions());
         });
+        service.appendRoleServerStatus = [state = shardingState.get()](bson::BsonBuilder& b) {
+            state->appendServerStatus(b);
+        };
         roleStarted = shardingState->startup();
         if (roleStarted.isOK()) {
             // Transactions prepared before a crash are prepared again before the first request,

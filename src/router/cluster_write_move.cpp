@@ -1,9 +1,13 @@
 #include "router/cluster_write_move.h"
 
+#include <chrono>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "base/error_codes.h"
+#include "base/failpoint.h"
+#include "base/log.h"
 #include "command/command.h"
 #include "command/retryable_statements.h"
 #include "net/remote_client.h"
@@ -13,6 +17,19 @@
 
 namespace tessera::router {
 namespace {
+
+// Holds a router's own move transaction after its writes, before its commit (at most 5 min):
+// tests retry the moved write meanwhile.
+TESSERA_FAIL_POINT_DEFINE(hangBeforeCommittingMove);
+
+void hangWhileActive(FailPoint& fp) {
+    if (!fp.shouldFail()) return;
+    log::info("SHARDING", 22250, "Hanging at failpoint", "{\"failpoint\":\"" + fp.name() + "\"}");
+    for (auto until = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+         fp.active() && std::chrono::steady_clock::now() < until;) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+}
 
 constexpr int kWouldChange = static_cast<int>(ErrorCodes::WouldChangeOwningShard);
 
@@ -165,12 +182,15 @@ Status moveDocuments(command::OperationContext& opCtx, Router& router, std::stri
         Status st = r.status.isOK() ? net::replyStatus(r.reply) : r.status;
         return st.withContext("recording the retryable write on " + record->shard);
     };
-    // Deletes of the stored versions first, then inserts of the new ones: on one shard a
-    // document keeps its _id, which is unique there.
+    // The record first: it claims the statement on its shard, whose retries of it then wait
+    // for this transaction instead of running it again while the move is in flight (another
+    // claim there makes this move lose: WriteConflict, the caller runs the write again). Then
+    // deletes of the stored versions, inserts of the new ones: on one shard a document keeps
+    // its _id, which is unique there.
     auto move = [&]() -> Status {
+        if (recordRetry) TRY_STATUS(recordWrite());
         if (!deletes.empty()) TRY_STATUS(runAll(WriteKind::kDelete, deletes));
-        TRY_STATUS(runAll(WriteKind::kInsert, inserts));
-        return recordRetry ? recordWrite() : Status::OK();
+        return runAll(WriteKind::kInsert, inserts);
     };
     if (inTransactionStatement()) {
         TRY_STATUS(move());  // the client's transaction: its commit makes the move visible
@@ -179,7 +199,11 @@ Status moveDocuments(command::OperationContext& opCtx, Router& router, std::stri
         if (!transactions) {
             return Status(ErrorCodes::IllegalOperation, "this router runs no transactions");
         }
-        TRY_STATUS(transactions->runInternalTransaction(opCtx, move));
+        TRY_STATUS(transactions->runInternalTransaction(opCtx, [&]() -> Status {
+            TRY_STATUS(move());
+            hangWhileActive(hangBeforeCommittingMove);
+            return Status::OK();
+        }));
     }
     *moved = static_cast<int64_t>(deletes.size());
     return Status::OK();

@@ -35,8 +35,10 @@ int wouldChangeOwningShardIndex(bson::BsonView reply);
 // out: the move's transaction also records it, with the result its client gets, on `shard` —
 // the one that answered WouldChangeOwningShard, which a retry reaches again (or asks, without a
 // shard key: _shardsvrRetryableWriteStatus) — by `_shardsvrRecordRetryableWrite`
-// (src/shard/transaction_commands.cpp). The retry is answered from that record instead of
-// running again, which would match nothing (n 0) or insert an upsert's document a second time.
+// (src/shard/transaction_commands.cpp), the transaction's first command there. The retry is
+// answered from that record instead of running again, which would match nothing (n 0) or
+// insert an upsert's document a second time; a retry that arrives while the move is in flight
+// waits for it there (txn::TransactionTable::claimMove).
 struct MovedWriteRecord {
     placement::ShardId shard;
     int32_t stmtId = 0;  // the client's statement id; -1 (a whole command) for findAndModify

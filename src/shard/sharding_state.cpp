@@ -184,23 +184,32 @@ Status ShardingState::startup() {
     _rangeDeleter->start();
     // The statements' records (side records), then the whole replies of config.transactions
     // (the newest txnNumber of a session wins).
-    size_t restored = txn::restoreStatementRecords(engine, _transactions) +
-                      txn::restoreTransactionRecords(engine, _transactions);
+    size_t restored = txn::restoreStatementRecords(engine, *_transactions) +
+                      txn::restoreTransactionRecords(engine, *_transactions);
     if (restored > 0) {
         log::info("SHARDING", 22101, "Restored retryable write records",
                   "{\"count\":" + std::to_string(restored) + "}");
     }
     if (command::SessionTransactions* transactions = _service.transactions) {
-        for (const auto& [lsid, txnNumber] : _transactions.newestTxnNumbers()) {
+        for (const auto& [lsid, txnNumber] : _transactions->newestTxnNumbers()) {
             transactions->restoreRetryableWrite(lsid, txnNumber);
         }
     }
     _sessionReaper = std::make_unique<txn::SessionRecordReaper>(
-        _transactions, engine, [this](std::string_view db, const bson::BsonObj& cmd) {
+        *_transactions, engine, [this](std::string_view db, const bson::BsonObj& cmd) {
             return runLocalCommand(_service, db, cmd).getStatus();
         });
     _sessionReaper->start();
     return Status::OK();
+}
+
+void ShardingState::appendServerStatus(bson::BsonBuilder& b) const {
+    b.startObject("shardRetryableWrites")
+        .appendNumber("sessions", static_cast<int64_t>(_transactions->size()))
+        .appendNumber("movingStatements", static_cast<int64_t>(_transactions->movingStatements()))
+        .appendNumber("retriesWaitingForMove",
+                      static_cast<int64_t>(_transactions->retriesWaitingForMove()))
+        .end();
 }
 
 void ShardingState::shutdown() {
@@ -375,7 +384,7 @@ std::optional<bson::BsonObj> ShardingState::replayedReply(OperationContext& opCt
         if (!ordered.isOK()) return command::errorReply(ordered);
     }
     auto started =
-        _transactions.begin(*opCtx.lsid, *opCtx.txnNumber, deadline, !opCtx.inlineExecution);
+        _transactions->begin(*opCtx.lsid, *opCtx.txnNumber, deadline, !opCtx.inlineExecution);
     // A reply returned here ends the command (afterCommand is not called).
     if (!started.isOK()) return command::errorReply(started.getStatus());
     txn::ExecutedStatements executed = std::move(started).getValue();
@@ -387,7 +396,7 @@ std::optional<bson::BsonObj> ShardingState::replayedReply(OperationContext& opCt
         opCtx.statements = a->statements.get();
         opCtx.writeUnit.addObserver(a->statements.get());
     } else if (auto done = executed.find(txn::kWholeCommand); done != executed.end()) {
-        _transactions.finish(*opCtx.lsid, *opCtx.txnNumber, {});
+        _transactions->finish(*opCtx.lsid, *opCtx.txnNumber, {});
         return txn::replayedWholeReply(done->second);  // executed: replay
     } else if (name == "findAndModify") {
         a->findAndModify = txn::findAndModifyRecorder(request, *opCtx.lsid, *opCtx.txnNumber);
@@ -407,16 +416,22 @@ void ShardingState::afterCommand(OperationContext& opCtx, const CommandRequest&,
     opCtx.statements = nullptr;
     if (a->retryableWrite) {
         txn::ExecutedStatements executed;
+        // Statements whose document the router moves to another shard: their retries wait
+        // for its transaction (txn::TransactionTable::claimMove).
+        std::vector<txn::StmtId> moving;
         if (a->statements) {
             // Each statement that wrote is durable already, with its write — also when the
             // command failed later on.
             executed = a->statements->newlyExecuted();
+            moving = a->statements->moving();
         } else if (status.isOK()) {
             // findAndModify: its reply went into its write's batch (FindAndModifyRecorder);
             // kept in memory without the reply's writeConcernError (a retry waits for its own).
             executed[txn::kWholeCommand] = withoutWriteConcernError(reply);
+        } else if (a->findAndModify && status.is(ErrorCodes::WouldChangeOwningShard)) {
+            moving.push_back(txn::kWholeCommand);
         }
-        _transactions.finish(*opCtx.lsid, *opCtx.txnNumber, executed);
+        _transactions->finish(*opCtx.lsid, *opCtx.txnNumber, executed, moving);
     }
     if (a->foreground) {
         _latency.record(std::chrono::duration_cast<std::chrono::microseconds>(

@@ -81,7 +81,12 @@ class ShardingState : public command::CommandHooks, public command::RoleState {
     std::shared_ptr<ShardMetadata> metadata() const;
     // A client for shard-to-shard and shard-to-config traffic (migrations, movePrimary cloning).
     net::RemoteClient& remoteClient() { return *_client; }
-    txn::TransactionTable& transactions() { return _transactions; }
+    txn::TransactionTable& transactions() { return *_transactions; }
+    // The same, for what may outlive this state: the abort callback of a transaction that
+    // claimed a moving statement (txn::TransactionTable::claimMove).
+    std::weak_ptr<txn::TransactionTable> transactionsHandle() const { return _transactions; }
+    // serverStatus's `shardRetryableWrites` section.
+    void appendServerStatus(bson::BsonBuilder& b) const;
 
     // Migrations (README.md "Migration"): the donor's change capture and sources, the
     // recipient's migrations in progress, the ranges counted apart and their deleter, and the
@@ -118,7 +123,8 @@ class ShardingState : public command::CommandHooks, public command::RoleState {
     std::unique_ptr<net::RemoteClient> _client;
     mutable std::mutex _mutex;
     std::shared_ptr<Identity> _identity;
-    txn::TransactionTable _transactions;
+    std::shared_ptr<txn::TransactionTable> _transactions =
+        std::make_shared<txn::TransactionTable>();
     // Expires _transactions' records with their sessions (started once they are restored).
     std::unique_ptr<txn::SessionRecordReaper> _sessionReaper;
     ChangeCapture _changeCapture;

@@ -146,8 +146,12 @@ class CoordinateCommitCommand final : public ShardCommand {
 // transaction (storage::Transaction::addSideRecord): durable with its commit, gone with its
 // abort, in this shard's TransactionTable from its commit on. A router sends it to the shard
 // that answered the write with WouldChangeOwningShard, in the transaction that moves the
-// document (src/router/cluster_write_move.h): a retry reaches that shard again, or asks it
-// (_shardsvrRetryableWriteStatus), and is answered from the record instead of running again.
+// document (src/router/cluster_write_move.h), as the transaction's first command there: a
+// retry reaches that shard again, or asks it (_shardsvrRetryableWriteStatus), and is answered
+// from the record instead of running again — also while the move is in flight: the statement
+// is claimed for this transaction (txn::TransactionTable::claimMove), its retries wait for the
+// commit, or for the abort and then run it. WriteConflict when the statement has a record
+// already or another transaction claimed it: this move loses, its router runs the write again.
 class RecordRetryableWriteCommand final : public ShardCommand {
   public:
     std::string_view name() const override { return "_shardsvrRecordRetryableWrite"; }
@@ -199,9 +203,25 @@ class RecordRetryableWriteCommand final : public ShardCommand {
                 ErrorCodes::TypeMismatch,
                 std::string(name()) + ": a statement's result is {n, nModified, upserted?}");
         }
-        TRY_STATUS(opCtx.transaction->addSideRecord(
-            txn::statementRecordKey(clientLsid, stmtId.numberInt()),
-            txn::statementRecordValue(clientLsid, txnNumber.numberLong(), stmtId.numberInt(), r)));
+        // The statement is moving (this shard answered it with WouldChangeOwningShard): claimed
+        // for this transaction, so that its retries wait for the record, until the transaction
+        // aborts. Another move's claim, or a record already there, makes this move lose.
+        ASSIGN_OR_RETURN(ShardingState * state, shardingStateOf(opCtx));
+        const int64_t number = txnNumber.numberLong();
+        const txn::StmtId statement = stmtId.numberInt();
+        ASSIGN_OR_RETURN(uint64_t claim,
+                         state->transactions().claimMove(clientLsid, number, statement));
+        auto release = [table = state->transactionsHandle(), clientLsid, number, statement, claim] {
+            if (auto t = table.lock()) t->releaseMove(clientLsid, number, statement, claim);
+        };
+        Status added = opCtx.transaction->addSideRecord(
+            txn::statementRecordKey(clientLsid, statement),
+            txn::statementRecordValue(clientLsid, number, statement, r));
+        if (!added.isOK()) {
+            release();
+            return added;
+        }
+        if (claim != 0) opCtx.transaction->onAbort(std::move(release));
         return Status::OK();
     }
 };

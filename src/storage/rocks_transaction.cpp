@@ -210,6 +210,17 @@ Status RocksTransaction::addSideRecord(std::string key, std::string value) {
     return Status::OK();
 }
 
+void RocksTransaction::onAbort(std::function<void()> fn) {
+    std::unique_lock lk(_endMutex);
+    if (!_ended) {
+        _onAbort.push_back(std::move(fn));
+        return;
+    }
+    const bool committed = _committed;
+    lk.unlock();
+    if (!committed) fn();
+}
+
 StatusWith<Timestamp> RocksTransaction::prepare(const std::string& recordKey, bson::BsonView meta,
                                                 bool synced) {
     std::lock_guard lk(_endMutex);
@@ -529,6 +540,7 @@ void RocksTransaction::abortLocked() {
 
 void RocksTransaction::release(std::optional<Timestamp> commitTs) {
     _ended = true;
+    _committed = commitTs.has_value();
     _engine->intents().release(_claimed, _id);
     if (_prepareTs) _engine->prepared().finish(_id, commitTs);
     _claimed.clear();
@@ -542,6 +554,11 @@ void RocksTransaction::release(std::optional<Timestamp> commitTs) {
     }
     // The read timestamp's pin goes with the last snapshot that may still read at it.
     if (_overlay.use_count() == 1) _overlay->pin.reset();
+    std::vector<std::function<void()>> onAbort = std::move(_onAbort);
+    _onAbort.clear();
+    if (!_committed) {
+        for (auto& fn : onAbort) fn();
+    }
 }
 
 }  // namespace tessera::storage

@@ -58,6 +58,7 @@ class RocksTransaction final : public Transaction {
     StatusWith<Engine::CreateIndexesResult> createIndexes(const CollectionPtr& coll,
                                                           std::vector<IndexSpec> specs) override;
     Status addSideRecord(std::string key, std::string value) override;
+    void onAbort(std::function<void()> fn) override;
     const std::vector<std::pair<std::string, std::string>>& addedSideRecords() const override {
         return _sideRecords;
     }
@@ -148,6 +149,8 @@ class RocksTransaction final : public Transaction {
     // published by the commit, released by anything else.
     std::map<std::string, CollectionPtr, std::less<>> _created;
     bool _ended = false;
+    bool _committed = false;
+    std::vector<std::function<void()>> _onAbort;  // run by release() unless it commits
     std::optional<Timestamp> _prepareTs;
     std::string _prepareRecordKey;  // the side record of the prepared transaction
 

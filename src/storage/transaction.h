@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -118,6 +119,12 @@ class Transaction {
         const WriteOptions& opts) = 0;
     // Aborts (a prepared transaction too: its waiting readers go on).
     virtual void abort() = 0;
+    // Runs `fn` once the transaction ends without committing (abort(), a failed commit or
+    // prepare, destruction while open), on the thread that ends it; at once when it has already
+    // ended so; never after a commit. For in-memory state that lives exactly as long as the
+    // transaction may still commit: a shard's claim on moving a retryable write's document
+    // (txn::TransactionTable::claimMove). `fn` must not call back into this transaction.
+    virtual void onAbort(std::function<void()> fn) = 0;
     // Why a placement change doomed it (Engine::fenceTransactionWriters): its writes, prepare and
     // commit fail; its owner should abort it (releasing what it holds) as soon as it can.
     virtual std::optional<std::string> doomedBecause() const = 0;

@@ -514,6 +514,55 @@ TEST_F(TransactionTest, AnAddedSideRecordCommitsWithTheTransactionAndOnlyThen) {
     EXPECT_TRUE(engine->sideRecords("txn.prepared/").empty());
 }
 
+// onAbort runs once for every way a transaction ends without committing — abort(), destruction
+// while open, a prepared transaction's abort — at once when registered after such an end, and
+// never for a commit (plain or prepared).
+TEST_F(TransactionTest, OnAbortRunsForEveryEndButACommit) {
+    create("db.c");
+    int runs = 0;
+    auto count = [&] { ++runs; };
+    {
+        auto txn = begin();
+        txn->onAbort(count);
+        txn->abort();
+        EXPECT_EQ(runs, 1);
+        txn->abort();  // ended already: not again
+        EXPECT_EQ(runs, 1);
+        txn->onAbort(count);  // after an abort: at once
+        EXPECT_EQ(runs, 2);
+    }
+    EXPECT_EQ(runs, 2);
+    {
+        auto txn = begin();
+        txn->onAbort(count);
+    }  // destroyed open
+    EXPECT_EQ(runs, 3);
+    {
+        auto txn = begin();
+        ASSERT_TRUE(writerOf(*txn, "db.c").insert(J(R"({"_id": 1})"), {}).isOK());
+        txn->onAbort(count);
+        ASSERT_TRUE(txn->prepare(kRecord, J(R"({"txnNumber": 1})")).isOK());
+        txn->abort();
+    }
+    EXPECT_EQ(runs, 4);
+    {
+        auto txn = begin();
+        ASSERT_TRUE(writerOf(*txn, "db.c").insert(J(R"({"_id": 2})"), {}).isOK());
+        txn->onAbort(count);
+        ASSERT_TRUE(txn->commit({}, WriteOptions{}).isOK());
+        txn->onAbort(count);  // after a commit: never
+    }
+    {
+        auto txn = begin();
+        ASSERT_TRUE(writerOf(*txn, "db.c").insert(J(R"({"_id": 3})"), {}).isOK());
+        txn->onAbort(count);
+        auto prepared = txn->prepare(kRecord, J(R"({"txnNumber": 2})"));
+        ASSERT_TRUE(prepared.isOK());
+        ASSERT_TRUE(txn->commitPrepared(prepared.getValue(), {}, WriteOptions{}).isOK());
+    }
+    EXPECT_EQ(runs, 4);
+}
+
 // A coordinator's own part (txn/local_participant.h): its record goes to the WAL without a sync
 // of its own (the decision's sync, later in the same log, makes it durable); a participant's
 // prepare is synced before it answers.

@@ -96,6 +96,9 @@ void StatementRecorder::endStatement(const Status& outcome) {
     if (_current && outcome.isOK() && _current->result) {
         _new[_current->stmtId] = std::move(*_current->result);
     }
+    if (_current && _current->recordable && outcome.is(ErrorCodes::WouldChangeOwningShard)) {
+        _moving.push_back(_current->stmtId);
+    }
     _current.reset();
 }
 

@@ -34,6 +34,9 @@ class StatementRecorder final : public command::RetryableStatements, public stor
 
     // The statements this attempt executed and recorded (for TransactionTable::finish).
     const ExecutedStatements& newlyExecuted() const { return _new; }
+    // Its single-document statements answered with WouldChangeOwningShard: their router moves
+    // the document and records them (TransactionTable::finish's `moving`).
+    const std::vector<StmtId>& moving() const { return _moving; }
 
   private:
     struct Current {
@@ -46,6 +49,7 @@ class StatementRecorder final : public command::RetryableStatements, public stor
     int64_t _txnNumber;
     ExecutedStatements _executed;  // by earlier attempts
     ExecutedStatements _new;
+    std::vector<StmtId> _moving;
     std::optional<Current> _current;
 };
 

@@ -1,5 +1,6 @@
 #include "txn/transaction_table.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace tessera::txn {
@@ -37,9 +38,30 @@ bool TransactionTable::adopt(const std::string& lsid, int64_t txnNumber, StmtId 
     if (txnNumber > s.txnNumber) {
         s.txnNumber = txnNumber;
         s.statements.clear();
+        s.moving.clear();
     }
     s.statements[stmtId] = std::move(result);
+    // A moved statement's record: its waiting retry is answered from it.
+    if (s.moving.erase(stmtId) > 0) _finished.notify_all();
     return true;
+}
+
+bool TransactionTable::isMoving(Session& s, std::optional<StmtId> stmtId, Clock::time_point now,
+                                Clock::time_point* wakeAt) {
+    bool moving = false;
+    for (auto it = s.moving.begin(); it != s.moving.end();) {
+        const Moving& m = it->second;
+        if (m.claimedBy == 0 && now >= m.unclaimedUntil) {
+            it = s.moving.erase(it);  // its router never claimed it: it moved nothing
+            continue;
+        }
+        if (!stmtId || *stmtId == it->first) {
+            moving = true;
+            if (m.claimedBy == 0) *wakeAt = std::min(*wakeAt, m.unclaimedUntil);
+        }
+        ++it;
+    }
+    return moving;
 }
 
 StatusWith<ExecutedStatements> TransactionTable::begin(const std::string& lsid, int64_t txnNumber,
@@ -48,7 +70,12 @@ StatusWith<ExecutedStatements> TransactionTable::begin(const std::string& lsid, 
     for (;;) {
         Session& s = _sessions[lsid];
         if (txnNumber < s.txnNumber) return tooOld(txnNumber, s.txnNumber);
-        const bool busy = s.running || s.expiring;
+        const Clock::time_point now = Clock::now();
+        Clock::time_point wakeAt = deadline;
+        // A newer txnNumber does not wait for the older one's moves: their records, adopted
+        // later, are of a write the client gave up on.
+        const bool moving = txnNumber == s.txnNumber && isMoving(s, std::nullopt, now, &wakeAt);
+        const bool busy = s.running || s.expiring || moving;
         if (busy && !mayWait) {
             return Status(ErrorCodes::InlineWouldBlock, "another attempt of the session runs");
         }
@@ -56,16 +83,22 @@ StatusWith<ExecutedStatements> TransactionTable::begin(const std::string& lsid, 
             // The same txnNumber on another connection (a retry after a network error), or a
             // newer one while the older still runs: one attempt of a session at a time, so
             // that its records stay ordered and a retry sees what the first attempt did.
-            if (_finished.wait_until(lk, deadline) == std::cv_status::timeout) {
+            if (now >= deadline) {
                 return Status(ErrorCodes::MaxTimeMSExpired,
-                              "timed out waiting for a concurrent execution of the session's "
-                              "retryable write");
+                              moving ? "timed out waiting for the transaction that moves the "
+                                       "retryable write's document to another shard"
+                                     : "timed out waiting for a concurrent execution of the "
+                                       "session's retryable write");
             }
+            if (moving) ++_waitingForMove;
+            _finished.wait_until(lk, wakeAt);
+            if (moving) --_waitingForMove;
             continue;  // the map may have changed: look again
         }
         if (txnNumber > s.txnNumber) {
             s.txnNumber = txnNumber;
             s.statements.clear();
+            s.moving.clear();
         }
         s.running = true;
         s.lastUse = Clock::now();
@@ -74,7 +107,8 @@ StatusWith<ExecutedStatements> TransactionTable::begin(const std::string& lsid, 
 }
 
 void TransactionTable::finish(const std::string& lsid, int64_t txnNumber,
-                              const ExecutedStatements& executed) {
+                              const ExecutedStatements& executed,
+                              const std::vector<StmtId>& moving) {
     std::lock_guard lk(_mutex);
     auto it = _sessions.find(lsid);
     if (it == _sessions.end() || it->second.txnNumber != txnNumber) return;
@@ -82,6 +116,48 @@ void TransactionTable::finish(const std::string& lsid, int64_t txnNumber,
     s.running = false;
     s.lastUse = Clock::now();
     for (const auto& [stmtId, result] : executed) s.statements[stmtId] = result;
+    for (StmtId stmtId : moving) {
+        // A claimed one stays claimed: this attempt ran again while another's move was in
+        // flight (begin() lets it only after that move ended, so not in practice).
+        Moving& m = s.moving[stmtId];
+        if (m.claimedBy == 0) m.unclaimedUntil = s.lastUse + _unclaimedMoveLimit;
+    }
+    _finished.notify_all();
+}
+
+StatusWith<uint64_t> TransactionTable::claimMove(const std::string& lsid, int64_t txnNumber,
+                                                 StmtId stmtId) {
+    std::lock_guard lk(_mutex);
+    auto it = _sessions.find(lsid);
+    if (it == _sessions.end()) return uint64_t{0};
+    Session& s = it->second;
+    if (txnNumber < s.txnNumber) return tooOld(txnNumber, s.txnNumber);
+    if (txnNumber > s.txnNumber) return uint64_t{0};
+    if (s.statements.count(stmtId) > 0) {
+        return Status(ErrorCodes::WriteConflict,
+                      "the retryable write has been carried out already; run it again to get "
+                      "its result");
+    }
+    Clock::time_point wakeAt = Clock::time_point::max();
+    if (!isMoving(s, stmtId, Clock::now(), &wakeAt)) return uint64_t{0};
+    Moving& m = s.moving.at(stmtId);
+    if (m.claimedBy != 0) {
+        return Status(ErrorCodes::WriteConflict,
+                      "another transaction is moving the retryable write's document");
+    }
+    m.claimedBy = _nextMoveToken++;
+    return m.claimedBy;
+}
+
+void TransactionTable::releaseMove(const std::string& lsid, int64_t txnNumber, StmtId stmtId,
+                                   uint64_t token) {
+    if (token == 0) return;
+    std::lock_guard lk(_mutex);
+    auto it = _sessions.find(lsid);
+    if (it == _sessions.end() || it->second.txnNumber != txnNumber) return;
+    auto m = it->second.moving.find(stmtId);
+    if (m == it->second.moving.end() || m->second.claimedBy != token) return;
+    it->second.moving.erase(m);
     _finished.notify_all();
 }
 
@@ -94,12 +170,18 @@ StatusWith<bool> TransactionTable::executed(const std::string& lsid, int64_t txn
         const Session& s = it->second;
         if (txnNumber < s.txnNumber) return tooOld(txnNumber, s.txnNumber);
         if (txnNumber > s.txnNumber) return false;
-        if (!s.running && !s.expiring) return s.statements.count(stmtId) > 0;
-        if (_finished.wait_until(lk, deadline) == std::cv_status::timeout) {
+        const Clock::time_point now = Clock::now();
+        Clock::time_point wakeAt = deadline;
+        const bool moving = isMoving(it->second, stmtId, now, &wakeAt);
+        if (!s.running && !s.expiring && !moving) return s.statements.count(stmtId) > 0;
+        if (now >= deadline) {
             return Status(ErrorCodes::MaxTimeMSExpired,
                           "timed out waiting for a concurrent execution of the same retryable "
                           "write");
         }
+        if (moving) ++_waitingForMove;
+        _finished.wait_until(lk, wakeAt);
+        if (moving) --_waitingForMove;
     }
 }
 
@@ -109,7 +191,7 @@ size_t TransactionTable::expireIdle(Clock::time_point idleSince,
     {
         std::lock_guard lk(_mutex);
         for (auto& [lsid, s] : _sessions) {
-            if (s.running || s.expiring || s.lastUse >= idleSince) continue;
+            if (s.running || s.expiring || !s.moving.empty() || s.lastUse >= idleSince) continue;
             s.expiring = true;
             idle.push_back(lsid);
         }
@@ -135,6 +217,18 @@ std::vector<std::pair<std::string, int64_t>> TransactionTable::newestTxnNumbers(
 size_t TransactionTable::size() const {
     std::lock_guard lk(_mutex);
     return _sessions.size();
+}
+
+size_t TransactionTable::movingStatements() const {
+    std::lock_guard lk(_mutex);
+    size_t n = 0;
+    for (const auto& [lsid, s] : _sessions) n += s.moving.size();
+    return n;
+}
+
+size_t TransactionTable::retriesWaitingForMove() const {
+    std::lock_guard lk(_mutex);
+    return _waitingForMove;
 }
 
 }  // namespace tessera::txn

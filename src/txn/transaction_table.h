@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,6 +47,11 @@ using ExecutedStatements = std::map<StmtId, bson::BsonObj>;
 class TransactionTable {
   public:
     using Clock = std::chrono::steady_clock;
+    static constexpr std::chrono::milliseconds kUnclaimedMoveLimit{10'000};
+
+    // `unclaimedMoveLimit`: see claimMove (shorter in tests).
+    explicit TransactionTable(Clock::duration unclaimedMoveLimit = kUnclaimedMoveLimit)
+        : _unclaimedMoveLimit(unclaimedMoveLimit) {}
 
     // A record read back at startup: statements of the session's newest txnNumber are kept.
     void restore(const std::string& lsid, int64_t txnNumber, StmtId stmtId, bson::BsonObj result);
@@ -54,10 +60,35 @@ class TransactionTable {
     // whether it was adopted.
     bool adopt(const std::string& lsid, int64_t txnNumber, StmtId stmtId, bson::BsonObj result);
 
-    // `mayWait` false: InlineWouldBlock instead of waiting for a running attempt.
+    // `mayWait` false: InlineWouldBlock instead of waiting for a running attempt (or a move,
+    // below).
     StatusWith<ExecutedStatements> begin(const std::string& lsid, int64_t txnNumber,
                                          Clock::time_point deadline, bool mayWait = true);
-    void finish(const std::string& lsid, int64_t txnNumber, const ExecutedStatements& executed);
+    // `moving`: the statements this attempt answered with WouldChangeOwningShard (below).
+    void finish(const std::string& lsid, int64_t txnNumber, const ExecutedStatements& executed,
+                const std::vector<StmtId>& moving = {});
+
+    // ---- Statements whose document a router moves to another shard.
+    // A single-document statement that would change its document's owning shard writes nothing
+    // here: its router moves the document in a transaction of its own, which records the
+    // statement on this node (_shardsvrRecordRetryableWrite, adopted at its commit). Between the
+    // answer and that commit the statement is *moving*: a retry of it (begin(), executed())
+    // waits — it would otherwise run again, match nothing and answer n 0, or upsert twice —
+    // until the record is adopted (the retry is answered from it) or the moving ends without
+    // it. It ends when the transaction that claimed it aborts (releaseMove), when no
+    // transaction claimed it within kUnclaimedMoveLimit (its router died before sending
+    // anything), or when the session starts a newer txnNumber. In memory only: a restart
+    // aborts every unprepared transaction, and a prepared one still adopts its record.
+    //
+    // Claims statement `stmtId` of the session's `txnNumber` for a transaction that records it:
+    // a token for releaseMove (0 when the statement was not moving: a restart, or the unclaimed
+    // limit passed — nothing to hold). WriteConflict when the statement has been executed or
+    // another transaction claimed it (that move wins; this one's router runs the write again
+    // and is answered from the record); TransactionTooOld when the session has a newer
+    // txnNumber.
+    StatusWith<uint64_t> claimMove(const std::string& lsid, int64_t txnNumber, StmtId stmtId);
+    // The claiming transaction aborted: the statement is no longer moving (its retry runs it).
+    void releaseMove(const std::string& lsid, int64_t txnNumber, StmtId stmtId, uint64_t token);
 
     // Whether the session executed statement `stmtId` of `txnNumber` (waiting while an attempt
     // runs): the router's check, before it picks a shard for a retried write without a shard key,
@@ -78,20 +109,35 @@ class TransactionTable {
     std::vector<std::pair<std::string, int64_t>> newestTxnNumbers() const;
 
     size_t size() const;
+    // Statements moving now, and retries waiting for one (serverStatus).
+    size_t movingStatements() const;
+    size_t retriesWaitingForMove() const;
 
   private:
+    struct Moving {
+        Clock::time_point unclaimedUntil;
+        uint64_t claimedBy = 0;  // claimMove's token; 0: not claimed yet
+    };
     struct Session {
         int64_t txnNumber = -1;
         bool running = false;
         bool expiring = false;  // expireIdle is deleting its records: wait, as for `running`
         Clock::time_point lastUse = Clock::now();
-        ExecutedStatements statements;  // of txnNumber
+        ExecutedStatements statements;    // of txnNumber
+        std::map<StmtId, Moving> moving;  // of txnNumber
     };
     static Status tooOld(int64_t txnNumber, int64_t newest);
+    // Whether statement `stmtId` of `s` (any of its statements: nullopt) is moving; forgets the
+    // unclaimed ones past their limit and lowers *wakeAt to the soonest limit still ahead.
+    static bool isMoving(Session& s, std::optional<StmtId> stmtId, Clock::time_point now,
+                         Clock::time_point* wakeAt);
 
     mutable std::mutex _mutex;
     std::condition_variable _finished;
     std::map<std::string, Session> _sessions;
+    const Clock::duration _unclaimedMoveLimit;
+    uint64_t _nextMoveToken = 1;
+    size_t _waitingForMove = 0;
 };
 
 }  // namespace tessera::txn

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <future>
+#include <thread>
 
 #include "bson/bson_obj.h"
 
@@ -172,6 +174,103 @@ TEST(TransactionTable, AnAttemptWaitsWhileItsSessionsRecordsAreDeleted) {
     ASSERT_TRUE(r.isOK());
     t.finish("L", 4, {});
     EXPECT_TRUE(t.executed("L", 4, 1, soon()).getValue());
+}
+
+// Until `pred` holds or 5 s pass.
+bool eventually(const std::function<bool()>& pred) {
+    for (auto end = soon(); Clock::now() < end;) {
+        if (pred()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return pred();
+}
+
+// A statement answered with WouldChangeOwningShard: its retry waits for the router's move and
+// is answered from the record the move's transaction adopted at its commit.
+TEST(TransactionTable, ARetryOfAMovingStatementWaitsForItsRecord) {
+    TransactionTable t;
+    ASSERT_TRUE(t.begin("L", 5, soon()).isOK());
+    t.finish("L", 5, {}, /*moving=*/{0});
+    EXPECT_EQ(t.movingStatements(), 1u);
+    EXPECT_EQ(t.begin("L", 5, soon(), /*mayWait=*/false).getStatus().code(),
+              static_cast<int>(ErrorCodes::InlineWouldBlock));
+    auto retry = std::async(std::launch::async, [&] { return t.begin("L", 5, soon()); });
+    auto probe = std::async(std::launch::async, [&] { return t.executed("L", 5, 0, soon()); });
+    EXPECT_TRUE(eventually([&] { return t.retriesWaitingForMove() == 2; }));
+    auto token = t.claimMove("L", 5, 0);
+    ASSERT_TRUE(token.isOK());
+    EXPECT_NE(token.getValue(), 0u);
+    EXPECT_EQ(retry.wait_for(std::chrono::milliseconds(20)), std::future_status::timeout);
+    ASSERT_TRUE(t.adopt("L", 5, 0, J(R"({"n": 1, "nModified": 1})")));
+    auto r = retry.get();
+    ASSERT_TRUE(r.isOK());
+    ASSERT_EQ(r.getValue().count(0), 1u);
+    t.finish("L", 5, {});
+    EXPECT_TRUE(probe.get().getValue());
+    EXPECT_EQ(t.movingStatements(), 0u);
+    // Executed: a late claim (another router's move of the same statement) conflicts.
+    EXPECT_EQ(t.claimMove("L", 5, 0).getStatus().code(),
+              static_cast<int>(ErrorCodes::WriteConflict));
+}
+
+// The move's transaction aborted: the statement is not moving any more and its retry runs it.
+// Only the claiming transaction's token releases it; a second claim conflicts.
+TEST(TransactionTable, AnAbortedMoveLetsTheRetryRunTheStatement) {
+    TransactionTable t;
+    ASSERT_TRUE(t.begin("L", 5, soon()).isOK());
+    t.finish("L", 5, {}, {0});
+    auto token = t.claimMove("L", 5, 0);
+    ASSERT_TRUE(token.isOK());
+    EXPECT_EQ(t.claimMove("L", 5, 0).getStatus().code(),
+              static_cast<int>(ErrorCodes::WriteConflict));
+    auto retry = std::async(std::launch::async, [&] { return t.begin("L", 5, soon()); });
+    EXPECT_TRUE(eventually([&] { return t.retriesWaitingForMove() == 1; }));
+    t.releaseMove("L", 5, 0, token.getValue() + 1);  // not its claim
+    t.releaseMove("L", 5, 0, 0);
+    EXPECT_EQ(retry.wait_for(std::chrono::milliseconds(20)), std::future_status::timeout);
+    t.releaseMove("L", 5, 0, token.getValue());
+    auto r = retry.get();
+    ASSERT_TRUE(r.isOK());
+    EXPECT_TRUE(r.getValue().empty());  // run it again
+    t.finish("L", 5, {});
+    EXPECT_FALSE(t.executed("L", 5, 0, soon()).getValue());
+}
+
+// A statement nobody claims (its router died after the answer) stops holding its retries after
+// the limit; a claim then holds nothing (token 0).
+TEST(TransactionTable, AnUnclaimedMoveEndsAfterItsLimit) {
+    TransactionTable t(std::chrono::milliseconds(100));
+    ASSERT_TRUE(t.begin("L", 5, soon()).isOK());
+    t.finish("L", 5, {}, {0});
+    auto started = Clock::now();
+    auto r = t.begin("L", 5, soon());
+    ASSERT_TRUE(r.isOK());
+    EXPECT_GE(Clock::now() - started, std::chrono::milliseconds(90));
+    EXPECT_TRUE(r.getValue().empty());
+    t.finish("L", 5, {});
+    EXPECT_EQ(t.claimMove("L", 5, 0).getValue(), 0u);
+    EXPECT_EQ(t.movingStatements(), 0u);
+    // A waiting retry with an earlier deadline times out.
+    ASSERT_TRUE(t.begin("L", 5, soon()).isOK());
+    t.finish("L", 5, {}, {1});
+    EXPECT_EQ(t.begin("L", 5, Clock::now() + std::chrono::milliseconds(20)).getStatus().code(),
+              static_cast<int>(ErrorCodes::MaxTimeMSExpired));
+}
+
+// The session's next write does not wait for an older txnNumber's move, and from then on that
+// move cannot record the older write (TransactionTooOld), nor does its record count.
+TEST(TransactionTable, ANewerTxnNumberDoesNotWaitForAnOlderMove) {
+    TransactionTable t;
+    ASSERT_TRUE(t.begin("L", 5, soon()).isOK());
+    t.finish("L", 5, {}, {0});
+    auto next = t.begin("L", 6, soon(), /*mayWait=*/false);
+    ASSERT_TRUE(next.isOK());
+    t.finish("L", 6, {});
+    EXPECT_EQ(t.movingStatements(), 0u);
+    EXPECT_EQ(t.claimMove("L", 5, 0).getStatus().code(),
+              static_cast<int>(ErrorCodes::TransactionTooOld));
+    EXPECT_FALSE(t.adopt("L", 5, 0, J(R"({"n": 1, "nModified": 1})")));
+    EXPECT_FALSE(t.executed("L", 6, 0, soon()).getValue());
 }
 
 }  // namespace

@@ -329,6 +329,80 @@ describeWithCluster(
             await ctx.cluster.checkConsistency(ordersNs, orderCount);
         });
 
+        test('a retry that arrives while the move is in flight waits for it and gets its reply', async () => {
+            // The router's move transaction is held before its commit (hangBeforeCommittingMove);
+            // the retry through the other router reaches the shard that answered
+            // WouldChangeOwningShard, which holds it until the move's record commits.
+            const clients = [];
+            for (const i of [0, 1]) clients.push(await ctx.cluster.clientFor(`${ctx.cluster.routerUri(i)}&appName=move-in-flight-${i}`));
+            const session = clients[0].startSession();
+            const other = clients[1].startSession();
+            other.serverSession.id = session.serverSession.id;
+            const [db0, db1] = clients.map((cl) => cl.db(orders));
+            const c = db0.collection('orders');
+            const router0 = clients[0].db('admin');
+            const low = (await ctx.cluster.shardByName(lowShard)).db('admin');
+            const waiting = async () => (await low.command({ serverStatus: 1 })).shardRetryableWrites.retriesWaitingForMove;
+            let txnNumber = 100;
+            const inFlight = async (cmd) => {
+                cmd.txnNumber = BSON.Long.fromNumber(++txnNumber);
+                await router0.command({ configureFailPoint: 'hangBeforeCommittingMove', mode: 'alwaysOn' });
+                try {
+                    const first = db0.command(cmd, { session });
+                    await router0.command({ waitForFailPoint: 'hangBeforeCommittingMove', timesEntered: 1, maxTimeMS: 30000 });
+                    let settled = null;
+                    const retry = db1.command(cmd, { session: other });
+                    retry.then((r) => (settled = r), (e) => (settled = e));
+                    for (const end = Date.now() + 30000; (await waiting()) < 1; ) {
+                        assert.equal(settled, null, `the retry did not wait for the move: ${JSON.stringify(settled)}`);
+                        assert.ok(Date.now() < end, 'the retry never waited for the move');
+                        await new Promise((r) => setTimeout(r, 20));
+                    }
+                    await router0.command({ configureFailPoint: 'hangBeforeCommittingMove', mode: 'off' });
+                    return [await first, await retry];
+                } finally {
+                    await router0.command({ configureFailPoint: 'hangBeforeCommittingMove', mode: 'off' });
+                }
+            };
+            try {
+                await c.insertMany([
+                    { _id: 'mf1', customerId: 41, createdAt: new Date(41), total: 1 },
+                    { _id: 'mf2', customerId: 42, createdAt: new Date(42), total: 2 },
+                    { _id: 'mf3', customerId: 43, createdAt: new Date(43), total: 3 },
+                ]);
+                orderCount += 3;
+                // By the full shard key: the retry reaches the same shard.
+                let [r1, r2] = await inFlight({
+                    update: 'orders',
+                    updates: [{ q: { customerId: 41, createdAt: new Date(41) }, u: { $set: { customerId: 641 } } }],
+                });
+                assert.deepEqual([r1.n, r1.nModified, r2.n, r2.nModified], [1, 1, 1, 1], JSON.stringify([r1, r2]));
+                assert.equal((await c.findOne({ _id: 'mf1' })).customerId, 641);
+                // By _id alone: the retry's read phase asks the shards whether they ran it.
+                [r1, r2] = await inFlight({
+                    update: 'orders',
+                    updates: [{ q: { _id: 'mf2' }, u: { $inc: { customerId: 600, total: 1 } } }],
+                });
+                assert.deepEqual([r1.n, r1.nModified, r2.n, r2.nModified], [1, 1, 1, 1], JSON.stringify([r1, r2]));
+                assert.deepEqual(await c.findOne({ _id: 'mf2' }, { projection: { customerId: 1, total: 1 } }), {
+                    _id: 'mf2',
+                    customerId: 642,
+                    total: 3,
+                });
+                // findAndModify: the retry gets the first reply.
+                [r1, r2] = await inFlight({ findAndModify: 'orders', query: { _id: 'mf3' }, update: { $set: { customerId: 643 } } });
+                assert.equal(r1.value?.customerId, 43, JSON.stringify(r1));
+                assert.deepEqual(r2.value, r1.value, `the retry: ${JSON.stringify(r2)}`);
+                assert.equal((await c.findOne({ _id: 'mf3' })).customerId, 643);
+                assert.equal(await waiting(), 0);
+                assert.equal((await low.command({ serverStatus: 1 })).shardRetryableWrites.movingStatements, 0);
+            } finally {
+                await session.endSession();
+                await other.endSession();
+            }
+            await ctx.cluster.checkConsistency(ordersNs, orderCount);
+        });
+
         test('a shard keeps a retryable write\'s record only from a transaction that commits', async () => {
             // What the router sends the source shard when it moves a document for a retryable
             // write, sent here by hand: the record of another session's statement.
