@@ -12,7 +12,7 @@
 // p50(txn2) / p50(txn1) against the target 1.5. Loopback only; stops by itself.
 //
 // usage: node bench/transactions.mjs --uri URI [--clients 8] [--seconds 5] [--repeat 3]
-//                                    [--docs 2000]
+//                                    [--docs 2000] [--only plain|txn1|txn2]
 
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -31,6 +31,8 @@ const clients = Number(arg('clients', 8));
 const seconds = Number(arg('seconds', 5));
 const repeat = Number(arg('repeat', 3));
 const docs = Number(arg('docs', 2000));
+// One kind of phase only (plain, txn1 or txn2), no summary: for a profiler attached meanwhile.
+const only = arg('only');
 if (!uri || !(clients > 0) || !(seconds > 0) || !(repeat > 0) || !(docs >= 4)) {
     console.error('usage: node bench/transactions.mjs --uri URI [--clients 8] [--seconds 5] [--repeat 3] [--docs 2000]');
     process.exit(2);
@@ -128,6 +130,11 @@ try {
     await setup();
     const total = async () => (await coll.aggregate([{ $group: { _id: null, s: { $sum: '$balance' } } }]).toArray())[0].s;
     const before = await total();
+    if (only) {
+        for (let r = 0; r < repeat; r++) console.log(JSON.stringify({ ...(await phase(only)), round: r }));
+        if ((await total()) !== before) throw new Error('the total changed');
+        process.exit(0);
+    }
     const results = { plain: [], txn1: [], txn2: [] };
     await phase('txn2'); // warm-up: connections, sessions, routing tables
     for (let r = 0; r < repeat; r++) {

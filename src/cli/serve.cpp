@@ -222,6 +222,12 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
         transactions->onSideRecordsCommitted([state = shardingState.get()](const auto& records) {
             txn::adoptStatementRecords(records, state->transactions());
         });
+        // ... and held as moving while such a transaction, prepared before a restart, waits for
+        // its decision: their retries wait for it, as before the restart.
+        transactions->onPreparedSideRecordsRecovered(
+            [state = shardingState.get()](const auto& records, storage::Transaction& txn) {
+                txn::holdStatementRecords(records, state->transactionsHandle(), txn);
+            });
         service.appendRoleServerStatus = [state = shardingState.get()](bson::BsonBuilder& b) {
             state->appendServerStatus(b);
         };

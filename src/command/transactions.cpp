@@ -351,6 +351,9 @@ StatusWith<size_t> SessionTransactions::recoverPrepared() {
         s->prepareTs = r.prepareTs;
         s->txn = std::move(r.txn);
         s->started = s->lastUse = s->preparedAt = std::chrono::steady_clock::now();
+        if (_preparedSideRecordsRecovered && !s->txn->addedSideRecords().empty()) {
+            _preparedSideRecordsRecovered(s->txn->addedSideRecords(), *s->txn);
+        }
         for (auto [field, into] : {std::pair{"coordinatorShard", &s->coordinatorShard},
                                    std::pair{"coordinatorHost", &s->coordinatorHost}}) {
             bson::BsonElement e = r.meta[field];

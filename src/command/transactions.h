@@ -115,6 +115,16 @@ class SessionTransactions {
     using SideRecordsCommitted =
         std::function<void(const std::vector<std::pair<std::string, std::string>>& records)>;
     void onSideRecordsCommitted(SideRecordsCommitted fn) { _sideRecordsCommitted = std::move(fn); }
+    // Told, for each prepared transaction recoverPrepared() restores, the side records it
+    // added and the transaction itself (to register storage::Transaction::onAbort): the shard
+    // holds the retryable writes those records are of as moving until it is decided
+    // (txn::TransactionTable::holdMove). Set before recoverPrepared().
+    using PreparedSideRecordsRecovered =
+        std::function<void(const std::vector<std::pair<std::string, std::string>>& records,
+                           storage::Transaction& txn)>;
+    void onPreparedSideRecordsRecovered(PreparedSideRecordsRecovered fn) {
+        _preparedSideRecordsRecovered = std::move(fn);
+    }
 
     // A checked-out session: released when destroyed.
     class Checkout {
@@ -232,6 +242,7 @@ class SessionTransactions {
     std::atomic<bool> _unsyncedCommits{false};
     const storage::WriteUnit* _commitObservers = nullptr;
     SideRecordsCommitted _sideRecordsCommitted;
+    PreparedSideRecordsRecovered _preparedSideRecordsRecovered;
     std::mutex _mutex;
     std::unordered_map<std::string, std::shared_ptr<Session>> _sessions;
     std::condition_variable _wake;

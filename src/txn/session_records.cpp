@@ -4,6 +4,7 @@
 #include "bson/validate.h"
 #include "storage/engine.h"
 #include "storage/read_snapshot.h"
+#include "storage/transaction.h"
 
 namespace tessera::txn {
 
@@ -96,6 +97,26 @@ size_t adoptStatementRecords(const std::vector<std::pair<std::string, std::strin
         if (!key.starts_with(kStatementRecordPrefix)) continue;
         std::optional<StatementRecord> r = parseStatementRecord(value);
         if (r && table.adopt(r->lsid, r->txnNumber, r->stmtId, std::move(r->result))) ++n;
+    }
+    return n;
+}
+
+size_t holdStatementRecords(const std::vector<std::pair<std::string, std::string>>& records,
+                            const std::weak_ptr<TransactionTable>& table,
+                            storage::Transaction& txn) {
+    std::shared_ptr<TransactionTable> t = table.lock();
+    if (!t) return 0;
+    size_t n = 0;
+    for (const auto& [key, value] : records) {
+        if (!key.starts_with(kStatementRecordPrefix)) continue;
+        std::optional<StatementRecord> r = parseStatementRecord(value);
+        if (!r) continue;
+        uint64_t token = t->holdMove(r->lsid, r->txnNumber, r->stmtId);
+        if (token == 0) continue;
+        txn.onAbort([table, lsid = r->lsid, txnNumber = r->txnNumber, stmtId = r->stmtId, token] {
+            if (auto held = table.lock()) held->releaseMove(lsid, txnNumber, stmtId, token);
+        });
+        ++n;
     }
     return n;
 }

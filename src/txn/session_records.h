@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,7 +14,8 @@
 
 namespace tessera::storage {
 class Engine;
-}
+class Transaction;
+}  // namespace tessera::storage
 
 namespace tessera::txn {
 
@@ -61,6 +63,15 @@ std::optional<StatementRecord> parseStatementRecord(bson::BsonView record);
 // Returns how many it adopted.
 size_t adoptStatementRecords(const std::vector<std::pair<std::string, std::string>>& records,
                              TransactionTable& table);
+
+// The statement records among `records` (side records of a prepared transaction restored
+// after a restart: retryable writes whose document a router was moving) held as moving in
+// `table` until the transaction is decided — `table.holdMove` each, released by
+// `txn.onAbort` (a commit adopts them, adoptStatementRecords) — so that their retries wait
+// for the decision, as they did before the restart. Returns how many it holds.
+size_t holdStatementRecords(const std::vector<std::pair<std::string, std::string>>& records,
+                            const std::weak_ptr<TransactionTable>& table,
+                            storage::Transaction& txn);
 
 // Deletes every statement record of the session (its session expired). Unsynced: a delete lost
 // in a crash brings back records that expire again 30 minutes after the restart.

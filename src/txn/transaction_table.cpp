@@ -149,6 +149,22 @@ StatusWith<uint64_t> TransactionTable::claimMove(const std::string& lsid, int64_
     return m.claimedBy;
 }
 
+uint64_t TransactionTable::holdMove(const std::string& lsid, int64_t txnNumber, StmtId stmtId) {
+    std::lock_guard lk(_mutex);
+    Session& s = _sessions[lsid];
+    if (txnNumber < s.txnNumber) return 0;
+    if (txnNumber > s.txnNumber) {
+        s.txnNumber = txnNumber;
+        s.statements.clear();
+        s.moving.clear();
+    }
+    if (s.statements.count(stmtId) > 0) return 0;
+    s.lastUse = Clock::now();
+    Moving& m = s.moving[stmtId];
+    m.claimedBy = _nextMoveToken++;
+    return m.claimedBy;
+}
+
 void TransactionTable::releaseMove(const std::string& lsid, int64_t txnNumber, StmtId stmtId,
                                    uint64_t token) {
     if (token == 0) return;

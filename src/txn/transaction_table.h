@@ -77,8 +77,9 @@ class TransactionTable {
     // until the record is adopted (the retry is answered from it) or the moving ends without
     // it. It ends when the transaction that claimed it aborts (releaseMove), when no
     // transaction claimed it within kUnclaimedMoveLimit (its router died before sending
-    // anything), or when the session starts a newer txnNumber. In memory only: a restart
-    // aborts every unprepared transaction, and a prepared one still adopts its record.
+    // anything), or when the session starts a newer txnNumber. In memory: a restart aborts
+    // every unprepared transaction, and a prepared one restored holds its statements again
+    // (holdMove) until it is decided.
     //
     // Claims statement `stmtId` of the session's `txnNumber` for a transaction that records it:
     // a token for releaseMove (0 when the statement was not moving: a restart, or the unclaimed
@@ -87,6 +88,10 @@ class TransactionTable {
     // and is answered from the record); TransactionTooOld when the session has a newer
     // txnNumber.
     StatusWith<uint64_t> claimMove(const std::string& lsid, int64_t txnNumber, StmtId stmtId);
+    // The same for a prepared transaction restored after a restart whose record of the
+    // statement will be adopted at its commit: the statement becomes moving, claimed by it —
+    // unless the session has a newer txnNumber or the statement is recorded already (0).
+    uint64_t holdMove(const std::string& lsid, int64_t txnNumber, StmtId stmtId);
     // The claiming transaction aborted: the statement is no longer moving (its retry runs it).
     void releaseMove(const std::string& lsid, int64_t txnNumber, StmtId stmtId, uint64_t token);
 

@@ -273,5 +273,34 @@ TEST(TransactionTable, ANewerTxnNumberDoesNotWaitForAnOlderMove) {
     EXPECT_FALSE(t.executed("L", 6, 0, soon()).getValue());
 }
 
+// A prepared transaction restored after a restart holds the statement it records as moving
+// until it is decided: its abort releases it, its commit's adoption answers the retry.
+TEST(TransactionTable, ARestoredPreparedMoveHoldsItsStatement) {
+    TransactionTable t;
+    t.restore("L", 4, 0, J(R"({"n": 1, "nModified": 1})"));
+    EXPECT_EQ(t.holdMove("L", 3, 0), 0u);  // the session has a newer txnNumber
+    uint64_t token = t.holdMove("L", 5, 0);
+    ASSERT_NE(token, 0u);
+    EXPECT_EQ(t.movingStatements(), 1u);
+    EXPECT_EQ(t.begin("L", 5, soon(), /*mayWait=*/false).getStatus().code(),
+              static_cast<int>(ErrorCodes::InlineWouldBlock));
+    auto retry = std::async(std::launch::async, [&] { return t.begin("L", 5, soon()); });
+    EXPECT_TRUE(eventually([&] { return t.retriesWaitingForMove() == 1; }));
+    ASSERT_TRUE(t.adopt("L", 5, 0, J(R"({"n": 1, "nModified": 1})")));
+    auto r = retry.get();
+    ASSERT_TRUE(r.isOK());
+    EXPECT_EQ(r.getValue().count(0), 1u);
+    t.finish("L", 5, {});
+    EXPECT_EQ(t.holdMove("L", 5, 0), 0u);  // recorded already
+    // Aborted instead: released, the retry runs the statement.
+    token = t.holdMove("L", 6, 1);
+    ASSERT_NE(token, 0u);
+    t.releaseMove("L", 6, 1, token);
+    auto again = t.begin("L", 6, soon(), /*mayWait=*/false);
+    ASSERT_TRUE(again.isOK());
+    EXPECT_TRUE(again.getValue().empty());
+    t.finish("L", 6, {});
+}
+
 }  // namespace
 }  // namespace tessera::txn

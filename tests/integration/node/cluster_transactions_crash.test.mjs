@@ -277,6 +277,56 @@ describeWithManualCluster(
             await one.session.endSession();
             await expectBalances();
         });
+
+        test('a retried move whose transaction is prepared across a restart waits for its decision, then gets its reply', async () => {
+            // A retryable update that changes a document's shard key: router 0 moves it in a
+            // transaction of its own, acknowledged once prepared; its decision is held
+            // (hangBeforeSendingCommitDecision). Both shards are killed; the source (which
+            // coordinates: the move's record goes there first) restarts alone, so the
+            // transaction stays prepared there. The retry through router 1 waits on the source
+            // for the decision (the restored record holds the statement as moving), and gets
+            // the first reply when the other shard is back and the commit is resolved.
+            const movesNs = `${dbName}.moves`;
+            const admin = (await c().router(1)).db('admin');
+            await admin.command({ shardCollection: movesNs, key: { k: 1 } });
+            await (await c().router(1)).db(dbName).collection('moves').insertOne({ _id: 'm1', k: 1 });
+            await admin.command({ split: movesNs, middle: { k: 100 } });
+            const source = (await (await c().router(1)).db('config').collection('databases').findOne({ _id: dbName })).primary;
+            assert.equal(source, owners.low);
+            await admin.command({ moveChunk: movesNs, find: { k: 100 }, to: owners.high });
+
+            const clients = [];
+            for (const i of [0, 1]) clients.push(await c().clientFor(`${c().routerUri(i)}&appName=move-crash-${i}`));
+            const session = clients[0].startSession();
+            const other = clients[1].startSession();
+            other.serverSession.id = session.serverSession.id;
+            const cmd = { update: 'moves', updates: [{ q: { k: 1 }, u: { $set: { k: 101 } } }], txnNumber: 7 };
+            await (await c().router(0)).db('admin').command({ configureFailPoint: 'hangBeforeSendingCommitDecision', mode: 'alwaysOn' });
+            const first = await clients[0].db(dbName).command(cmd, { session });
+            assert.deepEqual([first.n, first.nModified], [1, 1], JSON.stringify(first));
+
+            await c().kill9(c().routerProcs[0]);
+            await c().kill9(shardProc('high'));
+            await c().kill9(shardProc('low'));
+            await c().restart(shardProc('low'));
+            const low = (await c().shardByName(owners.low)).db('admin');
+            const status = async () => (await low.command({ serverStatus: 1 })).shardRetryableWrites;
+            assert.equal((await status()).movingStatements, 1, JSON.stringify(await status()));
+            const retry = settle(clients[1].db(dbName).command(cmd, { session: other }));
+            await waitFor('the retry waits for the move', async () => (await status()).retriesWaitingForMove >= 1, { timeoutMs: 30000, intervalMs: 20 });
+            await c().restart(shardProc('high'));
+            const second = await retry;
+            assert.equal(second.error, undefined, `${second.error}`);
+            assert.deepEqual([second.value.n, second.value.nModified], [1, 1], JSON.stringify(second.value));
+            assert.deepEqual(await status(), { sessions: (await status()).sessions, movingStatements: 0, retriesWaitingForMove: 0 });
+            await c().restart(c().routerProcs[0]);
+            const moved = await (await c().router(1)).db(dbName).collection('moves').find({}).toArray();
+            assert.deepEqual(moved, [{ _id: 'm1', k: 101 }]);
+            await c().checkConsistency(movesNs, 1);
+            await session.endSession();
+            await other.endSession();
+            await expectBalances();
+        });
     },
     { shards: 2, routers: 2 },
 );
