@@ -1,6 +1,9 @@
 #include "base/failpoint.h"
 
 #include <algorithm>
+#include <thread>
+
+#include "base/log.h"
 
 namespace tessera {
 
@@ -13,6 +16,16 @@ std::optional<std::string> FailPoint::shouldFail() {
     std::lock_guard lock(_mutex);
     if (_mode == Mode::kOff) return std::nullopt;
     return fireLocked();
+}
+
+void pauseWhileActive(FailPoint& fp, std::string_view component, int logId,
+                      std::chrono::milliseconds limit) {
+    if (!fp.shouldFail()) return;
+    log::info(component, logId, "Hanging at failpoint", "{\"failpoint\":\"" + fp.name() + "\"}");
+    for (auto until = std::chrono::steady_clock::now() + limit;
+         fp.active() && std::chrono::steady_clock::now() < until;) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
 }
 
 std::optional<std::string> FailPoint::fireLocked() {

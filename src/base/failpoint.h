@@ -1,10 +1,12 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tessera {
@@ -48,6 +50,13 @@ class FailPoint {
     int64_t _entered = 0;
     std::string _data;
 };
+
+// A hang point: when `fp` fires, logs "Hanging at failpoint" (`component`, `logId`, the name)
+// and blocks while it stays active — for at most `limit`, so that a test that forgets to turn
+// it off cannot hang the process for good. Tests set such failpoints `alwaysOn` (a `times`
+// failpoint turns itself off as it fires) and wait for them with waitForFailPoint.
+void pauseWhileActive(FailPoint& fp, std::string_view component, int logId,
+                      std::chrono::milliseconds limit = std::chrono::minutes(5));
 
 class FailPointRegistry {
   public:

@@ -1,13 +1,10 @@
 #include "router/cluster_write_move.h"
 
-#include <chrono>
 #include <optional>
-#include <thread>
 #include <vector>
 
 #include "base/error_codes.h"
 #include "base/failpoint.h"
-#include "base/log.h"
 #include "command/command.h"
 #include "command/retryable_statements.h"
 #include "net/remote_client.h"
@@ -21,15 +18,6 @@ namespace {
 // Holds a router's own move transaction after its writes, before its commit (at most 5 min):
 // tests retry the moved write meanwhile.
 TESSERA_FAIL_POINT_DEFINE(hangBeforeCommittingMove);
-
-void hangWhileActive(FailPoint& fp) {
-    if (!fp.shouldFail()) return;
-    log::info("SHARDING", 22250, "Hanging at failpoint", "{\"failpoint\":\"" + fp.name() + "\"}");
-    for (auto until = std::chrono::steady_clock::now() + std::chrono::minutes(5);
-         fp.active() && std::chrono::steady_clock::now() < until;) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-}
 
 constexpr int kWouldChange = static_cast<int>(ErrorCodes::WouldChangeOwningShard);
 
@@ -201,7 +189,7 @@ Status moveDocuments(command::OperationContext& opCtx, Router& router, std::stri
         }
         TRY_STATUS(transactions->runInternalTransaction(opCtx, [&]() -> Status {
             TRY_STATUS(move());
-            hangWhileActive(hangBeforeCommittingMove);
+            pauseWhileActive(hangBeforeCommittingMove, "SHARDING", 22250);
             return Status::OK();
         }));
     }

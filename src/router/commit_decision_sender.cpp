@@ -55,15 +55,7 @@ void CommitDecisionSender::run() {
             lk.lock();
             continue;
         }
-        if (hangBeforeSendingCommitDecision.shouldFail()) {
-            log::info("TXN", 22240, "Hanging at failpoint",
-                      "{\"failpoint\":\"hangBeforeSendingCommitDecision\"}");
-            auto until = std::chrono::steady_clock::now() + std::chrono::minutes(5);
-            while (hangBeforeSendingCommitDecision.active() &&
-                   std::chrono::steady_clock::now() < until) {
-                std::this_thread::sleep_for(std::chrono::milliseconds(20));
-            }
-        }
+        pauseWhileActive(hangBeforeSendingCommitDecision, "TXN", 22240);
         auto reply = _client.runCommand(cmd.host, cmd.db, cmd.cmd);
         Status st = reply.isOK() ? net::replyStatus(reply.getValue()) : reply.getStatus();
         if (!st.isOK()) {

@@ -60,14 +60,7 @@ bool finishedBy(const Status& st) {
            st.is(ErrorCodes::TransactionTooOld);
 }
 
-void hangAt(FailPoint& fp) {
-    if (!fp.shouldFail()) return;
-    log::info("TXN", 22220, "Hanging at failpoint", "{\"failpoint\":\"" + fp.name() + "\"}");
-    auto until = std::chrono::steady_clock::now() + std::chrono::minutes(5);
-    while (fp.active() && std::chrono::steady_clock::now() < until) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-}
+void hangAt(FailPoint& fp) { pauseWhileActive(fp, "TXN", 22220); }
 
 }  // namespace
 
