@@ -203,25 +203,20 @@ class RecordRetryableWriteCommand final : public ShardCommand {
                 ErrorCodes::TypeMismatch,
                 std::string(name()) + ": a statement's result is {n, nModified, upserted?}");
         }
-        // The statement is moving (this shard answered it with WouldChangeOwningShard): claimed
-        // for this transaction, so that its retries wait for the record, until the transaction
-        // aborts. Another move's claim, or a record already there, makes this move lose.
-        ASSIGN_OR_RETURN(ShardingState * state, shardingStateOf(opCtx));
         const int64_t number = txnNumber.numberLong();
         const txn::StmtId statement = stmtId.numberInt();
+        TRY_STATUS(opCtx.transaction->addSideRecord(
+            txn::statementRecordKey(clientLsid, statement),
+            txn::statementRecordValue(clientLsid, number, statement, r)));
+        // The statement is moving (this shard answered it with WouldChangeOwningShard): claimed
+        // for this transaction, so that its retries wait for the record, until the transaction
+        // aborts. Another move's claim, or a record already there, makes this move lose (the
+        // failed statement aborts the transaction, the side record with it).
+        ASSIGN_OR_RETURN(ShardingState * state, shardingStateOf(opCtx));
         ASSIGN_OR_RETURN(uint64_t claim,
                          state->transactions().claimMove(clientLsid, number, statement));
-        auto release = [table = state->transactionsHandle(), clientLsid, number, statement, claim] {
-            if (auto t = table.lock()) t->releaseMove(clientLsid, number, statement, claim);
-        };
-        Status added = opCtx.transaction->addSideRecord(
-            txn::statementRecordKey(clientLsid, statement),
-            txn::statementRecordValue(clientLsid, number, statement, r));
-        if (!added.isOK()) {
-            release();
-            return added;
-        }
-        if (claim != 0) opCtx.transaction->onAbort(std::move(release));
+        txn::releaseMoveOnAbort(*opCtx.transaction, state->transactionsHandle(), clientLsid, number,
+                                statement, claim);
         return Status::OK();
     }
 };

@@ -101,6 +101,14 @@ size_t adoptStatementRecords(const std::vector<std::pair<std::string, std::strin
     return n;
 }
 
+void releaseMoveOnAbort(storage::Transaction& txn, std::weak_ptr<TransactionTable> table,
+                        std::string lsid, int64_t txnNumber, StmtId stmtId, uint64_t token) {
+    if (token == 0) return;
+    txn.onAbort([table = std::move(table), lsid = std::move(lsid), txnNumber, stmtId, token] {
+        if (auto t = table.lock()) t->releaseMove(lsid, txnNumber, stmtId, token);
+    });
+}
+
 size_t holdStatementRecords(const std::vector<std::pair<std::string, std::string>>& records,
                             const std::weak_ptr<TransactionTable>& table,
                             storage::Transaction& txn) {
@@ -113,9 +121,7 @@ size_t holdStatementRecords(const std::vector<std::pair<std::string, std::string
         if (!r) continue;
         uint64_t token = t->holdMove(r->lsid, r->txnNumber, r->stmtId);
         if (token == 0) continue;
-        txn.onAbort([table, lsid = r->lsid, txnNumber = r->txnNumber, stmtId = r->stmtId, token] {
-            if (auto held = table.lock()) held->releaseMove(lsid, txnNumber, stmtId, token);
-        });
+        releaseMoveOnAbort(txn, table, r->lsid, r->txnNumber, r->stmtId, token);
         ++n;
     }
     return n;

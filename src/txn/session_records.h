@@ -64,6 +64,11 @@ std::optional<StatementRecord> parseStatementRecord(bson::BsonView record);
 size_t adoptStatementRecords(const std::vector<std::pair<std::string, std::string>>& records,
                              TransactionTable& table);
 
+// Releases the claim `token` of statement `stmtId` of (`lsid`, `txnNumber`) in `table`
+// (TransactionTable::claimMove / holdMove) when `txn` aborts; nothing for token 0.
+void releaseMoveOnAbort(storage::Transaction& txn, std::weak_ptr<TransactionTable> table,
+                        std::string lsid, int64_t txnNumber, StmtId stmtId, uint64_t token);
+
 // The statement records among `records` (side records of a prepared transaction restored
 // after a restart: retryable writes whose document a router was moving) held as moving in
 // `table` until the transaction is decided — `table.holdMove` each, released by
