@@ -236,16 +236,23 @@ describeWithCluster(
             await ctx.cluster.checkConsistency(ordersNs, orderCount);
         });
 
+        // A client of each router (their own, `appName`-i: their pooled sessions are nobody
+        // else's) and one logical session through both: `session` on router 0's client and
+        // `other`, router 1's, given its id — as a driver's retry after failing over to another
+        // mongos sends the same lsid and txnNumber.
+        async function oneSessionThroughBothRouters(appName, options = '') {
+            const clients = [];
+            for (const i of [0, 1]) clients.push(await ctx.cluster.clientFor(`${ctx.cluster.routerUri(i)}${options}&appName=${appName}-${i}`));
+            const session = clients[0].startSession();
+            const other = clients[1].startSession();
+            other.serverSession.id = session.serverSession.id;
+            return { clients, session, other };
+        }
+
         test('a retried write that moved a document is answered from its record, never run again', async () => {
             // The driver retries a write whose reply it lost with the same lsid and txnNumber;
             // here each command is sent twice so, the second time through the other router.
-            const clients = [];
-            for (const i of [0, 1]) clients.push(await ctx.cluster.clientFor(`${ctx.cluster.routerUri(i)}&monitorCommands=true&appName=move-retry-${i}`));
-            const session = clients[0].startSession();
-            // The same logical session through the other router (as a driver's retry after
-            // failing over to another mongos): a session of the second client given the first's id.
-            const other = clients[1].startSession();
-            other.serverSession.id = session.serverSession.id;
+            const { clients, session, other } = await oneSessionThroughBothRouters('move-retry', '&monitorCommands=true');
             const [db0, db1] = clients.map((c) => c.db(orders));
             const c = db0.collection('orders');
             const sent = [];
@@ -333,11 +340,7 @@ describeWithCluster(
             // The router's move transaction is held before its commit (hangBeforeCommittingMove);
             // the retry through the other router reaches the shard that answered
             // WouldChangeOwningShard, which holds it until the move's record commits.
-            const clients = [];
-            for (const i of [0, 1]) clients.push(await ctx.cluster.clientFor(`${ctx.cluster.routerUri(i)}&appName=move-in-flight-${i}`));
-            const session = clients[0].startSession();
-            const other = clients[1].startSession();
-            other.serverSession.id = session.serverSession.id;
+            const { clients, session, other } = await oneSessionThroughBothRouters('move-in-flight');
             const [db0, db1] = clients.map((cl) => cl.db(orders));
             const c = db0.collection('orders');
             const router0 = clients[0].db('admin');
