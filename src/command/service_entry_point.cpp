@@ -215,13 +215,18 @@ bson::BsonObj withAtClusterTime(bson::BsonObj reply, Timestamp at) {
     return b.obj();
 }
 
-// `reply` with operationTime (a shard's reply to a router).
-bson::BsonObj withOperationTime(bson::BsonObj reply, Timestamp operationTime) {
-    if (reply.isEmpty() || reply.hasField("operationTime")) return reply;
+// `reply` with timestamp field `name`, unless it has one (or is empty: a closed connection).
+bson::BsonObj withTimestampField(bson::BsonObj reply, std::string_view name, Timestamp ts) {
+    if (reply.isEmpty() || reply.hasField(name)) return reply;
     bson::BsonBuilder b;
     for (bson::BsonElement e : reply) b.appendElement(e);
-    b.appendTimestamp("operationTime", operationTime.value);
+    b.appendTimestamp(name, ts.value);
     return b.obj();
+}
+
+// `reply` with operationTime (a shard's reply to a router).
+bson::BsonObj withOperationTime(bson::BsonObj reply, Timestamp operationTime) {
+    return withTimestampField(std::move(reply), "operationTime", operationTime);
 }
 
 // `reply` with operationTime and $clusterTime (an unsigned cluster time: no auth).
@@ -608,10 +613,17 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
     labels.commitTransaction = request.commandName == "commitTransaction";
     bool txnCommand = isTransactionEndCommand(request.commandName);
     std::optional<bson::BsonObj> failCommandLabels;
+    // The first statement of a router's transaction with afterClusterTime only: the time this
+    // shard chose (kTransactionReadTimestampField).
+    std::optional<Timestamp> chosenReadTs;
     // A shard tells its routers its time (operationTime): a router draws its transactions' read
     // timestamps from a clock that has seen every commit it acknowledged.
     auto finish = [&](bson::BsonObj reply) {
         reply = withServerErrorLabels(std::move(reply), labels);
+        if (chosenReadTs) {
+            reply =
+                withTimestampField(std::move(reply), kTransactionReadTimestampField, *chosenReadTs);
+        }
         if (routerGossip && opCtx.readAtClusterTime) {
             reply = withAtClusterTime(std::move(reply), *opCtx.readAtClusterTime);
         }
@@ -728,9 +740,18 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
         opCtx.txnNumber.reset();
         routerStatement = true;
     } else if (txnArgs.statement) {
-        auto checkout =
-            _service.transactions->beginStatement(*opCtx.lsid, *opCtx.txnNumber, txnArgs.start,
-                                                  txnArgs.atClusterTime, request.commandName);
+        std::optional<Timestamp> readAt = txnArgs.atClusterTime;
+        if (txnArgs.start && !readAt && txnArgs.afterClusterTime &&
+            _service.role == ClusterRole::kShard && _service.engine) {
+            // A router's first shard of a transaction, given a lower bound only: the snapshot is
+            // at this shard's latest commit (waited for above), named in the reply so that every
+            // other participant reads at exactly this time.
+            readAt = std::max(_service.engine->lastCommitTimestamp(), *txnArgs.afterClusterTime);
+            HybridLogicalClock::global().advanceTo(*readAt);
+            chosenReadTs = readAt;
+        }
+        auto checkout = _service.transactions->beginStatement(
+            *opCtx.lsid, *opCtx.txnNumber, txnArgs.start, readAt, request.commandName);
         if (!checkout.isOK()) return finish(errorReply(checkout.getStatus()));
         txnSession = std::move(checkout.getValue());
         if (txnArgs.start) txnSession->readConcernLocal = txnArgs.readConcernLocal;

@@ -261,6 +261,10 @@ struct TransactionArgs {
     // may create collections (transaction_ddl.h).
     bool readConcernLocal = true;
 };
+// A shard's reply to the first statement of a router's transaction that named no atClusterTime
+// (only a lower bound, afterClusterTime) carries the timestamp the shard's snapshot reads at: the
+// router reads at it on every later participant (router/transaction_router.h).
+inline constexpr std::string_view kTransactionReadTimestampField = "transactionReadTimestamp";
 struct OperationContext;
 // Checks a request's transaction fields (MongoDB's rules: autocommit false only, with lsid and
 // txnNumber; readConcern only on the first statement; no writeConcern but on the end commands).

@@ -211,7 +211,8 @@ std::vector<ShardResponse> sendToShards(Router& router, std::string_view db,
         }
         responses[i].host = host.getValue();
         cmds.push_back({host.getValue(), std::string(db),
-                        joinTransaction(requests[i].shard, host.getValue(), requests[i].cmd)});
+                        joinTransaction(requests[i].shard, host.getValue(), requests[i].cmd,
+                                        requests.size() == 1)});
         slots.push_back(i);
     }
     std::vector<StatusWith<BsonObj>> results;

@@ -10,6 +10,7 @@
 #include "command/command.h"
 #include "command/reply_util.h"
 #include "command/server_info.h"
+#include "command/transactions.h"
 #include "net/remote_client.h"
 #include "router/commit_decision_sender.h"
 #include "router/router.h"
@@ -35,7 +36,11 @@ struct TransactionRouter::Session {
     RouterTxnPhase phase = RouterTxnPhase::kNone;
     Timestamp readTs;
     bool readTsFromClient = false;  // atClusterTime given: never moved
-    bool readConcernLocal = true;   // the client's level (the shards all read at readTs)
+    // The first statement reached one shard with readTs as a lower bound (afterClusterTime): that
+    // shard reads at its latest commit and names the time, which every later participant reads
+    // at (noteReply). Cleared by its reply.
+    bool readTsOpen = false;
+    bool readConcernLocal = true;  // the client's level (the shards all read at readTs)
     struct Participant {
         ShardId shard;
         std::string host;
@@ -72,7 +77,8 @@ class TransactionRouter::Statement {
         return true;
     }
 
-    BsonObj join(const ShardId* shard, const std::string& host, BsonView cmd) {
+    // `onlyTarget`: the statement sends this one request (no other shard joins before its reply).
+    BsonObj join(const ShardId* shard, const std::string& host, BsonView cmd, bool onlyTarget) {
         std::lock_guard lk(_mutex);
         Session& s = *_session;
         if (s.phase != RouterTxnPhase::kInProgress) return BsonObj::fromBytes(cmd.bytes());
@@ -81,13 +87,29 @@ class TransactionRouter::Statement {
         });
         bool start = it == s.participants.end();
         if (start && !shard) return BsonObj::fromBytes(cmd.bytes());  // not part of it
-        if (start) s.participants.push_back({*shard, host});
+        if (start) {
+            // The transaction's first shard, alone: it picks the snapshot, at or after readTs, so
+            // that the transaction also sees what other routers acknowledged there (this router's
+            // clock has not necessarily seen those commits).
+            s.readTsOpen = s.participants.empty() && onlyTarget && !s.readTsFromClient;
+            s.participants.push_back({*shard, host});
+        }
         return transactionRequest(s, cmd, start);
     }
 
     void noteReply(const ShardId& shard, const Status& status, BsonView reply) {
         std::lock_guard lk(_mutex);
         Session& s = *_session;
+        if (s.readTsOpen && !s.participants.empty() && s.participants.front().shard == shard) {
+            // The time the first shard read at (command::kTransactionReadTimestampField); without
+            // one (the request failed) the next participant starts at readTs as it was.
+            s.readTsOpen = false;
+            bson::BsonElement at = status.isOK() ? reply[command::kTransactionReadTimestampField]
+                                                 : bson::BsonElement();
+            // Exactly that time (at or after readTs, the bound it was given): every participant
+            // reads the same snapshot.
+            if (at.type() == bson::BsonType::Timestamp) s.readTs = Timestamp{at.timestampValue()};
+        }
         // A shard whose first request of the transaction failed with an answer has aborted its
         // part (or never began it): forgotten, so that a retried statement starts it again. A
         // network error keeps it (its part may exist: the abort must reach it).
@@ -126,7 +148,7 @@ class TransactionRouter::Statement {
             b.appendBool("startTransaction", true);
             b.startObject("readConcern");
             b.append("level", "snapshot");
-            b.appendTimestamp("atClusterTime", s.readTs.value);
+            b.appendTimestamp(s.readTsOpen ? "afterClusterTime" : "atClusterTime", s.readTs.value);
             b.end();
         }
         return b.obj();
@@ -582,14 +604,15 @@ void TransactionRouter::killAll() {
     for (const std::string& lsid : lsids) endSession(lsid);
 }
 
-BsonObj joinTransaction(const ShardId& shard, const std::string& host, BsonView cmd) {
+BsonObj joinTransaction(const ShardId& shard, const std::string& host, BsonView cmd,
+                        bool onlyTarget) {
     if (!tlsStatement) return BsonObj::fromBytes(cmd.bytes());
-    return tlsStatement->join(&shard, host, cmd);
+    return tlsStatement->join(&shard, host, cmd, onlyTarget);
 }
 
 BsonObj joinTransactionByHost(const std::string& host, BsonView cmd) {
     if (!tlsStatement) return BsonObj::fromBytes(cmd.bytes());
-    return tlsStatement->join(nullptr, host, cmd);
+    return tlsStatement->join(nullptr, host, cmd, false);
 }
 
 void noteTransactionReply(const ShardId& shard, const Status& status, BsonView reply) {

@@ -31,7 +31,11 @@ using placement::ShardId;
 //   readConcern {level: snapshot, atClusterTime: T}. T is drawn once, at the first statement,
 //   from the router's clock, which observes every shard reply's operationTime: so a
 //   transaction reads at least what its client saw acknowledged through this router, and every
-//   participant reads the same snapshot of the cluster.
+//   participant reads the same snapshot of the cluster. When the first statement reaches one
+//   shard (the usual case), that shard gets T as afterClusterTime instead and reads at its
+//   latest commit, which it names in its reply (command::kTransactionReadTimestampField): T
+//   becomes that time, so the transaction also sees what another router acknowledged on that
+//   shard before it began (a second router's clock may not have seen it yet).
 // - A statement that fails (a write error included) aborts the transaction on every participant.
 //   A participant whose first request failed is forgotten (its shard aborted its part): a retry
 //   of the statement after a stale placement starts it there again.
@@ -113,8 +117,11 @@ class TransactionRouter final : public command::RouterTransactionHooks {
 };
 
 // The shard request `cmd` for `shard` (at `host`) as part of the transaction of the statement
-// running on this thread, or `cmd` unchanged outside one. `cmd` has no `$db`.
-bson::BsonObj joinTransaction(const ShardId& shard, const std::string& host, bson::BsonView cmd);
+// running on this thread, or `cmd` unchanged outside one. `cmd` has no `$db`. `onlyTarget`: the
+// statement sends no other request before this one's reply (noteTransactionReply), so when it
+// starts the transaction the shard may pick its read timestamp.
+bson::BsonObj joinTransaction(const ShardId& shard, const std::string& host, bson::BsonView cmd,
+                              bool onlyTarget);
 // The same for a request addressed by host only (a cursor's getMore or killCursors): joined only
 // when the host is already a participant.
 bson::BsonObj joinTransactionByHost(const std::string& host, bson::BsonView cmd);

@@ -465,6 +465,28 @@ describeWithCluster(
             }
         });
 
+        test('a transaction through the other router reads what was acknowledged through the first on its first shard, without the writer\'s cluster time', async () => {
+            // The other router's clock has not seen these inserts (no session ties the clients):
+            // its transaction's first shard picks the snapshot, at or after everything it
+            // committed. Twenty rounds: a clock behind by part of a second shows in a few.
+            const writer = (await router(0)).db(dbName).collection('fresh');
+            const reader = await router(1);
+            for (let k = 0; k < 20; k++) {
+                await writer.insertOne({ _id: k, round: k });
+                const session = reader.startSession();
+                try {
+                    session.startTransaction();
+                    const seen = await reader.db(dbName).collection('fresh').findOne({ _id: k }, { session });
+                    assert.deepEqual(seen, { _id: k, round: k }, `round ${k}: the transaction did not see the acknowledged insert`);
+                    const counted = await reader.db(dbName).collection('fresh').countDocuments({}, { session });
+                    assert.equal(counted, k + 1);
+                    await session.commitTransaction();
+                } finally {
+                    await session.endSession();
+                }
+            }
+        });
+
         test('a migration does not wait for a transaction that wrote its range, and that transaction cannot commit under the old placement', async () => {
             // A collection of its own, so that the accounts keep their shards.
             const movingNs = `${dbName}.moving`;
