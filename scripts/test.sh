@@ -15,8 +15,9 @@
 #      spec-rs     the transactions, sessions and retryable-writes spec tests at --profile
 #                  replicaset-8.0 against `build/tessera serve --replSet rs0`; tests listed in
 #                  tests/spec/known-failures-replicaset.txt do not fail the run
-#   8. spec-sharded the same CRUD spec tests at --profile sharded-8.0 through a router of a
-#                  `tessera up --shards 3 --routers 1` cluster (--enableTestCommands); tests listed in
+#   8. spec-sharded the same CRUD spec tests at --profile sharded-8.0 through the routers of a
+#                  `tessera up --shards 3 --routers 2` cluster (--enableTestCommands; clients with
+#                  useMultipleMongoses get both routers, others the first); tests listed in
 #                  tests/spec/known-failures-sharded.txt do not fail the run
 #      spec-sh-tx  the transactions, sessions and retryable-writes spec tests through the same
 #                  cluster; tests listed in tests/spec/known-failures-sharded-txn.txt do not fail
@@ -376,7 +377,7 @@ if ((RUN_INTEG)) && [[ -z "${TESSERA_SKIP_SPEC:-}" && -z "${TESSERA_SKIP_SPEC_SH
         record spec-sh 0 1 0 "spec tests not found at $SPEC_DIR"
     else
         cl_shards=3
-        cl_routers=1
+        cl_routers=2
         cl_db="$(mktemp -d)"
         # routers on BASE..BASE+R-1, config on BASE+R, shard i on BASE+R+1+i: R+1+S free ports.
         cl_base="$(node -e '
@@ -416,13 +417,16 @@ if ((RUN_INTEG)) && [[ -z "${TESSERA_SKIP_SPEC:-}" && -z "${TESSERA_SKIP_SPEC_SH
             tail -n 40 "$cl_log" "$cl_db"/*.log 2>/dev/null
             record spec-sh 0 1 0 "tessera up did not start"
         else
-            run_spec_tests spec-sh "mongodb://127.0.0.1:$cl_base/" sharded-8.0 \
+            # Every router, in port order: the runner's own client and single-router clients use
+            # the first.
+            cl_uri="mongodb://$(seq -s, -f "127.0.0.1:%g" "$cl_base" $((cl_base + cl_routers - 1)))/"
+            run_spec_tests spec-sh "$cl_uri" sharded-8.0 \
                 tests/spec/known-failures-sharded.txt \
-                "crud at sharded-8.0 (3 shards); known failures as skipped" "$SPEC_DIR/crud"
+                "crud at sharded-8.0 (3 shards, 2 routers); known failures as skipped" "$SPEC_DIR/crud"
             banner "spec: transactions, sessions, retryable-writes (sharded-8.0)"
-            run_spec_tests spec-sh-tx "mongodb://127.0.0.1:$cl_base/" sharded-8.0 \
+            run_spec_tests spec-sh-tx "$cl_uri" sharded-8.0 \
                 tests/spec/known-failures-sharded-txn.txt \
-                "transactions+sessions+retryable-writes at sharded-8.0 (3 shards); known failures as skipped" \
+                "transactions+sessions+retryable-writes at sharded-8.0 (3 shards, 2 routers); known failures as skipped" \
                 "$SPEC_DIR/transactions" "$SPEC_DIR/sessions" "$SPEC_DIR/retryable-writes"
         fi
         # `tessera up` stops its children on SIGTERM; after 40 s kill it and every child it listed.

@@ -102,6 +102,41 @@ function uriValue(key, value) {
     return String(value);
 }
 
+/** The hosts of a `mongodb://` URI, in order ("h1:p1,h2:p2" → ['h1:p1', 'h2:p2']). */
+export function hostsOf(uri) {
+    const schemeEnd = uri.indexOf('://');
+    const rest = schemeEnd < 0 ? uri : uri.slice(schemeEnd + 3);
+    const end = rest.search(/[/?]/);
+    const authority = end < 0 ? rest : rest.slice(0, end);
+    const hosts = authority.slice(authority.lastIndexOf('@') + 1);
+    return hosts.split(',').filter((h) => h.length > 0);
+}
+
+/** `uri` naming only `hosts` (its credentials, path and options kept). */
+export function withHosts(uri, hosts) {
+    const schemeEnd = uri.indexOf('://');
+    const head = schemeEnd < 0 ? '' : uri.slice(0, schemeEnd + 3);
+    const rest = schemeEnd < 0 ? uri : uri.slice(schemeEnd + 3);
+    const end = rest.search(/[/?]/);
+    const authority = end < 0 ? rest : rest.slice(0, end);
+    const tail = end < 0 ? '' : rest.slice(end);
+    const at = authority.lastIndexOf('@');
+    return head + authority.slice(0, at + 1) + hosts.join(',') + tail;
+}
+
+/**
+ * The URI a client entity connects with. At a sharded profile the run's URI lists every router:
+ * a client with `useMultipleMongoses: true` gets them all (the driver picks one per operation, a
+ * transaction pins one), any other client only the first, as the unified format requires of
+ * `useMultipleMongoses: false` and allows when it is absent. Other profiles: the URI as given
+ * (a replica set's hosts are a seed list).
+ */
+export function clientUri(uri, profile, useMultipleMongoses) {
+    const hosts = hostsOf(uri);
+    if (hosts.length <= 1 || profile?.topology !== 'sharded' || useMultipleMongoses === true) return uri;
+    return withHosts(uri, hosts.slice(0, 1));
+}
+
 /** Returns `uri` with `uriOptions` applied (they override options already in the URI). */
 export function applyUriOptions(uri, uriOptions = {}, defaults = {}) {
     const q = uri.indexOf('?');
@@ -326,7 +361,11 @@ export class EntityMap {
                 throw new UnsupportedError(`observeEvents type ${type}`);
             }
         }
-        const uri = applyUriOptions(this.config.uri, spec.uriOptions ?? {}, this.config.clientDefaults ?? {});
+        const uri = applyUriOptions(
+            clientUri(this.config.uri, this.config.profile, spec.useMultipleMongoses),
+            spec.uriOptions ?? {},
+            this.config.clientDefaults ?? {}
+        );
         const pkFactory = createQueuedPkFactory();
         const options = { monitorCommands: true, pkFactory };
         if (spec.serverApi) options.serverApi = spec.serverApi;

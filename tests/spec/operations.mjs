@@ -2,7 +2,7 @@
 // driver results into documents, and expectError / expectResult / saveResultAsEntity handling.
 import mongodb from './driver.mjs';
 import { match, describe, MatchError, UnsupportedError } from './matcher.mjs';
-import { convertCommonOptions, convertTransactionOptions, toReadPreference, QUEUED_PK } from './entities.mjs';
+import { applyUriOptions, convertCommonOptions, convertTransactionOptions, toReadPreference, QUEUED_PK } from './entities.mjs';
 
 const { MongoServerError, MongoBulkWriteError, MongoClientBulkWriteError, MongoOperationTimeoutError } = mongodb;
 
@@ -504,9 +504,19 @@ const specialOps = {
         if (!session.transaction?.isPinned && !session.isPinned) {
             throw new AssertionFailure('targetedFailPoint: the session is not pinned to a mongos');
         }
-        // Single mongos per client (useMultipleMongoses is treated as single): use the session's client.
-        await session.client.db('admin').command(fp);
-        ctx.state.failPoints.push({ client: session.client, name: fp.configureFailPoint });
+        // On the router the session is pinned to, through a direct connection to it (the session's
+        // client may know several): closed once the fail point is turned off after the test.
+        const address = session.transaction?.server?.description?.address;
+        if (!address) throw new AssertionFailure('targetedFailPoint: the pinned router has no address');
+        const uri = applyUriOptions(`mongodb://${address}/`, {}, { directConnection: true, serverSelectionTimeoutMS: 5000 });
+        const direct = new mongodb.MongoClient(uri);
+        try {
+            await direct.db('admin').command(fp);
+        } catch (err) {
+            await direct.close(true).catch(() => {});
+            throw err;
+        }
+        ctx.state.failPoints.push({ client: direct, name: fp.configureFailPoint, closeAfter: true });
     },
     async assertSessionTransactionState(a, ctx) {
         const s = sessionOf(ctx, a);

@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import mongodb, { EJSON } from './driver.mjs';
-import { EntityMap, COMMAND_EVENT_TYPES, CMAP_EVENT_TYPES, applyUriOptions } from './entities.mjs';
+import { EntityMap, COMMAND_EVENT_TYPES, CMAP_EVENT_TYPES, applyUriOptions, hostsOf, withHosts } from './entities.mjs';
 import { match, matchExact, describe, MatchError, UnsupportedError } from './matcher.mjs';
 import { runOperation, AssertionFailure, errorSummary } from './operations.mjs';
 import { requirementsMismatch, schemaProblem } from './requirements.mjs';
@@ -125,8 +125,18 @@ export class Runner {
         this.options.onResult?.(result);
     }
 
+    // The routers of a sharded run's URI (one per host); elsewhere the URI is one deployment.
+    routerHosts() {
+        const hosts = hostsOf(this.options.uri);
+        return this.options.profile.topology === 'sharded' ? hosts : hosts.slice(0, 1);
+    }
+
+    // The internal client (data, outcome, fail points set through it) talks to the first router
+    // only: with several, every preparation goes through one, as the tests assume.
     async newInternalClient() {
-        const uri = applyUriOptions(this.options.uri, {}, { serverSelectionTimeoutMS: 5000 });
+        const hosts = this.routerHosts();
+        const first = hosts.length > 1 ? withHosts(this.options.uri, hosts.slice(0, 1)) : this.options.uri;
+        const uri = applyUriOptions(first, {}, { serverSelectionTimeoutMS: 5000 });
         const client = new MongoClient(uri);
         await client.connect();
         return client;
@@ -222,11 +232,26 @@ export class Runner {
         }
     }
 
+    // On every router: a transaction a test left open holds its session (and its documents) on
+    // whichever router the driver had pinned.
     async killAllSessions(internal) {
-        await internal
-            .db('admin')
-            .command({ killAllSessions: [] })
-            .catch(() => {});
+        const hosts = this.routerHosts();
+        for (let i = 0; i < hosts.length; i++) {
+            if (i === 0) {
+                await internal.db('admin').command({ killAllSessions: [] }).catch(() => {});
+                continue;
+            }
+            const uri = applyUriOptions(withHosts(this.options.uri, [hosts[i]]), {},
+                { serverSelectionTimeoutMS: 5000, directConnection: true });
+            const direct = new MongoClient(uri);
+            try {
+                await direct.db('admin').command({ killAllSessions: [] });
+            } catch {
+                // As on the first host: a router that is down has no sessions to end.
+            } finally {
+                await direct.close(true).catch(() => {});
+            }
+        }
     }
 
     /** Returns null on success or the failure reason. */
@@ -344,6 +369,7 @@ export class Runner {
                     .command(cmd)
                     .catch(() => {});
             }
+            if (fp.closeAfter) await fp.client.close(true).catch(() => {});
         }
     }
 

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import mongodb from './driver.mjs';
 import { match, matchExact, matchResult, MatchError, UnsupportedError, typeNames } from './matcher.mjs';
 import { PROFILES, requirementsMismatch, requirementMismatch, schemaProblem, compareVersions } from './requirements.mjs';
-import { applyUriOptions, EntityMap, toReadPreference, createQueuedPkFactory } from './entities.mjs';
+import { applyUriOptions, clientUri, EntityMap, hostsOf, toReadPreference, createQueuedPkFactory, withHosts } from './entities.mjs';
 import {
     runOperation,
     checkError,
@@ -25,6 +25,24 @@ const bad = (exp, act, opts, re) => {
     assert.notEqual(why, null, `expected a mismatch for ${JSON.stringify(exp)}`);
     if (re) assert.match(why, re);
 };
+
+describe('entities: several routers', () => {
+    const two = 'mongodb://u:p@127.0.0.1:1,127.0.0.1:2/db?w=1';
+    test('hostsOf and withHosts keep credentials, path and options', () => {
+        assert.deepEqual(hostsOf(two), ['127.0.0.1:1', '127.0.0.1:2']);
+        assert.deepEqual(hostsOf('mongodb://h:3'), ['h:3']);
+        assert.equal(withHosts(two, ['127.0.0.1:2']), 'mongodb://u:p@127.0.0.1:2/db?w=1');
+        assert.equal(withHosts('mongodb://a:1,b:2', ['a:1']), 'mongodb://a:1');
+    });
+    test('clientUri: at a sharded profile every router only for useMultipleMongoses', () => {
+        const sharded = PROFILES['sharded-8.0'];
+        assert.equal(clientUri(two, sharded, true), two);
+        assert.equal(clientUri(two, sharded, false), 'mongodb://u:p@127.0.0.1:1/db?w=1');
+        assert.equal(clientUri(two, sharded, undefined), 'mongodb://u:p@127.0.0.1:1/db?w=1');
+        assert.equal(clientUri(two, PROFILES['replicaset-8.0'], false), two);
+        assert.equal(clientUri('mongodb://h:1/', sharded, true), 'mongodb://h:1/');
+    });
+});
 
 describe('matcher: documents', () => {
     test('extra keys are allowed in the root document only', () => {
