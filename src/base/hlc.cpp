@@ -4,18 +4,26 @@
 
 namespace tessera {
 
-uint32_t HybridLogicalClock::systemSeconds() {
+namespace {
+// Logical ticks per microsecond of the increment: 1 000 000 × 4096 < 2^32.
+constexpr uint32_t kLogicalBits = 12;
+}  // namespace
+
+uint64_t HybridLogicalClock::systemMicros() {
     auto now = std::chrono::system_clock::now().time_since_epoch();
-    return static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::seconds>(now).count());
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(now).count());
 }
 
 Timestamp HybridLogicalClock::next() {
     uint64_t last = _last.load(std::memory_order_relaxed);
     for (;;) {
         Timestamp prev{last};
-        uint32_t wall = _wallClock();
-        Timestamp candidate =
-            wall > prev.secs() ? Timestamp::fromParts(wall, 1) : Timestamp{prev.value + 1};
+        uint64_t micros = _wallClock();
+        Timestamp physical =
+            Timestamp::fromParts(static_cast<uint32_t>(micros / 1'000'000),
+                                 (static_cast<uint32_t>(micros % 1'000'000) << kLogicalBits) + 1);
+        Timestamp candidate = physical > prev ? physical : Timestamp{prev.value + 1};
         if (_last.compare_exchange_weak(last, candidate.value, std::memory_order_acq_rel)) {
             return candidate;
         }

@@ -6,7 +6,8 @@
 namespace tessera {
 
 // A hybrid-logical-clock timestamp in MongoDB's Timestamp layout: seconds since the epoch in the
-// high 32 bits, a logical increment in the low 32 bits. Comparing the raw 64-bit values orders
+// high 32 bits, the increment in the low 32 bits (HybridLogicalClock: the microsecond within
+// the second, times 4096, plus a logical count). Comparing the raw 64-bit values orders
 // timestamps, so it doubles as the MVCC commit timestamp and as BSON's `operationTime`.
 struct Timestamp {
     uint64_t value = 0;
@@ -24,6 +25,11 @@ struct Timestamp {
 // Hands out strictly increasing timestamps that stay close to wall-clock time and never move
 // backwards, even when the wall clock does. `advanceTo` merges a timestamp seen from another
 // process (cluster time gossip), so causally later events always get later timestamps.
+// The increment carries the wall clock's microsecond (inc = microsecond × 4096 + a logical count,
+// which may carry into the next microsecond's range): two processes on clocks in step order
+// their timestamps by real time at microsecond resolution, so a router that has not heard of a
+// commit another router acknowledged still draws a later time for a read that starts after it
+// (with seconds alone, a clock's count within the second lagged another's by hundreds).
 // Thread-safe and lock-free.
 class HybridLogicalClock {
   public:
@@ -34,17 +40,17 @@ class HybridLogicalClock {
     // Observes a timestamp from elsewhere: later next() calls return greater timestamps.
     void advanceTo(Timestamp observed);
 
-    // For tests: replaces the wall clock (seconds since the epoch).
-    using WallClock = uint32_t (*)();
+    // For tests: replaces the wall clock (microseconds since the epoch).
+    using WallClock = uint64_t (*)();
     void setWallClockForTest(WallClock clock) { _wallClock = clock; }
 
     static HybridLogicalClock& global();
 
   private:
-    static uint32_t systemSeconds();
+    static uint64_t systemMicros();
 
     std::atomic<uint64_t> _last{0};
-    WallClock _wallClock = &systemSeconds;
+    WallClock _wallClock = &systemMicros;
 };
 
 }  // namespace tessera

@@ -10,7 +10,8 @@ namespace tessera {
 namespace {
 
 uint32_t gFakeSeconds = 1000;
-uint32_t fakeClock() { return gFakeSeconds; }
+uint32_t gFakeMicros = 0;  // within the second
+uint64_t fakeClock() { return uint64_t{gFakeSeconds} * 1'000'000 + gFakeMicros; }
 
 TEST(HybridLogicalClock, StrictlyIncreasingWhenWallClockStandsStill) {
     HybridLogicalClock clock;
@@ -43,6 +44,27 @@ TEST(HybridLogicalClock, AdvanceToObservedTimestamp) {
     EXPECT_GT(clock.next(), remote);
     clock.advanceTo(Timestamp::fromParts(1, 1));  // older: ignored
     EXPECT_GT(clock.current(), remote);
+}
+
+TEST(HybridLogicalClock, AMicrosecondLaterIsLaterThanEveryTickBefore) {
+    // Two processes on clocks in step: one ticked many times, the other reads the clock a little
+    // later in real time and is ahead (a router's read after a commit another router acknowledged).
+    HybridLogicalClock busy;
+    HybridLogicalClock idle;
+    busy.setWallClockForTest(&fakeClock);
+    idle.setWallClockForTest(&fakeClock);
+    gFakeSeconds = 3000;
+    gFakeMicros = 500;
+    Timestamp last;
+    for (int i = 0; i < 1000; ++i) last = busy.next();
+    EXPECT_EQ(last.secs(), 3000u);
+    gFakeMicros = 501;
+    EXPECT_GT(idle.next(), last);
+    // Ticks beyond a microsecond's 4096 carry on, still increasing, into the following ones.
+    Timestamp before = busy.next();
+    for (int i = 0; i < 10000; ++i) busy.next();
+    EXPECT_GT(busy.next(), before);
+    gFakeMicros = 0;
 }
 
 TEST(HybridLogicalClock, ConcurrentCallersGetDistinctTimestamps) {

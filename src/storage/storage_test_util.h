@@ -36,12 +36,13 @@ class TempDir {
     std::filesystem::path _path;
 };
 
-// A controllable wall clock for HybridLogicalClock (seconds since the epoch).
+// A controllable wall clock for HybridLogicalClock, whole seconds since the epoch (its
+// WallClock reads microseconds).
 inline std::atomic<uint32_t>& fakeSeconds() {
     static std::atomic<uint32_t> secs{1'700'000'000};
     return secs;
 }
-inline uint32_t fakeWallClock() { return fakeSeconds().load(); }
+inline uint64_t fakeWallClock() { return uint64_t{fakeSeconds().load()} * 1'000'000; }
 
 inline bson::BsonObj J(std::string_view json) { return bson::fromJson(json); }
 

@@ -261,7 +261,7 @@ TEST_F(WriterTest, TimestampsSurviveRestartEvenIfTheClockGoesBack) {
     Timestamp t1 = insert("db.c", R"({"_id": 1})");
     engine.reset();
     HybridLogicalClock fresh;  // a new process: its clock starts from the wall clock
-    fresh.setWallClockForTest([]() -> uint32_t { return 1000; });  // far in the past
+    fresh.setWallClockForTest([]() -> uint64_t { return 1000 * 1'000'000ull; });  // far in the past
     EngineOptions options;
     options.dbpath = dir.path();
     options.clock = &fresh;

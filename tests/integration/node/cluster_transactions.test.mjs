@@ -487,6 +487,20 @@ describeWithCluster(
             }
         });
 
+        test('a snapshot read through the other router sees what the first acknowledged before it began', async () => {
+            // readConcern snapshot outside a transaction: the other router picks the cluster time
+            // from its own clock, which never heard of these inserts. Its clock and the shard's
+            // tick with the wall clock's microsecond, so a read that starts after the insert was
+            // acknowledged reads after it.
+            const writer = (await router(0)).db(dbName).collection('snapfresh');
+            const reader = (await router(1)).db(dbName);
+            for (let k = 0; k < 100; k++) {
+                await writer.insertOne({ _id: k });
+                const found = await reader.command({ find: 'snapfresh', filter: { _id: k }, readConcern: { level: 'snapshot' } });
+                assert.equal(found.cursor.firstBatch.length, 1, `round ${k}: the snapshot find missed the acknowledged insert`);
+            }
+        });
+
         test('a migration does not wait for a transaction that wrote its range, and that transaction cannot commit under the old placement', async () => {
             // A collection of its own, so that the accounts keep their shards.
             const movingNs = `${dbName}.moving`;
