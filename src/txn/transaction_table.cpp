@@ -17,10 +17,7 @@ void TransactionTable::restore(const std::string& lsid, int64_t txnNumber, StmtI
     std::lock_guard lk(_mutex);
     Session& s = _sessions[lsid];
     if (txnNumber < s.txnNumber) return;
-    if (txnNumber > s.txnNumber) {
-        s.txnNumber = txnNumber;
-        s.statements.clear();
-    }
+    if (txnNumber > s.txnNumber) s.startNumber(txnNumber);
     s.statements[stmtId] = std::move(result);
 }
 
@@ -35,11 +32,7 @@ bool TransactionTable::adopt(const std::string& lsid, int64_t txnNumber, StmtId 
     Session& s = _sessions[lsid];
     s.lastUse = Clock::now();
     if (txnNumber < s.txnNumber) return false;
-    if (txnNumber > s.txnNumber) {
-        s.txnNumber = txnNumber;
-        s.statements.clear();
-        s.moving.clear();
-    }
+    if (txnNumber > s.txnNumber) s.startNumber(txnNumber);
     s.statements[stmtId] = std::move(result);
     // A moved statement's record: its waiting retry is answered from it.
     if (s.moving.erase(stmtId) > 0) _finished.notify_all();
@@ -95,11 +88,7 @@ StatusWith<ExecutedStatements> TransactionTable::begin(const std::string& lsid, 
             if (moving) --_waitingForMove;
             continue;  // the map may have changed: look again
         }
-        if (txnNumber > s.txnNumber) {
-            s.txnNumber = txnNumber;
-            s.statements.clear();
-            s.moving.clear();
-        }
+        if (txnNumber > s.txnNumber) s.startNumber(txnNumber);
         s.running = true;
         s.lastUse = Clock::now();
         return s.statements;
@@ -153,11 +142,7 @@ uint64_t TransactionTable::holdMove(const std::string& lsid, int64_t txnNumber, 
     std::lock_guard lk(_mutex);
     Session& s = _sessions[lsid];
     if (txnNumber < s.txnNumber) return 0;
-    if (txnNumber > s.txnNumber) {
-        s.txnNumber = txnNumber;
-        s.statements.clear();
-        s.moving.clear();
-    }
+    if (txnNumber > s.txnNumber) s.startNumber(txnNumber);
     if (s.statements.count(stmtId) > 0) return 0;
     s.lastUse = Clock::now();
     Moving& m = s.moving[stmtId];

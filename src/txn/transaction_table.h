@@ -130,6 +130,13 @@ class TransactionTable {
         Clock::time_point lastUse = Clock::now();
         ExecutedStatements statements;    // of txnNumber
         std::map<StmtId, Moving> moving;  // of txnNumber
+
+        // To a newer txnNumber: the older one's statements are forgotten (rule 3).
+        void startNumber(int64_t newer) {
+            txnNumber = newer;
+            statements.clear();
+            moving.clear();
+        }
     };
     static Status tooOld(int64_t txnNumber, int64_t newest);
     // Whether statement `stmtId` of `s` (any of its statements: nullopt) is moving; forgets the
