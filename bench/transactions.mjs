@@ -10,10 +10,17 @@
 // TransientTransactionError included) and the retries are printed as one JSON line
 // ({"tool":"transactions",...}), then a summary line with the median ratio
 // p50(txn2) / p50(txn1) against the target 1.5. Loopback only; stops by itself.
+// With --pids (the cluster's processes, as `tessera up` lists them: name=pid,...), each phase
+// also reports the CPU time per operation of every process and of this client
+// (`cpu_us_per_op`), read from /proc before and after the phase: with several clients on two
+// cores CPU is latency, so the CPU a two-shard transaction costs the whole cluster bounds its
+// ratio to a one-shard one.
 //
 // usage: node bench/transactions.mjs --uri URI [--clients 8] [--seconds 5] [--repeat 3]
 //                                    [--docs 2000] [--only plain|txn1|txn2]
+//                                    [--pids config=1,shard0=2,... --clk-tck 100]
 
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,14 +40,50 @@ const repeat = Number(arg('repeat', 3));
 const docs = Number(arg('docs', 2000));
 // One kind of phase only (plain, txn1 or txn2), no summary: for a profiler attached meanwhile.
 const only = arg('only');
-if (!uri || !(clients > 0) || !(seconds > 0) || !(repeat > 0) || !(docs >= 4)) {
-    console.error('usage: node bench/transactions.mjs --uri URI [--clients 8] [--seconds 5] [--repeat 3] [--docs 2000]');
+// name -> pid of the cluster's processes whose CPU each phase reports; clock ticks per second
+// of /proc/PID/stat's utime and stime (`getconf CLK_TCK`).
+const pids = Object.fromEntries(
+    (arg('pids', '') || '')
+        .split(',')
+        .filter(Boolean)
+        .map((kv) => kv.split('=')),
+);
+const clkTck = Number(arg('clk-tck', 100));
+if (!uri || !(clients > 0) || !(seconds > 0) || !(repeat > 0) || !(docs >= 4) || !(clkTck > 0) ||
+    Object.values(pids).some((p) => !/^[0-9]+$/.test(p ?? ''))) {
+    console.error('usage: node bench/transactions.mjs --uri URI [--clients 8] [--seconds 5] [--repeat 3] [--docs 2000] [--pids name=pid,...] [--clk-tck 100]');
     process.exit(2);
 }
 
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
 const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))];
 const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
+
+// CPU time used so far, in µs: per process of --pids (user + system, from /proc/PID/stat; the
+// fields after the command name, which may hold spaces, start at the state, field 3) and of
+// this client.
+function cpuNow() {
+    const self = process.cpuUsage();
+    const used = { client: self.user + self.system };
+    for (const [name, pid] of Object.entries(pids)) {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        used[name] = ((Number(fields[11]) + Number(fields[12])) * 1e6) / clkTck; // utime, stime
+    }
+    return used;
+}
+
+// Per process, µs of CPU per operation between two cpuNow() readings; `total` sums them.
+function cpuPerOp(before, after, ops) {
+    const perOp = {};
+    let total = 0;
+    for (const name of Object.keys(after)) {
+        perOp[name] = Math.round((after[name] - before[name]) / ops);
+        total += perOp[name];
+    }
+    perOp.total = total;
+    return perOp;
+}
 
 const half = Math.floor(docs / 2); // _id < half on the first shard, the rest on the second
 const client = new MongoClient(uri, { maxPoolSize: clients + 2 });
@@ -111,7 +154,9 @@ async function phase(kind) {
         }
     };
     const t0 = nowUs();
+    const cpu0 = cpuNow();
     await Promise.all(Array.from({ length: clients }, worker));
+    const cpu1 = cpuNow();
     const elapsed = (nowUs() - t0) / 1e6;
     latencies.sort((x, y) => x - y);
     return {
@@ -123,6 +168,7 @@ async function phase(kind) {
         p50_us: percentile(latencies, 50),
         p99_us: percentile(latencies, 99),
         retries,
+        cpu_us_per_op: cpuPerOp(cpu0, cpu1, Math.max(1, latencies.length)),
     };
 }
 
@@ -146,6 +192,17 @@ async function compare(total, before) {
     // What two-phase commit adds, in µs: steadier than the ratio on a machine whose speed drifts
     // (its fsync and round trips do not scale with the CPU the one-shard transaction needs).
     const extra = median(results.txn2.map((t2, i) => t2.p50_us - results.txn1[i].p50_us));
+    // Per process, the median over the rounds of its CPU per operation, for each kind.
+    const cpu = {};
+    for (const kind of Object.keys(results)) {
+        cpu[kind] = {};
+        for (const name of Object.keys(results[kind][0].cpu_us_per_op)) {
+            cpu[kind][name] = median(results[kind].map((x) => x.cpu_us_per_op[name]));
+        }
+    }
+    const cpuRatio = median(
+        results.txn2.map((t2, i) => t2.cpu_us_per_op.total / Math.max(1, results.txn1[i].cpu_us_per_op.total)),
+    );
     console.log(
         JSON.stringify({
             tool: 'transactions',
@@ -158,6 +215,8 @@ async function compare(total, before) {
             ratio_txn2_txn1_p50: Number(ratio.toFixed(2)),
             ratios: ratios.map((x) => Number(x.toFixed(2))),
             p50_extra_us: extra,
+            cpu_us_per_op: cpu,
+            cpu_ratio_txn2_txn1: Number(cpuRatio.toFixed(2)),
             target: 1.5,
             verdict: ratio <= 1.5 ? 'PASS' : 'FAIL',
             total_unchanged: true,

@@ -74,12 +74,17 @@ until grep -q "Connect with" "$WORK/up.out" 2>/dev/null; do
     sleep 0.2
 done
 
+# The cluster's processes as `tessera up` lists them ("  shard0   127.0.0.1:P  pid N  log F"):
+# each phase reports the CPU time per operation of every one of them.
+PIDS="$(sed -n 's/^  \([a-z0-9]*\) .* pid \([0-9]*\) .*/\1=\2/p' "$WORK/up.out" | paste -sd, -)"
+
 # One run per client count: one client measures the latency a transaction adds; eight load the
 # two cores every process here shares, so that run also measures the CPU each kind costs.
 for n in $CLIENTS; do
     log "phases: plain, txn1, txn2 x $REPEAT (ABBA), $n clients, ${SECONDS_PER_PHASE}s each"
     node "$ROOT/bench/transactions.mjs" --uri "mongodb://127.0.0.1:$BASE/" --clients "$n" \
-        --seconds "$SECONDS_PER_PHASE" --repeat "$REPEAT" >"$WORK/txn-$n.out" 2>&1 ||
+        --seconds "$SECONDS_PER_PHASE" --repeat "$REPEAT" --pids "$PIDS" \
+        --clk-tck "$(getconf CLK_TCK)" >"$WORK/txn-$n.out" 2>&1 ||
         { cat "$WORK/txn-$n.out" >&2; exit 1; }
 done
 
@@ -105,6 +110,20 @@ mkdir -p "$(dirname "$OUT")"
         echo "|---|---:|---|"
         echo "| p50(2-shard) ÷ p50(1-shard) ≤ 1.5 | $(num ratio_txn2_txn1_p50) (rounds: $(sed -n 's/.*"ratios":\[\([^]]*\)\].*/\1/p' <<<"$SUMMARY")) | $(sed -n 's/.*"verdict":"\([A-Z]*\)".*/\1/p' <<<"$SUMMARY") |"
         echo "| p50(2-shard) − p50(1-shard), what two-phase commit adds (median of the rounds) | $(num p50_extra_us) µs | |"
+        echo
+        echo "CPU time per operation, µs (median of the rounds; user + system of each process,"
+        echo "from /proc; the client is the Node driver running the phase):"
+        echo
+        node -e '
+            const s = JSON.parse(process.argv[1]);
+            const kinds = ["plain", "txn1", "txn2"];
+            console.log("| process | plain updateOne | transaction, 1 shard | transaction, 2 shards |");
+            console.log("|---|---:|---:|---:|");
+            for (const name of Object.keys(s.cpu_us_per_op.txn2)) {
+                console.log(`| ${name} | ${kinds.map((k) => s.cpu_us_per_op[k][name]).join(" | ")} |`);
+            }
+            console.log(`\nCPU ratio, 2-shard ÷ 1-shard transaction (median of the rounds): ${s.cpu_ratio_txn2_txn1}`);
+        ' "$SUMMARY"
         echo
         echo "Every phase:"
         echo
