@@ -9,7 +9,9 @@
 // operations (a transaction from startTransaction to its acknowledged commit, retries on
 // TransientTransactionError included) and the retries are printed as one JSON line
 // ({"tool":"transactions",...}), then a summary line with the median ratio
-// p50(txn2) / p50(txn1) against the target 1.5. Loopback only; stops by itself.
+// p50(txn2) / p50(txn1) against the target 1.5. Then --repeat `mixed` phases, in which every
+// client alternates blocks of both kinds of transaction (mixedPhase below): the same ratio
+// taken under one machine state and one load. Loopback only; stops by itself.
 // With --pids (the cluster's processes, as `tessera up` lists them: name=pid,...), each phase
 // also reports the CPU time per operation of every process and of this client
 // (`cpu_us_per_op`), read from /proc before and after the phase: with several clients on two
@@ -17,7 +19,7 @@
 // ratio to a one-shard one.
 //
 // usage: node bench/transactions.mjs --uri URI [--clients 8] [--seconds 5] [--repeat 3]
-//                                    [--docs 2000] [--only plain|txn1|txn2]
+//                                    [--docs 2000] [--only plain|txn1|txn2|mixed]
 //                                    [--pids config=1,shard0=2,... --clk-tck 100]
 
 import { readFileSync } from 'node:fs';
@@ -38,7 +40,7 @@ const clients = Number(arg('clients', 8));
 const seconds = Number(arg('seconds', 5));
 const repeat = Number(arg('repeat', 3));
 const docs = Number(arg('docs', 2000));
-// One kind of phase only (plain, txn1 or txn2), no summary: for a profiler attached meanwhile.
+// One kind of phase only (plain, txn1, txn2 or mixed), no summary: for a profiler attached meanwhile.
 const only = arg('only');
 // name -> pid of the cluster's processes whose CPU each phase reports; clock ticks per second
 // of /proc/PID/stat's utime and stime (`getconf CLK_TCK`).
@@ -172,6 +174,41 @@ async function phase(kind) {
     };
 }
 
+// Both kinds of transaction in one phase: each client alternates blocks of kBlock one-shard and
+// kBlock two-shard transactions (half the clients starting with each kind, so the load is
+// mixed at every moment). Their p50s are then taken under the same machine state and the same
+// load — this machine's speed drifts between 5 s phases by more than the effect measured — and
+// the ratio of the two is the latency a transaction pays for spanning two shards. (The phases
+// of one kind each, above, measure instead a cluster running only that kind: at saturation
+// their ratio is the ratio of the CPU each kind costs.)
+const kBlock = 25;
+async function mixedPhase() {
+    const deadline = nowUs() + seconds * 1e6;
+    const latencies = { txn1: [], txn2: [] };
+    const worker = async (index) => {
+        const session = client.startSession();
+        try {
+            for (let n = 0; nowUs() < deadline; n++) {
+                const block = Math.floor(n / kBlock) + index;
+                const kind = block % 2 === 0 ? 'txn1' : 'txn2';
+                const t0 = nowUs();
+                await transfer(session, pair(kind === 'txn1'));
+                latencies[kind].push(nowUs() - t0);
+            }
+        } finally {
+            await session.endSession();
+        }
+    };
+    await Promise.all(Array.from({ length: clients }, (_, i) => worker(i)));
+    const result = { tool: 'transactions', phase: 'mixed', clients };
+    for (const kind of ['txn1', 'txn2']) {
+        const sorted = latencies[kind].sort((x, y) => x - y);
+        result[kind] = { ops: sorted.length, p50_us: percentile(sorted, 50), p99_us: percentile(sorted, 99) };
+    }
+    result.ratio = Number((result.txn2.p50_us / result.txn1.p50_us).toFixed(2));
+    return result;
+}
+
 // The rounds of every kind in ABBA order, then the summary line against the target.
 async function compare(total, before) {
     const results = { plain: [], txn1: [], txn2: [] };
@@ -184,6 +221,13 @@ async function compare(total, before) {
             results[kind].push(res);
             console.log(JSON.stringify(res));
         }
+    }
+    const mixed = [];
+    for (let r = 0; r < repeat; r++) {
+        const res = await mixedPhase();
+        res.round = r;
+        mixed.push(res);
+        console.log(JSON.stringify(res));
     }
     const after = await total();
     if (after !== before) throw new Error(`the total changed: ${before} -> ${after}`);
@@ -217,6 +261,10 @@ async function compare(total, before) {
             p50_extra_us: extra,
             cpu_us_per_op: cpu,
             cpu_ratio_txn2_txn1: Number(cpuRatio.toFixed(2)),
+            mixed_p50_txn1_us: median(mixed.map((m) => m.txn1.p50_us)),
+            mixed_p50_txn2_us: median(mixed.map((m) => m.txn2.p50_us)),
+            mixed_ratio_txn2_txn1_p50: median(mixed.map((m) => m.ratio)),
+            mixed_ratios: mixed.map((m) => m.ratio),
             target: 1.5,
             verdict: ratio <= 1.5 ? 'PASS' : 'FAIL',
             total_unchanged: true,
@@ -229,7 +277,10 @@ try {
     const total = async () => (await coll.aggregate([{ $group: { _id: null, s: { $sum: '$balance' } } }]).toArray())[0].s;
     const before = await total();
     if (only) {
-        for (let r = 0; r < repeat; r++) console.log(JSON.stringify({ ...(await phase(only)), round: r }));
+        for (let r = 0; r < repeat; r++) {
+            const res = only === 'mixed' ? await mixedPhase() : await phase(only);
+            console.log(JSON.stringify({ ...res, round: r }));
+        }
         if ((await total()) !== before) throw new Error('the total changed');
     } else {
         await compare(total, before);

@@ -81,7 +81,7 @@ PIDS="$(sed -n 's/^  \([a-z0-9]*\) .* pid \([0-9]*\) .*/\1=\2/p' "$WORK/up.out" 
 # One run per client count: one client measures the latency a transaction adds; eight load the
 # two cores every process here shares, so that run also measures the CPU each kind costs.
 for n in $CLIENTS; do
-    log "phases: plain, txn1, txn2 x $REPEAT (ABBA), $n clients, ${SECONDS_PER_PHASE}s each"
+    log "phases: plain, txn1, txn2 x $REPEAT (ABBA), then mixed x $REPEAT, $n clients, ${SECONDS_PER_PHASE}s each"
     node "$ROOT/bench/transactions.mjs" --uri "mongodb://127.0.0.1:$BASE/" --clients "$n" \
         --seconds "$SECONDS_PER_PHASE" --repeat "$REPEAT" --pids "$PIDS" \
         --clk-tck "$(getconf CLK_TCK)" >"$WORK/txn-$n.out" 2>&1 ||
@@ -110,6 +110,7 @@ mkdir -p "$(dirname "$OUT")"
         echo "|---|---:|---|"
         echo "| p50(2-shard) ÷ p50(1-shard) ≤ 1.5 | $(num ratio_txn2_txn1_p50) (rounds: $(sed -n 's/.*"ratios":\[\([^]]*\)\].*/\1/p' <<<"$SUMMARY")) | $(sed -n 's/.*"verdict":"\([A-Z]*\)".*/\1/p' <<<"$SUMMARY") |"
         echo "| p50(2-shard) − p50(1-shard), what two-phase commit adds (median of the rounds) | $(num p50_extra_us) µs | |"
+        echo "| the same ratio, both kinds interleaved in blocks of 25 within each phase (p50 $(num mixed_p50_txn2_us) / $(num mixed_p50_txn1_us) µs) | $(num mixed_ratio_txn2_txn1_p50) (rounds: $(sed -n 's/.*"mixed_ratios":\[\([^]]*\)\].*/\1/p' <<<"$SUMMARY")) | $(awk -v r="$(num mixed_ratio_txn2_txn1_p50)" 'BEGIN { print (r <= 1.5 ? "PASS" : "FAIL") }') |"
         echo
         echo "CPU time per operation, µs (median of the rounds; user + system of each process,"
         echo "from /proc; the client is the Node driver running the phase):"
