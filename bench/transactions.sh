@@ -110,7 +110,7 @@ mkdir -p "$(dirname "$OUT")"
         echo "|---|---:|---|"
         echo "| p50(2-shard) ÷ p50(1-shard) ≤ 1.5 | $(num ratio_txn2_txn1_p50) (rounds: $(sed -n 's/.*"ratios":\[\([^]]*\)\].*/\1/p' <<<"$SUMMARY")) | $(sed -n 's/.*"verdict":"\([A-Z]*\)".*/\1/p' <<<"$SUMMARY") |"
         echo "| p50(2-shard) − p50(1-shard), what two-phase commit adds (median of the rounds) | $(num p50_extra_us) µs | |"
-        echo "| the same ratio, both kinds interleaved in blocks of 25 within each phase (p50 $(num mixed_p50_txn2_us) / $(num mixed_p50_txn1_us) µs) | $(num mixed_ratio_txn2_txn1_p50) (rounds: $(sed -n 's/.*"mixed_ratios":\[\([^]]*\)\].*/\1/p' <<<"$SUMMARY")) | $(awk -v r="$(num mixed_ratio_txn2_txn1_p50)" 'BEGIN { print (r <= 1.5 ? "PASS" : "FAIL") }') |"
+        echo "| the same ratio, both kinds interleaved in blocks of 25 within each phase (p50 $(num mixed_p50_txn2_us) / $(num mixed_p50_txn1_us) µs) | $(num mixed_ratio_txn2_txn1_p50) (rounds: $(sed -n 's/.*"mixed_ratios":\[\([^]]*\)\].*/\1/p' <<<"$SUMMARY")) | (not the target's measure: both kinds under one load) |"
         echo
         echo "CPU time per operation, µs (median of the rounds; user + system of each process,"
         echo "from /proc; the client is the Node driver running the phase):"
