@@ -21,6 +21,7 @@
 // usage: node bench/transactions.mjs --uri URI [--clients 8] [--seconds 5] [--repeat 3]
 //                                    [--docs 2000] [--only plain|txn1|txn2|mixed]
 //                                    [--pids config=1,shard0=2,... --clk-tck 100]
+//                                    [--write-concern 1|majority]
 
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -51,9 +52,15 @@ const pids = Object.fromEntries(
         .map((kv) => kv.split('=')),
 );
 const clkTck = Number(arg('clk-tck', 100));
-if (!uri || !(clients > 0) || !(seconds > 0) || !(repeat > 0) || !(docs >= 4) || !(clkTck > 0) ||
+// The write concern of every commit and plain update: the server's default when absent (w: 1,
+// unjournaled), or `majority` — journaled on Tessera, MongoDB's implicit default since 5.0 and
+// the setting of the MongoDB figures the target is set against.
+const writeConcernArg = arg('write-concern');
+const writeConcern = writeConcernArg === undefined ? undefined
+    : { w: /^[0-9]+$/.test(writeConcernArg) ? Number(writeConcernArg) : writeConcernArg };
+if (!uri || !(clients > 0) || !['1', 'majority', undefined].includes(writeConcernArg) || !(seconds > 0) || !(repeat > 0) || !(docs >= 4) || !(clkTck > 0) ||
     Object.values(pids).some((p) => !/^[0-9]+$/.test(p ?? ''))) {
-    console.error('usage: node bench/transactions.mjs --uri URI [--clients 8] [--seconds 5] [--repeat 3] [--docs 2000] [--pids name=pid,...] [--clk-tck 100]');
+    console.error('usage: node bench/transactions.mjs --uri URI [--clients 8] [--seconds 5] [--repeat 3] [--docs 2000] [--pids name=pid,...] [--clk-tck 100] [--write-concern 1|majority]');
     process.exit(2);
 }
 
@@ -120,7 +127,7 @@ function pair(same) {
 async function transfer(session, [from, to]) {
     let retries = 0;
     for (;;) {
-        session.startTransaction();
+        session.startTransaction(writeConcern ? { writeConcern } : {});
         try {
             await coll.updateOne({ _id: from }, { $inc: { balance: -1 } }, { session });
             await coll.updateOne({ _id: to }, { $inc: { balance: 1 } }, { session });
@@ -144,7 +151,7 @@ async function phase(kind) {
             while (nowUs() < deadline) {
                 const t0 = nowUs();
                 if (kind === 'plain') {
-                    const r = await coll.updateOne({ _id: rand(0, docs) }, { $inc: { balance: 0 } });
+                    const r = await coll.updateOne({ _id: rand(0, docs) }, { $inc: { balance: 0 } }, writeConcern ? { writeConcern } : {});
                     if (r.matchedCount !== 1) throw new Error('plain update matched nothing');
                 } else {
                     retries += await transfer(session, pair(kind === 'txn1'));
@@ -165,6 +172,7 @@ async function phase(kind) {
         tool: 'transactions',
         phase: kind,
         clients,
+        write_concern: writeConcernArg ?? 'default',
         ops: latencies.length,
         ops_per_sec: Math.round(latencies.length / elapsed),
         p50_us: percentile(latencies, 50),
@@ -200,7 +208,7 @@ async function mixedPhase() {
         }
     };
     await Promise.all(Array.from({ length: clients }, (_, i) => worker(i)));
-    const result = { tool: 'transactions', phase: 'mixed', clients };
+    const result = { tool: 'transactions', phase: 'mixed', clients, write_concern: writeConcernArg ?? 'default' };
     for (const kind of ['txn1', 'txn2']) {
         const sorted = latencies[kind].sort((x, y) => x - y);
         result[kind] = { ops: sorted.length, p50_us: percentile(sorted, 50), p99_us: percentile(sorted, 99) };
@@ -251,6 +259,8 @@ async function compare(total, before) {
         JSON.stringify({
             tool: 'transactions',
             phase: 'summary',
+            clients,
+            write_concern: writeConcernArg ?? 'default',
             p50_plain_us: median(results.plain.map((x) => x.p50_us)),
             p50_txn1_us: median(results.txn1.map((x) => x.p50_us)),
             p50_txn2_us: median(results.txn2.map((x) => x.p50_us)),

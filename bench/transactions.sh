@@ -12,6 +12,7 @@ REPEAT=3
 CLIENTS="1 8"
 OUT="$ROOT/bench/results/transactions-latest.md"
 NO_BUILD=0
+WRITE_CONCERN=""  # the server's default (w: 1); or majority (journaled, MongoDB's default)
 
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -21,8 +22,9 @@ while [[ $# -gt 0 ]]; do
         --repeat) REPEAT="$2"; shift 2 ;;
         --clients) CLIENTS="$2"; shift 2 ;;  # one count or a quoted list: "1 8"
         --out) OUT="$(realpath -m "$2")"; shift 2 ;;
+        --write-concern) WRITE_CONCERN="$2"; shift 2 ;;  # of every commit and plain update
         -h|--help)
-            echo "usage: bench/transactions.sh [--build-dir DIR] [--no-build] [--seconds S] [--repeat R] [--clients \"1 8\"] [--out FILE]"
+            echo "usage: bench/transactions.sh [--build-dir DIR] [--no-build] [--seconds S] [--repeat R] [--clients \"1 8\"] [--out FILE] [--write-concern 1|majority]"
             exit 0 ;;
         *) echo "transactions.sh: unknown option $1" >&2; exit 2 ;;
     esac
@@ -84,7 +86,8 @@ for n in $CLIENTS; do
     log "phases: plain, txn1, txn2 x $REPEAT (ABBA), then mixed x $REPEAT, $n clients, ${SECONDS_PER_PHASE}s each"
     node "$ROOT/bench/transactions.mjs" --uri "mongodb://127.0.0.1:$BASE/" --clients "$n" \
         --seconds "$SECONDS_PER_PHASE" --repeat "$REPEAT" --pids "$PIDS" \
-        --clk-tck "$(getconf CLK_TCK)" >"$WORK/txn-$n.out" 2>&1 ||
+        --clk-tck "$(getconf CLK_TCK)" ${WRITE_CONCERN:+--write-concern "$WRITE_CONCERN"} \
+        >"$WORK/txn-$n.out" 2>&1 ||
         { cat "$WORK/txn-$n.out" >&2; exit 1; }
 done
 
@@ -93,7 +96,10 @@ mkdir -p "$(dirname "$OUT")"
     echo "# Transactions through a router (bench/transactions.sh)"
     echo
     echo "$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, tessera up --shards 2 --routers 1 on loopback;"
-    echo "$REPEAT rounds of ${SECONDS_PER_PHASE} s phases in ABBA order per client count (medians of the rounds)."
+    echo "$REPEAT rounds of ${SECONDS_PER_PHASE} s phases in ABBA order per client count (medians of the rounds);"
+    WC_TEXT="the server default (w: 1, not journaled)"
+    [[ -z "$WRITE_CONCERN" ]] || WC_TEXT="w: $WRITE_CONCERN"
+    echo "write concern of every commit and plain update: $WC_TEXT."
     for n in $CLIENTS; do
         SUMMARY="$(grep -F '"phase":"summary"' "$WORK/txn-$n.out" | tail -n1)"
         num() { sed -n "s/.*\"$1\":\([-0-9.e]*\).*/\1/p" <<<"$SUMMARY"; }
