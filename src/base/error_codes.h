@@ -50,6 +50,7 @@ namespace tessera {
     X(IndexAlreadyExists, 68)                                                                  \
     X(InvalidOptions, 72)                                                                      \
     X(InvalidNamespace, 73)                                                                    \
+    X(NoReplicationEnabled, 76)                                                                \
     X(IndexOptionsConflict, 85)                                                                \
     X(IndexKeySpecsConflict, 86)                                                               \
     X(NetworkTimeout, 89)                                                                      \

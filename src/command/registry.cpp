@@ -48,6 +48,7 @@ std::vector<const Command*> CommandRegistry::all() const {
 void registerAllCommands(CommandRegistry& registry) {
     registerHandshakeCommands(registry);
     registerDiagnosticCommands(registry);
+    registerReplSetCommands(registry);
     registerTestCommands(registry);
     registerDatabaseCommands(registry);
     registerCollectionCommands(registry);

@@ -1,4 +1,5 @@
-// mongosh 2.x against tessera: connect, CRUD helpers, indexes, listDatabases, duplicate keys.
+// mongosh 2.x against tessera: connect, CRUD helpers, indexes, listDatabases, duplicate keys;
+// rs.status() and rs.conf() on `serve --replSet` (a one-member replica set), refused elsewhere.
 // Each mongosh start costs 1-2 s, so the checks are batched into few invocations.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -78,4 +79,57 @@ describeWithServer('mongosh', (ctx) => {
         assert.match(all, /MongoServerError/);
         assert.doesNotMatch(all, /NOT REACHED/);
     });
+
+    test('rs.status() on a server without --replSet: NoReplicationEnabled', async () => {
+        const out = await mongosh(
+            ctx.server.uri(dbName),
+            `try { rs.status(); print('RESULT {}'); } catch (e) { print('RESULT ' + EJSON.stringify({code: e.code, msg: e.message})); }`,
+        );
+        const r = resultLine(out);
+        assert.equal(r.code, 76, JSON.stringify(r));
+        assert.match(r.msg, /not running with --replSet/);
+    });
 });
+
+describeWithServer(
+    'mongosh on a one-member replica set',
+    (ctx) => {
+        const test = (name, fn) => it(name, withServerLog(ctx, fn));
+
+        test('rs.status() and rs.conf() describe the set and its primary', async () => {
+            const dbName = uniqueDbName('rs');
+            const script = `
+                db.c.insertOne({_id: 1});
+                const s = rs.status();
+                const c = rs.conf();
+                const m = s.members[0];
+                print('RESULT ' + EJSON.stringify({
+                    set: s.set, myState: s.myState, ok: s.ok, members: s.members.length,
+                    name: m.name, stateStr: m.stateStr, self: m.self, health: m.health,
+                    optime: m.optime.ts, applied: s.optimes.appliedOpTime.ts,
+                    confId: c._id, confMembers: c.members.map((x) => x.host), votes: c.members[0].votes,
+                    hello: db.hello().setName,
+                }));
+            `;
+            const out = await mongosh(ctx.server.uri(dbName), script);
+            const r = resultLine(out);
+            assert.equal(out.code, 0, `mongosh exit ${out.code}\n${out.stderr}`);
+            const host = `127.0.0.1:${ctx.server.port}`;
+            assert.equal(r.set, 'rs0');
+            assert.equal(r.hello, 'rs0');
+            assert.equal(r.myState, 1);
+            assert.equal(r.members, 1);
+            assert.equal(r.name, host);
+            assert.equal(r.stateStr, 'PRIMARY');
+            assert.equal(r.self, true);
+            assert.equal(r.health, 1);
+            assert.equal(r.confId, 'rs0');
+            assert.deepEqual(r.confMembers, [host]);
+            assert.equal(r.votes, 1);
+            // The member's optime is its latest commit: the insert the script made.
+            assert.ok(r.optime.t > 0, JSON.stringify(r.optime));
+            assert.deepEqual(r.applied, r.optime);
+        });
+    },
+    { serverOptions: { args: ['--replSet', 'rs0'] } },
+);
