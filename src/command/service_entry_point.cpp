@@ -224,6 +224,22 @@ bson::BsonObj withTimestampField(bson::BsonObj reply, std::string_view name, Tim
     return b.obj();
 }
 
+// A router's time: its clock, which has seen every commit it acknowledged (a fresh tick before it
+// has seen any: never Timestamp(0)).
+Timestamp routerTime() {
+    Timestamp now = HybridLogicalClock::global().current();
+    return now.isNull() ? HybridLogicalClock::global().next() : now;
+}
+
+// The time of a node's or shard's reply: its latest commit (reading there sees everything it
+// acknowledged), or, before its first commit, a fresh tick of its clock (reading there sees the
+// same empty history, and every later commit gets a greater timestamp), never Timestamp(0),
+// which a driver would gossip back as a null cluster time.
+Timestamp operationTimeOf(const storage::Engine& engine) {
+    Timestamp last = engine.lastCommitTimestamp();
+    return last.isNull() ? HybridLogicalClock::global().next() : last;
+}
+
 // `reply` with operationTime (a shard's reply to a router).
 bson::BsonObj withOperationTime(bson::BsonObj reply, Timestamp operationTime) {
     return withTimestampField(std::move(reply), "operationTime", operationTime);
@@ -473,8 +489,7 @@ net::ForwardOutcome ServiceEntryPoint::completeForward(const net::Request&, net:
             state.opCtx.txnNumber.has_value();  // tryForward checked the command
         outcome.reply = withServerErrorLabels(std::move(*outcome.reply), labels);
         if (_service.role == ClusterRole::kRouter) {
-            outcome.reply =
-                withClusterTime(std::move(*outcome.reply), HybridLogicalClock::global().current());
+            outcome.reply = withClusterTime(std::move(*outcome.reply), routerTime());
         }
     } catch (const std::exception& e) {
         outcome.reply =
@@ -628,13 +643,13 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
             reply = withAtClusterTime(std::move(reply), *opCtx.readAtClusterTime);
         }
         if (gossip) {
-            return withClusterTime(std::move(reply), _service.engine->lastCommitTimestamp());
+            return withClusterTime(std::move(reply), operationTimeOf(*_service.engine));
         }
         if (routerGossip) {
-            return withClusterTime(std::move(reply), HybridLogicalClock::global().current());
+            return withClusterTime(std::move(reply), routerTime());
         }
         return stampsOperationTime
-                   ? withOperationTime(std::move(reply), _service.engine->lastCommitTimestamp())
+                   ? withOperationTime(std::move(reply), operationTimeOf(*_service.engine))
                    : reply;
     };
     if (gossip || stampsOperationTime) waitForClusterTime(request.body, *_service.engine);

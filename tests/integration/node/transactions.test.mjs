@@ -3,7 +3,7 @@
 // bank of concurrent transfers whose total no reader ever sees change, and Mongoose.
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { Long, MongoClient, UUID } from 'mongodb';
+import { Long, MongoClient, Timestamp, UUID } from 'mongodb';
 import mongoose from 'mongoose';
 import { describeWithServer, startServer, uniqueDbName, withServerLog } from './harness.mjs';
 
@@ -372,6 +372,30 @@ it('a standalone without --replSet refuses transactions and applies nothing', as
         await s.abortTransaction().catch(() => {});
         await s.endSession();
         assert.equal(await c.countDocuments(), 0);
+        await client.close();
+    } finally {
+        await server.stop();
+        server.cleanup();
+    }
+});
+
+it('a fresh --replSet node gossips a real cluster time before its first write', async () => {
+    // A driver's causally consistent session sends the reply's operationTime back as
+    // afterClusterTime: before any commit it is a tick of the node's clock, never Timestamp(0).
+    const server = await startServer({ args: ['--replSet', 'rs0'] });
+    try {
+        const client = await server.client();
+        const db = client.db(uniqueDbName('fresh'));
+        const session = client.startSession({ causalConsistency: true });
+        const reply = await db.command({ find: 'c', filter: {} }, { session });
+        assert.ok(reply.operationTime.greaterThan(Timestamp.fromBits(0, 0)), `${reply.operationTime}`);
+        assert.ok(!reply.$clusterTime.clusterTime.lessThan(reply.operationTime));
+        assert.ok(Math.abs(reply.operationTime.high - Date.now() / 1000) < 60, 'near the wall clock');
+        await db.collection('c').insertOne({ _id: 1 }, { session });
+        const after = await db.command({ find: 'c', filter: {} }, { session });
+        assert.ok(after.operationTime.greaterThan(reply.operationTime), 'the commit is later');
+        assert.deepEqual(after.cursor.firstBatch, [{ _id: 1 }]);
+        await session.endSession();
         await client.close();
     } finally {
         await server.stop();
