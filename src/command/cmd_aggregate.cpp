@@ -7,6 +7,7 @@
 #include "command/exec/pipeline.h"
 #include "command/exec/query_executor.h"
 #include "command/exec/stage_subpipeline.h"
+#include "command/registry.h"
 #include "command/reply_util.h"
 #include "command/write_ops_util.h"
 #include "storage/engine.h"
@@ -15,6 +16,28 @@ namespace tessera::command {
 namespace {
 
 using bson::BsonType;
+
+// What the process's currentOp command lists ($currentOp, exec/stage_current_op.cpp): a shard's
+// or a --replSet node's; CommandNotFound where it has none.
+StatusWith<std::vector<bson::BsonObj>> currentOpsOf(OperationContext& opCtx, bool idleSessions) {
+    Command* currentOp =
+        opCtx.service->registry ? opCtx.service->registry->find("currentOp") : nullptr;
+    if (!currentOp) return Status(ErrorCodes::CommandNotFound, "no currentOp here");
+    bson::BsonObj body = bson::BsonBuilder()
+                             .appendInt32("currentOp", 1)
+                             .appendBool("idleSessions", idleSessions)
+                             .obj();
+    CommandRequest request;
+    request.db = "admin";
+    request.commandName = "currentOp";
+    request.body = body.view();
+    bson::BsonBuilder reply;
+    TRY_STATUS(currentOp->run(opCtx, request, reply));
+    bson::BsonObj answer = reply.obj();
+    std::vector<bson::BsonObj> ops;
+    for (bson::BsonElement op : answer["inprog"].objValue()) ops.push_back(op.objValue().copy());
+    return ops;
+}
 
 // aggregate: {aggregate: "c" | 1, pipeline: [...], cursor: {batchSize?}, explain?, allowDiskUse?,
 // hint?, let?, collation?, ...} → {cursor: {firstBatch, id, ns}}.
@@ -100,6 +123,7 @@ class AggregateCommand final : public Command {
         pctx.transaction = opCtx.transaction;
         pctx.host = opCtx.service->host;
         pctx.allowDiskUse = allowDiskUse;
+        pctx.currentOps = [&opCtx](bool idleSessions) { return currentOpsOf(opCtx, idleSessions); };
         ASSIGN_OR_RETURN(pctx.ownership, opCtx.ownershipFilter(ns));
         ASSIGN_OR_RETURN(pctx.collator, resolveCollation(body["collation"], coll.get()));
         ASSIGN_OR_RETURN(auto exec, exec::buildPipelineExecutor(pctx, std::move(snapshot), coll, ns,

@@ -29,8 +29,12 @@ StatusWith<std::shared_ptr<const OwnershipFilter>> OperationContext::ownershipFi
 
 void CommandRegistry::add(std::unique_ptr<Command> command) {
     Command* raw = command.get();
-    _byName.emplace(std::string(raw->name()), raw);
-    for (auto alias : raw->aliases()) _byName.emplace(std::string(alias), raw);
+    if (Command* replaced = find(raw->name())) {
+        std::erase_if(_byName, [&](const auto& entry) { return entry.second == replaced; });
+        std::erase_if(_commands, [&](const auto& c) { return c.get() == replaced; });
+    }
+    _byName[std::string(raw->name())] = raw;
+    for (auto alias : raw->aliases()) _byName[std::string(alias)] = raw;
     _commands.push_back(std::move(command));
 }
 
@@ -54,6 +58,7 @@ void registerAllCommands(CommandRegistry& registry) {
     registerCollectionCommands(registry);
     registerIndexCommands(registry);
     registerSessionCommands(registry);
+    registerCurrentOpCommand(registry);
     registerCrudCommands(registry);
     registerFsyncCommand(registry);
 }

@@ -13,6 +13,8 @@ namespace tessera::command {
 // the legacy spellings such as "ismaster").
 class CommandRegistry {
   public:
+    // A command of a name registered before replaces that one (and its aliases): a role's
+    // command — a shard's currentOp — takes the place of the generic one.
     void add(std::unique_ptr<Command> command);
     // nullptr when unknown.
     Command* find(std::string_view name) const;
@@ -35,6 +37,7 @@ void registerDatabaseCommands(CommandRegistry& registry);    // listDatabases, d
 void registerCollectionCommands(CommandRegistry& registry);  // create, drop, listCollections, ...
 void registerIndexCommands(CommandRegistry& registry);       // createIndexes, listIndexes, ...
 void registerSessionCommands(CommandRegistry& registry);     // endSessions, ...
+void registerCurrentOpCommand(CommandRegistry& registry);    // currentOp (transactions)
 void registerCrudCommands(CommandRegistry& registry);        // insert, find, update, delete, ...
 void registerFsyncCommand(CommandRegistry& registry);        // fsync (flush to data files)
 

@@ -158,3 +158,63 @@ TEST_F(SessionTransactionsTest, TheOrderSurvivesARestart) {
 
 }  // namespace
 }  // namespace tessera::command
+
+namespace tessera::command {
+namespace {
+
+// currentOp's view of the transactions: an open one is listed (idle between its statements,
+// active while one runs, prepared with its coordinator), a finished one is not.
+TEST_F(SessionTransactionsTest, CurrentOpListsOpenTransactionsOnly) {
+    create("db.c");
+    SessionTransactions transactions(engine.get());
+    transactions.enableParticipantMode(nullptr);
+    EXPECT_TRUE(transactions.currentOps().empty());
+    {
+        auto checkout = transactions.beginStatement(lsid, 5, true, std::nullopt, "insert");
+        ASSERT_TRUE(checkout.isOK()) << checkout.getStatus().toString();
+        std::vector<bson::BsonObj> ops = transactions.currentOps();
+        ASSERT_EQ(ops.size(), 1u);
+        EXPECT_EQ(ops[0]["type"].stringValue(), "op");  // its statement holds the session
+        EXPECT_TRUE(ops[0]["active"].boolValue());
+    }
+    std::vector<bson::BsonObj> ops = transactions.currentOps();
+    ASSERT_EQ(ops.size(), 1u);
+    bson::BsonView op = ops[0].view();
+    EXPECT_EQ(op["type"].stringValue(), "idleSession");
+    EXPECT_EQ(op["desc"].stringValue(), "inactive transaction");
+    EXPECT_EQ(op["lsid"].objValue()["id"].binaryValue().data, lsid);
+    bson::BsonView txn = op["transaction"].objValue();
+    EXPECT_EQ(txn["parameters"].objValue()["txnNumber"].numberLong(), 5);
+    EXPECT_FALSE(txn["parameters"].objValue()["autocommit"].boolValue());
+    EXPECT_EQ(txn["readTimestamp"].type(), bson::BsonType::Timestamp);
+    EXPECT_EQ(txn["expiryTime"].type(), bson::BsonType::Date);
+    EXPECT_GE(txn["timeOpenMicros"].numberLong(), 0);
+
+    {
+        auto checkout = transactions.beginStatement(lsid, 5, false, std::nullopt, "insert");
+        ASSERT_TRUE(checkout.isOK());
+        auto writer = checkout.getValue()->txn->writer(engine->getCollection("db.c"));
+        ASSERT_TRUE(writer.isOK());
+        ASSERT_TRUE(writer.getValue()->insert(J("{\"_id\": 1}"), {}).isOK());
+        auto prepared = SessionTransactions::prepare(*checkout.getValue(), {"shardA", "h:1"});
+        ASSERT_TRUE(prepared.isOK()) << prepared.getStatus().toString();
+    }
+    ops = transactions.currentOps();
+    ASSERT_EQ(ops.size(), 1u);
+    EXPECT_EQ(ops[0]["desc"].stringValue(), "prepared transaction");
+    txn = ops[0]["transaction"].objValue();
+    EXPECT_EQ(txn["coordinator"].stringValue(), "shardA");
+    EXPECT_EQ(txn["prepareTimestamp"].type(), bson::BsonType::Timestamp);
+    EXPECT_TRUE(txn["expiryTime"].eoo());  // a prepared transaction waits for its decision
+
+    {
+        auto checkout =
+            transactions.beginStatement(lsid, 5, false, std::nullopt, "abortTransaction");
+        ASSERT_TRUE(checkout.isOK());
+        ASSERT_TRUE(SessionTransactions::abort(*checkout.getValue()).isOK());
+    }
+    EXPECT_TRUE(transactions.currentOps().empty());
+}
+
+}  // namespace
+}  // namespace tessera::command

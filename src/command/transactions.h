@@ -221,6 +221,12 @@ class SessionTransactions {
     // was restored (txn::TransactionTable::newestTxnNumbers), so the order survives a restart.
     void restoreRetryableWrite(const std::string& lsid, int64_t txnNumber);
 
+    // currentOp (current_op.h): each session's open transaction — in progress or prepared — as
+    // MongoDB reports it: type "op" while a statement runs, else "idleSession"; lsid;
+    // transaction {parameters {txnNumber, autocommit}, readTimestamp, startWallClockTime,
+    // timeOpenMicros, expiryTime (unprepared), prepareTimestamp and coordinator (prepared)}.
+    std::vector<bson::BsonObj> currentOps();
+
     // endSessions / killSessions: aborts their unfinished transactions.
     void endSession(const std::string& lsid);
     void killAll();

@@ -73,9 +73,10 @@ BsonObj collStatsCommand(const std::string& coll, const BsonObj& stage) {
 // admin.aggregate([{$shardedDataDistribution: {}}]): one document per sharded collection.
 // $currentOp {allUsers?, idleConnections?, idleCursors?, idleSessions?, localOps?, backtrace?,
 // truncateOps?, targetAllNodes?} on admin (mongosh's db.currentOp()): the shards' operations in
-// progress, as the currentOp command lists them (migrations and range deletions). The flags
-// about idle connections, cursors and sessions select nothing of those; localOps: true asks for
-// the router's own operations, of which none are listed.
+// progress, as the currentOp command lists them (migrations, range deletions, open transactions
+// and the commits a shard coordinates). idleSessions: false leaves out the transactions between
+// their statements; the flags about idle connections and cursors select nothing of those;
+// localOps: true asks for the router's own operations, of which none are listed.
 StatusWith<std::vector<BsonObj>> currentOpStage(Router& router, const bson::BsonElement& spec) {
     if (!spec.isObject()) {
         return Status(ErrorCodes::FailedToParse,
@@ -86,6 +87,8 @@ StatusWith<std::vector<BsonObj>> currentOpStage(Router& router, const bson::Bson
         "allUsers", "idleConnections", "idleCursors", "idleSessions",
         "localOps", "backtrace",       "truncateOps", "targetAllNodes"};
     bool localOps = false;
+    BsonBuilder cmd;
+    cmd.appendInt32("currentOp", 1);
     for (bson::BsonElement f : spec.objValue()) {
         if (!kFlags.count(f.fieldName())) {
             return Status(40415, "BSON field '$currentOp." + std::string(f.fieldName()) +
@@ -97,10 +100,9 @@ StatusWith<std::vector<BsonObj>> currentOpStage(Router& router, const bson::Bson
                               "' is the wrong type, expected type 'bool'");
         }
         if (f.fieldName() == "localOps") localOps = f.boolValue();
+        if (f.fieldName() == "idleSessions") cmd.appendBool("idleSessions", f.boolValue());
     }
     if (localOps) return std::vector<BsonObj>{};
-    BsonBuilder cmd;
-    cmd.appendInt32("currentOp", 1);
     return clusterCurrentOp(router, cmd.obj());
 }
 

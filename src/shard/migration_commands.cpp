@@ -9,7 +9,9 @@
 
 #include "base/log.h"
 #include "bson/validate.h"
+#include "command/current_op.h"
 #include "command/registry.h"
+#include "command/transactions.h"
 #include "net/remote_client.h"
 #include "query/matcher.h"
 #include "shard/command_util.h"
@@ -440,9 +442,10 @@ class DeleteRangeCommand final : public ShardCommand {
     }
 };
 
-// {currentOp: 1, <filter fields>...} on a shard: the migrations in progress here (donor and
-// recipient parts) as {inprog: [...]}; the other fields are a match filter on them. Operations
-// other than migrations are not listed (README.md "Not done").
+// {currentOp: 1, <filter fields>...} on a shard: what is in progress here — the migrations
+// (donor and recipient parts), range deletions, the sessions' open transactions and the commits
+// this shard coordinates — as {inprog: [...]}; the other fields are a match filter on them
+// (command/current_op.h). Other commands are not listed (README.md "Not done").
 class CurrentOpCommand final : public command::Command {
   public:
     std::string_view name() const override { return "currentOp"; }
@@ -450,20 +453,15 @@ class CurrentOpCommand final : public command::Command {
     Status run(OperationContext& opCtx, const CommandRequest& request,
                bson::BsonBuilder& reply) override {
         ASSIGN_OR_RETURN(ShardingState * state, shardingStateOf(opCtx));
-        bson::BsonBuilder filter;
-        for (bson::BsonElement e : request.body) {
-            std::string_view f = e.fieldName();
-            if (f == "currentOp" || f == "$all" || f == "$ownOps" || f == "lsid" ||
-                f.starts_with("$")) {
-                continue;
-            }
-            filter.appendElement(e);
-        }
-        ASSIGN_OR_RETURN(auto matcher, query::Matcher::parse(filter.obj()));
+        ASSIGN_OR_RETURN(command::CurrentOpFilter filter, command::CurrentOpFilter::parse(request));
         bson::BsonArrayBuilder inprog;
         auto add = [&](bson::BsonObj op) {
-            if (matcher->matches(op)) inprog.append(op);
+            if (filter.wants(op)) inprog.append(op);
         };
+        if (command::SessionTransactions* transactions = opCtx.service->transactions) {
+            for (bson::BsonObj& op : transactions->currentOps()) add(std::move(op));
+        }
+        for (bson::BsonObj& op : state->coordinator().currentOps()) add(std::move(op));
         for (const auto& source : state->changeCapture().list()) {
             bson::BsonBuilder b;
             appendSourceProgress(*state, *source, b);

@@ -791,6 +791,44 @@ bool TransactionCoordinator::doneUnwritten(const std::string& key) {
     return false;
 }
 
+std::vector<BsonObj> TransactionCoordinator::currentOps() {
+    std::vector<std::string> keys;
+    {
+        std::lock_guard lk(_mutex);
+        keys.assign(_pending.begin(), _pending.end());
+    }
+    std::vector<BsonObj> ops;
+    for (const std::string& key : keys) {
+        StatusWith<std::optional<Record>> loaded = load(key);
+        if (!loaded.isOK() || !loaded.getValue() || loaded.getValue()->done) continue;
+        const Record& r = *loaded.getValue();
+        BsonBuilder b;
+        b.append("type", "op").append("desc", "transaction coordinator").appendBool("active", true);
+        b.startObject("twoPhaseCommitCoordinator");
+        b.startObject("lsid").appendBinary("id", 4, r.lsid).end();
+        b.appendInt64("txnNumber", r.txnNumber);
+        b.appendInt32("numParticipants", static_cast<int32_t>(r.participants.size()));
+        b.startArray("participants");
+        for (size_t i = 0; i < r.participants.size(); ++i) {
+            b.append(std::to_string(i), r.participants[i].shard);
+        }
+        b.end();
+        b.append("state",
+                 r.decision == Decision::kNone ? "waitingForVotes" : "waitingForDecisionAcks");
+        b.appendBool("staged", r.staged);
+        if (r.decision != Decision::kNone) {
+            b.startObject("decision");
+            b.append("decision", r.decision == Decision::kCommit ? "commit" : "abort");
+            if (r.decision == Decision::kCommit)
+                b.appendTimestamp("commitTimestamp", r.commitTs.value);
+            b.end();
+        }
+        b.end();
+        ops.push_back(b.obj());
+    }
+    return ops;
+}
+
 void TransactionCoordinator::settle(const std::string& key) {
     std::lock_guard lk(_mutex);
     _pending.erase(key);

@@ -146,6 +146,12 @@ class TransactionCoordinator {
     void start();
     void stop();
 
+    // currentOp: each coordination not settled (undecided, or its decision not yet delivered to
+    // every participant: one that is unreachable keeps it here), as MongoDB reports a
+    // coordinator: {type: "op", desc: "transaction coordinator", twoPhaseCommitCoordinator:
+    // {lsid, txnNumber, numParticipants, participants, state, staged, decision}}, `state`
+    // "waitingForVotes" before the decision, "waitingForDecisionAcks" after it.
+    std::vector<bson::BsonObj> currentOps();
     static constexpr std::string_view kRecordPrefix = "txn.coordinator/";
 
   private:

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +33,10 @@ struct PipelineContext {
     // The statement's transaction (null: none): $lookup, $graphLookup and $unionWith find the
     // collections it created.
     const storage::Transaction* transaction = nullptr;
+    // $currentOp (an aggregate on admin): the operations in progress the process's currentOp
+    // command lists (current_op.h), idle sessions' transactions included when asked; null where
+    // that command does not run (the stage is refused as it would be).
+    std::function<StatusWith<std::vector<bson::BsonObj>>(bool idleSessions)> currentOps;
 };
 
 // Builds an aggregation pipeline over collection `coll` (null when missing: no input). `ns` is

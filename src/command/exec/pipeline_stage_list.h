@@ -21,5 +21,6 @@ extern const StageDescriptor kOut, kMerge;                 // stage_out_merge.cp
 extern const StageDescriptor kCollStats;                   // coll_stats.cpp
 extern const StageDescriptor kIndexStats, kDocuments;      // stage_sources.cpp
 extern const StageDescriptor kListLocalSessions;           // local_sessions.cpp
+extern const StageDescriptor kCurrentOp;                   // stage_current_op.cpp
 
 }  // namespace tessera::command::exec::stages

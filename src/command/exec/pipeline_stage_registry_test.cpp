@@ -17,7 +17,8 @@ const std::vector<std::string> kDocumented = {
     "$replaceWith", "$sortByCount", "$facet",     "$bucket",
     "$bucketAuto",  "$redact",      "$lookup",    "$graphLookup",
     "$unionWith",   "$sample",      "$out",       "$merge",
-    "$collStats",   "$indexStats",  "$documents", "$listLocalSessions"};
+    "$collStats",   "$indexStats",  "$documents", "$listLocalSessions",
+    "$currentOp"};
 
 TEST(PipelineStageRegistry, EveryDocumentedStageHasItsOwnParser) {
     for (const std::string& name : kDocumented) {

@@ -255,6 +255,80 @@ describeWithCluster(
             assert.deepEqual(await balances(await accounts(1)), Array(kAccounts).fill(kInitial));
         });
 
+        test('currentOp shows an open transaction on each participant, then the prepared part and its coordinator until the delivery', async () => {
+            const client = await router(0);
+            const c = client.db(dbName).collection('accounts');
+            const session = client.startSession();
+            const ofSession = (extra = {}) => admin({ currentOp: 1, 'lsid.id': session.id.id, ...extra });
+            const failpoint = async (mode) => {
+                for (const which of ['low', 'high']) {
+                    await (await ctx.cluster.shardByName(owners[which])).db('admin').command({ configureFailPoint: 'hangBeforeDeliveringDecision', mode });
+                }
+            };
+            try {
+                session.startTransaction();
+                await c.updateOne({ _id: 2 }, { $inc: { balance: -7 } }, { session });
+                await c.updateOne({ _id: 6 }, { $inc: { balance: 7 } }, { session });
+                // Between statements: one idle transaction on each shard, with the router's number.
+                const open = (await ofSession()).inprog;
+                assert.deepEqual(open.map((op) => op.shard).sort(), [owners.low, owners.high].sort());
+                for (const op of open) {
+                    assert.equal(op.type, 'idleSession', JSON.stringify(op));
+                    assert.equal(op.desc, 'inactive transaction');
+                    assert.equal(Number(op.transaction.parameters.txnNumber), Number(session.serverSession.txnNumber), JSON.stringify(op));
+                    assert.equal(op.transaction.parameters.autocommit, false);
+                    assert.ok(op.transaction.readTimestamp instanceof Timestamp);
+                    assert.ok(op.transaction.expiryTime instanceof Date);
+                }
+                assert.deepEqual((await ofSession({ idleSessions: false })).inprog, []);
+                // mongosh's db.currentOp() (an aggregate with $currentOp) shows the same.
+                const viaStage = await client.db('admin').aggregate([
+                    { $currentOp: { allUsers: true, idleSessions: true } },
+                    { $match: { 'lsid.id': session.id.id } },
+                ]).toArray();
+                assert.equal(viaStage.length, 2);
+                assert.equal((await client.db('admin').aggregate([
+                    { $currentOp: { idleSessions: false } },
+                    { $match: { 'lsid.id': session.id.id } },
+                ]).toArray()).length, 0);
+
+                // Acknowledged, its decision not yet delivered: the other participant's part is
+                // prepared and names its coordinator, which reports the coordination.
+                await failpoint('alwaysOn');
+                await session.commitTransaction();
+                const prepared = (await ofSession()).inprog;
+                assert.equal(prepared.length, 1, JSON.stringify(prepared));
+                assert.equal(prepared[0].shard, owners.high);
+                assert.equal(prepared[0].desc, 'prepared transaction');
+                assert.equal(prepared[0].transaction.coordinator, owners.low);
+                assert.ok(prepared[0].transaction.prepareTimestamp instanceof Timestamp);
+                // On the shard itself, the command and the stage agree.
+                const direct = await (await ctx.cluster.shardByName(owners.high)).db('admin')
+                    .aggregate([{ $currentOp: {} }, { $match: { 'lsid.id': session.id.id } }]).toArray();
+                assert.equal(direct.length, 1, JSON.stringify(direct));
+                assert.equal(direct[0].desc, 'prepared transaction');
+                const coordination = (await admin({
+                    currentOp: 1, desc: 'transaction coordinator', 'twoPhaseCommitCoordinator.lsid.id': session.id.id,
+                })).inprog;
+                assert.equal(coordination.length, 1, JSON.stringify(coordination));
+                const tpc = coordination[0].twoPhaseCommitCoordinator;
+                assert.equal(coordination[0].shard, owners.low);
+                assert.equal(tpc.state, 'waitingForDecisionAcks');
+                assert.equal(tpc.numParticipants, 2);
+                assert.deepEqual([...tpc.participants].sort(), [owners.low, owners.high].sort());
+                assert.equal(tpc.decision.decision, 'commit');
+                assert.ok(tpc.decision.commitTimestamp.greaterThan(prepared[0].transaction.readTimestamp));
+            } finally {
+                await failpoint('off');
+            }
+            // Delivered: nothing of the transaction is in progress any more.
+            await waitFor('the delivery', async () => (await ofSession()).inprog.length === 0 &&
+                (await admin({ currentOp: 1, 'twoPhaseCommitCoordinator.lsid.id': session.id.id })).inprog.length === 0);
+            await session.endSession();
+            await transfer(0, 6, 2, 7);
+            assert.deepEqual(await balances(await accounts(1)), Array(kAccounts).fill(kInitial));
+        });
+
         test('the classic coordination (a retried commit\'s path) commits concurrent transfers all-or-nothing too', async () => {
             // The router's failpoint makes every first commit attempt the classic one: the
             // coordinator prepares the others, decides, then answers (src/txn/README.md).

@@ -1,5 +1,6 @@
 // mongosh 2.x against tessera: connect, CRUD helpers, indexes, listDatabases, duplicate keys;
-// rs.status() and rs.conf() on `serve --replSet` (a one-member replica set), refused elsewhere.
+// rs.status() and rs.conf() on `serve --replSet` (a one-member replica set), refused elsewhere;
+// db.currentOp() there lists open transactions.
 // Each mongosh start costs 1-2 s, so the checks are batched into few invocations.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -129,6 +130,28 @@ describeWithServer(
             // The member's optime is its latest commit: the insert the script made.
             assert.ok(r.optime.t > 0, JSON.stringify(r.optime));
             assert.deepEqual(r.applied, r.optime);
+        });
+
+        test('db.currentOp() shows an open transaction until it is aborted', async () => {
+            const dbName = uniqueDbName('curop');
+            const script = `
+                const s = db.getMongo().startSession();
+                s.startTransaction();
+                s.getDatabase('${dbName}').c.insertOne({_id: 1});
+                const id = s.id.id;
+                const mine = db.currentOp({'lsid.id': id}).inprog;
+                const busy = db.currentOp({'lsid.id': id, idleSessions: false}).inprog;
+                s.abortTransaction();
+                print('RESULT ' + EJSON.stringify({
+                    open: mine.length, desc: mine[0] && mine[0].desc,
+                    txnNumber: mine[0] && Number(mine[0].transaction.parameters.txnNumber),
+                    busy: busy.length, after: db.currentOp({'lsid.id': id}).inprog.length,
+                }));
+            `;
+            const out = await mongosh(ctx.server.uri('admin'), script);
+            const r = resultLine(out);
+            assert.equal(out.code, 0, `mongosh exit ${out.code}\n${out.stderr}`);
+            assert.deepEqual(r, { open: 1, desc: 'inactive transaction', txnNumber: 1, busy: 0, after: 0 });
         });
     },
     { serverOptions: { args: ['--replSet', 'rs0'] } },

@@ -282,6 +282,39 @@ describeWithServer(
             }
         });
 
+        test('currentOp and $currentOp list an open transaction until it ends', async () => {
+            const client = await rs();
+            const admin = client.db('admin');
+            const c = client.db(dbName).collection(`c${++n}`);
+            await c.insertOne({ _id: 0 });
+            const session = client.startSession();
+            const mine = { 'lsid.id': session.id.id };
+            try {
+                session.startTransaction();
+                await c.insertOne({ _id: 1 }, { session });
+                const [op, ...rest] = (await admin.command({ currentOp: 1, ...mine })).inprog;
+                assert.equal(rest.length, 0);
+                assert.equal(op.type, 'idleSession');
+                assert.equal(op.desc, 'inactive transaction');
+                assert.equal(op.active, false);
+                assert.equal(Number(op.transaction.parameters.txnNumber), Number(session.serverSession.txnNumber));
+                assert.ok(op.transaction.timeOpenMicros >= 0);
+                assert.ok(op.transaction.expiryTime > op.transaction.startWallClockTime);
+                assert.deepEqual((await admin.command({ currentOp: 1, idleSessions: false, ...mine })).inprog, []);
+                // mongosh's db.currentOp() is this aggregate.
+                const viaStage = await admin.aggregate([{ $currentOp: { allUsers: true } }, { $match: mine }]).toArray();
+                assert.equal(viaStage.length, 1);
+                const refused = await client.db(dbName).aggregate([{ $currentOp: {} }]).toArray().then(() => null, (e) => e);
+                assert.equal(refused?.code, 73, `${refused}`);
+                const unknown = await admin.aggregate([{ $currentOp: { frob: true } }]).toArray().then(() => null, (e) => e);
+                assert.equal(unknown?.code, 40415, `${unknown}`);
+                await session.commitTransaction();
+                assert.deepEqual((await admin.command({ currentOp: 1, ...mine })).inprog, []);
+            } finally {
+                await session.endSession();
+            }
+        });
+
         it('closes the replica-set client', async () => {
             if (rsClient) await rsClient.close();
         });
@@ -372,6 +405,9 @@ it('a standalone without --replSet refuses transactions and applies nothing', as
         await s.abortTransaction().catch(() => {});
         await s.endSession();
         assert.equal(await c.countDocuments(), 0);
+        // Nothing it could list: currentOp is refused as before (no transactions, no migrations).
+        const currentOp = await client.db('admin').command({ currentOp: 1 }).then(() => null, (e) => e);
+        assert.equal(currentOp?.code, 59, `${currentOp}`);
         await client.close();
     } finally {
         await server.stop();
