@@ -2,6 +2,9 @@
 // shard's currentOp shares (current_op.h). A process without transactions — a plain standalone,
 // the config server — has nothing it tracks to report and refuses the command, as before.
 
+#include <set>
+
+#include "bson/bson_types.h"
 #include "command/current_op.h"
 #include "command/generic_args.h"
 #include "command/registry.h"
@@ -43,6 +46,32 @@ bool CurrentOpFilter::wants(const bson::BsonObj& op) const {
         return false;
     }
     return _matcher->matches(op);
+}
+
+StatusWith<CurrentOpStageOptions> parseCurrentOpStage(const bson::BsonElement& spec) {
+    if (!spec.isObject()) {
+        return Status(ErrorCodes::FailedToParse,
+                      "$currentOp options must be specified in an object, but found: " +
+                          std::string(bson::typeName(spec.type())));
+    }
+    static const std::set<std::string_view> kFlags = {
+        "allUsers", "idleConnections", "idleCursors", "idleSessions",
+        "localOps", "backtrace",       "truncateOps", "targetAllNodes"};
+    CurrentOpStageOptions options;
+    for (bson::BsonElement f : spec.objValue()) {
+        if (!kFlags.count(f.fieldName())) {
+            return Status(40415, "BSON field '$currentOp." + std::string(f.fieldName()) +
+                                     "' is an unknown field.");
+        }
+        if (f.type() != bson::BsonType::Bool) {
+            return Status(ErrorCodes::TypeMismatch,
+                          "BSON field '$currentOp." + std::string(f.fieldName()) +
+                              "' is the wrong type, expected type 'bool'");
+        }
+        if (f.fieldName() == "idleSessions") options.idleSessions = f.boolValue();
+        if (f.fieldName() == "localOps") options.localOps = f.boolValue();
+    }
+    return options;
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "bson/bson_element.h"
 #include "bson/bson_obj.h"
 
 namespace tessera::query {
@@ -32,5 +33,17 @@ class CurrentOpFilter {
     std::shared_ptr<query::Matcher> _matcher;
     bool _idleSessions = true;
 };
+
+// The options of a $currentOp stage (mongosh's db.currentOp()), each a bool: `idleSessions` as
+// the command's, `localOps` (a router's own operations: it lists none); `allUsers`,
+// `idleConnections`, `idleCursors`, `backtrace`, `truncateOps` and `targetAllNodes` select
+// nothing more here (every operation is the caller's own without authentication, idle
+// connections and cursors are not listed operations, no report has a backtrace or is long
+// enough to truncate, every listed operation is a primary's). Any other field: 40415.
+struct CurrentOpStageOptions {
+    bool idleSessions = true;
+    bool localOps = false;
+};
+StatusWith<CurrentOpStageOptions> parseCurrentOpStage(const bson::BsonElement& spec);
 
 }  // namespace tessera::command

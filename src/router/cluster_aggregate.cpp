@@ -1,6 +1,6 @@
 #include <algorithm>
-#include <set>
 
+#include "command/current_op.h"
 #include "command/exec/local_sessions.h"
 #include "command/exec/pipeline.h"
 #include "command/reply_util.h"
@@ -71,38 +71,15 @@ BsonObj collStatsCommand(const std::string& coll, const BsonObj& stage) {
 }
 
 // admin.aggregate([{$shardedDataDistribution: {}}]): one document per sharded collection.
-// $currentOp {allUsers?, idleConnections?, idleCursors?, idleSessions?, localOps?, backtrace?,
-// truncateOps?, targetAllNodes?} on admin (mongosh's db.currentOp()): the shards' operations in
-// progress, as the currentOp command lists them (migrations, range deletions, open transactions
-// and the commits a shard coordinates). idleSessions: false leaves out the transactions between
-// their statements; the flags about idle connections and cursors select nothing of those;
-// localOps: true asks for the router's own operations, of which none are listed.
+// $currentOp {...} on admin (mongosh's db.currentOp(); options: command/current_op.h): the
+// shards' operations in progress, as the currentOp command lists them (migrations, range
+// deletions, open transactions and the commits a shard coordinates); localOps: true asks for
+// the router's own operations, of which none are listed.
 StatusWith<std::vector<BsonObj>> currentOpStage(Router& router, const bson::BsonElement& spec) {
-    if (!spec.isObject()) {
-        return Status(ErrorCodes::FailedToParse,
-                      "$currentOp options must be specified in an object, but found: " +
-                          std::string(bson::typeName(spec.type())));
-    }
-    static const std::set<std::string_view> kFlags = {
-        "allUsers", "idleConnections", "idleCursors", "idleSessions",
-        "localOps", "backtrace",       "truncateOps", "targetAllNodes"};
-    bool localOps = false;
+    ASSIGN_OR_RETURN(command::CurrentOpStageOptions options, command::parseCurrentOpStage(spec));
+    if (options.localOps) return std::vector<BsonObj>{};
     BsonBuilder cmd;
-    cmd.appendInt32("currentOp", 1);
-    for (bson::BsonElement f : spec.objValue()) {
-        if (!kFlags.count(f.fieldName())) {
-            return Status(40415, "BSON field '$currentOp." + std::string(f.fieldName()) +
-                                     "' is an unknown field.");
-        }
-        if (f.type() != bson::BsonType::Bool) {
-            return Status(ErrorCodes::TypeMismatch,
-                          "BSON field '$currentOp." + std::string(f.fieldName()) +
-                              "' is the wrong type, expected type 'bool'");
-        }
-        if (f.fieldName() == "localOps") localOps = f.boolValue();
-        if (f.fieldName() == "idleSessions") cmd.appendBool("idleSessions", f.boolValue());
-    }
-    if (localOps) return std::vector<BsonObj>{};
+    cmd.appendInt32("currentOp", 1).appendBool("idleSessions", options.idleSessions);
     return clusterCurrentOp(router, cmd.obj());
 }
 
