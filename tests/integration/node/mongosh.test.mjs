@@ -140,7 +140,9 @@ describeWithServer(
                 s.getDatabase('${dbName}').c.insertOne({_id: 1});
                 const id = s.id.id;
                 const mine = db.currentOp({'lsid.id': id}).inprog;
-                const busy = db.currentOp({'lsid.id': id, idleSessions: false}).inprog;
+                // mongosh turns every option but $all/$ownOps into a $match: between statements
+                // the transaction is an idle session, not an active operation.
+                const busy = db.currentOp({'lsid.id': id, active: true}).inprog;
                 s.abortTransaction();
                 print('RESULT ' + EJSON.stringify({
                     open: mine.length, desc: mine[0] && mine[0].desc,
