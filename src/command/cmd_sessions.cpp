@@ -77,10 +77,13 @@ class EndTransactionCommand : public Command {
     bool _commit;
 };
 
-// prepareTransaction {coordinator: {shard, host}} (internal: a shard's part of a router's
-// two-phase commit): the storage transaction stops taking writes and is prepared; the reply's
-// prepareTimestamp is what the coordinator takes the maximum of. The coordinator is recorded
-// with the prepared transaction: the participant asks it for a decision that is late.
+// prepareTransaction {coordinator: {shard, host}, notifyCoordinatorWhenDurable?} (internal: a
+// shard's part of a router's two-phase commit): the storage transaction stops taking writes and
+// is prepared, durably before the reply — or, with notifyCoordinatorWhenDurable, written only
+// and synced after the reply, then the coordinator is told (SessionTransactions::
+// preparedUnsynced); the reply's prepareTimestamp is what the coordinator takes the maximum of.
+// The coordinator is recorded with the prepared transaction: the participant asks it for a
+// decision that is late.
 class PrepareTransactionCommand : public Command {
   public:
     std::string_view name() const override { return "prepareTransaction"; }
@@ -105,12 +108,31 @@ class PrepareTransactionCommand : public Command {
             coordinator = {std::string(c.objValue()["shard"].stringValue()),
                            std::string(c.objValue()["host"].stringValue())};
         }
-        ASSIGN_OR_RETURN(Timestamp ts,
-                         SessionTransactions::prepare(*opCtx.transactionSession, coordinator));
+        // A router's staged commit without journal: answered once written, synced after, and
+        // the coordinator told then (its decision waits for that: src/txn/README.md "Staged
+        // commit").
+        const bool notify = request.body["notifyCoordinatorWhenDurable"].trueValue();
+        SessionTransactions& transactions = *opCtx.service->transactions;
+        if (notify && (coordinator.host.empty() || !transactions.preparedUnsynced())) {
+            return Status(ErrorCodes::InvalidOptions,
+                          "notifyCoordinatorWhenDurable needs a coordinator and a shard that "
+                          "notifies it");
+        }
+        TransactionSession& session = *opCtx.transactionSession;
+        ASSIGN_OR_RETURN(Timestamp ts, SessionTransactions::prepare(session, coordinator, !notify));
+        const bool prepared = session.state == TransactionState::kPrepared;
+        if (prepared && notify) {
+            transactions.preparedUnsynced()(session.lsid, session.txnNumber, coordinator, ts);
+        } else if (prepared && !session.prepareSynced) {
+            // Prepared unsynced earlier (or recovered after a restart): whoever asks for a
+            // synced prepare — a resolution of the staged commit — counts on it being durable.
+            TRY_STATUS(opCtx.service->engine->syncWal());
+            std::lock_guard lk(session.stateMutex);
+            session.prepareSynced = true;
+        }
         reply.appendTimestamp("prepareTimestamp", ts.value);
         // A participant without writes finished at its prepare: the coordinator skips it.
-        bool readOnly = opCtx.transactionSession->state == TransactionState::kCommitted;
-        reply.appendBool("readOnly", readOnly);
+        reply.appendBool("readOnly", session.state == TransactionState::kCommitted);
         return Status::OK();
     }
 };

@@ -271,6 +271,13 @@ Status checkReadPreference(BsonView body) {
 
 }  // namespace
 
+bool writeConcernWaitsForJournal(BsonView body) {
+    BsonElement wc = body["writeConcern"];
+    if (!wc.isObject()) return false;
+    BsonView w = wc.objValue();
+    return w["j"].trueValue() || w["fsync"].trueValue() || w["w"].type() == BsonType::String;
+}
+
 const std::vector<GenericArgument>& genericArguments() {
     using K = GenericArgKind;
     static const std::vector<GenericArgument> kArgs = {

@@ -43,6 +43,11 @@ bool takesSnapshotReadConcern(std::string_view commandName);
 // The reads that take a read concern other than "local": find, aggregate, count, distinct.
 bool takesReadConcern(std::string_view commandName);
 
+// Whether `body`'s writeConcern asks for the journal: j: true, fsync: true or w: "majority"
+// (the majority of a one-member set is this process, journaled: MongoDB's
+// writeConcernMajorityJournalDefault).
+bool writeConcernWaitsForJournal(bson::BsonView body);
+
 // Checks the generic arguments of `request` for `command` on a process of `role`, before
 // anything runs:
 //  - kShardOnly fields anywhere but on a shard, and kRefused fields: InvalidOptions (72), or

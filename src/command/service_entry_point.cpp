@@ -353,16 +353,6 @@ CommandRequest commandRequestOf(const wire::OpMsgRequest& msg) {
     return cmd;
 }
 
-// Whether the command's write concern asks for the journal: j: true, fsync: true or
-// w: "majority" (the majority of a one-member set is this process, journaled: MongoDB's
-// writeConcernMajorityJournalDefault).
-bool writeConcernWaitsForJournal(bson::BsonView body) {
-    bson::BsonElement wc = body["writeConcern"];
-    if (!wc.isObject()) return false;
-    bson::BsonView w = wc.objValue();
-    return w["j"].trueValue() || w["fsync"].trueValue() || w["w"].type() == bson::BsonType::String;
-}
-
 // Whether the command waits for its journal, or reads what must be journaled first: the write
 // concerns above, a readConcern majority or linearizable (generic_args.h). Such a request runs
 // on the pool.

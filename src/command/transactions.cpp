@@ -521,6 +521,7 @@ StatusWith<Timestamp> SessionTransactions::prepare(Session& session, const Coord
     session.coordinatorShard = coordinator.shard;
     session.coordinatorHost = coordinator.host;
     session.preparedAt = std::chrono::steady_clock::now();
+    session.prepareSynced = synced;
     return ts;
 }
 

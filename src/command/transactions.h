@@ -49,6 +49,10 @@ struct TransactionSession {
     std::string coordinatorShard;
     std::string coordinatorHost;
     std::chrono::steady_clock::time_point preparedAt;
+    // kPrepared: its prepare record is known durable (a synced prepare, or a sync after it); a
+    // part prepared unsynced (prepareTransaction's notifyCoordinatorWhenDurable, a recovered one)
+    // is synced before a synced prepare of it answers again.
+    bool prepareSynced = false;
     // Notified (under stateMutex) when a transaction leaves kPrepared: the session's next
     // transaction waits for that.
     std::condition_variable decided;
@@ -125,6 +129,17 @@ class SessionTransactions {
     void onPreparedSideRecordsRecovered(PreparedSideRecordsRecovered fn) {
         _preparedSideRecordsRecovered = std::move(fn);
     }
+
+    // Told when prepareTransaction {notifyCoordinatorWhenDurable: true} answered a part with
+    // writes before it was durable (a router's staged commit without journal, src/txn/README.md
+    // "Staged commit"): the callee syncs the WAL and then tells the coordinator, whose decision
+    // waits for that. Set by a shard before it serves; where unset such a prepare is refused.
+    struct Coordinator;
+    using PreparedUnsynced =
+        std::function<void(const std::string& lsid, int64_t txnNumber,
+                           const Coordinator& coordinator, Timestamp prepareTs)>;
+    void onPreparedUnsynced(PreparedUnsynced fn) { _preparedUnsynced = std::move(fn); }
+    const PreparedUnsynced& preparedUnsynced() const { return _preparedUnsynced; }
 
     // A checked-out session: released when destroyed.
     class Checkout {
@@ -249,6 +264,7 @@ class SessionTransactions {
     const storage::WriteUnit* _commitObservers = nullptr;
     SideRecordsCommitted _sideRecordsCommitted;
     PreparedSideRecordsRecovered _preparedSideRecordsRecovered;
+    PreparedUnsynced _preparedUnsynced;
     std::mutex _mutex;
     std::unordered_map<std::string, std::shared_ptr<Session>> _sessions;
     std::condition_variable _wake;

@@ -17,6 +17,8 @@ namespace {
 constexpr int kSenderThreads = 2;
 }  // namespace
 
+bool CommitDecisionSender::decisionsHeld() { return hangBeforeSendingCommitDecision.active(); }
+
 CommitDecisionSender::CommitDecisionSender(net::RemoteClient& client) : _client(client) {
     for (int i = 0; i < kSenderThreads; ++i) _threads.emplace_back([this] { run(); });
 }

@@ -27,6 +27,9 @@ class CommitDecisionSender {
     CommitDecisionSender& operator=(const CommitDecisionSender&) = delete;
 
     void send(net::RemoteCommand cmd);
+    // Whether the test failpoint hangBeforeSendingCommitDecision holds every decision: while
+    // it does, a router's staged commits all take the path with a decision to hold.
+    static bool decisionsHeld();
 
     static constexpr std::chrono::seconds kStaleAfter{3};
 

@@ -8,6 +8,7 @@
 #include "base/failpoint.h"
 #include "base/log.h"
 #include "command/command.h"
+#include "command/generic_args.h"
 #include "command/reply_util.h"
 #include "command/server_info.h"
 #include "command/transactions.h"
@@ -165,6 +166,10 @@ class TransactionRouter::Statement {
 // Commit with the classic coordination (the coordinator prepares the others, decides, then
 // answers) instead of a staged commit: tests of that path, and paired measurements of both.
 TESSERA_FAIL_POINT_DEFINE(forceClassicTwoPhaseCommit);
+// Stage commits without journal as commits with it are (every prepare synced before its answer,
+// the decision sent by the router) instead of with durable-prepare notices: paired
+// measurements of both in one cluster.
+TESSERA_FAIL_POINT_DEFINE(forceSyncedPrepares);
 
 namespace {
 
@@ -398,15 +403,22 @@ Status TransactionRouter::commit(command::OperationContext&, BsonView cmd, BsonB
 }
 
 Status TransactionRouter::twoPhaseCommit(Session& s, BsonView writeConcern) {
-    // Staged commit (txn/transaction_coordinator.h): the coordinator, the first participant,
-    // writes its record and prepares its part while this router prepares the others; each
-    // prepare with writes is durable when answered (the coordinator's with this commit's write
-    // concern), so once all are in the transaction is committed: the client hears it before
-    // the coordinator hears the decision.
+    // Staged commit (txn/README.md "Staged commit"): the coordinator, the first participant,
+    // writes its record and prepares its part while this router prepares the others, so once
+    // every part is prepared with writes the transaction is committed: the client hears it
+    // before the coordinator decides. With the journal asked for, every part is durable when
+    // answered (the coordinator's with this commit's write concern) and this router sends the
+    // decision; without, as for any unjournaled write, the other parts answer once written and
+    // each tells the coordinator when its sync is done, which decides when all have: no part
+    // commits before every part is durable, so a power loss takes the whole transaction or
+    // none of it.
     const auto& coordinator = s.participants.front();
     if (forceClassicTwoPhaseCommit.shouldFail()) {
         return askCoordinator(s, coordinator.host, true, writeConcern);
     }
+    const bool durableNotices = !command::writeConcernWaitsForJournal(writeConcern) &&
+                                !CommitDecisionSender::decisionsHeld() &&
+                                !forceSyncedPrepares.active();
     BsonObj stage;
     {
         BsonBuilder extra;
@@ -421,6 +433,7 @@ Status TransactionRouter::twoPhaseCommit(Session& s, BsonView writeConcern) {
         extra.append("shard", coordinator.shard);
         extra.append("host", coordinator.host);
         extra.end();
+        if (durableNotices) extra.appendBool("notifyCoordinatorWhenDurable", true);
         prepare = endCommand(s, "prepareTransaction", extra.obj());
     }
     std::vector<net::RemoteCommand> cmds{{coordinator.host, "admin", stage}};
@@ -474,12 +487,15 @@ Status TransactionRouter::twoPhaseCommit(Session& s, BsonView writeConcern) {
     }
     decision.end();
     if (refusal.isOK() && everyPartWrote) {
-        BsonObj decide = coordinatorCommand(s, false, decision.obj());
-        // Committed: every part is durably prepared, and a resolution of the staged record
-        // finds them all prepared again. The coordinator commits and delivers once it hears.
+        // Committed: every part is prepared (durably, or with its notice to come), and a
+        // resolution of the staged record finds them all prepared again. The coordinator
+        // commits and delivers once it hears this decision, or every notice.
         s.phase = RouterTxnPhase::kCommitted;
         HybridLogicalClock::global().advanceTo(commitTs);
-        _decisions->send({coordinator.host, "admin", std::move(decide)});
+        if (!durableNotices) {
+            _decisions->send(
+                {coordinator.host, "admin", coordinatorCommand(s, false, decision.obj())});
+        }
         return Status::OK();
     }
     // A read-only part finished at its prepare (a resolution could not find it prepared again),

@@ -121,6 +121,15 @@ ShardingState::ShardingState(command::ServiceContext& service, std::string confi
         _localParticipant = std::make_unique<txn::LocalParticipant>(
             *service.transactions, [this] { return shardName().value_or(std::string()); });
         _coordinator->setLocalParticipant(_localParticipant.get());
+        // A router's staged commit without journal: the prepare answered before its sync tells
+        // its coordinator once durable (txn/README.md "Staged commit").
+        service.transactions->onPreparedUnsynced(
+            [this](const std::string& lsid, int64_t txnNumber,
+                   const command::SessionTransactions::Coordinator& coordinator,
+                   Timestamp prepareTs) {
+                _coordinator->notifyWhenDurable(lsid, txnNumber,
+                                                {coordinator.shard, coordinator.host}, prepareTs);
+            });
     }
 }
 

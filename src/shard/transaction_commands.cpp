@@ -22,7 +22,10 @@ namespace {
 // commit) → {prepareTimestamp, readOnly}: the record written and this shard's part prepared, the
 // router preparing the others meanwhile; or {decided: true, commitTimestamp} / an error when the
 // record existed (a retried commit). With `decision` (after a stage) → {commitTimestamp} once
-// that decision (or the one a resolution reached first) is written. The
+// that decision (or the one a resolution reached first) is written. With `durablePrepare:
+// {shard, prepareTimestamp}` (no participants) a participant that answered the router's
+// prepare before syncing it says it is durable now (TransactionCoordinator::
+// participantDurable) → {}. The
 // transaction's number is `txnNum`: a txnNumber would make this a statement of the transaction,
 // which would check the session out on this shard — where it is also a participant.
 // {commit: true, commitTimestamp, writers: [shard]} or {commit: false, code, reason}.
@@ -83,11 +86,30 @@ class CoordinateCommitCommand final : public ShardCommand {
         }
         Timestamp commitTs;
         // A stage names the participants it prepares around; a decision follows a stage and
-        // names none: nothing of either is silently ignored.
+        // names none, as does a participant's notice: nothing of either is silently ignored.
         const bool stage = body["stage"].trueValue();
         const bool decided = !body["decision"].eoo();
-        if (stage && decided) {
-            return Status(ErrorCodes::InvalidOptions, "stage and decision are exclusive");
+        const bool notice = !body["durablePrepare"].eoo();
+        if (int(stage) + int(decided) + int(notice) > 1) {
+            return Status(ErrorCodes::InvalidOptions,
+                          "stage, decision and durablePrepare are exclusive");
+        }
+        if (notice) {
+            // {durablePrepare: {shard, prepareTimestamp}}: that participant's part, prepared
+            // unsynced for a staged commit, is durable now.
+            bson::BsonElement d = body["durablePrepare"];
+            bson::BsonView doc = d.isObject() ? d.objValue() : bson::BsonView();
+            if (!d.isObject() || doc["shard"].type() != bson::BsonType::String ||
+                doc["prepareTimestamp"].type() != bson::BsonType::Timestamp ||
+                !participants.empty()) {
+                return Status(ErrorCodes::TypeMismatch,
+                              "durablePrepare is {shard: <string>, prepareTimestamp: "
+                              "<timestamp>}, with no participants");
+            }
+            state->coordinator().participantDurable(
+                *opCtx.lsid, number.numberLong(), std::string(doc["shard"].stringValue()),
+                Timestamp{doc["prepareTimestamp"].timestampValue()});
+            return Status::OK();
         }
         if (stage && participants.size() < 2) {
             return Status(ErrorCodes::InvalidOptions, "a stage needs at least two participants");

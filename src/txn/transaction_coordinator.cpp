@@ -21,6 +21,9 @@ TESSERA_FAIL_POINT_DEFINE(hangAfterWritingDecision);
 // Hang a delivery thread before it tells the participants a decision its caller already heard
 // (tests: the session's next transaction and readers wait for the delivery).
 TESSERA_FAIL_POINT_DEFINE(hangBeforeDeliveringDecision);
+// Hang a participant's notice that its unsynced prepare is durable, before the sync (tests: the
+// client heard the commit, no part is decided; kill -9 there).
+TESSERA_FAIL_POINT_DEFINE(hangBeforeNotifyingCoordinator);
 
 namespace {
 
@@ -405,6 +408,7 @@ Status TransactionCoordinator::answerDecided(const std::string& key,
     {
         std::lock_guard lk(_mutex);
         _stagedAt.erase(key);
+        _votes.erase(key);
     }
     // The decision is written: this shard's own part follows it in the same log (so it is never
     // durable without the decision), the caller hears it now, a delivery thread makes it durable
@@ -496,13 +500,28 @@ TransactionCoordinator::Staged TransactionCoordinator::stage(
         staged.outcome = answerDecided(key, c, std::move(record), &staged.commitTs);
         return staged;
     }
-    {
-        std::lock_guard lk(_mutex);
-        _stagedAt[key] = std::chrono::steady_clock::now();
-    }
     staged.prepareTs = prepared.getValue().prepareTs;
     staged.readOnly = prepared.getValue().readOnly;
-    unclaim(key, c);  // stays pending: the router's decision or the recovery thread settles it
+    bool votesComplete = false;
+    {
+        std::lock_guard lk(_mutex);
+        const auto now = std::chrono::steady_clock::now();
+        _stagedAt[key] = now;
+        if (!staged.readOnly) {  // a read-only own part: the router decides
+            DurableVotes& votes = _votes[key];
+            votes.staged = true;
+            votes.self = participants[self].shard;
+            votes.ownPrepareTs = staged.prepareTs;
+            for (const Participant& p : participants) {
+                if (p.shard != votes.self) votes.others.push_back(p.shard);
+            }
+            if (votes.durable.empty()) votes.since = now;
+            votesComplete = votes.durable.size() == votes.others.size();
+        }
+    }
+    unclaim(key, c);  // stays pending: its decision or the recovery thread settles it
+    // Every other part told it is durable before this stage ran (rare: their syncs raced it).
+    if (votesComplete) decideIfDurable(lsid, txnNumber, key);
     return staged;
 }
 
@@ -540,6 +559,105 @@ Status TransactionCoordinator::decideStaged(const std::string& lsid, int64_t txn
     }
     hangAt(hangAfterWritingDecision);
     return answerDecided(key, c, std::move(record), commitTs);
+}
+
+void TransactionCoordinator::notifyWhenDurable(const std::string& lsid, int64_t txnNumber,
+                                               const Participant& coordinator,
+                                               Timestamp prepareTs) {
+    std::function<void()> job = [this, lsid, txnNumber, coordinator, prepareTs] {
+        hangAt(hangBeforeNotifyingCoordinator);
+        if (Status synced = _engine.syncWal(); !synced.isOK()) {
+            log::warning("TXN", 22244,
+                         "Could not sync a prepared transaction; its coordinator resolves it",
+                         "{\"error\":\"" + log::jsonEscape(synced.toString()) + "\"}");
+            return;
+        }
+        BsonBuilder b;
+        b.appendInt32("_shardsvrCoordinateCommitTransaction", 1);
+        b.startObject("lsid");
+        b.appendBinary("id", 4, lsid);
+        b.end();
+        b.appendInt64("txnNum", txnNumber);
+        b.startArray("participants");
+        b.end();
+        b.startObject("durablePrepare");
+        b.append("shard", _local ? _local->shardName() : std::string());
+        b.appendTimestamp("prepareTimestamp", prepareTs.value);
+        b.end();
+        auto reply = _client.runCommand(coordinator.host, "admin", b.obj(), kAskTimeout);
+        Status st = reply.isOK() ? net::replyStatus(reply.getValue()) : reply.getStatus();
+        if (!st.isOK()) {
+            log::info("TXN", 22245,
+                      "Could not tell a coordinator a prepare is durable; it resolves the commit",
+                      "{\"txnNumber\":" + std::to_string(txnNumber) + ",\"coordinator\":\"" +
+                          log::jsonEscape(coordinator.host) + "\",\"error\":\"" +
+                          log::jsonEscape(st.toString()) + "\"}");
+        }
+    };
+    {
+        std::lock_guard lk(_mutex);
+        if (!_deliverers.empty()) {
+            _deliveries.push_back(std::move(job));
+            job = nullptr;
+        }
+    }
+    if (job) {
+        job();
+        return;
+    }
+    _deliveryQueued.notify_one();
+}
+
+void TransactionCoordinator::participantDurable(const std::string& lsid, int64_t txnNumber,
+                                                const std::string& shard, Timestamp prepareTs) {
+    std::string key = recordKey(lsid, txnNumber);
+    bool complete = false;
+    {
+        std::lock_guard lk(_mutex);
+        DurableVotes& votes = _votes[key];
+        if (votes.durable.empty() && !votes.staged) votes.since = std::chrono::steady_clock::now();
+        votes.durable[shard] = prepareTs;
+        complete = votes.staged && votes.durable.size() >= votes.others.size();
+    }
+    if (complete) decideIfDurable(lsid, txnNumber, key);
+}
+
+std::optional<TransactionCoordinator::RouterDecision>
+TransactionCoordinator::takeReadyDecisionLocked(const std::string& key) {
+    auto it = _votes.find(key);
+    if (it == _votes.end() || !it->second.staged) return std::nullopt;
+    const DurableVotes& votes = it->second;
+    RouterDecision decision;
+    decision.commit = true;
+    decision.commitTs = votes.ownPrepareTs;
+    decision.writers.push_back(votes.self);
+    for (const std::string& other : votes.others) {
+        auto vote = votes.durable.find(other);
+        if (vote == votes.durable.end()) return std::nullopt;
+        decision.commitTs = std::max(decision.commitTs, vote->second);
+        decision.writers.push_back(other);
+    }
+    _votes.erase(it);
+    return decision;
+}
+
+void TransactionCoordinator::decideIfDurable(const std::string& lsid, int64_t txnNumber,
+                                             const std::string& key) {
+    std::optional<RouterDecision> decision;
+    {
+        std::lock_guard lk(_mutex);
+        decision = takeReadyDecisionLocked(key);
+    }
+    if (!decision) return;  // another notice's thread took it
+    // Every part is prepared with writes and durable: committed, at the greatest prepare
+    // timestamp — what the router answered its client. A decision reached first (a
+    // resolution, the router's) stands.
+    Timestamp commitTs;
+    if (Status s = decideStaged(lsid, txnNumber, *decision, &commitTs); !s.isOK()) {
+        log::info("TXN", 22246, "A staged commit's votes found it decided otherwise",
+                  "{\"txnNumber\":" + std::to_string(txnNumber) + ",\"outcome\":\"" +
+                      log::jsonEscape(s.toString()) + "\"}");
+    }
 }
 
 Status TransactionCoordinator::recoverDecision(
@@ -753,6 +871,10 @@ void TransactionCoordinator::recoveryLoop() {
     while (!_stopping) {
         bool scan = std::chrono::steady_clock::now() >= nextScan;
         std::vector<std::string> pending(_pending.begin(), _pending.end());
+        // Notices whose stage never came here, or whose record a resolution decided: stale.
+        std::erase_if(_votes, [now = std::chrono::steady_clock::now()](const auto& v) {
+            return now - v.second.since > 10 * kResolveStagedAfter;
+        });
         lk.unlock();
         writeDone();
         if (scan) {
@@ -892,6 +1014,7 @@ void TransactionCoordinator::recoverRecord(const std::string& key) {
     {
         std::lock_guard lk(_mutex);
         _stagedAt.erase(key);
+        _votes.erase(key);
     }
     // Read back after a restart, the decision may be in the WAL's unsynced tail: durable
     // before anyone hears it.

@@ -119,6 +119,26 @@ class TransactionCoordinator {
     };
     Status decideStaged(const std::string& lsid, int64_t txnNumber, const RouterDecision& decision,
                         Timestamp* commitTs);
+    // Staged commits without journal (README.md "Staged commit", step 2): the router asks the
+    // other participants to answer their prepare once written and to sync it after, and sends
+    // no decision when every part wrote; this coordinator decides commit itself once each other
+    // participant told it its part is durable.
+    //
+    // On a participant (prepareTransaction {notifyCoordinatorWhenDurable}, whose part wrote):
+    // syncs the WAL, then tells `coordinator` with participantDurable — on a delivery thread
+    // (hangBeforeNotifyingCoordinator). A failed sync or an unreachable coordinator tells
+    // nothing: the coordinator's recovery resolves the staged record (prepares this part again,
+    // synced).
+    void notifyWhenDurable(const std::string& lsid, int64_t txnNumber,
+                           const Participant& coordinator, Timestamp prepareTs);
+    // On the coordinator: participant `shard`'s part of (lsid, txnNumber), prepared at
+    // `prepareTs`, is durable. With this shard's own part staged with writes and every other
+    // participant's notice in, the commit is decided (decideStaged, at the greatest prepare
+    // timestamp); a notice that precedes the stage is kept until it comes (or kResolveStagedAfter
+    // after it, when the recovery thread has resolved the record).
+    void participantDurable(const std::string& lsid, int64_t txnNumber, const std::string& shard,
+                            Timestamp prepareTs);
+
     // A staged record still undecided this long after stage() is resolved by the recovery
     // thread (its router died or its decision was lost): every participant is prepared again
     // (prepare is idempotent; an unprepared part is prepared now, one that is gone says so) and
@@ -240,6 +260,21 @@ class TransactionCoordinator {
     // When this process staged each record not yet decided: the recovery thread resolves one
     // after kResolveStagedAfter (one staged before a restart is not here: resolved at once).
     std::map<std::string, std::chrono::steady_clock::time_point> _stagedAt;
+    // Per staged record (or notice that came first): what decides its commit without the
+    // router (participantDurable).
+    struct DurableVotes {
+        bool staged = false;  // stage() prepared this shard's part, with writes
+        std::string self;
+        Timestamp ownPrepareTs;
+        std::vector<std::string> others;           // the other participants
+        std::map<std::string, Timestamp> durable;  // their notices: shard → prepare timestamp
+        std::chrono::steady_clock::time_point since;
+    };
+    std::map<std::string, DurableVotes> _votes;
+    // Under _mutex: the commit decision of `key` if every vote is in (its votes then forgotten).
+    std::optional<RouterDecision> takeReadyDecisionLocked(const std::string& key);
+    // Decides `key`'s commit when its votes are complete.
+    void decideIfDurable(const std::string& lsid, int64_t txnNumber, const std::string& key);
     std::vector<std::pair<std::string, std::string>> _doneToWrite;  // markDone()
     bool _stopping = false;
     std::thread _recovery;

@@ -196,5 +196,79 @@ TEST_F(StagedCommitTest, APartThatCannotPrepareAbortsAtOnce) {
     EXPECT_TRUE(staged.outcome.is(ErrorCodes::NoSuchTransaction)) << staged.outcome.toString();
 }
 
+// Durable-prepare notices (README.md "Staged commit", step 2 without journal): the router sends
+// no decision; the other participants tell this coordinator when their parts are durable.
+TEST_F(StagedCommitTest, EveryOtherPartsDurableNoticeCommitsTheStagedRecord) {
+    insertInTransaction(1, 1);
+    TransactionCoordinator::Staged staged = coordinator->stage(lsid, 1, participants);
+    ASSERT_FALSE(staged.decided) << staged.outcome.toString();
+    EXPECT_TRUE(prepared());
+    // shard1 prepared later than this shard: the commit is at its prepare timestamp.
+    const Timestamp later{staged.prepareTs.value + 5};
+    coordinator->participantDurable(lsid, 1, "shard1", later);
+    EXPECT_FALSE(prepared());
+    EXPECT_TRUE(committed());
+    TransactionCoordinator::Staged again = coordinator->stage(lsid, 1, participants);
+    ASSERT_TRUE(again.decided);
+    EXPECT_TRUE(again.outcome.isOK()) << again.outcome.toString();
+    EXPECT_EQ(again.commitTs, later);
+}
+
+TEST_F(StagedCommitTest, ANoticeThatOvertakesTheStageIsKeptForIt) {
+    insertInTransaction(1, 1);
+    coordinator->participantDurable(lsid, 1, "shard1", Timestamp{1});
+    TransactionCoordinator::Staged staged = coordinator->stage(lsid, 1, participants);
+    ASSERT_FALSE(staged.decided) << staged.outcome.toString();
+    EXPECT_TRUE(committed());
+    TransactionCoordinator::Staged again = coordinator->stage(lsid, 1, participants);
+    ASSERT_TRUE(again.decided);
+    EXPECT_EQ(again.commitTs, staged.prepareTs);  // this shard's prepare was the later one
+}
+
+TEST_F(StagedCommitTest, NoCommitBeforeEveryOtherPartIsDurable) {
+    const std::vector<TransactionCoordinator::Participant> three{
+        participants[0], participants[1], {"shard2", "127.0.0.1:2"}};
+    insertInTransaction(1, 1);
+    ASSERT_FALSE(coordinator->stage(lsid, 1, three).decided);
+    coordinator->participantDurable(lsid, 1, "shard1", Timestamp{1});
+    coordinator->participantDurable(lsid, 1, "shardX", Timestamp{1});  // not a participant
+    EXPECT_TRUE(prepared());
+    coordinator->participantDurable(lsid, 1, "shard2", Timestamp{1});
+    EXPECT_TRUE(committed());
+}
+
+// A coordinator that records the commands it receives and answers ok.
+class RecordingShard : public net::RequestHandler {
+  public:
+    bson::BsonObj handleRequest(const net::Request& request, net::ClientContext&) override {
+        std::lock_guard lk(mutex);
+        received.push_back(request.msg->body.copy());
+        bson::BsonBuilder b;
+        b.append("ok", 1.0);
+        return b.obj();
+    }
+    std::mutex mutex;
+    std::vector<bson::BsonObj> received;
+};
+
+TEST_F(StagedCommitTest, APartPreparedUnsyncedSyncsThenTellsItsCoordinator) {
+    RecordingShard handler;
+    net::test::RunningServer other(handler);
+    const uint64_t before = engine->walSyncCount();
+    // Without start(), the notice runs before notifyWhenDurable returns.
+    coordinator->notifyWhenDurable(lsid, 3, {"shard9", "127.0.0.1:" + std::to_string(other.port())},
+                                   Timestamp{42});
+    EXPECT_GT(engine->walSyncCount(), before);
+    std::lock_guard lk(handler.mutex);
+    ASSERT_EQ(handler.received.size(), 1u);
+    bson::BsonView cmd = handler.received[0];
+    EXPECT_EQ(cmd.firstElement().fieldName(), "_shardsvrCoordinateCommitTransaction");
+    EXPECT_EQ(cmd["txnNum"].numberLong(), 3);
+    EXPECT_EQ(cmd["lsid"].objValue()["id"].binaryValue().data, lsid);
+    bson::BsonView notice = cmd["durablePrepare"].objValue();
+    EXPECT_EQ(notice["shard"].stringValue(), "shard0");
+    EXPECT_EQ(Timestamp{notice["prepareTimestamp"].timestampValue()}, Timestamp{42});
+}
+
 }  // namespace
 }  // namespace tessera::txn

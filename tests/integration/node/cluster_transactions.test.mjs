@@ -293,11 +293,16 @@ describeWithCluster(
                 ]).toArray()).length, 0);
 
                 // Acknowledged, its decision not yet delivered: the other participant's part is
-                // prepared and names its coordinator, which reports the coordination.
+                // prepared and names its coordinator, which reports the coordination. (The
+                // coordinator decides, and commits its own part, once the other part told it
+                // its prepare is durable: just after the acknowledgement.)
                 await failpoint('alwaysOn');
                 await session.commitTransaction();
-                const prepared = (await ofSession()).inprog;
-                assert.equal(prepared.length, 1, JSON.stringify(prepared));
+                let prepared;
+                await waitFor('the coordinator decided', async () => {
+                    prepared = (await ofSession()).inprog;
+                    return prepared.length === 1;
+                }, { timeoutMs: 10000, intervalMs: 20 });
                 assert.equal(prepared[0].shard, owners.high);
                 assert.equal(prepared[0].desc, 'prepared transaction');
                 assert.equal(prepared[0].transaction.coordinator, owners.low);

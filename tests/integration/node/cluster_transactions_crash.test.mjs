@@ -5,7 +5,9 @@
 // "Staged commit"): acknowledged once every part is prepared; the coordinator's failpoints hold
 // the router's decision before it is written (hangBeforeWritingDecision) or after
 // (hangAfterWritingDecision), the router's holds it before it is sent
-// (hangBeforeSendingCommitDecision); then the coordinator, a participant or the router is
+// (hangBeforeSendingCommitDecision), the other participant's holds the notice that its prepare,
+// answered before it was synced, is durable (hangBeforeNotifyingCoordinator: a commit without
+// journal is decided by that notice); then the coordinator, a participant or the router is
 // killed with SIGKILL and restarted. Afterwards every transaction is all-or-nothing: both of its
 // accounts changed or neither, the total is unchanged, and no shard is left holding reads.
 import assert from 'node:assert/strict';
@@ -212,6 +214,29 @@ describeWithManualCluster(
             assert.ok(shardProc('low').countLog(/Resolving a staged commit/) >= 1, 'the coordinator did not resolve the staged record');
             assert.deepEqual(await balances(1), expected);
             await c().restart(c().routerProcs[0]);
+            await expectBalances();
+        });
+
+        test('the other participant killed after the acknowledgement, before it announced its prepare durable: resolved committed after its restart', async () => {
+            // Without journal, the other participant answers its prepare once written and tells
+            // the coordinator when it is synced; the coordinator decides on that notice. Held
+            // here, then the participant is killed: its prepared part comes back from its log,
+            // and the coordinator's resolution prepares it again (synced) and commits.
+            await failpoint('high', 'hangBeforeNotifyingCoordinator', 'alwaysOn');
+            const before = hits('high', 'hangBeforeNotifyingCoordinator');
+            const { commit } = await startTransfer(0, 2, 7, 60);
+            const outcome = await commit;
+            assert.equal(outcome.error, undefined, `${outcome.error}`);
+            await waitFor('the notice is held', async () => hits('high', 'hangBeforeNotifyingCoordinator') > before);
+            // Acknowledged, nothing decided: the coordinator's own part holds its readers too.
+            const held = await settle((await c().shardByName(owners.low)).db(dbName).collection('accounts').find({}).maxTimeMS(300).toArray());
+            assert.equal(held.error?.code, 50, `a read on the undecided coordinator returned: ${JSON.stringify(held)}`);
+            await c().kill9(shardProc('high'));
+            await c().restart(shardProc('high'));
+            expected[2] -= 60;
+            expected[7] += 60;
+            await shardsReadable();
+            assert.ok(shardProc('low').countLog(/Resolving a staged commit/) >= 1, 'the coordinator did not resolve the staged record');
             await expectBalances();
         });
 
