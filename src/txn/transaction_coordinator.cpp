@@ -21,9 +21,6 @@ TESSERA_FAIL_POINT_DEFINE(hangAfterWritingDecision);
 // Hang a delivery thread before it tells the participants a decision its caller already heard
 // (tests: the session's next transaction and readers wait for the delivery).
 TESSERA_FAIL_POINT_DEFINE(hangBeforeDeliveringDecision);
-// Hang a participant's notice that its unsynced prepare is durable, before the sync (tests: the
-// client heard the commit, no part is decided; kill -9 there).
-TESSERA_FAIL_POINT_DEFINE(hangBeforeNotifyingCoordinator);
 
 namespace {
 
@@ -40,8 +37,6 @@ constexpr auto kFullScanInterval = std::chrono::minutes(1);
 // so a few keep up with many concurrent commits.
 constexpr int kDeliveryThreads = 4;
 constexpr int64_t kForgetDoneAfterMs = 30LL * 60 * 1000;  // logicalSessionTimeoutMinutes
-// How long a participant waits for its coordinator's answer to "what was decided?".
-constexpr auto kAskTimeout = std::chrono::seconds(5);
 // Delivery rounds of a delivery thread before the recovery thread takes over.
 constexpr int kDeliveryRounds = 3;
 
@@ -231,21 +226,24 @@ void TransactionCoordinator::deliveryLoop() {
     }
 }
 
-void TransactionCoordinator::finishInBackground(Record record, std::shared_ptr<Coordination> c) {
-    bool queued = false;
+void TransactionCoordinator::runOnDeliveryThread(std::function<void()> job) {
     {
         std::lock_guard lk(_mutex);
         if (!_deliverers.empty()) {
-            _deliveries.push_back(
-                [this, record = std::move(record), c = std::move(c)] { finish(record, c); });
-            queued = true;
+            _deliveries.push_back(std::move(job));
+            job = nullptr;
         }
     }
-    if (queued) {
-        _deliveryQueued.notify_one();  // after unlocking: the thread woken takes the mutex
+    if (job) {
+        job();
         return;
     }
-    finish(record, c);
+    _deliveryQueued.notify_one();  // after unlocking: the thread woken takes the mutex
+}
+
+void TransactionCoordinator::finishInBackground(Record record, std::shared_ptr<Coordination> c) {
+    runOnDeliveryThread(
+        [this, record = std::move(record), c = std::move(c)] { finish(record, c); });
 }
 
 void TransactionCoordinator::finish(const Record& decided, const std::shared_ptr<Coordination>& c) {
@@ -559,53 +557,6 @@ Status TransactionCoordinator::decideStaged(const std::string& lsid, int64_t txn
     }
     hangAt(hangAfterWritingDecision);
     return answerDecided(key, c, std::move(record), commitTs);
-}
-
-void TransactionCoordinator::notifyWhenDurable(const std::string& lsid, int64_t txnNumber,
-                                               const Participant& coordinator,
-                                               Timestamp prepareTs) {
-    std::function<void()> job = [this, lsid, txnNumber, coordinator, prepareTs] {
-        hangAt(hangBeforeNotifyingCoordinator);
-        if (Status synced = _engine.syncWal(); !synced.isOK()) {
-            log::warning("TXN", 22244,
-                         "Could not sync a prepared transaction; its coordinator resolves it",
-                         "{\"error\":\"" + log::jsonEscape(synced.toString()) + "\"}");
-            return;
-        }
-        BsonBuilder b;
-        b.appendInt32("_shardsvrCoordinateCommitTransaction", 1);
-        b.startObject("lsid");
-        b.appendBinary("id", 4, lsid);
-        b.end();
-        b.appendInt64("txnNum", txnNumber);
-        b.startArray("participants");
-        b.end();
-        b.startObject("durablePrepare");
-        b.append("shard", _local ? _local->shardName() : std::string());
-        b.appendTimestamp("prepareTimestamp", prepareTs.value);
-        b.end();
-        auto reply = _client.runCommand(coordinator.host, "admin", b.obj(), kAskTimeout);
-        Status st = reply.isOK() ? net::replyStatus(reply.getValue()) : reply.getStatus();
-        if (!st.isOK()) {
-            log::info("TXN", 22245,
-                      "Could not tell a coordinator a prepare is durable; it resolves the commit",
-                      "{\"txnNumber\":" + std::to_string(txnNumber) + ",\"coordinator\":\"" +
-                          log::jsonEscape(coordinator.host) + "\",\"error\":\"" +
-                          log::jsonEscape(st.toString()) + "\"}");
-        }
-    };
-    {
-        std::lock_guard lk(_mutex);
-        if (!_deliverers.empty()) {
-            _deliveries.push_back(std::move(job));
-            job = nullptr;
-        }
-    }
-    if (job) {
-        job();
-        return;
-    }
-    _deliveryQueued.notify_one();
 }
 
 void TransactionCoordinator::participantDurable(const std::string& lsid, int64_t txnNumber,
@@ -1027,75 +978,6 @@ void TransactionCoordinator::recoverRecord(const std::string& key) {
     }
     if (record.done) settle(key);
     release(key, c, record.outcome(), record.commitTs);
-}
-
-void TransactionCoordinator::participantRecoveryLoop() {
-    auto nextAsk = std::chrono::steady_clock::now();
-    std::unique_lock lk(_mutex);
-    while (!_stopping) {
-        lk.unlock();
-        // Commits acknowledged to their coordinators before they were journaled
-        // (SessionTransactions::takeUnsyncedCommits): journaled now.
-        if (_local && _local->takeUnsyncedCommits()) {
-            if (Status s = _engine.syncWal(); !s.isOK()) {
-                log::warning("TXN", 22227, "Could not journal the commits of prepared transactions",
-                             "{\"error\":\"" + log::jsonEscape(s.toString()) + "\"}");
-                _local->noteUnsyncedCommit();
-            }
-        }
-        // As often as a decision may be late: a coordinator asked is not asked again sooner.
-        if (std::chrono::steady_clock::now() >= nextAsk) {
-            askCoordinators();
-            nextAsk = std::chrono::steady_clock::now() + kAskCoordinatorAfter;
-        }
-        lk.lock();
-        _wake.wait_for(lk, command::SessionTransactions::kSyncCommitsWithin,
-                       [&] { return _stopping; });
-    }
-    lk.unlock();
-    if (_local && _local->takeUnsyncedCommits()) (void)_engine.syncWal();  // a clean stop
-}
-
-void TransactionCoordinator::askCoordinators() {
-    if (!_local) return;
-    std::string self = _local->shardName();
-    for (const auto& w : _local->preparedLongerThan(kAskCoordinatorAfter)) {
-        // Without a coordinator recorded (prepared by an older version), or coordinated here
-        // (the recovery thread finishes this shard's own records): nobody to ask.
-        if (w.coordinator.host.empty() || w.coordinator.shard == self) continue;
-        BsonBuilder b;
-        b.appendInt32("_shardsvrCoordinateCommitTransaction", 1);
-        b.startObject("lsid");
-        b.appendBinary("id", 4, w.lsid);
-        b.end();
-        b.appendInt64("txnNum", w.txnNumber);
-        b.startArray("participants");
-        b.end();
-        auto reply = _client.runCommand(w.coordinator.host, "admin", b.obj(), kAskTimeout);
-        Status st = reply.isOK() ? net::replyStatus(reply.getValue()) : reply.getStatus();
-        bson::BsonElement ts =
-            reply.isOK() ? reply.getValue()["commitTimestamp"] : bson::BsonElement();
-        Status applied = Status::OK();
-        std::string decision;
-        if (st.isOK() && ts.type() == bson::BsonType::Timestamp) {
-            decision = "commit";
-            applied = _local->commit(w.lsid, w.txnNumber, Timestamp{ts.timestampValue()});
-            if (applied.isOK()) applied = _engine.syncWal();
-        } else if (st.is(ErrorCodes::NoSuchTransaction)) {
-            decision = "abort";
-            applied = _local->abort(w.lsid, w.txnNumber);
-        } else {
-            log::info("TXN", 22225, "A prepared transaction's coordinator has no decision yet",
-                      "{\"txnNumber\":" + std::to_string(w.txnNumber) + ",\"coordinator\":\"" +
-                          log::jsonEscape(w.coordinator.host) + "\",\"reply\":\"" +
-                          log::jsonEscape(st.toString()) + "\"}");
-            continue;
-        }
-        log::info("TXN", 22226, "Applied the decision a prepared transaction's coordinator gave",
-                  "{\"txnNumber\":" + std::to_string(w.txnNumber) + ",\"coordinator\":\"" +
-                      log::jsonEscape(w.coordinator.host) + "\",\"decision\":\"" + decision +
-                      "\",\"applied\":\"" + log::jsonEscape(applied.toString()) + "\"}");
-    }
 }
 
 }  // namespace tessera::txn

@@ -134,8 +134,8 @@ class TransactionCoordinator {
     // On the coordinator: participant `shard`'s part of (lsid, txnNumber), prepared at
     // `prepareTs`, is durable. With this shard's own part staged with writes and every other
     // participant's notice in, the commit is decided (decideStaged, at the greatest prepare
-    // timestamp); a notice that precedes the stage is kept until it comes (or kResolveStagedAfter
-    // after it, when the recovery thread has resolved the record).
+    // timestamp); a notice that precedes the stage is kept until it comes (at most
+    // 10 × kResolveStagedAfter: by then the recovery thread has resolved the record).
     void participantDurable(const std::string& lsid, int64_t txnNumber, const std::string& shard,
                             Timestamp prepareTs);
 
@@ -216,6 +216,8 @@ class TransactionCoordinator {
     Status decide(Record& record);
     // Step 4: true when every participant acknowledged.
     bool deliver(const Record& record);
+    // `job` on a delivery thread once they are started, else here before returning.
+    void runOnDeliveryThread(std::function<void()> job);
     // Steps 4-5 for a decided record whose claim `c` is held, then gives the claim up: on a
     // delivery thread once started, else here.
     void finishInBackground(Record record, std::shared_ptr<Coordination> c);
