@@ -156,6 +156,118 @@ TEST_F(SessionTransactionsTest, TheOrderSurvivesARestart) {
     EXPECT_TRUE(transactions.beginRetryableWrite(lsid, 7).isOK());  // its retry
 }
 
+// A shard acknowledges a two-phase commit before every participant heard the decision, so the
+// session's next transaction may arrive while the previous one is still prepared here: it begins
+// beside it at once, and the prepared one's decision still reaches it by its number.
+TEST_F(SessionTransactionsTest, ThePreparedTransactionIsSetAsideForTheNextOne) {
+    create("db.c");
+    SessionTransactions transactions(engine.get());
+    transactions.enableParticipantMode(nullptr);
+    Timestamp prepareTs;
+    {
+        auto checkout = transactions.beginStatement(lsid, 5, true, std::nullopt, "insert");
+        ASSERT_TRUE(checkout.isOK());
+        auto writer = checkout.getValue()->txn->writer(engine->getCollection("db.c"));
+        ASSERT_TRUE(writer.isOK());
+        ASSERT_TRUE(writer.getValue()->insert(J("{\"_id\": 1}"), {}).isOK());
+        auto prepared = SessionTransactions::prepare(*checkout.getValue(), {"shardA", "h:1"});
+        ASSERT_TRUE(prepared.isOK()) << prepared.getStatus().toString();
+        prepareTs = prepared.getValue();
+    }
+    // Transaction 6 begins without waiting and holds the session while 5 is decided.
+    {
+        auto next = transactions.beginStatement(lsid, 6, true, std::nullopt, "insert");
+        ASSERT_TRUE(next.isOK()) << next.getStatus().toString();
+        auto writer = next.getValue()->txn->writer(engine->getCollection("db.c"));
+        ASSERT_TRUE(writer.isOK());
+        ASSERT_TRUE(writer.getValue()->insert(J("{\"_id\": 2}"), {}).isOK());
+        // Both are open; 5 is still prepared (participant recovery would ask about it).
+        EXPECT_EQ(transactions.currentOps().size(), 2u);
+        auto late = transactions.preparedLongerThan(std::chrono::milliseconds(0));
+        ASSERT_EQ(late.size(), 1u);
+        EXPECT_EQ(late[0].txnNumber, 5);
+        EXPECT_EQ(late[0].coordinator.shard, "shardA");
+        // A statement of 5 other than its end is still refused; its prepare again answers its
+        // timestamp; its commit reaches it.
+        EXPECT_EQ(
+            codeOf(transactions.beginStatement(lsid, 5, false, std::nullopt, "insert").getStatus()),
+            static_cast<int>(ErrorCodes::PreparedTransactionInProgress));
+        {
+            auto again =
+                transactions.beginStatement(lsid, 5, false, std::nullopt, "prepareTransaction");
+            ASSERT_TRUE(again.isOK()) << again.getStatus().toString();
+            auto ts = SessionTransactions::prepare(*again.getValue());
+            ASSERT_TRUE(ts.isOK());
+            EXPECT_EQ(ts.getValue(), prepareTs);
+        }
+        {
+            auto commit =
+                transactions.beginStatement(lsid, 5, false, std::nullopt, "commitTransaction");
+            ASSERT_TRUE(commit.isOK()) << commit.getStatus().toString();
+            ASSERT_TRUE(transactions.commit(*commit.getValue(), prepareTs).isOK());
+        }
+        EXPECT_EQ(transactions.currentOps().size(), 1u);
+        ASSERT_TRUE(transactions.commit(*next.getValue()).isOK());
+    }
+    EXPECT_EQ(scanAll("db.c").size(), 2u);
+    // One commit record: the session's newest (6), which the older commit did not overwrite.
+    ASSERT_EQ(commitRecords(), 1u);
+    reopen();
+    SessionTransactions restarted(engine.get());
+    ASSERT_TRUE(restarted.restoreCommitted().isOK());
+    auto outcome = restarted.committedElseAbort(lsid, 6);
+    ASSERT_TRUE(outcome.isOK()) << outcome.getStatus().toString();
+    EXPECT_TRUE(outcome.getValue());
+}
+
+// Two prepared transactions of one session (the second prepared while the first was set aside)
+// both come back prepared after a restart, each decided by its own number.
+TEST_F(SessionTransactionsTest, TwoPreparedTransactionsOfASessionSurviveARestart) {
+    create("db.c");
+    std::vector<std::pair<std::string, std::string>> records;
+    {
+        SessionTransactions transactions(engine.get());
+        transactions.enableParticipantMode(nullptr);
+        for (int64_t txnNumber : {5, 6}) {
+            auto checkout =
+                transactions.beginStatement(lsid, txnNumber, true, std::nullopt, "insert");
+            ASSERT_TRUE(checkout.isOK()) << checkout.getStatus().toString();
+            auto writer = checkout.getValue()->txn->writer(engine->getCollection("db.c"));
+            ASSERT_TRUE(writer.isOK());
+            ASSERT_TRUE(writer.getValue()
+                            ->insert(J("{\"_id\": " + std::to_string(txnNumber) + "}"), {})
+                            .isOK());
+            ASSERT_TRUE(
+                SessionTransactions::prepare(*checkout.getValue(), {"shardA", "h:1"}).isOK());
+        }
+        // Each has its own record (a process stopping aborts them: a crash would leave them).
+        records = engine->sideRecords(SessionTransactions::kPreparedRecordPrefix);
+        ASSERT_EQ(records.size(), 2u);
+    }
+    ASSERT_TRUE(engine->writeSideRecords(records).isOK());
+    reopen();
+    SessionTransactions transactions(engine.get());
+    transactions.enableParticipantMode(nullptr);
+    auto recovered = transactions.recoverPrepared();
+    ASSERT_TRUE(recovered.isOK()) << recovered.getStatus().toString();
+    EXPECT_EQ(recovered.getValue(), 2u);
+    EXPECT_EQ(transactions.preparedLongerThan(std::chrono::milliseconds(0)).size(), 2u);
+    {
+        auto abort = transactions.beginStatement(lsid, 5, false, std::nullopt, "abortTransaction");
+        ASSERT_TRUE(abort.isOK()) << abort.getStatus().toString();
+        ASSERT_TRUE(SessionTransactions::abort(*abort.getValue()).isOK());
+    }
+    {
+        auto commit =
+            transactions.beginStatement(lsid, 6, false, std::nullopt, "commitTransaction");
+        ASSERT_TRUE(commit.isOK()) << commit.getStatus().toString();
+        ASSERT_TRUE(transactions.commit(*commit.getValue(), commit.getValue()->prepareTs).isOK());
+    }
+    std::vector<std::string> docs = scanAll("db.c");
+    ASSERT_EQ(docs.size(), 1u);
+    EXPECT_NE(docs[0].find("6"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tessera::command
 

@@ -37,10 +37,13 @@ bool allowedInTransaction(std::string_view name) {
 
 namespace {
 
-// The side record of a session's prepared transaction: one per session (a session has at most
-// one transaction, and a prepared one blocks the next), keyed by the lsid's bytes.
-std::string preparedRecordKey(const std::string& lsid) {
-    return std::string(SessionTransactions::kPreparedRecordPrefix) + lsid;
+// The side record of a prepared transaction, keyed by the lsid's bytes and the txnNumber: a
+// session may hold several, one set aside by the next (records of earlier versions, keyed by
+// the lsid alone, are recovered alike: recoverPrepared reads the lsid and txnNumber from the
+// record).
+std::string preparedRecordKey(const std::string& lsid, int64_t txnNumber) {
+    return std::string(SessionTransactions::kPreparedRecordPrefix) + lsid + "/" +
+           std::to_string(txnNumber);
 }
 
 // The side record of a session's newest committed transaction with writes, {txnNumber}: written
@@ -177,31 +180,73 @@ std::shared_ptr<SessionTransactions::Session> SessionTransactions::sessionFor(
     return s;
 }
 
+std::shared_ptr<SessionTransactions::Session> SessionTransactions::setAsideFor(
+    const std::string& lsid, int64_t txnNumber) {
+    std::lock_guard lk(_mutex);
+    auto it = _setAside.find({lsid, txnNumber});
+    return it == _setAside.end() ? nullptr : it->second;
+}
+
+SessionTransactions::Checkout SessionTransactions::checkOutFor(
+    const std::shared_ptr<Session>& session, int64_t txnNumber) {
+    // The session may be busy with its next transaction's statement, which may wait for this
+    // prepared one's decision (a read meeting its documents): whoever sets a transaction aside
+    // holds the session, so the commit delivering that decision looks again for the
+    // transaction set aside instead of waiting for the session.
+    for (;;) {
+        if (std::shared_ptr<Session> aside = setAsideFor(session->lsid, txnNumber)) {
+            return Checkout(std::move(aside));
+        }
+        std::unique_lock held(session->checkout, std::defer_lock);
+        if (held.try_lock_for(std::chrono::milliseconds(1))) {
+            // Set aside while this waited: it was inserted before the session was released.
+            std::shared_ptr<Session> aside = setAsideFor(session->lsid, txnNumber);
+            if (!aside) return Checkout(session, std::move(held));
+            held.unlock();
+            return Checkout(std::move(aside));
+        }
+    }
+}
+
+std::shared_ptr<SessionTransactions::Session> SessionTransactions::takePreparedLocked(
+    Session& live) {
+    auto prepared = std::make_shared<Session>();
+    std::lock_guard lk(prepared->stateMutex);
+    prepared->lsid = live.lsid;
+    prepared->txnNumber = live.txnNumber;
+    prepared->state = live.state;
+    prepared->txn = std::move(live.txn);
+    prepared->started = live.started;
+    prepared->lastUse = live.lastUse;
+    prepared->prepareTs = live.prepareTs;
+    prepared->coordinatorShard = std::move(live.coordinatorShard);
+    prepared->coordinatorHost = std::move(live.coordinatorHost);
+    prepared->preparedAt = live.preparedAt;
+    prepared->prepareSynced = live.prepareSynced;
+    prepared->readConcernLocal = live.readConcernLocal;
+    prepared->setAside = true;
+    live.state = State::kNone;
+    live.coordinatorShard.clear();
+    live.coordinatorHost.clear();
+    return prepared;
+}
+
+void SessionTransactions::setAside(std::shared_ptr<Session> prepared) {
+    if (!prepared) return;
+    std::lock_guard lk(_mutex);
+    _setAside[{prepared->lsid, prepared->txnNumber}] = std::move(prepared);
+}
+
 StatusWith<SessionTransactions::Checkout> SessionTransactions::beginStatement(
     const std::string& lsid, int64_t txnNumber, bool start, std::optional<Timestamp> atClusterTime,
     std::string_view commandName) {
     std::shared_ptr<Session> shared = sessionFor(lsid);
-    Checkout session(shared);
+    Checkout session = start ? Checkout(shared) : checkOutFor(shared, txnNumber);
+    // Between the checkout and the state lock: a prepared transaction this start sets aside is
+    // published once that lock is released, before the session is.
+    std::shared_ptr<Session> setAsideNow;
+    SetAsideOnExit publish{this, &setAsideNow};
     std::unique_lock lk(session->stateMutex);
-    if (start && txnNumber > session->txnNumber && session->state == State::kPrepared) {
-        // The session's previous transaction awaits its coordinator's decision, which follows
-        // the client's acknowledged commit by one delivery: the next transaction waits for it
-        // (with the session released, so that the delivery can check it out).
-        Session* waited = shared.get();
-        session = Checkout();
-        auto deadline = std::chrono::steady_clock::now() + kPreparedDecisionWait;
-        if (!waited->decided.wait_until(lk, deadline,
-                                        [&] { return waited->state != State::kPrepared; })) {
-            return Status(ErrorCodes::PreparedTransactionInProgress,
-                          "Cannot start transaction " + std::to_string(txnNumber) +
-                              ": transaction " + std::to_string(waited->txnNumber) +
-                              " of the session is prepared and its coordinator has not decided "
-                              "it for " +
-                              std::to_string(kPreparedDecisionWait.count()) + " s");
-        }
-        lk.unlock();
-        return beginStatement(lsid, txnNumber, start, atClusterTime, commandName);
-    }
     session->lastUse = std::chrono::steady_clock::now();
     std::string number = std::to_string(txnNumber);
     if (txnNumber < session->txnNumber) {
@@ -225,15 +270,14 @@ StatusWith<SessionTransactions::Checkout> SessionTransactions::beginStatement(
                               " on session: a transaction with the same number was started "
                               "already");
         }
+        ASSIGN_OR_RETURN(auto txn, _engine->beginTransaction(atClusterTime, _commitObservers));
         if (session->state == State::kPrepared) {
-            return Status(ErrorCodes::PreparedTransactionInProgress,
-                          "Cannot start transaction " + number + ": transaction " +
-                              std::to_string(session->txnNumber) +
-                              " of the session is prepared and awaits its commit decision");
+            // Its commit was acknowledged before its delivery (two-phase commit): it goes on
+            // beside this one until its decision.
+            setAsideNow = takePreparedLocked(*session);
         }
         if (session->txn) session->txn->abort();
-        session->txn.reset();
-        ASSIGN_OR_RETURN(session->txn, _engine->beginTransaction(atClusterTime, _commitObservers));
+        session->txn = std::move(txn);
         session->txnNumber = txnNumber;
         session->state = State::kInProgress;
         session->abortedByStatement = false;
@@ -283,6 +327,8 @@ Status SessionTransactions::beginRetryableWrite(const std::string& lsid, int64_t
     } else if (!checkout.try_lock()) {
         return Status(ErrorCodes::InlineWouldBlock, "a statement of the session runs");
     }
+    std::shared_ptr<Session> setAsideNow;  // published after the state lock, before the session
+    SetAsideOnExit publish{this, &setAsideNow};
     std::unique_lock lk(s.stateMutex);
     std::string number = std::to_string(txnNumber);
     if (txnNumber < s.txnNumber) {
@@ -301,21 +347,9 @@ Status SessionTransactions::beginRetryableWrite(const std::string& lsid, int64_t
                           number + " of the session is a transaction");
     }
     if (s.state == State::kPrepared) {
-        // Its commit was acknowledged before its delivery (two-phase commit): the session's
-        // next operation waits for the decision, with the session released for the delivery.
-        if (!mayWait) return Status(ErrorCodes::InlineWouldBlock, "a transaction is prepared");
-        checkout.unlock();
-        auto deadline = std::chrono::steady_clock::now() + kPreparedDecisionWait;
-        if (!s.decided.wait_until(lk, deadline, [&] { return s.state != State::kPrepared; })) {
-            return Status(ErrorCodes::PreparedTransactionInProgress,
-                          "Cannot run retryable write " + number + ": transaction " +
-                              std::to_string(s.txnNumber) +
-                              " of the session is prepared and its coordinator has not decided "
-                              "it for " +
-                              std::to_string(kPreparedDecisionWait.count()) + " s");
-        }
-        lk.unlock();
-        return beginRetryableWrite(lsid, txnNumber, mayWait);
+        // Its commit was acknowledged before its delivery (two-phase commit): it goes on beside
+        // the write until its decision.
+        setAsideNow = takePreparedLocked(s);
     }
     if (s.txn) s.txn->abort();  // an unfinished transaction of an older number
     s.txn.reset();
@@ -344,9 +378,30 @@ StatusWith<size_t> SessionTransactions::recoverPrepared() {
         if (lsid.type() != bson::BsonType::BinData) {
             return Status(ErrorCodes::InternalError, "a prepare record without its session");
         }
-        std::shared_ptr<Session> s = sessionFor(std::string(lsid.binaryValue().data));
+        std::shared_ptr<Session> live = sessionFor(std::string(lsid.binaryValue().data));
+        std::shared_ptr<Session> s = live;
+        int64_t txnNumber = r.meta["txnNumber"].numberLong();
+        {
+            // A session may have held several, all but its newest set aside.
+            std::unique_lock held(live->checkout);
+            std::shared_ptr<Session> older;
+            {
+                std::lock_guard lk(live->stateMutex);
+                if (live->state == State::kPrepared) {
+                    if (live->txnNumber > txnNumber) {
+                        s = std::make_shared<Session>();
+                        s->lsid = live->lsid;
+                        s->setAside = true;
+                        older = s;
+                    } else {
+                        older = takePreparedLocked(*live);
+                    }
+                }
+            }
+            setAside(std::move(older));
+        }
         std::lock_guard lk(s->stateMutex);
-        s->txnNumber = r.meta["txnNumber"].numberLong();
+        s->txnNumber = txnNumber;
         s->state = State::kPrepared;
         s->prepareTs = r.prepareTs;
         s->txn = std::move(r.txn);
@@ -419,8 +474,9 @@ StatusWith<Timestamp> SessionTransactions::commit(Session& session,
     }
     storage::WriteOptions opts;
     // Only a transaction that wrote is recorded: a read-only one stays a commit without a write,
-    // and running it again after a restart changes nothing.
-    const auto record = session.txn->hasWrites()
+    // and running it again after a restart changes nothing. Nor one set aside: the session's
+    // record belongs to its newer transactions (this one's outcome is its coordinator's).
+    const auto record = session.txn->hasWrites() && !session.setAside
                             ? commitRecordOf(session.lsid, session.txnNumber)
                             : std::vector<std::pair<std::string, std::string>>{};
     std::vector<std::pair<std::string, std::string>> added = session.txn->addedSideRecords();
@@ -431,13 +487,11 @@ StatusWith<Timestamp> SessionTransactions::commit(Session& session,
     if (!ts.isOK()) {
         session.state = State::kAborted;
         session.abortReason = "its commit failed with " + ts.getStatus().toString();
-        session.decided.notify_all();
         return ts.getStatus();
     }
     session.state = State::kCommitted;
     session.commitTs = ts.getValue();
     session.commitRecorded = session.commitRecorded || !record.empty();
-    session.decided.notify_all();
     return ts;
 }
 
@@ -457,7 +511,6 @@ Status SessionTransactions::abort(Session& session) {
     session.state = State::kAborted;
     session.abortedByStatement = false;
     session.abortReason = "abortTransaction";
-    session.decided.notify_all();
     return Status::OK();
 }
 
@@ -498,8 +551,8 @@ StatusWith<Timestamp> SessionTransactions::prepare(Session& session, const Coord
     meta.appendInt64("txnNumber", session.txnNumber);
     meta.append("coordinatorShard", coordinator.shard);
     meta.append("coordinatorHost", coordinator.host);
-    StatusWith<Timestamp> ts =
-        session.txn->prepare(preparedRecordKey(session.lsid), meta.obj(), synced);
+    StatusWith<Timestamp> ts = session.txn->prepare(
+        preparedRecordKey(session.lsid, session.txnNumber), meta.obj(), synced);
     if (!ts.isOK()) {
         session.txn->abort();
         session.txn.reset();
@@ -525,13 +578,18 @@ StatusWith<Timestamp> SessionTransactions::prepare(Session& session, const Coord
     return ts;
 }
 
+std::vector<std::shared_ptr<SessionTransactions::Session>> SessionTransactions::allSessions() {
+    std::lock_guard lk(_mutex);
+    std::vector<std::shared_ptr<Session>> sessions;
+    sessions.reserve(_sessions.size() + _setAside.size());
+    for (const auto& [lsid, s] : _sessions) sessions.push_back(s);
+    for (const auto& [key, s] : _setAside) sessions.push_back(s);
+    return sessions;
+}
+
 std::vector<SessionTransactions::PreparedTransaction> SessionTransactions::preparedLongerThan(
     std::chrono::milliseconds age) {
-    std::vector<std::shared_ptr<Session>> sessions;
-    {
-        std::lock_guard lk(_mutex);
-        for (const auto& [lsid, s] : _sessions) sessions.push_back(s);
-    }
+    std::vector<std::shared_ptr<Session>> sessions = allSessions();
     auto before = std::chrono::steady_clock::now() - age;
     std::vector<PreparedTransaction> out;
     for (const std::shared_ptr<Session>& s : sessions) {
@@ -606,6 +664,16 @@ void SessionTransactions::reapLoop() {
         _wake.wait_for(lk, std::chrono::milliseconds(500));
         if (_stopping) break;
         auto now = std::chrono::steady_clock::now();
+        for (auto it = _setAside.begin(); it != _setAside.end();) {
+            Session& s = *it->second;
+            std::unique_lock busy(s.checkout, std::try_to_lock);
+            bool decided = false;
+            if (busy) {
+                std::lock_guard state(s.stateMutex);
+                decided = s.state != State::kPrepared;
+            }
+            it = decided ? _setAside.erase(it) : std::next(it);
+        }
         std::vector<std::pair<std::string, std::string>> forget;  // commit records to delete
         for (auto it = _sessions.begin(); it != _sessions.end();) {
             Session& s = *it->second;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -32,9 +33,9 @@ enum class TransactionState { kNone, kInProgress, kPrepared, kCommitted, kAborte
 
 // One logical session's transaction state (SessionTransactions).
 struct TransactionSession {
-    std::string lsid;       // lsid.id, 16 bytes
-    std::mutex checkout;    // held by the operation using the session
-    std::mutex stateMutex;  // guards what the reaper reads and changes below
+    std::string lsid;           // lsid.id, 16 bytes
+    std::timed_mutex checkout;  // held by the operation using the session
+    std::mutex stateMutex;      // guards what the reaper reads and changes below
     int64_t txnNumber = -1;
     TransactionState state = TransactionState::kNone;
     std::string abortReason;
@@ -53,9 +54,10 @@ struct TransactionSession {
     // part prepared unsynced (prepareTransaction's notifyCoordinatorWhenDurable, a recovered one)
     // is synced before a synced prepare of it answers again.
     bool prepareSynced = false;
-    // Notified (under stateMutex) when a transaction leaves kPrepared: the session's next
-    // transaction waits for that.
-    std::condition_variable decided;
+    // A prepared transaction set aside by the session's next transaction or retryable write
+    // (SessionTransactions, "set aside"): it is addressed by its txnNumber until its decision,
+    // and its commit writes no commit record (the session has moved past it).
+    bool setAside = false;
     // The transaction ended because of its statement's error (not abortTransaction): a shard
     // may start it again under the same number (a router retrying a stale first statement).
     bool abortedByStatement = false;
@@ -83,17 +85,18 @@ struct TransactionSession {
 // - On a shard (participant mode) a router's transaction may also be prepared (two-phase
 //   commit, prepareTransaction) and then only committed at its coordinator's commitTimestamp or
 //   aborted: a prepared transaction is never aborted by the reaper, endSessions or
-//   killSessions; the session's next transaction waits for its decision (the coordinator
-//   acknowledges a commit before it delivers it), any other statement is
-//   PreparedTransactionInProgress (267). A
+//   killSessions; any other statement of it is PreparedTransactionInProgress (267).
+// - Set aside: the coordinator acknowledges a commit before it delivers it, so a session's next
+//   transaction (or retryable write) may reach a shard that still holds the previous one
+//   prepared. It does not wait for that decision: the prepared transaction is set aside (kept by
+//   (lsid, txnNumber), its commit, abort and prepare reach it there) and the new one begins
+//   beside it. A read of the new one that meets the prepared one's documents waits for its
+//   decision as any reader does (storage/README.md "Two-phase commit"). A
 //   transaction a statement error aborted may be started again under the same txnNumber
 //   (MongoDB's rule for shards: the router retries a first statement after StaleConfig).
 class SessionTransactions {
   public:
     static constexpr std::chrono::seconds kLifetimeLimit{60};
-    // How long a transaction's first statement waits for the session's previous, prepared
-    // transaction to be decided before it fails with PreparedTransactionInProgress.
-    static constexpr std::chrono::seconds kPreparedDecisionWait{30};
 
     using State = TransactionState;
     using Session = TransactionSession;
@@ -148,19 +151,22 @@ class SessionTransactions {
         explicit Checkout(std::shared_ptr<Session> s) : _session(std::move(s)) {
             _lock = std::unique_lock(_session->checkout);
         }
+        Checkout(std::shared_ptr<Session> s, std::unique_lock<std::timed_mutex> held)
+            : _session(std::move(s)), _lock(std::move(held)) {}
         Session* operator->() const { return _session.get(); }
         Session& operator*() const { return *_session; }
         explicit operator bool() const { return _session != nullptr; }
 
       private:
         std::shared_ptr<Session> _session;
-        std::unique_lock<std::mutex> _lock;
+        std::unique_lock<std::timed_mutex> _lock;
     };
 
     // Checks the session out for one statement of transaction `txnNumber` and prepares it:
-    // begins it (`start`, reading at `atClusterTime` if given) or verifies it is the session's
-    // current transaction. On success *txn is the storage transaction to run the statement in
-    // (null only for a commit or abort of an already finished transaction).
+    // begins it (`start`, reading at `atClusterTime` if given; a prepared transaction of the
+    // session is set aside) or verifies it is the session's current transaction or one set
+    // aside. On success *txn is the storage transaction to run the statement in (null only for
+    // a commit or abort of an already finished transaction).
     StatusWith<Checkout> beginStatement(const std::string& lsid, int64_t txnNumber, bool start,
                                         std::optional<Timestamp> atClusterTime,
                                         std::string_view commandName);
@@ -227,10 +233,9 @@ class SessionTransactions {
     // begins. An older number than the session's newest transaction is TransactionTooOld (225);
     // the number of a transaction is IncompleteTransactionHistory (217: a retryable write cannot
     // reuse it); a newer one aborts the session's unfinished, unprepared transaction (its later
-    // statements are then TransactionTooOld), waits for a prepared one's decision (up to
-    // kPreparedDecisionWait; with `mayWait` false InlineWouldBlock instead, as for a busy
-    // session) and makes a later startTransaction of that number fail (50911) and of an older
-    // one TransactionTooOld.
+    // statements are then TransactionTooOld), sets a prepared one aside (its decision follows)
+    // and makes a later startTransaction of that number fail (50911) and of an older one
+    // TransactionTooOld. With `mayWait` false a busy session is InlineWouldBlock.
     Status beginRetryableWrite(const std::string& lsid, int64_t txnNumber, bool mayWait = true);
     // At startup, after restoreCommitted(): the newest retryable write of a session whose record
     // was restored (txn::TransactionTable::newestTxnNumbers), so the order survives a restart.
@@ -253,6 +258,24 @@ class SessionTransactions {
 
   private:
     std::shared_ptr<Session> sessionFor(const std::string& lsid);
+    // Every session and every transaction set aside.
+    std::vector<std::shared_ptr<Session>> allSessions();
+    // The session's transaction `txnNumber` if it was set aside (null if not).
+    std::shared_ptr<Session> setAsideFor(const std::string& lsid, int64_t txnNumber);
+    // Checks out what a statement of (lsid, txnNumber) other than a start runs in: the
+    // transaction set aside under that number, else the session.
+    Checkout checkOutFor(const std::shared_ptr<Session>& session, int64_t txnNumber);
+    // With `live` checked out and its stateMutex held: moves its prepared transaction into a
+    // session object of its own, for setAside() once stateMutex is released (the reaper takes
+    // _mutex before a session's stateMutex).
+    static std::shared_ptr<Session> takePreparedLocked(Session& live);
+    void setAside(std::shared_ptr<Session> prepared);
+    // Publishes, when it goes out of scope, what takePreparedLocked set aside meanwhile.
+    struct SetAsideOnExit {
+        SessionTransactions* self;
+        std::shared_ptr<Session>* prepared;
+        ~SetAsideOnExit() { self->setAside(std::move(*prepared)); }
+    };
     // With the session checked out and its stateMutex held: aborts a doomed transaction.
     static bool abortIfDoomedLocked(Session& session);
     void reapLoop();
@@ -267,6 +290,9 @@ class SessionTransactions {
     PreparedUnsynced _preparedUnsynced;
     std::mutex _mutex;
     std::unordered_map<std::string, std::shared_ptr<Session>> _sessions;
+    // The prepared transactions set aside, by (lsid, txnNumber); dropped by the reaper once
+    // decided.
+    std::map<std::pair<std::string, int64_t>, std::shared_ptr<Session>> _setAside;
     std::condition_variable _wake;
     bool _stopping = false;
     std::thread _reaper;

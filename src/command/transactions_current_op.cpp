@@ -17,12 +17,7 @@ int64_t wallMillisAt(std::chrono::steady_clock::time_point t) {
 }  // namespace
 
 std::vector<bson::BsonObj> SessionTransactions::currentOps() {
-    std::vector<std::shared_ptr<Session>> sessions;
-    {
-        std::lock_guard lk(_mutex);
-        sessions.reserve(_sessions.size());
-        for (const auto& [lsid, s] : _sessions) sessions.push_back(s);
-    }
+    std::vector<std::shared_ptr<Session>> sessions = allSessions();
     std::vector<bson::BsonObj> ops;
     for (const std::shared_ptr<Session>& s : sessions) {
         // A statement holds the session checked out; a report never waits for one.

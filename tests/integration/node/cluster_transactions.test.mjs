@@ -238,8 +238,9 @@ describeWithCluster(
                 assert.equal(low.balance, lowBefore - 40, 'the coordinator\'s own part is committed with the decision');
                 const e = await (await onShard('high')).find({}).maxTimeMS(300).toArray().then(() => null, (err) => err);
                 assert.ok(e && e.code === 50, `a read on the other participant returned before the delivery: ${e}`);
-                // The session's next transaction waits for the previous one's delivery instead of
-                // failing with PreparedTransactionInProgress.
+                // The session's next transaction begins beside the prepared one there, and its
+                // read of the held document waits for the delivery (neither failing with
+                // PreparedTransactionInProgress nor WriteConflict).
                 session.startTransaction();
                 next = c.updateOne({ _id: 5 }, { $inc: { balance: -40 } }, { session })
                     .then(() => c.updateOne({ _id: 1 }, { $inc: { balance: 40 } }, { session }))
@@ -252,6 +253,55 @@ describeWithCluster(
             }
             await next;
             await session.endSession();
+            assert.deepEqual(await balances(await accounts(1)), Array(kAccounts).fill(kInitial));
+        });
+
+        test('the session\'s next transaction on other documents commits while the previous one is still prepared on a participant', async () => {
+            const failpoint = async (mode) => {
+                for (const which of ['low', 'high']) {
+                    await (await ctx.cluster.shardByName(owners[which])).db('admin').command({ configureFailPoint: 'hangBeforeDeliveringDecision', mode });
+                }
+            };
+            const client = await router(0);
+            const c = client.db(dbName).collection('accounts');
+            const session = client.startSession();
+            const preparedOn = async (which) => (await (await ctx.cluster.shardByName(owners[which])).db('admin')
+                .command({ currentOp: 1, 'lsid.id': session.id.id })).inprog
+                .filter((op) => op.desc === 'prepared transaction')
+                .map((op) => Number(op.transaction.parameters.txnNumber));
+            await failpoint('alwaysOn');
+            try {
+                session.startTransaction();
+                await c.updateOne({ _id: 1 }, { $inc: { balance: -40 } }, { session });
+                await c.updateOne({ _id: 5 }, { $inc: { balance: 40 } }, { session });
+                await session.commitTransaction(); // the high shard's part stays prepared
+                const [first] = await preparedOn('high');
+                assert.ok(first > 0, 'the first transaction is prepared on the other participant');
+                // Its first statement reaches the high shard, which still holds the previous
+                // transaction prepared: it begins beside it instead of waiting for its decision
+                // (which the failpoint holds), and the whole transaction commits.
+                session.startTransaction();
+                await c.updateOne({ _id: 6 }, { $inc: { balance: -40 } }, { session });
+                await c.updateOne({ _id: 2 }, { $inc: { balance: 40 } }, { session });
+                await session.commitTransaction();
+                // Both are known prepared by their own numbers: the first on the high shard (set
+                // aside), the second on the low one (its coordinator, the high shard, holds its
+                // delivery).
+                assert.deepEqual(await preparedOn('high'), [first]);
+                assert.deepEqual(await preparedOn('low'), [first + 1]);
+            } finally {
+                await failpoint('off');
+            }
+            // Each decision reaches its part.
+            const expected = Array(kAccounts).fill(kInitial);
+            expected[1] -= 40; expected[5] += 40; expected[6] -= 40; expected[2] += 40;
+            await waitFor('both transactions delivered', async () =>
+                JSON.stringify(await balances(await accounts(1))) === JSON.stringify(expected), { timeoutMs: 20000, intervalMs: 50 });
+            assert.deepEqual(await preparedOn('high'), []);
+            assert.deepEqual(await preparedOn('low'), []);
+            await session.endSession();
+            await transfer(0, 5, 1, 40);
+            await transfer(0, 2, 6, 40);
             assert.deepEqual(await balances(await accounts(1)), Array(kAccounts).fill(kInitial));
         });
 
