@@ -240,6 +240,40 @@ describeWithManualCluster(
             await expectBalances();
         });
 
+        test('a participant killed holding two prepared transactions of one session (the first set aside by the second): both come back and commit', async () => {
+            // The coordinator (low) holds its deliveries: the session's first transaction stays
+            // prepared on the high shard after the client heard its commit, the second begins
+            // there beside it and is prepared too.
+            await failpoint('low', 'hangBeforeDeliveringDecision', 'alwaysOn');
+            const client = await c().router(0);
+            const coll = client.db(dbName).collection('accounts');
+            const session = client.startSession();
+            for (const [from, to, amount] of [[1, 5, 10], [2, 6, 20]]) {
+                session.startTransaction();
+                await coll.updateOne({ _id: from }, { $inc: { balance: -amount } }, { session });
+                await coll.updateOne({ _id: to }, { $inc: { balance: amount } }, { session });
+                await session.commitTransaction();
+                expected[from] -= amount;
+                expected[to] += amount;
+            }
+            const prepared = async () => (await onShard('high', { currentOp: 1, 'lsid.id': session.id.id })).inprog
+                .filter((op) => op.desc === 'prepared transaction')
+                .map((op) => Number(op.transaction.parameters.txnNumber)).sort();
+            const numbers = await prepared();
+            assert.equal(numbers.length, 2, `prepared on the high shard: ${JSON.stringify(numbers)}`);
+            assert.equal(numbers[1], numbers[0] + 1);
+            const restoredBefore = shardProc('high').countLog(/Restored a prepared transaction/);
+            await c().kill9(shardProc('high'));
+            await c().restart(shardProc('high'));
+            assert.equal(shardProc('high').countLog(/Restored a prepared transaction/) - restoredBefore, 2,
+                'the participant did not restore both prepared transactions of the session');
+            assert.deepEqual(await prepared(), numbers);
+            await failpoint('low', 'hangBeforeDeliveringDecision', 'off');
+            await expectBalances();
+            assert.deepEqual(await prepared(), []);
+            await session.endSession();
+        });
+
         test('a commit retried through the other router with the recoveryToken gets the decision, also after a restart', async () => {
             // Two participants, the router killed before the coordinator heard its decision: the
             // other router asks the coordinator the token names, which resolves the staged
