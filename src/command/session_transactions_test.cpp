@@ -30,6 +30,22 @@ class SessionTransactionsTest : public storage::test::EngineTest {
         ASSERT_TRUE(transactions.commit(*checkout.getValue()).isOK());
     }
 
+    // One insert of `id` in transaction `txnNumber` of `lsid` (begun here if `start`), then its
+    // prepare for coordinator shardA (participant mode); *prepareTs, if given, gets its
+    // timestamp.
+    void prepareInsert(SessionTransactions& transactions, const std::string& lsid,
+                       int64_t txnNumber, int id, bool start, Timestamp* prepareTs = nullptr) {
+        auto checkout = transactions.beginStatement(lsid, txnNumber, start, std::nullopt, "insert");
+        ASSERT_TRUE(checkout.isOK()) << checkout.getStatus().toString();
+        auto writer = checkout.getValue()->txn->writer(engine->getCollection("db.c"));
+        ASSERT_TRUE(writer.isOK()) << writer.getStatus().toString();
+        ASSERT_TRUE(
+            writer.getValue()->insert(J("{\"_id\": " + std::to_string(id) + "}"), {}).isOK());
+        auto prepared = SessionTransactions::prepare(*checkout.getValue(), {"shardA", "h:1"});
+        ASSERT_TRUE(prepared.isOK()) << prepared.getStatus().toString();
+        if (prepareTs) *prepareTs = prepared.getValue();
+    }
+
     size_t commitRecords() const {
         return engine->sideRecords(SessionTransactions::kCommittedRecordPrefix).size();
     }
@@ -164,16 +180,7 @@ TEST_F(SessionTransactionsTest, ThePreparedTransactionIsSetAsideForTheNextOne) {
     SessionTransactions transactions(engine.get());
     transactions.enableParticipantMode(nullptr);
     Timestamp prepareTs;
-    {
-        auto checkout = transactions.beginStatement(lsid, 5, true, std::nullopt, "insert");
-        ASSERT_TRUE(checkout.isOK());
-        auto writer = checkout.getValue()->txn->writer(engine->getCollection("db.c"));
-        ASSERT_TRUE(writer.isOK());
-        ASSERT_TRUE(writer.getValue()->insert(J("{\"_id\": 1}"), {}).isOK());
-        auto prepared = SessionTransactions::prepare(*checkout.getValue(), {"shardA", "h:1"});
-        ASSERT_TRUE(prepared.isOK()) << prepared.getStatus().toString();
-        prepareTs = prepared.getValue();
-    }
+    ASSERT_NO_FATAL_FAILURE(prepareInsert(transactions, lsid, 5, 1, true, &prepareTs));
     // Transaction 6 begins without waiting and holds the session while 5 is decided.
     {
         auto next = transactions.beginStatement(lsid, 6, true, std::nullopt, "insert");
@@ -228,17 +235,8 @@ TEST_F(SessionTransactionsTest, TwoPreparedTransactionsOfASessionSurviveARestart
     {
         SessionTransactions transactions(engine.get());
         transactions.enableParticipantMode(nullptr);
-        for (int64_t txnNumber : {5, 6}) {
-            auto checkout =
-                transactions.beginStatement(lsid, txnNumber, true, std::nullopt, "insert");
-            ASSERT_TRUE(checkout.isOK()) << checkout.getStatus().toString();
-            auto writer = checkout.getValue()->txn->writer(engine->getCollection("db.c"));
-            ASSERT_TRUE(writer.isOK());
-            ASSERT_TRUE(writer.getValue()
-                            ->insert(J("{\"_id\": " + std::to_string(txnNumber) + "}"), {})
-                            .isOK());
-            ASSERT_TRUE(
-                SessionTransactions::prepare(*checkout.getValue(), {"shardA", "h:1"}).isOK());
+        for (int txnNumber : {5, 6}) {
+            ASSERT_NO_FATAL_FAILURE(prepareInsert(transactions, lsid, txnNumber, txnNumber, true));
         }
         // Each has its own record (a process stopping aborts them: a crash would leave them).
         records = engine->sideRecords(SessionTransactions::kPreparedRecordPrefix);
@@ -302,15 +300,7 @@ TEST_F(SessionTransactionsTest, CurrentOpListsOpenTransactionsOnly) {
     EXPECT_EQ(txn["expiryTime"].type(), bson::BsonType::Date);
     EXPECT_GE(txn["timeOpenMicros"].numberLong(), 0);
 
-    {
-        auto checkout = transactions.beginStatement(lsid, 5, false, std::nullopt, "insert");
-        ASSERT_TRUE(checkout.isOK());
-        auto writer = checkout.getValue()->txn->writer(engine->getCollection("db.c"));
-        ASSERT_TRUE(writer.isOK());
-        ASSERT_TRUE(writer.getValue()->insert(J("{\"_id\": 1}"), {}).isOK());
-        auto prepared = SessionTransactions::prepare(*checkout.getValue(), {"shardA", "h:1"});
-        ASSERT_TRUE(prepared.isOK()) << prepared.getStatus().toString();
-    }
+    ASSERT_NO_FATAL_FAILURE(prepareInsert(transactions, lsid, 5, 1, /*start=*/false));
     ops = transactions.currentOps();
     ASSERT_EQ(ops.size(), 1u);
     EXPECT_EQ(ops[0]["desc"].stringValue(), "prepared transaction");

@@ -38,6 +38,12 @@ describeWithCluster(
         const onShard = async (which) => (await ctx.cluster.shardByName(owners[which])).db(dbName).collection('accounts');
         const balances = async (c, options = {}) =>
             (await c.find({}, options).sort({ _id: 1 }).toArray()).map((d) => d.balance);
+        // Sets failpoint `name` to `mode` on both shards.
+        const onBothShards = async (name, mode) => {
+            for (const which of ['low', 'high']) {
+                await (await ctx.cluster.shardByName(owners[which])).db('admin').command({ configureFailPoint: name, mode });
+            }
+        };
 
         // Moves `amount` from account `from` to account `to` in a transaction on router `i`.
         async function transfer(i, from, to, amount, options = {}) {
@@ -174,11 +180,7 @@ describeWithCluster(
 
         test('between prepare and decision, readers on every path wait instead of seeing half, also once the commit is acknowledged', async () => {
             // The coordinator is the first participant: hold it on both shards.
-            const failpoint = async (mode) => {
-                for (const which of ['low', 'high']) {
-                    await (await ctx.cluster.shardByName(owners[which])).db('admin').command({ configureFailPoint: 'hangBeforeWritingDecision', mode });
-                }
-            };
+            const failpoint = (mode) => onBothShards('hangBeforeWritingDecision', mode);
             await failpoint('alwaysOn');
             let committed = false;
             const commit = transfer(0, 2, 6, 300).then(() => {
@@ -214,11 +216,7 @@ describeWithCluster(
         });
 
         test('a commit is acknowledged once decided; until it is delivered, readers of the other participant and the session\'s next transaction wait', async () => {
-            const failpoint = async (mode) => {
-                for (const which of ['low', 'high']) {
-                    await (await ctx.cluster.shardByName(owners[which])).db('admin').command({ configureFailPoint: 'hangBeforeDeliveringDecision', mode });
-                }
-            };
+            const failpoint = (mode) => onBothShards('hangBeforeDeliveringDecision', mode);
             const client = await router(0);
             const c = client.db(dbName).collection('accounts');
             const session = client.startSession();
@@ -257,11 +255,7 @@ describeWithCluster(
         });
 
         test('the session\'s next transaction on other documents commits while the previous one is still prepared on a participant', async () => {
-            const failpoint = async (mode) => {
-                for (const which of ['low', 'high']) {
-                    await (await ctx.cluster.shardByName(owners[which])).db('admin').command({ configureFailPoint: 'hangBeforeDeliveringDecision', mode });
-                }
-            };
+            const failpoint = (mode) => onBothShards('hangBeforeDeliveringDecision', mode);
             const client = await router(0);
             const c = client.db(dbName).collection('accounts');
             const session = client.startSession();
@@ -310,11 +304,7 @@ describeWithCluster(
             const c = client.db(dbName).collection('accounts');
             const session = client.startSession();
             const ofSession = (extra = {}) => admin({ currentOp: 1, 'lsid.id': session.id.id, ...extra });
-            const failpoint = async (mode) => {
-                for (const which of ['low', 'high']) {
-                    await (await ctx.cluster.shardByName(owners[which])).db('admin').command({ configureFailPoint: 'hangBeforeDeliveringDecision', mode });
-                }
-            };
+            const failpoint = (mode) => onBothShards('hangBeforeDeliveringDecision', mode);
             try {
                 session.startTransaction();
                 await c.updateOne({ _id: 2 }, { $inc: { balance: -7 } }, { session });
@@ -683,11 +673,7 @@ describeWithCluster(
             const movingShard = (await ctx.cluster.placement(movingNs)).chunks[0].shard;
             const target = movingShard === owners.low ? owners.high : owners.low;
             const account = movingShard === owners.low ? 5 : 1; // on the other shard: two participants
-            const failpoint = async (mode) => {
-                for (const which of ['low', 'high']) {
-                    await (await ctx.cluster.shardByName(owners[which])).db('admin').command({ configureFailPoint: 'hangBeforeDeliveringDecision', mode });
-                }
-            };
+            const failpoint = (mode) => onBothShards('hangBeforeDeliveringDecision', mode);
             const before = await c.findOne({ _id: 2 });
             const session = client.startSession();
             let move;
