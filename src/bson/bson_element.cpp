@@ -87,6 +87,15 @@ int64_t BsonElement::dateValue() const { return readLE<int64_t>(value()); }
 uint64_t BsonElement::timestampValue() const { return readLE<uint64_t>(value()); }
 
 std::string_view BsonElement::stringValue() const {
+    switch (type()) {
+        case BsonType::String:
+        case BsonType::Symbol:
+        case BsonType::Code:
+        case BsonType::CodeWScope:
+            break;
+        default:
+            return {};  // never read another type's bytes as a length (the refine OOM)
+    }
     const uint8_t* v = value();
     if (type() == BsonType::CodeWScope) v += 4;
     uint32_t len = readLE<uint32_t>(v);
@@ -94,6 +103,9 @@ std::string_view BsonElement::stringValue() const {
 }
 
 BsonView BsonElement::objValue() const {
+    if (type() != BsonType::Object && type() != BsonType::Array && type() != BsonType::CodeWScope) {
+        return BsonView();
+    }
     if (type() == BsonType::CodeWScope) {
         const uint8_t* v = value() + 4;
         return BsonView(v + 4 + readLE<uint32_t>(v));
@@ -112,11 +124,13 @@ Decimal128 BsonElement::decimalValue() const {
 }
 
 BsonElement::Binary BsonElement::binaryValue() const {
+    if (type() != BsonType::BinData) return Binary{0, {}};
     uint32_t len = readLE<uint32_t>(value());
     return Binary{value()[4], {reinterpret_cast<const char*>(value() + 5), len}};
 }
 
 BsonElement::Regex BsonElement::regexValue() const {
+    if (type() != BsonType::Regex) return Regex{};
     const char* p = reinterpret_cast<const char*>(value());
     std::string_view pattern(p);
     std::string_view options(p + pattern.size() + 1);
@@ -124,6 +138,7 @@ BsonElement::Regex BsonElement::regexValue() const {
 }
 
 BsonElement::DBPointer BsonElement::dbPointerValue() const {
+    if (type() != BsonType::DBPointer) return DBPointer{};
     uint32_t len = readLE<uint32_t>(value());
     DBPointer out;
     out.ns = {reinterpret_cast<const char*>(value() + 4), len - 1};

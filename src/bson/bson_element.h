@@ -14,8 +14,12 @@ class BsonView;
 // only while the document's bytes are. A default-constructed element is "missing" (eoo()).
 //
 // Elements are only created over documents that were validated (wire input) or built by Tessera, so
-// accessors trust the element's declared sizes. Typed accessors have a precondition on type(); use
-// the number helpers (isNumber/numberDouble/...) when the type may vary.
+// accessors trust the element's declared sizes. Fixed-size typed accessors (doubleValue, oidValue,
+// ...) have a precondition on type(); use the number helpers (isNumber/numberDouble/...) when the
+// type may vary. The accessors of variable-length values (stringValue, objValue, binaryValue,
+// regexValue, dbPointerValue) answer an empty value for any other type, missing included: a
+// document of an unexpected shape (a catalog entry a client wrote, an ObjectId where a string was
+// expected) must never have its bytes read as a length.
 class BsonElement {
   public:
     BsonElement() = default;

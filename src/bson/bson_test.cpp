@@ -92,6 +92,25 @@ TEST(BsonElement, NumberHelpers) {
     EXPECT_EQ(obj["d"].toString(false), R"("x")");
 }
 
+// A variable-length accessor asked for another type answers empty: an ObjectId's first four bytes
+// read as a string length once asked for gigabytes (refine of a zoned collection, config.tags
+// {_id: ObjectId}).
+TEST(BsonElement, VariableLengthAccessorsOfAnotherTypeAreEmpty) {
+    BsonBuilder b;
+    b.appendOid("oid", ObjectId::generate()).appendNumber("n", int64_t{0x7fffffff});
+    b.appendString("s", "text");
+    BsonObj obj = b.obj();
+    for (std::string_view f : {"oid", "n", "missing"}) {
+        EXPECT_TRUE(obj[f].stringValue().empty()) << f;
+        EXPECT_TRUE(obj[f].objValue().isEmpty()) << f;
+        EXPECT_TRUE(obj[f].binaryValue().data.empty()) << f;
+        EXPECT_TRUE(obj[f].regexValue().pattern.empty()) << f;
+        EXPECT_TRUE(obj[f].dbPointerValue().ns.empty()) << f;
+    }
+    EXPECT_EQ(obj["s"].stringValue(), "text");
+    EXPECT_TRUE(obj["s"].objValue().isEmpty());
+}
+
 TEST(BsonObj, FromJsonRejectsGarbage) {
     auto sw = BsonObj::fromJson("{not json");
     ASSERT_FALSE(sw.isOK());

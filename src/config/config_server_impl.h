@@ -45,6 +45,13 @@ struct ShardedCollection {
     std::vector<ChunkRecord> chunks;  // sorted by min
 };
 
+// One zone range of config.tags, its bounds full keys of the collection's shard key.
+struct ZoneRange {
+    bson::BsonObj min, max;
+    std::string lo, hi;  // encoded bounds
+    std::string zone;
+};
+
 // What shardCollection was asked (config_commands.cpp parses it).
 struct ShardCollectionRequest {
     std::string ns;
@@ -133,7 +140,8 @@ class ConfigServerImpl {
     Status commitShardRemoval(const std::string& shardId);
     StatusWith<bson::BsonObj> removeShard(const std::string& shardId);
     // Zones (ddl_zones.cpp, README.md "Zones"): addShardToZone (`add`) / removeShardFromZone;
-    // updateZoneKeyRange (zone nullopt: remove the range).
+    // updateZoneKeyRange (zone nullopt: remove the range; bounds of a prefix of a sharded
+    // collection's key are extended with MinKey).
     Status updateShardZone(const std::string& shardId, const std::string& zone, bool add);
     Status updateZoneKeyRange(const std::string& ns, const bson::BsonObj& min,
                               const bson::BsonObj& max, const std::optional<std::string>& zone);
@@ -234,10 +242,10 @@ class ConfigServerImpl {
     // Moves the primary of every database on a draining shard (one per round).
     void drainDatabases(const std::vector<ShardEntry>& shards);
     void runBalancer();
-    // The zone ranges of a collection ({_id, ns, min, max, tag}, tag), the shards of each zone,
-    // the chunks' zones in a snapshot, and splits of chunks a zone's bound cuts through.
-    StatusWith<std::vector<std::pair<bson::BsonObj, std::string>>> zoneRanges(
-        const ShardedCollection& coll);
+    // The zone ranges of a collection (bounds extended to the full key, encoded), the shards of
+    // each zone, the chunks' zones in a snapshot, and splits of chunks a zone's bound cuts
+    // through.
+    StatusWith<std::vector<ZoneRange>> zoneRanges(const ShardedCollection& coll);
     std::vector<std::pair<std::string, std::set<std::string>>> zoneShards();
     void assignZones(const ShardedCollection& coll, balancer::Collection& snapshot);
     Status splitAtZoneBounds(const std::string& ns);

@@ -38,25 +38,6 @@ std::string refineCoordinatorId(const std::string& ns) {
     return std::string(kRefineType) + "-" + ns;
 }
 
-// `bound` (a bound of the old key) extended by `suffix`'s fields: MaxKey for the global max (every
-// old field MaxKey), MinKey otherwise.
-BsonObj extendBound(BsonView bound, BsonView suffix) {
-    bool globalMax = !bound.isEmpty();
-    for (const bson::BsonElement& e : bound) {
-        globalMax = globalMax && e.type() == bson::BsonType::MaxKey;
-    }
-    BsonBuilder b;
-    for (const bson::BsonElement& e : bound) b.appendElement(e);
-    for (const bson::BsonElement& f : suffix) {
-        if (globalMax) {
-            b.appendMaxKey(f.fieldName());
-        } else {
-            b.appendMinKey(f.fieldName());
-        }
-    }
-    return b.obj();
-}
-
 BsonObj uuidQuery(const placement::Uuid& uuid) {
     BsonBuilder q;
     appendUuid(q, "uuid", uuid);
@@ -144,8 +125,8 @@ Status ConfigServerImpl::refineCollectionShardKey(const std::string& ns, BsonVie
     for (const ChunkRecord& c : coll.chunks) {
         ChunkRecord r = c;
         r.id = bson::ObjectId::generate();
-        r.min = extendBound(c.min, suffix);
-        r.max = extendBound(c.max, suffix);
+        ASSIGN_OR_RETURN(r.min, newPattern.extendRangeBound(c.min));
+        ASSIGN_OR_RETURN(r.max, newPattern.extendRangeBound(c.max));
         r.jumbo = false;
         TRY_STATUS(writeChunk(r, next.uuid, /*insert=*/true));
     }
@@ -192,26 +173,29 @@ Status ConfigServerImpl::finishRefine(const BsonObj& state) {
             .getStatus();
     }
     TRY_STATUS(_local.remove("chunks", uuidQuery(oldUuid)).getStatus());
-    // Zone ranges are bounds of the key too: extended the same way (idempotent: a range already
-    // extended has the suffix fields).
+    // Zone ranges are bounds of the key too: extended the same way (idempotent: a full bound is
+    // kept as it is).
+    ASSIGN_OR_RETURN(placement::ShardKeyPattern pattern,
+                     placement::ShardKeyPattern::parse((*entry)["key"].objValue()));
     BsonBuilder tq;
     tq.appendString("ns", ns);
     ASSIGN_OR_RETURN(std::vector<BsonObj> tags, _local.find("tags", tq.obj()));
-    BsonView suffix = state["suffix"].objValue();
     for (const BsonObj& t : tags) {
-        if (!t["min"].isObject() || !t["max"].isObject()) continue;
-        if (t["min"].objValue().hasField(suffix.firstElement().fieldName())) continue;
-        BsonBuilder u;
-        for (const bson::BsonElement& e : t) {
-            if (e.fieldName() == "min") {
-                u.appendObject("min", extendBound(t["min"].objValue(), suffix));
-            } else if (e.fieldName() == "max") {
-                u.appendObject("max", extendBound(t["max"].objValue(), suffix));
-            } else {
-                u.appendElement(e);
-            }
+        auto min = pattern.extendRangeBound(t["min"].objValue());
+        auto max = pattern.extendRangeBound(t["max"].objValue());
+        if (!min.isOK() || !max.isOK()) {
+            log::warning("SHARDING", 9151, "A zone range is not a prefix of the refined key; left",
+                         "{\"ns\":\"" + log::jsonEscape(ns) + "\",\"range\":" + t.toJson() + "}");
+            continue;
         }
-        TRY_STATUS(_local.update("tags", idQuery(t["_id"].stringValue()), u.obj()).getStatus());
+        BsonBuilder set;
+        set.startObject("$set")
+            .appendObject("min", min.getValue())
+            .appendObject("max", max.getValue())
+            .end();
+        BsonBuilder id;
+        id.appendElementAs(t["_id"], "_id");  // an ObjectId (updateZoneKeyRange), or any value
+        TRY_STATUS(_local.update("tags", id.obj(), set.obj(), false).getStatus());
     }
     return _local.remove("system.coordinators", idQuery(state["_id"].stringValue()), false)
         .getStatus();

@@ -52,20 +52,29 @@ Status ConfigServerImpl::updateShardZone(const std::string& shardId, const std::
     return _local.update("shards", idQuery(shardId), u.obj(), false).getStatus();
 }
 
-Status ConfigServerImpl::updateZoneKeyRange(const std::string& ns, const BsonObj& min,
-                                            const BsonObj& max,
+Status ConfigServerImpl::updateZoneKeyRange(const std::string& ns, const BsonObj& givenMin,
+                                            const BsonObj& givenMax,
                                             const std::optional<std::string>& zone) {
     ASSIGN_OR_RETURN(DdlLockManager::Guard lock,
                      _ddlLocks.lockCollection(ns, "updateZoneKeyRange"));
     auto coll = loadCollection(ns);
     if (!coll.isOK() && !coll.getStatus().is(ErrorCodes::NamespaceNotFound))
         return coll.getStatus();
-    // Bounds are compared by the collection's shard key when it is sharded, else as given.
+    // Bounds are compared by the collection's shard key when it is sharded, else as given. On a
+    // sharded collection bounds of a prefix of the key are extended (MinKey for the missing
+    // fields), as MongoDB does: zones set on the fields of a key before it was refined keep
+    // meaning the same documents.
+    auto full = [&](const BsonObj& key) -> StatusWith<BsonObj> {
+        if (!coll.isOK()) return key;
+        return coll.getValue().pattern.extendRangeBound(key);
+    };
     auto encode = [&](const BsonObj& key) -> StatusWith<std::string> {
         if (!coll.isOK()) return key.toJson();
-        TRY_STATUS(coll.getValue().pattern.validateKey(key));
-        return coll.getValue().pattern.encodeKey(key);
+        ASSIGN_OR_RETURN(BsonObj extended, full(key));
+        return coll.getValue().pattern.encodeKey(extended);
     };
+    ASSIGN_OR_RETURN(const BsonObj min, full(givenMin));
+    ASSIGN_OR_RETURN(const BsonObj max, full(givenMax));
     ASSIGN_OR_RETURN(std::string lo, encode(min));
     ASSIGN_OR_RETURN(std::string hi, encode(max));
     if (coll.isOK() && !(lo < hi)) {
@@ -126,17 +135,30 @@ Status ConfigServerImpl::updateZoneKeyRange(const std::string& ns, const BsonObj
     return _local.insert("tags", doc.obj());
 }
 
-StatusWith<std::vector<std::pair<BsonObj, std::string>>> ConfigServerImpl::zoneRanges(
-    const ShardedCollection& coll) {
+StatusWith<std::vector<ZoneRange>> ConfigServerImpl::zoneRanges(const ShardedCollection& coll) {
     BsonBuilder q;
     q.appendString("ns", coll.coll.ns);
-    ASSIGN_OR_RETURN(std::vector<BsonObj> ranges, _local.find("tags", q.obj()));
-    std::vector<std::pair<BsonObj, std::string>> out;
-    for (const BsonObj& r : ranges) {
-        if (r["min"].isObject() && r["max"].isObject() &&
-            r["tag"].type() == bson::BsonType::String) {
-            out.emplace_back(r.copy(), std::string(r["tag"].stringValue()));
+    ASSIGN_OR_RETURN(std::vector<BsonObj> docs, _local.find("tags", q.obj()));
+    std::vector<ZoneRange> out;
+    for (const BsonObj& r : docs) {
+        if (r["tag"].type() != bson::BsonType::String) continue;
+        // Stored bounds are full keys; one of a key's prefix (written before a refine that did
+        // not finish extending it) means what its prefix meant.
+        auto min = coll.pattern.extendRangeBound(r["min"].objValue());
+        auto max = coll.pattern.extendRangeBound(r["max"].objValue());
+        if (!min.isOK() || !max.isOK()) {
+            log::warning(
+                "SHARDING", 9152, "A zone range does not fit the shard key; ignored",
+                "{\"ns\":\"" + log::jsonEscape(coll.coll.ns) + "\",\"range\":" + r.toJson() + "}");
+            continue;
         }
+        ZoneRange z;
+        z.lo = coll.pattern.encodeKey(min.getValue());
+        z.hi = coll.pattern.encodeKey(max.getValue());
+        z.min = std::move(min).getValue();
+        z.max = std::move(max).getValue();
+        z.zone = std::string(r["tag"].stringValue());
+        out.push_back(std::move(z));
     }
     return out;
 }
@@ -144,22 +166,21 @@ StatusWith<std::vector<std::pair<BsonObj, std::string>>> ConfigServerImpl::zoneR
 Status ConfigServerImpl::splitAtZoneBounds(const std::string& ns) {
     ASSIGN_OR_RETURN(DdlLockManager::Guard lock, _ddlLocks.lockCollection(ns, "balancer zones"));
     ASSIGN_OR_RETURN(ShardedCollection coll, loadCollection(ns));
-    ASSIGN_OR_RETURN(auto ranges, zoneRanges(coll));
-    for (const auto& [range, tag] : ranges) {
-        for (std::string_view bound : {"min", "max"}) {
-            BsonObj key = range[bound].objValue().copy();
-            if (!coll.pattern.validateKey(key).isOK()) continue;
-            std::string encoded = coll.pattern.encodeKey(key);
-            if (encoded == coll.pattern.encodeKey(coll.pattern.globalMin()) ||
-                encoded == coll.pattern.encodeKey(coll.pattern.globalMax())) {
+    ASSIGN_OR_RETURN(std::vector<ZoneRange> ranges, zoneRanges(coll));
+    const std::string globalMin = coll.pattern.encodeKey(coll.pattern.globalMin());
+    const std::string globalMax = coll.pattern.encodeKey(coll.pattern.globalMax());
+    for (const ZoneRange& range : ranges) {
+        for (const auto& [key, encoded] :
+             {std::pair{&range.min, &range.lo}, std::pair{&range.max, &range.hi}}) {
+            if (*encoded == globalMin || *encoded == globalMax) {
                 continue;  // the key space's own ends are no split points
             }
-            auto index = findChunkContaining(coll.pattern, coll.chunks, key);
+            auto index = findChunkContaining(coll.pattern, coll.chunks, *key);
             if (!index) continue;
-            if (coll.pattern.encodeKey(coll.chunks[*index].min) == encoded) {
+            if (coll.pattern.encodeKey(coll.chunks[*index].min) == *encoded) {
                 continue;  // already a chunk boundary
             }
-            TRY_STATUS(splitAt(coll, *index, {key}));
+            TRY_STATUS(splitAt(coll, *index, {*key}));
         }
     }
     return Status::OK();
@@ -190,15 +211,8 @@ void ConfigServerImpl::assignZones(const ShardedCollection& coll, balancer::Coll
     for (size_t i = 0; i < coll.chunks.size() && i < snapshot.chunks.size(); ++i) {
         std::string lo = coll.pattern.encodeKey(coll.chunks[i].min);
         std::string hi = coll.pattern.encodeKey(coll.chunks[i].max);
-        for (const auto& [range, tag] : ranges.getValue()) {
-            BsonObj rmin = range["min"].objValue().copy();
-            BsonObj rmax = range["max"].objValue().copy();
-            if (!coll.pattern.validateKey(rmin).isOK() || !coll.pattern.validateKey(rmax).isOK()) {
-                continue;
-            }
-            if (coll.pattern.encodeKey(rmin) <= lo && hi <= coll.pattern.encodeKey(rmax)) {
-                snapshot.chunks[i].zone = tag;
-            }
+        for (const ZoneRange& range : ranges.getValue()) {
+            if (range.lo <= lo && hi <= range.hi) snapshot.chunks[i].zone = range.zone;
         }
     }
 }

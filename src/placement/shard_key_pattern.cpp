@@ -204,6 +204,32 @@ Status ShardKeyPattern::validateKey(BsonView key) const {
     return Status::OK();
 }
 
+StatusWith<BsonObj> ShardKeyPattern::extendRangeBound(BsonView bound) const {
+    size_t given = 0;
+    bool allMaxKey = true;
+    for (const BsonElement& e : bound) {
+        if (given >= _paths.size() || e.fieldName() != _paths[given]) {
+            return badValue("Shard key range bound " + bound.toJson() +
+                            " is not a prefix of the shard key pattern " + toString());
+        }
+        allMaxKey = allMaxKey && e.type() == BsonType::MaxKey;
+        ++given;
+    }
+    if (given == 0) return badValue("a shard key range bound cannot be empty");
+    bson::BsonBuilder b;
+    b.appendElements(bound);
+    for (size_t i = given; i < _paths.size(); ++i) {
+        if (allMaxKey) {
+            b.appendMaxKey(_paths[i]);
+        } else {
+            b.appendMinKey(_paths[i]);
+        }
+    }
+    BsonObj extended = b.obj();
+    TRY_STATUS(validateKey(extended));
+    return extended;
+}
+
 std::string ShardKeyPattern::encodeKey(BsonView key) const {
     keystring::Builder b;
     for (const BsonElement& e : key) b.append(e);

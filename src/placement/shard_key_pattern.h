@@ -64,6 +64,13 @@ class ShardKeyPattern {
     // or MaxKey. BadValue otherwise.
     Status validateKey(bson::BsonView key) const;
 
+    // A range bound given for a prefix of this pattern's fields ({a: 5} for {a: 1, b: 1}), as
+    // MongoDB's extendRangeBound: the missing fields MinKey — MaxKey when every given field is
+    // MaxKey (the global max) — so the bound keeps exactly the documents it held for the prefix
+    // (refining a key, zones given on the old key). A full bound is returned as it is. BadValue
+    // (as validateKey) when `bound` is not a non-empty prefix or the result is not a valid key.
+    StatusWith<bson::BsonObj> extendRangeBound(bson::BsonView bound) const;
+
     // The order-preserving encoding of a valid key (see invariant 2). Precondition: validateKey.
     std::string encodeKey(bson::BsonView key) const;
 

@@ -34,6 +34,24 @@ TEST(ShardKeyPattern, AcceptsRangedHashedAndCompound) {
     EXPECT_EQ(pattern(R"({"x$": 1, "x.y$": 1, "r.$id": 1})").numFields(), 3u);
 }
 
+// Bounds of a key's prefix (zones given on a refined key's old fields) are extended as MongoDB
+// does: MinKey for the missing fields, MaxKey after a global max.
+TEST(ShardKeyPattern, ExtendRangeBoundFillsTheMissingFields) {
+    ShardKeyPattern p = pattern(R"({"a": 1, "b": 1, "c": 1})");
+    EXPECT_EQ(p.extendRangeBound(obj(R"({"a": 5})")).getValue(),
+              obj(R"({"a": 5, "b": {"$minKey": 1}, "c": {"$minKey": 1}})"));
+    EXPECT_EQ(p.extendRangeBound(obj(R"({"a": 5, "b": 2})")).getValue(),
+              obj(R"({"a": 5, "b": 2, "c": {"$minKey": 1}})"));
+    EXPECT_EQ(p.extendRangeBound(obj(R"({"a": {"$maxKey": 1}})")).getValue(),
+              obj(R"({"a": {"$maxKey": 1}, "b": {"$maxKey": 1}, "c": {"$maxKey": 1}})"));
+    EXPECT_EQ(p.extendRangeBound(obj(R"({"a": 1, "b": 2, "c": 3})")).getValue(),
+              obj(R"({"a": 1, "b": 2, "c": 3})"));
+    for (const char* bad : {R"({})", R"({"b": 1})", R"({"a": 1, "c": 1})",
+                            R"({"a": 1, "b": 1, "c": 1, "d": 1})", R"({"a": [1]})"}) {
+        EXPECT_FALSE(p.extendRangeBound(obj(bad)).isOK()) << bad;
+    }
+}
+
 // A unique index each shard can enforce alone: the shard key's fields are its prefix (or it
 // starts with _id, MongoDB's exception).
 TEST(ShardKeyPattern, UniqueIndexCompatibility) {
