@@ -27,6 +27,8 @@ namespace tessera {
     X(InvalidBSON, 22)                                                                         \
     X(LockTimeout, 24)                                                                         \
     X(LockBusy, 46)                                                                            \
+    X(LockFailed, 107)                                                                         \
+    X(ExceededMemoryLimit, 146)                                                                \
     X(NamespaceNotFound, 26)                                                                   \
     X(IndexNotFound, 27)                                                                       \
     X(PathNotViable, 28)                                                                       \

@@ -2,15 +2,6 @@
 
 namespace tessera::command {
 
-StatusWith<Namespace> parseNamespace(std::string_view ns) {
-    size_t dot = ns.find('.');
-    if (dot == std::string_view::npos || dot == 0 || dot + 1 == ns.size()) {
-        return Status(ErrorCodes::InvalidNamespace,
-                      "Invalid namespace specified '" + std::string(ns) + "'");
-    }
-    return Namespace{std::string(ns.substr(0, dot)), std::string(ns.substr(dot + 1))};
-}
-
 StatusWith<std::string> collectionName(const bson::BsonElement& first, std::string_view command) {
     if (first.type() != bson::BsonType::String) {
         return Status(ErrorCodes::InvalidNamespace,

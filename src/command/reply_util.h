@@ -6,16 +6,9 @@
 #include "base/status.h"
 #include "bson/bson_builder.h"
 #include "bson/bson_obj.h"
+#include "command/namespace_util.h"
 
 namespace tessera::command {
-
-// Parses "db.coll" into its parts; InvalidNamespace (73) when there is no dot.
-struct Namespace {
-    std::string db;
-    std::string coll;
-    std::string ns() const { return db + "." + coll; }
-};
-StatusWith<Namespace> parseNamespace(std::string_view ns);
 
 // The collection a command acts on: the string value of its first field (e.g. {find: "c"}).
 // InvalidNamespace (73) when it is not a non-empty string.

@@ -1,11 +1,15 @@
-// The _configsvr* commands (src/cluster/README.md "On the config server"): argument parsing and
-// reply shapes; the work is in ConfigServerImpl.
+// The _configsvr* commands (src/cluster/README.md "On the config server"): each declares its
+// arguments once (command/command_args.h), so that every request is checked — its namespace,
+// database or shard id, the type of each field, no unknown field — before the work in
+// ConfigServerImpl takes a lock or reads the catalog.
 #include <functional>
 
 #include "bson/bson_builder.h"
+#include "command/command_args.h"
 #include "command/registry.h"
 #include "config/config_server.h"
 #include "config/config_server_impl.h"
+#include "placement/split_policy.h"
 
 namespace tessera::config {
 
@@ -14,93 +18,69 @@ using bson::BsonElement;
 using bson::BsonObj;
 using bson::BsonType;
 using bson::BsonView;
+using command::ArgKind;
+using command::CommandArgs;
+using command::CommandArgsSpec;
 using command::CommandRequest;
 using command::OperationContext;
 
 namespace {
 
-using Handler = std::function<Status(ConfigServerImpl&, const CommandRequest&, BsonBuilder&)>;
+using Handler = std::function<Status(ConfigServerImpl&, const CommandArgs&, BsonBuilder&)>;
 
 class ConfigCommand : public command::Command {
   public:
-    ConfigCommand(std::string name, Handler handler)
-        : _name(std::move(name)), _handler(std::move(handler)) {}
-    std::string_view name() const override { return _name; }
+    ConfigCommand(CommandArgsSpec spec, Handler handler)
+        : _spec(std::move(spec)), _handler(std::move(handler)) {}
+    std::string_view name() const override { return _spec.command; }
     bool adminOnly() const override { return true; }
     Status run(OperationContext& opCtx, const CommandRequest& request,
                BsonBuilder& reply) override {
+        ASSIGN_OR_RETURN(CommandArgs args, CommandArgs::parse(_spec, request));
         ASSIGN_OR_RETURN(ConfigServerImpl * impl, configServerImpl(opCtx));
-        return _handler(*impl, request, reply);
+        return _handler(*impl, args, reply);
     }
 
   private:
-    std::string _name;
+    CommandArgsSpec _spec;
     Handler _handler;
 };
 
-StatusWith<std::string> stringArg(const CommandRequest& req, std::string_view name) {
-    BsonElement e = req.body[name];
-    if (e.type() != BsonType::String) {
-        return Status(
-            ErrorCodes::TypeMismatch,
-            "'" + std::string(name) + "' must be a string for " + std::string(req.commandName));
+// [min, max] of a `bounds` argument: two documents.
+StatusWith<std::pair<BsonObj, BsonObj>> boundsArg(const CommandArgs& args,
+                                                  std::string_view command) {
+    std::vector<BsonObj> b;
+    for (BsonElement e : args["bounds"].objValue()) {
+        if (!e.isObject()) break;
+        b.push_back(e.objValue().copy());
     }
-    return std::string(e.stringValue());
-}
-
-std::optional<std::string> optString(const CommandRequest& req, std::string_view name) {
-    BsonElement e = req.body[name];
-    if (e.type() != BsonType::String) return std::nullopt;
-    return std::string(e.stringValue());
-}
-
-std::optional<BsonObj> optObject(const CommandRequest& req, std::string_view name) {
-    BsonElement e = req.body[name];
-    if (!e.isObject()) return std::nullopt;
-    return e.objValue().copy();
-}
-
-std::string firstString(const CommandRequest& req) {
-    BsonElement e = req.firstElement();
-    return e.type() == BsonType::String ? std::string(e.stringValue()) : std::string();
-}
-
-Status requireFirstString(const CommandRequest& req, std::string& out) {
-    out = firstString(req);
-    if (out.empty()) {
-        return Status(ErrorCodes::TypeMismatch,
-                      std::string(req.commandName) + " requires a string argument");
+    if (b.size() != 2 || args["bounds"].objValue().nFields() != 2) {
+        return Status(ErrorCodes::BadValue,
+                      std::string(command) + ": bounds must be two shard keys [min, max]");
     }
-    return Status::OK();
+    return std::pair{b[0], b[1]};
 }
 
-Status addShard(ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder& reply) {
-    std::string host;
-    TRY_STATUS(requireFirstString(req, host));
+Status addShard(ConfigServerImpl& cs, const CommandArgs& args, BsonBuilder& reply) {
     // "rs/h1:p,h2:p": Tessera shards are single nodes; take the first host of the seed list.
+    std::string host = args.target();
     size_t slash = host.find('/');
     if (slash != std::string::npos) host = host.substr(slash + 1);
     size_t comma = host.find(',');
     if (comma != std::string::npos) host = host.substr(0, comma);
-    ASSIGN_OR_RETURN(std::string name, cs.addShard(host, optString(req, "name")));
+    ASSIGN_OR_RETURN(std::string name, cs.addShard(host, args.optString("name")));
     reply.appendString("shardAdded", name);
     return Status::OK();
 }
 
-Status createDatabase(ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder& reply) {
-    std::string db;
-    TRY_STATUS(requireFirstString(req, db));
-    ASSIGN_OR_RETURN(BsonObj doc, cs.createDatabase(db, optString(req, "primaryShard")));
+Status createDatabase(ConfigServerImpl& cs, const CommandArgs& args, BsonBuilder& reply) {
+    ASSIGN_OR_RETURN(BsonObj doc, cs.createDatabase(args.target(), args.optString("primaryShard")));
     reply.appendObject("database", doc);
     return Status::OK();
 }
 
-Status shardCollection(ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder& reply) {
-    std::string ns;
-    TRY_STATUS(requireFirstString(req, ns));
-    auto key = optObject(req, "key");
-    if (!key) return Status(ErrorCodes::BadValue, "shardCollection requires a 'key' document");
-    BsonElement collation = req.body["collation"];
+Status shardCollection(ConfigServerImpl& cs, const CommandArgs& args, BsonBuilder& reply) {
+    BsonElement collation = args["collation"];
     if (collation.isObject() && !collation.objValue().isEmpty()) {
         BsonElement locale = collation.objValue()["locale"];
         if (locale.type() != BsonType::String || locale.stringValue() != "simple") {
@@ -109,242 +89,198 @@ Status shardCollection(ConfigServerImpl& cs, const CommandRequest& req, BsonBuil
         }
     }
     int numInitialChunks = 0;
-    if (req.body["numInitialChunks"].isNumber()) {
-        numInitialChunks = req.body["numInitialChunks"].numberInt();
+    if (BsonElement n = args["numInitialChunks"]; n.isNumber()) {
+        // The shard count bounds it further where the chunks are made (split_policy.h).
+        TRY_STATUS(placement::checkNumInitialChunks(n.numberLong(), 0));
+        numInitialChunks = static_cast<int>(n.numberLong());
     }
     bool simpleCollation = collation.isObject() && !collation.objValue().isEmpty();
     bool implicitlyCreateIndex =
-        req.body["implicitlyCreateIndex"].eoo() || req.body["implicitlyCreateIndex"].trueValue();
-    TRY_STATUS(cs.shardCollection(ns, *key, req.body["unique"].trueValue(), numInitialChunks,
-                                  simpleCollation, implicitlyCreateIndex));
-    reply.appendString("collectionsharded", ns);
+        !args.has("implicitlyCreateIndex") || args.flag("implicitlyCreateIndex");
+    TRY_STATUS(cs.shardCollection(args.target(), args["key"].objValue(), args.flag("unique"),
+                                  numInitialChunks, simpleCollation, implicitlyCreateIndex));
+    reply.appendString("collectionsharded", args.target());
     return Status::OK();
 }
 
-Status splitChunk(ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder&) {
-    std::string ns;
-    TRY_STATUS(requireFirstString(req, ns));
-    return cs.splitChunk(ns, req.body);
+Status splitChunk(ConfigServerImpl& cs, const CommandArgs& args, BsonBuilder&) {
+    // Which of middle, find and bounds, and the bounds' shape: splitChunk decides.
+    return cs.splitChunk(args.target(), args.body());
 }
 
-Status mergeChunks(ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder&) {
-    std::string ns;
-    TRY_STATUS(requireFirstString(req, ns));
-    BsonElement bounds = req.body["bounds"];
-    if (!bounds.isArray() || bounds.objValue().nFields() != 2) {
-        return Status(ErrorCodes::BadValue, "mergeChunks requires bounds: [min, max]");
+Status mergeChunks(ConfigServerImpl& cs, const CommandArgs& args, BsonBuilder&) {
+    ASSIGN_OR_RETURN(auto bounds, boundsArg(args, "mergeChunks"));
+    return cs.mergeChunks(args.target(), bounds.first, bounds.second);
+}
+
+Status moveRange(ConfigServerImpl& cs, const CommandArgs& args, BsonBuilder&) {
+    auto to = args.optString("toShard");
+    if (!to) to = args.optString("to");
+    if (!to) {
+        return Status(40414,
+                      "BSON field '_configsvrMoveRange.toShard' is missing but a required "
+                      "field");
     }
-    auto it = bounds.objValue().begin();
-    BsonElement lo = *it++;
-    BsonElement hi = *it;
-    if (!lo.isObject() || !hi.isObject()) {
-        return Status(ErrorCodes::BadValue, "mergeChunks bounds must be two documents");
+    if (!args.has("min") && !args.has("max")) {
+        return Status(ErrorCodes::InvalidOptions, "At least one of 'min' or 'max' is required");
     }
-    return cs.mergeChunks(ns, lo.objValue(), hi.objValue());
+    bool waitForDelete = args.flag("waitForDelete") || args.flag("_waitForDelete");
+    return cs.moveRange(args.target(), args.optObject("min"), args.optObject("max"), *to,
+                        waitForDelete);
 }
 
-Status moveRange(ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder&) {
-    std::string ns;
-    TRY_STATUS(requireFirstString(req, ns));
-    auto to = optString(req, "toShard");
-    if (!to) to = optString(req, "to");
-    if (!to) return Status(ErrorCodes::BadValue, "moveRange requires 'toShard'");
-    bool waitForDelete =
-        req.body["waitForDelete"].trueValue() || req.body["_waitForDelete"].trueValue();
-    return cs.moveRange(ns, optObject(req, "min"), optObject(req, "max"), *to, waitForDelete);
+Status clearJumboFlag(ConfigServerImpl& cs, const CommandArgs& args, BsonBuilder&) {
+    if (args.has("find") == args.has("bounds")) {
+        return Status(ErrorCodes::BadValue, "clearJumboFlag takes exactly one of find and bounds");
+    }
+    std::optional<std::pair<BsonObj, BsonObj>> bounds;
+    if (args.has("bounds")) {
+        ASSIGN_OR_RETURN(bounds, boundsArg(args, "clearJumboFlag"));
+    }
+    return cs.clearJumboFlag(args.target(), args.optObject("find"), bounds);
 }
 
-Status movePrimary(ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder&) {
-    std::string db;
-    TRY_STATUS(requireFirstString(req, db));
-    ASSIGN_OR_RETURN(std::string to, stringArg(req, "to"));
-    return cs.movePrimary(db, to);
+Status configureCollectionBalancing(ConfigServerImpl& cs, const CommandArgs& args, BsonBuilder&) {
+    std::optional<int64_t> chunkSizeMB;
+    if (BsonElement c = args["chunkSize"]; !c.eoo()) {
+        if (c.numberLong() < 0 || c.numberLong() > 1024) {
+            return Status(ErrorCodes::BadValue,
+                          "chunkSize must be a number of MB from 1 to 1024 (0: the cluster's "
+                          "chunk size)");
+        }
+        chunkSizeMB = c.numberLong();
+    }
+    std::optional<bool> autoMerge;
+    if (BsonElement m = args["enableAutoMerger"]; !m.eoo()) autoMerge = m.boolValue();
+    return cs.configureCollectionBalancing(args.target(), chunkSizeMB, autoMerge);
 }
 
-Status dropCollection(ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder& reply) {
-    std::string ns;
-    TRY_STATUS(requireFirstString(req, ns));
-    return cs.dropCollection(ns, reply);
+Status updateZoneKeyRange(ConfigServerImpl& cs, const CommandArgs& args, BsonBuilder&) {
+    std::optional<std::string> zone = args.optString("zone");  // null: remove the range
+    return cs.updateZoneKeyRange(args.target(), args["min"].objValue().copy(),
+                                 args["max"].objValue().copy(), zone);
 }
 
-Status dropDatabase(ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder& reply) {
-    std::string db;
-    TRY_STATUS(requireFirstString(req, db));
-    return cs.dropDatabase(db, reply);
+// A handler that appends what the impl returns.
+template <typename Fn>
+Handler replying(Fn fn) {
+    return [fn](ConfigServerImpl& cs, const CommandArgs& args, BsonBuilder& reply) -> Status {
+        ASSIGN_OR_RETURN(BsonObj out, fn(cs, args));
+        reply.appendElements(out);
+        return Status::OK();
+    };
 }
 
 }  // namespace
 
 void registerConfigServerCommands(command::CommandRegistry& registry) {
-    auto add = [&](std::string name, Handler h) {
-        registry.add(std::make_unique<ConfigCommand>(std::move(name), std::move(h)));
+    auto add = [&](CommandArgsSpec spec, Handler h) {
+        registry.add(std::make_unique<ConfigCommand>(std::move(spec), std::move(h)));
     };
-    add("_configsvrAddShard", addShard);
-    add("_configsvrCreateDatabase", createDatabase);
-    add("_configsvrShardCollection", shardCollection);
-    add("_configsvrSplitChunk", splitChunk);
-    add("_configsvrMergeChunks", mergeChunks);
-    add("_configsvrMoveRange", moveRange);
-    add("_configsvrMovePrimary", movePrimary);
-    add("_configsvrDropCollection", dropCollection);
-    add("_configsvrDropDatabase", dropDatabase);
-    add("_configsvrBalancerStart", [](ConfigServerImpl& cs, const CommandRequest&, BsonBuilder&) {
-        return cs.setBalancerMode(true);
-    });
-    add("_configsvrBalancerStop", [](ConfigServerImpl& cs, const CommandRequest&, BsonBuilder&) {
-        return cs.setBalancerMode(false);
-    });
-    add("_configsvrBalancerStatus",
-        [](ConfigServerImpl& cs, const CommandRequest&, BsonBuilder& reply) {
-            ASSIGN_OR_RETURN(BsonObj status, cs.balancerStatus());
-            reply.appendElements(status);
-            return Status::OK();
+    constexpr ArgKind kNs = ArgKind::kNamespace;
+    constexpr ArgKind kDb = ArgKind::kDatabase;
+    constexpr ArgKind kId = ArgKind::kNonEmptyString;
+    constexpr ArgKind kObj = ArgKind::kObject;
+    constexpr ArgKind kArr = ArgKind::kArray;
+    constexpr ArgKind kBool = ArgKind::kBool;
+
+    add({"_configsvrAddShard", kId, {{"name", kId}}}, addShard);
+    add({"_configsvrCreateDatabase", kDb, {{"primaryShard", kId}}}, createDatabase);
+    add({"_configsvrShardCollection",
+         kNs,
+         {{"key", kObj, true},
+          {"unique", ArgKind::kBoolOrNumber},
+          {"numInitialChunks", ArgKind::kNumber},
+          {"collation", kObj},
+          {"implicitlyCreateIndex", kBool}}},
+        shardCollection);
+    add({"_configsvrSplitChunk", kNs, {{"middle", kObj}, {"find", kObj}, {"bounds", kArr}}},
+        splitChunk);
+    add({"_configsvrMergeChunks", kNs, {{"bounds", kArr, true}}}, mergeChunks);
+    add({"_configsvrMoveRange",
+         kNs,
+         {{"min", kObj},
+          {"max", kObj},
+          {"toShard", kId},
+          {"to", kId},
+          {"waitForDelete", ArgKind::kBoolOrNumber},
+          {"_waitForDelete", ArgKind::kBoolOrNumber},
+          // Tessera moves a range of any size: forcing a jumbo one is what it does anyway.
+          {"forceJumbo", ArgKind::kAny}}},
+        moveRange);
+    add({"_configsvrMovePrimary", kDb, {{"to", kId, true}}},
+        [](ConfigServerImpl& cs, const CommandArgs& args, BsonBuilder&) {
+            return cs.movePrimary(args.target(), *args.optString("to"));
         });
+    add({"_configsvrDropCollection", kNs, {}},
+        [](ConfigServerImpl& cs, const CommandArgs& args, BsonBuilder& reply) {
+            return cs.dropCollection(args.target(), reply);
+        });
+    add({"_configsvrDropDatabase", kDb, {}},
+        [](ConfigServerImpl& cs, const CommandArgs& args, BsonBuilder& reply) {
+            return cs.dropDatabase(args.target(), reply);
+        });
+    add({"_configsvrBalancerStart", ArgKind::kAny, {}},
+        [](ConfigServerImpl& cs, const CommandArgs&, BsonBuilder&) {
+            return cs.setBalancerMode(true);
+        });
+    add({"_configsvrBalancerStop", ArgKind::kAny, {}},
+        [](ConfigServerImpl& cs, const CommandArgs&, BsonBuilder&) {
+            return cs.setBalancerMode(false);
+        });
+    add({"_configsvrBalancerStatus", ArgKind::kAny, {}},
+        replying([](ConfigServerImpl& cs, const CommandArgs&) { return cs.balancerStatus(); }));
     // Draining and removal: {<command>: shardId}.
-    auto shardArg = [](const CommandRequest& req) -> StatusWith<std::string> {
-        if (req.firstElement().type() != bson::BsonType::String ||
-            req.firstElement().stringValue().empty()) {
-            return Status(ErrorCodes::TypeMismatch, "the command takes a shard id");
-        }
-        return std::string(req.firstElement().stringValue());
-    };
-    add("_configsvrStartShardDraining",
-        [shardArg](ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder&) {
-            ASSIGN_OR_RETURN(std::string shard, shardArg(req));
-            return cs.setShardDraining(shard, true);
+    add({"_configsvrStartShardDraining", kId, {}},
+        [](ConfigServerImpl& cs, const CommandArgs& args, BsonBuilder&) {
+            return cs.setShardDraining(args.target(), true);
         });
-    add("_configsvrStopShardDraining",
-        [shardArg](ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder&) {
-            ASSIGN_OR_RETURN(std::string shard, shardArg(req));
-            return cs.setShardDraining(shard, false);
+    add({"_configsvrStopShardDraining", kId, {}},
+        [](ConfigServerImpl& cs, const CommandArgs& args, BsonBuilder&) {
+            return cs.setShardDraining(args.target(), false);
         });
-    add("_configsvrShardDrainingStatus",
-        [shardArg](ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder& reply) {
-            ASSIGN_OR_RETURN(std::string shard, shardArg(req));
-            ASSIGN_OR_RETURN(BsonObj status, cs.shardDrainingStatus(shard));
-            reply.appendElements(status);
-            return Status::OK();
+    add({"_configsvrShardDrainingStatus", kId, {}},
+        replying([](ConfigServerImpl& cs, const CommandArgs& args) {
+            return cs.shardDrainingStatus(args.target());
+        }));
+    add({"_configsvrCommitShardRemoval", kId, {}},
+        [](ConfigServerImpl& cs, const CommandArgs& args, BsonBuilder&) {
+            return cs.commitShardRemoval(args.target());
         });
-    add("_configsvrCommitShardRemoval",
-        [shardArg](ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder&) {
-            ASSIGN_OR_RETURN(std::string shard, shardArg(req));
-            return cs.commitShardRemoval(shard);
-        });
-    add("_configsvrRemoveShard",
-        [shardArg](ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder& reply) {
-            ASSIGN_OR_RETURN(std::string shard, shardArg(req));
-            ASSIGN_OR_RETURN(BsonObj status, cs.removeShard(shard));
-            reply.appendElements(status);
-            return Status::OK();
-        });
+    add({"_configsvrRemoveShard", kId, {}},
+        replying([](ConfigServerImpl& cs, const CommandArgs& args) {
+            return cs.removeShard(args.target());
+        }));
     // Zones: {_configsvrAddShardToZone | _configsvrRemoveShardFromZone: shard, zone} and
     // {_configsvrUpdateZoneKeyRange: ns, min, max, zone: string | null}.
     for (bool addZone : {true, false}) {
-        add(addZone ? "_configsvrAddShardToZone" : "_configsvrRemoveShardFromZone",
-            [shardArg, addZone](ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder&) {
-                ASSIGN_OR_RETURN(std::string shard, shardArg(req));
-                if (req.body["zone"].type() != bson::BsonType::String) {
-                    return Status(ErrorCodes::TypeMismatch, "zone must be a string");
-                }
-                return cs.updateShardZone(shard, std::string(req.body["zone"].stringValue()),
-                                          addZone);
+        add({addZone ? "_configsvrAddShardToZone" : "_configsvrRemoveShardFromZone",
+             kId,
+             {{"zone", kId, true}}},
+            [addZone](ConfigServerImpl& cs, const CommandArgs& args, BsonBuilder&) {
+                return cs.updateShardZone(args.target(), *args.optString("zone"), addZone);
             });
     }
-    add("_configsvrUpdateZoneKeyRange",
-        [](ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder&) {
-            if (req.firstElement().type() != bson::BsonType::String) {
-                return Status(ErrorCodes::TypeMismatch, "updateZoneKeyRange takes a namespace");
-            }
-            if (!req.body["min"].isObject() || !req.body["max"].isObject()) {
-                return Status(ErrorCodes::TypeMismatch, "min and max must be objects");
-            }
-            bson::BsonElement z = req.body["zone"];
-            std::optional<std::string> zone;
-            if (z.type() == bson::BsonType::String) {
-                zone = std::string(z.stringValue());
-            } else if (!z.isNull()) {
-                return Status(ErrorCodes::TypeMismatch, "zone must be a string or null");
-            }
-            return cs.updateZoneKeyRange(std::string(req.firstElement().stringValue()),
-                                         req.body["min"].objValue().copy(),
-                                         req.body["max"].objValue().copy(), zone);
+    add({"_configsvrUpdateZoneKeyRange",
+         kNs,
+         {{"min", kObj, true}, {"max", kObj, true}, {"zone", ArgKind::kStringOrNull, true}}},
+        updateZoneKeyRange);
+    add({"_configsvrRefineCollectionShardKey", kNs, {{"key", kObj, true}}},
+        [](ConfigServerImpl& cs, const CommandArgs& args, BsonBuilder&) {
+            return cs.refineCollectionShardKey(args.target(), args["key"].objValue());
         });
-    // {_configsvrRefineCollectionShardKey: ns, key}.
-    add("_configsvrRefineCollectionShardKey", [](ConfigServerImpl& cs, const CommandRequest& req,
-                                                 BsonBuilder&) {
-        if (req.firstElement().type() != bson::BsonType::String) {
-            return Status(ErrorCodes::TypeMismatch, "refineCollectionShardKey takes a namespace");
-        }
-        if (!req.body["key"].isObject()) {
-            return Status(ErrorCodes::TypeMismatch, "refineCollectionShardKey needs key: {...}");
-        }
-        return cs.refineCollectionShardKey(std::string(req.firstElement().stringValue()),
-                                           req.body["key"].objValue());
-    });
-    // {_configsvrClearJumboFlag: ns, find? | bounds?: [min, max]}.
-    add("_configsvrClearJumboFlag",
-        [](ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder&) {
-            if (req.firstElement().type() != bson::BsonType::String) {
-                return Status(ErrorCodes::TypeMismatch, "clearJumboFlag takes a namespace");
-            }
-            std::optional<BsonObj> find;
-            std::optional<std::pair<BsonObj, BsonObj>> bounds;
-            if (req.body["find"].isObject()) find = req.body["find"].objValue().copy();
-            if (req.body["bounds"].isArray()) {
-                std::vector<BsonObj> b;
-                for (bson::BsonElement e : req.body["bounds"].objValue()) {
-                    if (e.isObject()) b.push_back(e.objValue().copy());
-                }
-                if (b.size() != 2) {
-                    return Status(ErrorCodes::BadValue, "bounds must be [min, max]");
-                }
-                bounds = std::pair{b[0], b[1]};
-            }
-            if (find.has_value() == bounds.has_value()) {
-                return Status(ErrorCodes::BadValue,
-                              "clearJumboFlag takes exactly one of find and bounds");
-            }
-            return cs.clearJumboFlag(std::string(req.firstElement().stringValue()), find, bounds);
-        });
+    add({"_configsvrClearJumboFlag", kNs, {{"find", kObj}, {"bounds", kArr}}}, clearJumboFlag);
     // {_configsvrConfigureCollectionBalancing: ns, chunkSize?: MB (0 = the cluster's),
     //  enableAutoMerger?: bool}.
-    add("_configsvrConfigureCollectionBalancing",
-        [](ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder&) {
-            if (req.firstElement().type() != bson::BsonType::String) {
-                return Status(ErrorCodes::TypeMismatch,
-                              "configureCollectionBalancing takes a namespace");
-            }
-            std::optional<int64_t> chunkSizeMB;
-            if (bson::BsonElement c = req.body["chunkSize"]; !c.eoo()) {
-                if (!c.isNumber() || c.numberLong() < 0 || c.numberLong() > 1024) {
-                    return Status(ErrorCodes::BadValue,
-                                  "chunkSize must be a number of MB from 1 to 1024 (0: the "
-                                  "cluster's chunk size)");
-                }
-                chunkSizeMB = c.numberLong();
-            }
-            std::optional<bool> autoMerge;
-            if (bson::BsonElement m = req.body["enableAutoMerger"]; !m.eoo()) {
-                if (m.type() != bson::BsonType::Bool) {
-                    return Status(ErrorCodes::TypeMismatch, "enableAutoMerger must be a boolean");
-                }
-                autoMerge = m.boolValue();
-            }
-            return cs.configureCollectionBalancing(std::string(req.firstElement().stringValue()),
-                                                   chunkSizeMB, autoMerge);
-        });
+    add({"_configsvrConfigureCollectionBalancing",
+         kNs,
+         {{"chunkSize", ArgKind::kNumber}, {"enableAutoMerger", kBool}}},
+        configureCollectionBalancing);
     // {_configsvrBalancerCollectionStatus: ns} → MongoDB's balancerCollectionStatus reply.
-    add("_configsvrBalancerCollectionStatus",
-        [](ConfigServerImpl& cs, const CommandRequest& req, BsonBuilder& reply) {
-            if (req.firstElement().type() != bson::BsonType::String) {
-                return Status(ErrorCodes::TypeMismatch,
-                              "balancerCollectionStatus takes a namespace string");
-            }
-            ASSIGN_OR_RETURN(BsonObj status, cs.balancerCollectionStatus(
-                                                 std::string(req.firstElement().stringValue())));
-            reply.appendElements(status);
-            return Status::OK();
-        });
+    add({"_configsvrBalancerCollectionStatus", kNs, {}},
+        replying([](ConfigServerImpl& cs, const CommandArgs& args) {
+            return cs.balancerCollectionStatus(args.target());
+        }));
 }
 
 }  // namespace tessera::config

@@ -2,7 +2,17 @@
 
 #include <algorithm>
 
+#include "command/namespace_util.h"
+
 namespace tessera::config {
+namespace {
+
+// Databases and collections live in separate name spaces of the manager: a database "keep" and
+// a (malformed) namespace "keep" can never be the same lock.
+std::string databaseLockName(std::string_view db) { return "db:" + std::string(db); }
+std::string collectionLockName(std::string_view ns) { return "coll:" + std::string(ns); }
+
+}  // namespace
 
 DdlLockManager::Guard::Guard(Guard&& other) noexcept
     : _manager(other._manager), _held(std::move(other._held)) {
@@ -33,6 +43,20 @@ void DdlLockManager::Guard::release() {
 Status DdlLockManager::acquire(const std::string& name, Mode mode, const std::string& reason,
                                Clock::time_point deadline) {
     std::unique_lock lock(_mutex);
+    const auto self = std::this_thread::get_id();
+    if (auto held = _locks.find(name); held != _locks.end()) {
+        const auto& holders = held->second.holders;
+        if (std::find(holders.begin(), holders.end(), self) != holders.end()) {
+#ifndef NDEBUG
+            invariantFailed(("DDL lock '" + name + "' requested again by its holder").c_str(),
+                            __FILE__, __LINE__);
+#endif
+            return Status(ErrorCodes::LockFailed,
+                          "DDL lock '" + name + "' requested for " + reason +
+                              " by the operation that holds it; refused instead of waiting on "
+                              "itself");
+        }
+    }
     LockState& st = _locks[name];
     auto available = [&] {
         return mode == Mode::kShared ? !st.exclusive && st.exclusiveWaiters == 0
@@ -59,6 +83,7 @@ Status DdlLockManager::acquire(const std::string& name, Mode mode, const std::st
         st.exclusive = true;
     }
     st.reasons.push_back(reason);
+    st.holders.push_back(self);
     return Status::OK();
 }
 
@@ -75,6 +100,11 @@ void DdlLockManager::releaseOne(const std::string& name, Mode mode, const std::s
     if (auto r = std::find(st.reasons.begin(), st.reasons.end(), reason); r != st.reasons.end()) {
         st.reasons.erase(r);
     }
+    // A guard may be released by another thread than its holder's (moved): forget one holder,
+    // this thread's if it is one.
+    auto h = std::find(st.holders.begin(), st.holders.end(), std::this_thread::get_id());
+    if (h == st.holders.end()) h = st.holders.begin();
+    if (h != st.holders.end()) st.holders.erase(h);
     if (st.unused()) _locks.erase(it);
     _released.notify_all();
 }
@@ -82,25 +112,35 @@ void DdlLockManager::releaseOne(const std::string& name, Mode mode, const std::s
 StatusWith<DdlLockManager::Guard> DdlLockManager::lockDatabase(const std::string& db,
                                                                const std::string& reason,
                                                                Clock::duration timeout) {
+    TRY_STATUS(command::validateDatabaseName(db));
     Guard g;
     g._manager = this;
-    TRY_STATUS(acquire(db, Mode::kExclusive, reason, Clock::now() + timeout));
-    g._held.push_back({db, Mode::kExclusive, reason});
+    const std::string name = databaseLockName(db);
+    TRY_STATUS(acquire(name, Mode::kExclusive, reason, Clock::now() + timeout));
+    g._held.push_back({name, Mode::kExclusive, reason});
     return g;
 }
 
 StatusWith<DdlLockManager::Guard> DdlLockManager::lockCollection(const std::string& ns,
                                                                  const std::string& reason,
                                                                  Clock::duration timeout) {
+    ASSIGN_OR_RETURN(command::Namespace parsed, command::parseValidNamespace(ns));
     auto deadline = Clock::now() + timeout;
-    std::string db = ns.substr(0, ns.find('.'));
+    const std::string dbName = databaseLockName(parsed.db);
+    const std::string collName = collectionLockName(ns);
     Guard g;
     g._manager = this;
-    TRY_STATUS(acquire(db, Mode::kShared, reason, deadline));
-    g._held.push_back({db, Mode::kShared, reason});
-    TRY_STATUS(acquire(ns, Mode::kExclusive, reason, deadline));  // g releases db on failure
-    g._held.push_back({ns, Mode::kExclusive, reason});
+    TRY_STATUS(acquire(dbName, Mode::kShared, reason, deadline));
+    g._held.push_back({dbName, Mode::kShared, reason});
+    TRY_STATUS(acquire(collName, Mode::kExclusive, reason, deadline));  // g releases the db
+    g._held.push_back({collName, Mode::kExclusive, reason});
     return g;
+}
+
+int DdlLockManager::databaseWaiters(const std::string& db) const {
+    std::lock_guard lock(_mutex);
+    auto it = _locks.find(databaseLockName(db));
+    return it == _locks.end() ? 0 : it->second.waiters;
 }
 
 std::vector<std::string> DdlLockManager::describeHeld() const {

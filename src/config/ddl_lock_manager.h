@@ -6,6 +6,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/status.h"
@@ -19,7 +20,11 @@ namespace tessera::config {
 //
 // Invariants:
 //  1. Locks are taken database first, then collection, and an operation never asks for a lock it
-//     already holds in another mode, so two operations cannot wait for each other.
+//     already holds, so two operations cannot wait for each other. Databases and collections are
+//     separate names (a namespace without a dot is refused before any lock: InvalidNamespace), and
+//     a request for a name the calling thread — an operation runs on one thread — already holds
+//     is a bug: an invariant failure in debug builds, LockFailed (107) in release builds, never
+//     a wait on itself.
 //  2. A waiting exclusive request blocks new shared requests of the same name (no starvation of
 //     dropDatabase by a stream of collection DDL).
 //  3. Waiting blocks only the calling DDL thread (the control lane, src/net), never a worker
@@ -55,12 +60,15 @@ class DdlLockManager {
     // The database `db`, exclusively. LockBusy (46) naming the holder's reason after `timeout`.
     StatusWith<Guard> lockDatabase(const std::string& db, const std::string& reason,
                                    Clock::duration timeout = kDefaultTimeout);
-    // The database of `ns` shared, then `ns` exclusively.
+    // The database of `ns` shared, then `ns` exclusively. InvalidNamespace (73) unless ns is
+    // "db.coll".
     StatusWith<Guard> lockCollection(const std::string& ns, const std::string& reason,
                                      Clock::duration timeout = kDefaultTimeout);
 
     // What is held now, for currentOp-style diagnostics and tests: "name mode reason".
     std::vector<std::string> describeHeld() const;
+    // How many requests wait for the database `db`'s lock now (diagnostics and tests).
+    int databaseWaiters(const std::string& db) const;
 
   private:
     struct LockState {
@@ -69,6 +77,7 @@ class DdlLockManager {
         int exclusiveWaiters = 0;
         int waiters = 0;                   // every waiting acquire (they hold references)
         std::vector<std::string> reasons;  // of the holders
+        std::vector<std::thread::id> holders;
         bool unused() const { return shared == 0 && !exclusive && waiters == 0; }
     };
     Status acquire(const std::string& name, Mode mode, const std::string& reason,

@@ -89,6 +89,18 @@ StatusWith<std::vector<Chunk>> makeInitialChunks(const ShardKeyPattern& pattern,
     return chunks;
 }
 
+Status checkNumInitialChunks(int64_t n, size_t numShards) {
+    if (n < 0) return Status(ErrorCodes::InvalidOptions, "numInitialChunks cannot be negative");
+    const int64_t perShards = kMaxInitialChunksPerShard * static_cast<int64_t>(numShards);
+    if (n > kMaxInitialChunksTotal || (numShards > 0 && n > perShards)) {
+        return Status(ErrorCodes::InvalidOptions,
+                      "numInitialChunks cannot be more than either: " +
+                          std::to_string(numShards > 0 ? perShards : kMaxInitialChunksTotal) +
+                          ", 8192 * number of shards; or 1000000");
+    }
+    return Status::OK();
+}
+
 StatusWith<std::vector<Chunk>> initialChunksForHashedKey(const ShardKeyPattern& pattern,
                                                          CollectionGeneration gen,
                                                          const std::vector<ShardId>& shards,
@@ -104,9 +116,7 @@ StatusWith<std::vector<Chunk>> initialChunksForHashedKey(const ShardKeyPattern& 
                       "needs zones (presplitHashedZones)");
     }
     if (shards.empty()) return Status(ErrorCodes::BadValue, "no shards to place chunks on");
-    if (numInitialChunks < 0) {
-        return Status(ErrorCodes::BadValue, "numInitialChunks cannot be negative");
-    }
+    TRY_STATUS(checkNumInitialChunks(numInitialChunks, shards.size()));
     int n = numInitialChunks == 0 ? kDefaultInitialChunksPerShard * static_cast<int>(shards.size())
                                   : numInitialChunks;
     return makeInitialChunks(pattern, gen, calculateHashedSplitPoints(pattern, n), shards);

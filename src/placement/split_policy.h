@@ -14,6 +14,12 @@ namespace tessera::placement {
 // hashed key when numInitialChunks is 0: 2 per shard (InitialSplitPolicy, <= 6.x; 7.0+ creates
 // one chunk per shard by default).
 constexpr int kDefaultInitialChunksPerShard = 2;
+// MongoDB's bounds on numInitialChunks: at most 8192 per shard and 1,000,000 in all.
+constexpr int64_t kMaxInitialChunksPerShard = 8192;
+constexpr int64_t kMaxInitialChunksTotal = 1'000'000;
+// InvalidOptions (72) with MongoDB's message when `n` is negative or above those bounds for
+// `numShards` shards (numShards 0: only the total is checked).
+Status checkNumInitialChunks(int64_t n, size_t numShards);
 
 // Split points that divide the int64 hash space into `numInitialChunks` chunks of equal width,
 // symmetric around 0 (MongoDB's calculateHashedSplitPoints): for an even count 0 is a split
