@@ -1,6 +1,7 @@
 #include "router/cluster_write_batch.h"
 
 #include <algorithm>
+#include <map>
 
 #include "base/error_codes.h"
 #include "command/error_labels.h"
@@ -134,14 +135,81 @@ StatementTarget targetStatement(const placement::RoutingTable& table, WriteKind 
     return out;
 }
 
-RoundPlan planRound(const std::vector<std::optional<StatementTarget>>& targets, bool ordered) {
+namespace {
+
+// Sub-batches being filled, one open per shard, each closed when the next statement would not
+// fit its limits.
+class SubBatchCutter {
+  public:
+    explicit SubBatchCutter(const SubBatchLimits& limits) : _limits(limits) {}
+
+    // Whether statement `i` of `bytes` fits the open sub-batch of `shard` (an empty one always).
+    bool fits(const ShardId& shard, size_t bytes) const {
+        auto it = _open.find(shard);
+        if (it == _open.end()) return true;
+        const Open& o = it->second;
+        return o.batch.indexes.size() < _limits.maxStatements &&
+               o.bytes + bytes <= _limits.maxBytes;
+    }
+    void add(const ShardId& shard, size_t i, size_t bytes) {
+        if (!fits(shard, bytes)) close(shard);
+        Open& o = _open[shard];
+        o.batch.shard = shard;
+        o.batch.indexes.push_back(i);
+        o.bytes += bytes;
+    }
+    // Every sub-batch, the closed ones first, then the open ones in shard order.
+    std::vector<SubBatch> finish() {
+        for (auto& [shard, o] : _open) _closed.push_back(std::move(o.batch));
+        _open.clear();
+        return std::move(_closed);
+    }
+
+  private:
+    struct Open {
+        SubBatch batch;
+        size_t bytes = 0;
+    };
+    void close(const ShardId& shard) {
+        _closed.push_back(std::move(_open[shard].batch));
+        _open.erase(shard);
+    }
+    const SubBatchLimits& _limits;
+    std::map<ShardId, Open> _open;
+    std::vector<SubBatch> _closed;
+};
+
+size_t statementCost(RoundStatements& statements, size_t i) {
+    return statements.bytes(i) + SubBatchLimits::kStatementOverheadBytes;
+}
+
+class PrecomputedStatements final : public RoundStatements {
+  public:
+    explicit PrecomputedStatements(const std::vector<std::optional<StatementTarget>>& targets)
+        : _targets(targets) {}
+    size_t size() const override { return _targets.size(); }
+    const StatementTarget* target(size_t i) override {
+        return _targets[i] ? &*_targets[i] : nullptr;
+    }
+    size_t bytes(size_t) const override { return 0; }
+
+  private:
+    const std::vector<std::optional<StatementTarget>>& _targets;
+};
+
+}  // namespace
+
+RoundPlan planRound(RoundStatements& statements, size_t first, bool ordered,
+                    const SubBatchLimits& limits) {
     RoundPlan plan;
-    std::map<ShardId, std::vector<size_t>> perShard;
+    SubBatchCutter cutter(limits);
     using Mode = StatementTarget::Mode;
+    const size_t n = statements.size();
     if (!ordered) {
-        for (size_t i = 0; i < targets.size(); ++i) {
-            if (!targets[i]) continue;
-            switch (targets[i]->mode) {
+        for (size_t i = first; i < n; ++i) {
+            const StatementTarget* t = statements.target(i);
+            if (!t) continue;
+            switch (t->mode) {
                 case Mode::kError:
                     plan.errors.push_back(i);
                     break;
@@ -149,36 +217,45 @@ RoundPlan planRound(const std::vector<std::optional<StatementTarget>>& targets, 
                     plan.withoutShardKey.push_back(i);
                     break;
                 case Mode::kShards:
-                    for (const ShardId& s : targets[i]->shards) perShard[s].push_back(i);
+                    for (const ShardId& s : t->shards) {
+                        cutter.add(s, i, statementCost(statements, i));
+                    }
                     break;
             }
         }
+        plan.batches = cutter.finish();
+        return plan;
+    }
+    size_t i = first;
+    const StatementTarget* head = nullptr;
+    for (; i < n && !(head = statements.target(i)); ++i) {
+    }
+    if (!head) return plan;
+    if (head->mode == Mode::kError) {
+        plan.errors.push_back(i);
+    } else if (head->mode == Mode::kWithoutShardKey) {
+        plan.withoutShardKey.push_back(i);
+    } else if (head->shards.size() != 1) {
+        for (const ShardId& s : head->shards) cutter.add(s, i, statementCost(statements, i));
     } else {
-        size_t i = 0;
-        while (i < targets.size() && !targets[i]) ++i;
-        if (i < targets.size()) {
-            const StatementTarget& first = *targets[i];
-            if (first.mode == Mode::kError) {
-                plan.errors.push_back(i);
-            } else if (first.mode == Mode::kWithoutShardKey) {
-                plan.withoutShardKey.push_back(i);
-            } else if (first.shards.size() != 1) {
-                for (const ShardId& s : first.shards) perShard[s].push_back(i);
-            } else {
-                const ShardId& shard = first.shards[0];
-                for (; i < targets.size(); ++i) {
-                    if (!targets[i]) continue;
-                    const StatementTarget& t = *targets[i];
-                    if (t.mode != Mode::kShards || t.shards.size() != 1 || t.shards[0] != shard) {
-                        break;
-                    }
-                    perShard[shard].push_back(i);
-                }
-            }
+        const ShardId shard = head->shards[0];
+        for (; i < n; ++i) {
+            const StatementTarget* t = statements.target(i);
+            if (!t) continue;
+            if (t->mode != Mode::kShards || t->shards.size() != 1 || t->shards[0] != shard) break;
+            const size_t cost = statementCost(statements, i);
+            if (!cutter.fits(shard, cost)) break;  // the rest of the run: the next round
+            cutter.add(shard, i, cost);
         }
     }
-    for (auto& [shard, indexes] : perShard) plan.batches.push_back({shard, std::move(indexes)});
+    plan.batches = cutter.finish();
     return plan;
+}
+
+RoundPlan planRound(const std::vector<std::optional<StatementTarget>>& targets, bool ordered,
+                    const SubBatchLimits& limits) {
+    PrecomputedStatements statements(targets);
+    return planRound(statements, 0, ordered, limits);
 }
 
 SubBatchOutcome WriteBatchMerger::addResponse(const SubBatch& batch, const ShardResponse& response,

@@ -70,10 +70,41 @@ struct RoundPlan {
     std::vector<size_t> withoutShardKey;  // run one by one with the two-phase protocol
     std::vector<size_t> errors;           // targeting errors, recorded as write errors
 };
-// Unordered: every pending statement. Ordered: only a prefix that cannot overtake a failure —
-// a targeting error alone, a two-phase statement alone, a multi-shard statement alone, or the
-// longest run of consecutive statements targeting the same single shard.
-RoundPlan planRound(const std::vector<std::optional<StatementTarget>>& targets, bool ordered);
+
+// Bounds of one sub-batch, as mongos cuts its batches: at most MongoDB's maxWriteBatchSize
+// statements, and a command body that fits the internal BSON size limit (16 MiB + 16 KiB). A
+// statement costs its size plus its array entry and stmtId (kStatementOverheadBytes); a
+// sub-batch always takes at least one statement.
+struct SubBatchLimits {
+    static constexpr size_t kMaxWriteBatchSize = 100'000;
+    static constexpr size_t kStatementOverheadBytes = 24;
+    size_t maxStatements = kMaxWriteBatchSize;
+    size_t maxBytes = SIZE_MAX;
+};
+
+// The statements of a batch as a round sees them: each one's target — computed when first
+// asked for and kept until the routing table changes, so a batch is targeted once, not once
+// per round — or null once it is finished, and its size in a sub-command.
+class RoundStatements {
+  public:
+    virtual ~RoundStatements() = default;
+    virtual size_t size() const = 0;
+    virtual const StatementTarget* target(size_t i) = 0;
+    virtual size_t bytes(size_t i) const = 0;
+};
+
+// Unordered: every pending statement, cut into sub-batches within `limits` (a shard may get
+// several, all sent in the round). Ordered: only a prefix that cannot overtake a failure, from
+// the first pending statement at or after `first` — a targeting error alone, a two-phase
+// statement alone, a multi-shard statement alone, or the longest run of consecutive statements
+// targeting the same single shard that fits `limits`. Looks only at the statements it takes
+// (ordered) or each pending one once (unordered): a batch of n statements is planned in O(n)
+// over all its rounds.
+RoundPlan planRound(RoundStatements& statements, size_t first, bool ordered,
+                    const SubBatchLimits& limits = {});
+// The same over precomputed targets (every statement of size 0).
+RoundPlan planRound(const std::vector<std::optional<StatementTarget>>& targets, bool ordered,
+                    const SubBatchLimits& limits = {});
 
 // What a shard's answer to a sub-batch meant for its statements.
 struct SubBatchOutcome {

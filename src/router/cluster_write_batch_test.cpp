@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "placement/routing_table.h"
 #include "placement/test_util.h"
 
@@ -183,6 +185,73 @@ TEST(ClusterWritePlan, UnorderedSendsEverythingAtOnce) {
     EXPECT_EQ(p.batches[2].indexes, std::vector<size_t>{1});
     EXPECT_EQ(p.errors, std::vector<size_t>{3});
     EXPECT_EQ(p.withoutShardKey, std::vector<size_t>{4});
+}
+
+// Sub-batches stay within the limits of one command: an unordered batch is cut into several
+// sub-batches of a shard, an ordered run ends where the next statement would not fit.
+TEST(ClusterWritePlan, SubBatchesStayWithinTheirLimits) {
+    std::vector<std::optional<StatementTarget>> ts(7, on({"s1"}));
+    ts[3] = on({"s2"});
+    SubBatchLimits byCount;
+    byCount.maxStatements = 2;
+    RoundPlan p = planRound(ts, false, byCount);
+    ASSERT_EQ(p.batches.size(), 4u);
+    std::vector<std::vector<size_t>> s1;
+    for (const SubBatch& b : p.batches) {
+        EXPECT_LE(b.indexes.size(), 2u);
+        if (b.shard == "s1") s1.push_back(b.indexes);
+    }
+    EXPECT_EQ(s1, (std::vector<std::vector<size_t>>{{0, 1}, {2, 4}, {5, 6}}));
+    p = planRound(ts, true, byCount);
+    ASSERT_EQ(p.batches.size(), 1u);
+    EXPECT_EQ(p.batches[0].indexes, (std::vector<size_t>{0, 1}));
+
+    SubBatchLimits byBytes;  // statements here are 0 bytes: overhead only
+    byBytes.maxBytes = 2 * SubBatchLimits::kStatementOverheadBytes + 1;
+    p = planRound(ts, true, byBytes);
+    ASSERT_EQ(p.batches.size(), 1u);
+    EXPECT_EQ(p.batches[0].indexes, (std::vector<size_t>{0, 1}));
+    byBytes.maxBytes = 1;  // not even one fits: each sub-batch still takes one
+    p = planRound(ts, false, byBytes);
+    EXPECT_EQ(p.batches.size(), 7u);
+}
+
+// A batch is targeted once however many rounds it takes: n statements alternating between two
+// shards take n ordered rounds and n targetings in all (it was one targeting of every pending
+// statement per round: quadratic).
+TEST(ClusterWritePlan, OrderedRoundsTargetEachStatementOnce) {
+    class Counting final : public RoundStatements {
+      public:
+        explicit Counting(size_t n) : done(n, false) {}
+        size_t size() const override { return done.size(); }
+        size_t bytes(size_t) const override { return 10; }
+        const StatementTarget* target(size_t i) override {
+            if (done[i]) return nullptr;
+            if (!cache.count(i)) {
+                ++targetings;
+                cache[i] = *on({i % 2 ? "s1" : "s0"});
+            }
+            return &cache[i];
+        }
+        std::vector<bool> done;
+        std::map<size_t, StatementTarget> cache;
+        size_t targetings = 0;
+    };
+    const size_t n = 1000;
+    Counting statements(n);
+    size_t first = 0;
+    size_t rounds = 0;
+    for (;;) {
+        while (first < n && statements.done[first]) ++first;
+        RoundPlan p = planRound(statements, first, true);
+        if (p.batches.empty()) break;
+        ++rounds;
+        for (const SubBatch& b : p.batches) {
+            for (size_t i : b.indexes) statements.done[i] = true;
+        }
+    }
+    EXPECT_EQ(rounds, n);
+    EXPECT_EQ(statements.targetings, n);
 }
 
 ShardResponse reply(const ShardId& shard, const char* json) {

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "base/error_codes.h"
+#include "bson/validate.h"
 #include "command/error_labels.h"
 #include "command/reply_util.h"
 #include "command/write_ops_util.h"
@@ -84,6 +85,104 @@ Status relayShardReply(OperationContext& opCtx, const ShardResponse& response,
         std::string(r["errmsg"].type() == BsonType::String ? r["errmsg"].stringValue() : "error"));
 }
 
+namespace {
+
+// The statements of one client batch as the write loop tracks them: which are finished, the
+// shards that applied each (a multi-shard statement retried after a stale answer goes only to
+// the others), and each one's target — computed once and kept until the routing table is
+// refreshed (retargetAll), so a batch of n statements is targeted in O(n).
+class BatchStatements final : public RoundStatements {
+  public:
+    BatchStatements(const std::vector<bson::BsonView>& stmts, WriteKind kind,
+                    const CollectionRoutingInfo* info)
+        : _stmts(stmts),
+          _kind(kind),
+          _info(info),
+          _done(stmts.size(), false),
+          _doneShards(stmts.size()),
+          _targets(stmts.size()) {}
+
+    size_t size() const override { return _stmts.size(); }
+    size_t bytes(size_t i) const override { return _stmts[i].size(); }
+    const StatementTarget* target(size_t i) override {
+        if (_done[i]) return nullptr;
+        if (!_targets[i]) {
+            StatementTarget t;
+            if (_info->isSharded()) {
+                t = targetStatement(*_info->table, _kind, _stmts[i]);
+            } else {
+                t.shards = {_info->db.primary};  // unsharded (or dropped and recreated so)
+            }
+            if (t.mode == StatementTarget::Mode::kShards && !_doneShards[i].empty()) {
+                std::erase_if(t.shards, [&](const ShardId& s) { return _doneShards[i].count(s); });
+                if (t.shards.empty()) {
+                    markDone(i);
+                    return nullptr;
+                }
+            }
+            _targets[i] = std::move(t);
+        }
+        return &*_targets[i];
+    }
+
+    bool done(size_t i) const { return _done[i]; }
+    void markDone(size_t i) {
+        _done[i] = true;
+        _targets[i].reset();
+    }
+    // Statement i was applied by `shard`; finished once every shard it targets did.
+    void appliedOn(size_t i, const ShardId& shard) {
+        _doneShards[i].insert(shard);
+        if (_done[i] || !_targets[i]) return;
+        for (const ShardId& s : _targets[i]->shards) {
+            if (!_doneShards[i].count(s)) return;
+        }
+        markDone(i);
+    }
+    // The routing table changed: every pending statement is targeted again when next planned.
+    void retargetAll(const CollectionRoutingInfo* info) {
+        _info = info;
+        for (auto& t : _targets) t.reset();
+    }
+    // The first statement at or after `from` that is not finished (size() when none is).
+    size_t firstPending(size_t from) const {
+        while (from < _done.size() && _done[from]) ++from;
+        return from;
+    }
+
+  private:
+    const std::vector<bson::BsonView>& _stmts;
+    const WriteKind _kind;
+    const CollectionRoutingInfo* _info;
+    std::vector<bool> _done;
+    std::vector<std::set<ShardId>> _doneShards;
+    std::vector<std::optional<StatementTarget>> _targets;
+};
+
+// The limits of one sub-command of `body`: its fields other than the statements, and the
+// routing versions the router attaches, within the internal BSON size limit.
+SubBatchLimits subBatchLimits(bson::BsonView body, std::string_view field, bool ordered) {
+    constexpr size_t kVersionsAndSlack = 1024;
+    const size_t fixed = buildSubCommand(body, field, {}, ordered).size() + kVersionsAndSlack;
+    SubBatchLimits limits;
+    limits.maxBytes = fixed < bson::kMaxInternalDocumentSize
+                          ? bson::kMaxInternalDocumentSize - fixed
+                          : 0;  // one statement per sub-batch
+    return limits;
+}
+
+// Whether the statements fit one sub-command (the unsharded fast path sends them as one).
+bool fitsOneSubCommand(bson::BsonView body, WriteKind kind,
+                       const std::vector<bson::BsonView>& stmts, bool ordered) {
+    const SubBatchLimits limits = subBatchLimits(body, writeStatementsField(kind), ordered);
+    if (stmts.size() > limits.maxStatements) return false;
+    size_t bytes = 0;
+    for (bson::BsonView s : stmts) bytes += s.size() + SubBatchLimits::kStatementOverheadBytes;
+    return bytes <= limits.maxBytes;
+}
+
+}  // namespace
+
 Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string_view db,
                             const std::string& ns, bson::BsonView body, WriteKind kind,
                             const std::vector<bson::BsonView>& stmts, bool ordered,
@@ -91,41 +190,25 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
     const size_t n = stmts.size();
     const std::string_view field = writeStatementsField(kind);
     const std::string coll(body.firstElement().stringValue());
+    const SubBatchLimits limits = subBatchLimits(body, field, ordered);
     WriteBatchMerger merger(kind);
-    std::vector<bool> done(n, false);
-    std::vector<std::set<ShardId>> doneShards(n);
+    BatchStatements statements(stmts, kind, &info);
     std::vector<int> staleRetries(n, 0);
     // A retryable write's sub-commands all carry the client's lsid/txnNumber and their
     // statements' client indexes (stmtIds): a shard runs each statement at most once, whichever
     // sub-command (or retry of the client's command) carries it.
     bool stop = false;
     int staleRounds = 0;
+    size_t first = 0;  // ordered: no statement before it is pending
 
     while (!stop) {
         TRY_STATUS(opCtx.checkForInterrupt());
-        std::vector<std::optional<StatementTarget>> targets(n);
-        for (size_t i = 0; i < n; ++i) {
-            if (done[i]) continue;
-            StatementTarget t;
-            if (info.isSharded()) {
-                t = targetStatement(*info.table, kind, stmts[i]);
-            } else {
-                t.shards = {info.db.primary};  // dropped and recreated unsharded meanwhile
-            }
-            if (t.mode == StatementTarget::Mode::kShards && !doneShards[i].empty()) {
-                std::erase_if(t.shards, [&](const ShardId& s) { return doneShards[i].count(s); });
-                if (t.shards.empty()) {
-                    done[i] = true;
-                    continue;
-                }
-            }
-            targets[i] = std::move(t);
-        }
-        RoundPlan plan = planRound(targets, ordered);
+        if (ordered) first = statements.firstPending(first);
+        RoundPlan plan = planRound(statements, first, ordered, limits);
         if (plan.batches.empty() && plan.withoutShardKey.empty() && plan.errors.empty()) break;
         for (size_t i : plan.errors) {
-            merger.addError(i, targets[i]->error);
-            done[i] = true;
+            merger.addError(i, statements.target(i)->error);
+            statements.markDone(i);
             stop = stop || ordered;
         }
         if (stop) break;
@@ -137,7 +220,7 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
                 merger.addError(i, Status(ErrorCodes::StaleConfig,
                                           "routing information kept changing; gave up after " +
                                               std::to_string(kMaxStaleRetries) + " retries"));
-                done[i] = true;
+                statements.markDone(i);
                 stop = stop || ordered;
             }
         };
@@ -157,17 +240,9 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
             const ShardResponse& resp = responses[b];
             SubBatchOutcome out = merger.addResponse(batch, resp, ordered);
             if (out.sawStale) noteStaleError(router, resp.reply);
-            for (size_t i : out.completed) doneShards[i].insert(batch.shard);
+            for (size_t i : out.completed) statements.appliedOn(i, batch.shard);
             for (size_t i : out.stale) onStale(i);
             if (!out.skipped.empty() || (out.sawError && ordered)) stop = true;
-        }
-        for (const SubBatch& batch : plan.batches) {
-            for (size_t i : batch.indexes) {
-                if (done[i]) continue;
-                bool all = true;
-                for (const ShardId& s : targets[i]->shards) all = all && doneShards[i].count(s);
-                if (all) done[i] = true;
-            }
         }
 
         // 2. Single-document writes without an exact shard key, one by one.
@@ -189,7 +264,7 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
                 l.appendElement(body["let"]);
                 write.let = l.obj();
             }
-            write.shards = targets[i]->shards;
+            write.shards = statements.target(i)->shards;
             bson::BsonView arrayFilters =
                 stmt["arrayFilters"].isArray() ? stmt["arrayFilters"].objValue() : bson::BsonView();
             if (kind == WriteKind::kUpdate &&
@@ -216,7 +291,7 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
             auto outcome = runTwoPhaseWrite(router, info, db, write);
             if (!outcome.isOK()) {
                 merger.addError(i, outcome.getStatus());
-                done[i] = true;
+                statements.markDone(i);
                 stop = stop || ordered;
                 continue;
             }
@@ -227,7 +302,7 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
             if (outcome.getValue().found) {
                 const ShardResponse& r = outcome.getValue().response;
                 SubBatchOutcome out = merger.addResponse({r.shard, {i}}, r, true, true);
-                done[i] = true;
+                statements.markDone(i);
                 stop = stop || (out.sawError && ordered);
                 continue;
             }
@@ -236,7 +311,7 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
                 auto target = targetUpsertInsert(*info.table, q, stmt["u"], arrayFilters);
                 if (!target.isOK()) {
                     merger.addError(i, target.getStatus());
-                    done[i] = true;
+                    statements.markDone(i);
                     stop = stop || ordered;
                     continue;
                 }
@@ -250,11 +325,11 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
                     onStale(i);
                     continue;
                 }
-                done[i] = true;
+                statements.markDone(i);
                 stop = stop || (out.sawError && ordered);
                 continue;
             }
-            done[i] = true;  // matched nothing: n 0
+            statements.markDone(i);  // matched nothing: n 0
         }
 
         if (sawStale && !stop) {
@@ -267,14 +342,15 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
             auto refreshed = router.catalog().getCollectionRoutingInfo(ns, true);
             if (!refreshed.isOK()) {
                 for (size_t i = 0; i < n; ++i) {
-                    if (done[i]) continue;
+                    if (statements.done(i)) continue;
                     merger.addError(i, refreshed.getStatus());
-                    done[i] = true;
+                    statements.markDone(i);
                     if (ordered) break;
                 }
                 break;
             }
             info = std::move(refreshed).getValue();
+            statements.retargetAll(&info);
         }
     }
     if (!body["txnNumber"].eoo()) {
@@ -295,6 +371,12 @@ Status runWriteCommand(OperationContext& opCtx, Router& router, std::string_view
                        bson::BsonBuilder& reply) {
     ASSIGN_OR_RETURN(CollectionRoutingInfo info,
                      router.catalog().getCollectionRoutingInfo(ns, true));
+    if (!info.isSharded() && !fitsOneSubCommand(body, kind, stmts, ordered)) {
+        // Too large for one command to the primary: cut in pieces by the batch loop, which
+        // sends an unsharded collection's statements to its primary.
+        return runShardedWriteBatch(opCtx, router, db, ns, body, kind, stmts, ordered,
+                                    std::move(info), reply);
+    }
     if (!info.isSharded()) {
         bson::BsonObj cmd = buildSubCommand(body, writeStatementsField(kind), stmts, ordered);
         auto resp = runOnPrimary(opCtx, router, ns, cmd);
@@ -375,15 +457,17 @@ class ClusterWriteCommand final : public command::Command {
                          command::parseOrdered(request.body, writeCommandName(_kind)));
         std::string ns = request.db + "." + coll;
 
-        // Inserts get their `_id` here, as mongos does: the shard key may include it.
+        // Inserts get their `_id` here, as mongos does: the shard key may include it. Documents
+        // that have it first already (drivers put it there) are used as they are, uncopied.
         std::vector<bson::BsonObj> owned;
-        std::vector<bson::BsonView> stmts;
+        std::vector<bson::BsonView> stmts = raw;
         if (_kind == WriteKind::kInsert) {
-            owned.reserve(raw.size());
-            for (bson::BsonView d : raw) owned.push_back(command::ensureIdFirst(d));
-            for (const bson::BsonObj& d : owned) stmts.push_back(d);
-        } else {
-            stmts = raw;
+            for (bson::BsonView& d : stmts) {
+                bson::BsonElement first = d.firstElement();
+                if (!first.eoo() && first.fieldName() == "_id") continue;
+                owned.push_back(command::ensureIdFirst(d));
+                d = owned.back();
+            }
         }
 
         return runWriteCommand(opCtx, router, request.db, ns, request.body, _kind, stmts, ordered,

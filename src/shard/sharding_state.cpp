@@ -396,7 +396,7 @@ std::optional<bson::BsonObj> ShardingState::replayedReply(OperationContext& opCt
         _transactions->begin(*opCtx.lsid, *opCtx.txnNumber, deadline, !opCtx.inlineExecution);
     // A reply returned here ends the command (afterCommand is not called).
     if (!started.isOK()) return command::errorReply(started.getStatus());
-    txn::ExecutedStatements executed = std::move(started).getValue();
+    txn::ExecutedView executed = std::move(started).getValue();
     std::string_view name = command.name();
     if (name == "insert" || name == "update" || name == "delete" || name == "bulkWrite") {
         // Statement by statement: the command skips what ran (retryable_statements.h).
@@ -404,9 +404,9 @@ std::optional<bson::BsonObj> ShardingState::replayedReply(OperationContext& opCt
                                                                  std::move(executed));
         opCtx.statements = a->statements.get();
         opCtx.writeUnit.addObserver(a->statements.get());
-    } else if (auto done = executed.find(txn::kWholeCommand); done != executed.end()) {
+    } else if (auto done = executed.find(txn::kWholeCommand)) {
         _transactions->finish(*opCtx.lsid, *opCtx.txnNumber, {});
-        return txn::replayedWholeReply(done->second);  // executed: replay
+        return txn::replayedWholeReply(*done);  // executed: replay
     } else if (name == "findAndModify") {
         a->findAndModify = txn::findAndModifyRecorder(request, *opCtx.lsid, *opCtx.txnNumber);
         if (a->findAndModify) opCtx.writeUnit.addObserver(a->findAndModify.get());

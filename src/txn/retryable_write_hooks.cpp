@@ -54,7 +54,7 @@ std::optional<bson::BsonObj> RetryableWriteHooks::replayedReply(
     // A reply returned here ends the command (afterCommand is not called): the replay ends its
     // attempt at once.
     if (!started.isOK()) return command::errorReply(started.getStatus());
-    ExecutedStatements executed = std::move(started).getValue();
+    ExecutedView executed = std::move(started).getValue();
     auto attempt = std::make_unique<Attempt>();
     std::string_view name = command.name();
     if (name == "insert" || name == "update" || name == "delete" || name == "bulkWrite") {
@@ -64,9 +64,9 @@ std::optional<bson::BsonObj> RetryableWriteHooks::replayedReply(
             std::make_unique<StatementRecorder>(*opCtx.lsid, *opCtx.txnNumber, std::move(executed));
         opCtx.statements = attempt->statements.get();
         opCtx.writeUnit.addObserver(attempt->statements.get());
-    } else if (auto done = executed.find(kWholeCommand); done != executed.end()) {
+    } else if (auto done = executed.find(kWholeCommand)) {
         _table.finish(*opCtx.lsid, *opCtx.txnNumber, {});
-        return replayedWholeReply(done->second);  // executed: replay
+        return replayedWholeReply(*done);  // executed: replay
     } else if (name == "findAndModify") {
         attempt->findAndModify = findAndModifyRecorder(request, *opCtx.lsid, *opCtx.txnNumber);
         if (attempt->findAndModify) opCtx.writeUnit.addObserver(attempt->findAndModify.get());

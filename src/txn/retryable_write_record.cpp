@@ -83,9 +83,9 @@ bson::BsonObj findAndModifyReply(const FindAndModifyArgs& args, Op op, bson::Bso
 }  // namespace
 
 std::optional<command::StatementResult> StatementRecorder::executed(int32_t stmtId) const {
-    auto it = _executed.find(stmtId);
-    if (it == _executed.end()) return std::nullopt;
-    return command::StatementResult::fromBson(it->second);
+    std::optional<bson::BsonObj> result = _executed.find(stmtId);
+    if (!result) return std::nullopt;
+    return command::StatementResult::fromBson(*result);
 }
 
 void StatementRecorder::beginStatement(int32_t stmtId, Kind kind, bool recordable) {

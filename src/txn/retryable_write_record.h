@@ -23,7 +23,7 @@ namespace tessera::txn {
 // that it ran are durable together: a crash in between cannot make a retry apply it twice.
 class StatementRecorder final : public command::RetryableStatements, public storage::WriteObserver {
   public:
-    StatementRecorder(std::string lsid, int64_t txnNumber, ExecutedStatements executed)
+    StatementRecorder(std::string lsid, int64_t txnNumber, ExecutedView executed)
         : _lsid(std::move(lsid)), _txnNumber(txnNumber), _executed(std::move(executed)) {}
 
     std::optional<command::StatementResult> executed(int32_t stmtId) const override;
@@ -47,7 +47,7 @@ class StatementRecorder final : public command::RetryableStatements, public stor
     };
     std::string _lsid;
     int64_t _txnNumber;
-    ExecutedStatements _executed;  // by earlier attempts
+    ExecutedView _executed;  // by earlier attempts
     ExecutedStatements _new;
     std::vector<StmtId> _moving;
     std::optional<Current> _current;

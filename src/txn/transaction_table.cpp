@@ -57,8 +57,32 @@ bool TransactionTable::isMoving(Session& s, std::optional<StmtId> stmtId, Clock:
     return moving;
 }
 
-StatusWith<ExecutedStatements> TransactionTable::begin(const std::string& lsid, int64_t txnNumber,
-                                                       Clock::time_point deadline, bool mayWait) {
+std::optional<bson::BsonObj> ExecutedView::find(StmtId stmtId) const {
+    return _table->executedResult(_lsid, _txnNumber, stmtId);
+}
+
+size_t ExecutedView::size() const { return _table->executedCount(_lsid, _txnNumber); }
+
+std::optional<bson::BsonObj> TransactionTable::executedResult(const std::string& lsid,
+                                                              int64_t txnNumber,
+                                                              StmtId stmtId) const {
+    std::lock_guard lk(_mutex);
+    auto it = _sessions.find(lsid);
+    if (it == _sessions.end() || it->second.txnNumber != txnNumber) return std::nullopt;
+    auto st = it->second.statements.find(stmtId);
+    if (st == it->second.statements.end()) return std::nullopt;
+    return st->second;
+}
+
+size_t TransactionTable::executedCount(const std::string& lsid, int64_t txnNumber) const {
+    std::lock_guard lk(_mutex);
+    auto it = _sessions.find(lsid);
+    if (it == _sessions.end() || it->second.txnNumber != txnNumber) return 0;
+    return it->second.statements.size();
+}
+
+StatusWith<ExecutedView> TransactionTable::begin(const std::string& lsid, int64_t txnNumber,
+                                                 Clock::time_point deadline, bool mayWait) {
     std::unique_lock lk(_mutex);
     for (;;) {
         Session& s = _sessions[lsid];
@@ -91,7 +115,7 @@ StatusWith<ExecutedStatements> TransactionTable::begin(const std::string& lsid, 
         if (txnNumber > s.txnNumber) s.startNumber(txnNumber);
         s.running = true;
         s.lastUse = Clock::now();
-        return s.statements;
+        return ExecutedView(this, lsid, txnNumber);
     }
 }
 

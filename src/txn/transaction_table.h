@@ -27,6 +27,30 @@ inline constexpr StmtId kWholeCommand = -1;
 // What a node executed of a (lsid, txnNumber): per statement, the result a retry is answered with.
 using ExecutedStatements = std::map<StmtId, bson::BsonObj>;
 
+class TransactionTable;
+
+// What an attempt that began (TransactionTable::begin) sees of the statements earlier attempts of
+// its txnNumber executed: looked up in the table, never copied — a router's batch of n
+// statements reaches a shard as up to n sub-commands of one txnNumber, and copying the records
+// for each made a bulk insert quadratic. Valid while its table is.
+class ExecutedView {
+  public:
+    ExecutedView(const TransactionTable* table, std::string lsid, int64_t txnNumber)
+        : _table(table), _lsid(std::move(lsid)), _txnNumber(txnNumber) {}
+    // The result of `stmtId`, or nullopt when no attempt executed it.
+    std::optional<bson::BsonObj> find(StmtId stmtId) const;
+    bool count(StmtId stmtId) const { return find(stmtId).has_value(); }
+    size_t size() const;
+    bool empty() const { return size() == 0; }
+    // Precondition: count(stmtId).
+    bson::BsonObj at(StmtId stmtId) const { return *find(stmtId); }
+
+  private:
+    const TransactionTable* _table;
+    std::string _lsid;
+    int64_t _txnNumber;
+};
+
 // At-most-once execution of retryable writes, per statement (MongoDB's session catalog and
 // transaction participant, for retryable writes only): per logical session (`lsid.id` bytes) the
 // newest txnNumber and the statements of it this node executed.
@@ -62,8 +86,8 @@ class TransactionTable {
 
     // `mayWait` false: InlineWouldBlock instead of waiting for a running attempt (or a move,
     // below).
-    StatusWith<ExecutedStatements> begin(const std::string& lsid, int64_t txnNumber,
-                                         Clock::time_point deadline, bool mayWait = true);
+    StatusWith<ExecutedView> begin(const std::string& lsid, int64_t txnNumber,
+                                   Clock::time_point deadline, bool mayWait = true);
     // `moving`: the statements this attempt answered with WouldChangeOwningShard (below).
     void finish(const std::string& lsid, int64_t txnNumber, const ExecutedStatements& executed,
                 const std::vector<StmtId>& moving = {});
@@ -119,6 +143,12 @@ class TransactionTable {
     size_t retriesWaitingForMove() const;
 
   private:
+    friend class ExecutedView;
+    // ExecutedView's lookups, under the table's mutex.
+    std::optional<bson::BsonObj> executedResult(const std::string& lsid, int64_t txnNumber,
+                                                StmtId stmtId) const;
+    size_t executedCount(const std::string& lsid, int64_t txnNumber) const;
+
     struct Moving {
         Clock::time_point unclaimedUntil;
         uint64_t claimedBy = 0;  // claimMove's token; 0: not claimed yet
