@@ -16,12 +16,39 @@
 namespace tessera::command {
 namespace {
 
-// create's options that Tessera stores and honours; anything else MongoDB knows is refused with
-// NotImplemented rather than accepted and silently ignored.
+// The `idIndex` a collection gets anyway ({key: {_id: 1}, name: "_id_", v: 2}, no collation of
+// its own): mongodump/mongorestore send it back as listCollections showed it.
+Status checkIdIndexOption(bson::BsonElement e) {
+    if (!e.isObject()) return expectType(e, bson::BsonType::Object, "create");
+    for (bson::BsonElement f : e.objValue()) {
+        std::string_view n = f.fieldName();
+        bool ok =
+            (n == "key" && f.isObject() && f.objValue().nFields() == 1 &&
+             f.objValue()["_id"].isNumber() && f.objValue()["_id"].numberDouble() == 1) ||
+            (n == "name" && f.type() == bson::BsonType::String && f.stringValue() == "_id_") ||
+            (n == "v" && f.isNumber() && f.numberDouble() == 2) || n == "ns";
+        if (!ok) {
+            return Status(ErrorCodes::InvalidOptions,
+                          "idIndex " + e.objValue().toJson() +
+                              " is not supported: a collection's _id index is {key: {_id: 1}, "
+                              "name: \"_id_\", v: 2}");
+        }
+    }
+    return Status::OK();
+}
+
+// An option naming something Tessera does not have, accepted only as the empty document.
+Status checkEmptyOption(bson::BsonElement e, std::string_view what) {
+    if (e.isObject() && e.objValue().isEmpty()) return Status::OK();
+    return Status(ErrorCodes::InvalidOptions, "create option '" + std::string(e.fieldName()) +
+                                                  "' " + std::string(what) +
+                                                  "; only {} is accepted");
+}
+
+// create's options: each one MongoDB knows is either stored and honoured, accepted only in its
+// default form, or refused — never accepted and silently ignored
+// (tests/integration/node/options_audit.test.mjs lists them).
 Status checkCreateOptions(bson::BsonView body) {
-    static constexpr std::array<std::string_view, 6> kHonoured = {
-        "create",    "idIndex",        "storageEngine", "indexOptionDefaults",
-        "collation", "encryptedFields"};
     static constexpr std::array<std::string_view, 8> kNotYet = {"capped",
                                                                 "size",
                                                                 "max",
@@ -32,21 +59,52 @@ Status checkCreateOptions(bson::BsonView body) {
                                                                 "expireAfterSeconds"};
     for (bson::BsonElement e : body) {
         std::string_view f = e.fieldName();
-        if (isGenericArgument(f)) continue;
+        if (f == "create" || isGenericArgument(f)) continue;
         if (f == "validator" || f == "validationLevel" || f == "validationAction") continue;
-        if (std::find(kHonoured.begin(), kHonoured.end(), f) != kHonoured.end()) {
-            if (f == "collation") TRY_STATUS(query::Collator::fromArgument(e).getStatus());
-            if (f == "encryptedFields") {
-                return Status(ErrorCodes::NotImplemented, "encryptedFields is not supported");
+        if (f == "collation") {
+            TRY_STATUS(query::Collator::fromArgument(e).getStatus());
+            continue;
+        }
+        if (f == "idIndex") {
+            TRY_STATUS(checkIdIndexOption(e));
+            continue;
+        }
+        if (f == "storageEngine") {
+            TRY_STATUS(checkEmptyOption(e,
+                                        "configures an engine Tessera does not have (its "
+                                        "storage is RocksDB)"));
+            continue;
+        }
+        if (f == "indexOptionDefaults") {
+            bool emptyEngine =
+                e.isObject() &&
+                (e.objValue().isEmpty() ||
+                 (e.objValue().nFields() == 1 && e.objValue()["storageEngine"].isObject() &&
+                  e.objValue()["storageEngine"].objValue().isEmpty()));
+            if (!emptyEngine) {
+                TRY_STATUS(checkEmptyOption(e, "configures an index engine Tessera does not have"));
             }
             continue;
+        }
+        if (f == "changeStreamPreAndPostImages") {
+            if (e.isObject() && !e.objValue()["enabled"].trueValue()) continue;
+            return Status(ErrorCodes::NotImplemented,
+                          "changeStreamPreAndPostImages needs change streams, which are not "
+                          "supported yet");
+        }
+        if (f == "recordIdsReplicated") {
+            if (!e.trueValue()) continue;
+            return Status(ErrorCodes::NotImplemented,
+                          "recordIdsReplicated: Tessera's record ids are its documents' keys");
+        }
+        if (f == "encryptedFields") {
+            return Status(ErrorCodes::NotImplemented, "encryptedFields is not supported");
         }
         if (std::find(kNotYet.begin(), kNotYet.end(), f) != kNotYet.end()) {
             if (f == "capped" && !e.trueValue()) continue;
             return Status(ErrorCodes::NotImplemented,
                           "create option '" + std::string(f) + "' is not supported yet");
         }
-        if (f == "changeStreamPreAndPostImages" || f == "recordIdsReplicated") continue;
         return Status(40415, "BSON field 'create." + std::string(f) + "' is an unknown field.");
     }
     return Status::OK();

@@ -28,6 +28,35 @@ std::string defaultIndexName(bson::BsonView keyPattern) {
     return name;
 }
 
+// A wildcard key ("$**", "a.$**") is refused until wildcard indexes exist: one accepted and
+// listed but never used by a query was a bug. Other '$' path components are MongoDB's 67.
+Status checkKeyPath(std::string_view path) {
+    if (path == "$**" || path.ends_with(".$**")) {
+        return Status(ErrorCodes::CannotCreateIndex,
+                      "wildcard indexes ('" + std::string(path) +
+                          "') are not supported by Tessera yet; index the fields queries use");
+    }
+    for (size_t start = 0; start <= path.size();) {
+        size_t dot = path.find('.', start);
+        std::string_view part =
+            path.substr(start, dot == std::string_view::npos ? path.npos : dot - start);
+        if (part.empty()) {
+            return Status(
+                ErrorCodes::CannotCreateIndex,
+                "Index keys cannot contain an empty field name: '" + std::string(path) + "'");
+        }
+        if (part.front() == '$') {
+            return Status(ErrorCodes::CannotCreateIndex,
+                          "Index key contains an illegal field name: field name starts with "
+                          "'$': '" +
+                              std::string(path) + "'");
+        }
+        if (dot == std::string_view::npos) break;
+        start = dot + 1;
+    }
+    return Status::OK();
+}
+
 Status validateKeyPattern(bson::BsonElement key) {
     if (!key.isObject()) {
         return Status(ErrorCodes::TypeMismatch, "The field 'key' must be an object");
@@ -39,6 +68,7 @@ Status validateKeyPattern(bson::BsonElement key) {
         if (e.fieldName().empty()) {
             return Status(ErrorCodes::CannotCreateIndex, "Index keys cannot be an empty field.");
         }
+        TRY_STATUS(checkKeyPath(e.fieldName()));
         if (e.isNumber()) {
             if (e.numberDouble() == 0 || e.numberDouble() != e.numberDouble()) {
                 return Status(
@@ -94,13 +124,36 @@ StatusWith<storage::IndexSpec> parseIndexSpec(const bson::BsonElement& elt,
     }
     query::CollatorPtr collator;
     bool collationGiven = false;
-    static constexpr std::array<std::string_view, 4> kNotYet = {
-        "partialFilterExpression", "expireAfterSeconds", "hidden", "wildcardProjection"};
+    // Every option of an index specification MongoDB knows is either carried out here or
+    // refused (tests/integration/node/options_audit.test.mjs lists them).
+    static constexpr std::array<std::string_view, 3> kNotYet = {
+        "partialFilterExpression", "expireAfterSeconds", "wildcardProjection"};
     for (bson::BsonElement e : spec) {
         std::string_view f = e.fieldName();
-        if (f == "key" || f == "name" || f == "v" || f == "background" || f == "ns" ||
-            f == "storageEngine") {
+        // `background` and `ns` mean nothing since MongoDB 4.2/4.4 (every build is the same; the
+        // namespace is the command's): accepted and dropped, as MongoDB does.
+        if (f == "key" || f == "name" || f == "background" || f == "ns") continue;
+        if (f == "v") {
+            if (!e.isNumber() || e.numberDouble() != 2) {
+                return Status(ErrorCodes::CannotCreateIndex,
+                              "index version " + e.toString(false) +
+                                  " is not supported: Tessera builds version 2 indexes");
+            }
             continue;
+        }
+        if (f == "storageEngine") {
+            if (!e.isObject() || !e.objValue().isEmpty()) {
+                return Status(ErrorCodes::InvalidOptions,
+                              "index option storageEngine configures an engine Tessera does not "
+                              "have (its storage is RocksDB); only {} is accepted");
+            }
+            continue;
+        }
+        if (f == "hidden") {
+            if (e.trueValue()) {
+                return Status(ErrorCodes::NotImplemented, "hidden indexes are not supported yet");
+            }
+            continue;  // hidden: false is what every index is
         }
         if (f == "unique") {
             out.unique = e.trueValue();
