@@ -2,6 +2,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
+#include <new>
+#include <stdexcept>
 
 namespace tessera {
 
@@ -28,6 +31,26 @@ std::string Status::toString() const {
 Status Status::withContext(std::string_view prefix) const {
     if (isOK()) return *this;
     return Status(_code, std::string(prefix) + " :: caused by :: " + _reason);
+}
+
+Status statusFromCurrentException(std::string_view context) {
+    const std::string where = context.empty() ? std::string() : " in " + std::string(context);
+    try {
+        throw;
+    } catch (const std::bad_alloc&) {
+        return Status(ErrorCodes::ExceededMemoryLimit,
+                      "out of memory" + where +
+                          ": the operation needed more memory than the "
+                          "process could allocate");
+    } catch (const std::length_error& e) {
+        return Status(ErrorCodes::ExceededMemoryLimit,
+                      "the operation asked for more memory than a container can hold" + where +
+                          " (" + e.what() + ")");
+    } catch (const std::exception& e) {
+        return Status(ErrorCodes::InternalError, "unexpected exception" + where + ": " + e.what());
+    } catch (...) {
+        return Status(ErrorCodes::InternalError, "unexpected exception" + where);
+    }
 }
 
 void invariantFailed(const char* expr, const char* file, int line) {

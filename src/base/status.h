@@ -59,6 +59,13 @@ class [[nodiscard]] StatusWith {
 
 [[noreturn]] void invariantFailed(const char* expr, const char* file, int line);
 
+// The status of the exception being handled (call it only inside a catch block): running out of
+// memory (std::bad_alloc, or std::length_error from a container asked for more than it can hold)
+// is ExceededMemoryLimit (146) — never "unexpected exception" (1) — and anything else is
+// InternalError naming `context` and the exception. The one place exceptions become statuses at
+// a module, thread or command boundary.
+Status statusFromCurrentException(std::string_view context);
+
 }  // namespace tessera
 
 // invariant(cond): for conditions that only a bug can violate. Kills the process; never reachable

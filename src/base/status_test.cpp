@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <new>
+#include <stdexcept>
+#include <vector>
+
 namespace tessera {
 namespace {
 
@@ -38,6 +43,28 @@ TEST(Status, WithContextKeepsCode) {
     Status s = Status(ErrorCodes::BadValue, "inner").withContext("outer");
     EXPECT_TRUE(s.is(ErrorCodes::BadValue));
     EXPECT_EQ(s.reason(), "outer :: caused by :: inner");
+}
+
+// Running out of memory is ExceededMemoryLimit, never "unexpected exception" (1).
+TEST(Status, FromCurrentExceptionNamesMemoryExhaustion) {
+    auto statusOf = [](auto thrower) {
+        try {
+            thrower();
+        } catch (...) {
+            return statusFromCurrentException("a step");
+        }
+        return Status::OK();
+    };
+    Status oom = statusOf([] { throw std::bad_alloc(); });
+    EXPECT_TRUE(oom.is(ErrorCodes::ExceededMemoryLimit)) << oom.toString();
+    Status tooLong = statusOf([] { std::vector<int>().reserve(SIZE_MAX / 2); });
+    EXPECT_TRUE(tooLong.is(ErrorCodes::ExceededMemoryLimit)) << tooLong.toString();
+    Status other = statusOf([] { throw std::runtime_error("boom"); });
+    EXPECT_TRUE(other.is(ErrorCodes::InternalError));
+    EXPECT_NE(other.reason().find("a step"), std::string::npos);
+    EXPECT_NE(other.reason().find("boom"), std::string::npos);
+    Status unknown = statusOf([] { throw 7; });
+    EXPECT_TRUE(unknown.is(ErrorCodes::InternalError));
 }
 
 }  // namespace

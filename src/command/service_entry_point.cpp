@@ -481,10 +481,8 @@ net::ForwardOutcome ServiceEntryPoint::completeForward(const net::Request&, net:
         if (_service.role == ClusterRole::kRouter) {
             outcome.reply = withClusterTime(std::move(*outcome.reply), routerTime());
         }
-    } catch (const std::exception& e) {
-        outcome.reply =
-            errorReply(Status(ErrorCodes::InternalError,
-                              std::string("unexpected exception in command: ") + e.what()));
+    } catch (...) {
+        outcome.reply = errorReply(statusFromCurrentException("command"));
     }
     return outcome;
 }
@@ -832,9 +830,8 @@ std::optional<bson::BsonObj> ServiceEntryPoint::execute(CommandRequest& request,
                         : e.kind() == Kind::kDeadline ? ErrorCodes::MaxTimeMSExpired
                                                       : ErrorCodes::ExceededTimeLimit,
                         e.what());
-    } catch (const std::exception& e) {
-        status = Status(ErrorCodes::InternalError,
-                        std::string("unexpected exception in command: ") + e.what());
+    } catch (...) {
+        status = statusFromCurrentException("command");
     }
     if (routerStatement) {
         // As on a shard: a failed statement, a write error included, aborts the transaction.

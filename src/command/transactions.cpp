@@ -3,6 +3,7 @@
 #include <array>
 
 #include "base/log.h"
+#include "base/op_id.h"
 #include "command/command.h"
 #include "command/server_info.h"
 #include "storage/engine.h"
@@ -217,6 +218,7 @@ std::shared_ptr<SessionTransactions::Session> SessionTransactions::takePreparedL
     prepared->state = live.state;
     prepared->txn = std::move(live.txn);
     prepared->started = live.started;
+    prepared->opid = live.opid;
     prepared->lastUse = live.lastUse;
     prepared->prepareTs = live.prepareTs;
     prepared->coordinatorShard = std::move(live.coordinatorShard);
@@ -283,6 +285,7 @@ StatusWith<SessionTransactions::Checkout> SessionTransactions::beginStatement(
         session->abortedByStatement = false;
         session->abortReason.clear();
         session->started = session->lastUse;
+        session->opid = nextOpId();
         return session;
     }
     if (txnNumber > session->txnNumber || session->state == State::kNone) {
@@ -406,6 +409,7 @@ StatusWith<size_t> SessionTransactions::recoverPrepared() {
         s->prepareTs = r.prepareTs;
         s->txn = std::move(r.txn);
         s->started = s->lastUse = s->preparedAt = std::chrono::steady_clock::now();
+        s->opid = nextOpId();
         if (_preparedSideRecordsRecovered && !s->txn->addedSideRecords().empty()) {
             _preparedSideRecordsRecovered(s->txn->addedSideRecords(), *s->txn);
         }

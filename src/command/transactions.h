@@ -42,6 +42,7 @@ struct TransactionSession {
     std::unique_ptr<storage::Transaction> txn;
     std::chrono::steady_clock::time_point started;
     std::chrono::steady_clock::time_point lastUse;
+    int32_t opid = 0;  // currentOp's id of the transaction, from its start
     Timestamp commitTs;
     Timestamp prepareTs;  // kPrepared: the storage transaction's prepare timestamp
     // kPrepared: the shard coordinating its commit (prepareTransaction's `coordinator`; empty

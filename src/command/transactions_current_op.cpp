@@ -28,6 +28,7 @@ std::vector<bson::BsonObj> SessionTransactions::currentOps() {
         bool prepared = s->state == State::kPrepared;
         bson::BsonBuilder b;
         b.append("type", active ? "op" : "idleSession");
+        b.appendInt32("opid", s->opid);
         b.append("desc", active ? "transaction statement"
                                 : (prepared ? "prepared transaction" : "inactive transaction"));
         b.appendBool("active", active);

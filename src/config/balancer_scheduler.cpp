@@ -402,9 +402,11 @@ bool ConfigServerImpl::balancerRound(const BalancerSettings& settings) {
                                   std::chrono::milliseconds(settings.mergeIntervalMillis);
     if (mergePass) _lastMergePass = std::chrono::steady_clock::now();
     cluster.autoMerge = mergePass;
+    std::set<std::string> drainFailed;  // draining, but the drain failed: nothing moves off
     for (const ShardEntry& s : entries.getValue()) {
         cluster.shards.push_back(s.id);
         if (s.draining) cluster.draining.insert(s.id);
+        if (s.draining && s.drainFailed()) drainFailed.insert(s.id);
     }
     if (!cluster.draining.empty()) drainDatabases(entries.getValue());
     cluster.zones = zoneShards();
@@ -454,19 +456,33 @@ bool ConfigServerImpl::balancerRound(const BalancerSettings& settings) {
             ++outcome.splits;  // a chunk the exact count finds small enough is no work done
         }
     }
-    // Disjoint shard pairs: each migration on a thread of its own.
+    // A failed drain is not acted on until startShardDraining is run again.
+    std::erase_if(decision.migrations, [&](const balancer::Migration& m) {
+        return m.reason == balancer::Reason::kDraining &&
+               drainFailed.count(loaded.at(m.ns).chunks[m.chunk].shard);
+    });
+    // Disjoint shard pairs: each migration on a thread of its own (which never lets an
+    // exception out: it would end the process).
     std::vector<std::thread> moves;
     std::vector<Status> moved(decision.migrations.size(), Status::OK());
     for (size_t i = 0; i < decision.migrations.size(); ++i) {
         const balancer::Migration& m = decision.migrations[i];
         const ChunkRecord& c = loaded.at(m.ns).chunks[m.chunk];
         moves.emplace_back([this, &result = moved[i], ns = m.ns, min = c.min, max = c.max,
-                            to = m.to, reason = std::string(balancer::reasonName(m.reason))] {
+                            from = c.shard, to = m.to,
+                            draining = m.reason == balancer::Reason::kDraining,
+                            reason = std::string(balancer::reasonName(m.reason))] {
             log::info("SHARDING", 9134, "Balancer moves a range",
                       "{\"ns\":\"" + log::jsonEscape(ns) + "\",\"min\":" + min.toJson() +
                           ",\"to\":\"" + log::jsonEscape(to) + "\",\"reason\":\"" + reason + "\"}");
-            result = moveRange(ns, min, max, to, /*waitForDelete=*/false);
+            try {
+                if (draining) coordinatorStep("drain");
+                result = moveRange(ns, min, max, to, /*waitForDelete=*/false);
+            } catch (...) {
+                result = statusFromCurrentException("a balancer migration");
+            }
             if (!result.isOK()) logFailure(9135, "Balancer migration failed", ns, result);
+            if (draining) noteDrainStep(from, result);
         });
     }
     for (std::thread& t : moves) t.join();
@@ -509,7 +525,20 @@ void ConfigServerImpl::runBalancer() {
         bool acted = false;
         if (settings.runsNow()) {
             _inBalancerRound = true;
-            acted = balancerRound(settings);
+            try {
+                acted = balancerRound(settings);
+            } catch (...) {
+                // A round that throws is a failed round (recorded, retried after the whole
+                // interval), never the end of the balancer or of the process.
+                Status failed = statusFromCurrentException("a balancer round");
+                log::error("SHARDING", 9138, "A balancer round failed",
+                           "{\"error\":\"" + log::jsonEscape(failed.toString()) + "\"}");
+                try {
+                    logBalancerRound(0, 0, 0, 0, 0, failed.toString());
+                } catch (...) {
+                }
+                acted = false;
+            }
             _inBalancerRound = false;
             _balancerRounds.fetch_add(1);
         }

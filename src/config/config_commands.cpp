@@ -6,6 +6,7 @@
 
 #include "bson/bson_builder.h"
 #include "command/command_args.h"
+#include "command/current_op.h"
 #include "command/registry.h"
 #include "config/config_server.h"
 #include "config/config_server_impl.h"
@@ -38,7 +39,11 @@ class ConfigCommand : public command::Command {
                BsonBuilder& reply) override {
         ASSIGN_OR_RETURN(CommandArgs args, CommandArgs::parse(_spec, request));
         ASSIGN_OR_RETURN(ConfigServerImpl * impl, configServerImpl(opCtx));
-        return _handler(*impl, args, reply);
+        try {
+            return _handler(*impl, args, reply);
+        } catch (...) {
+            return statusFromCurrentException(_spec.command);
+        }
     }
 
   private:
@@ -161,6 +166,25 @@ Status updateZoneKeyRange(ConfigServerImpl& cs, const CommandArgs& args, BsonBui
                                  args["max"].objValue().copy(), zone);
 }
 
+// currentOp on the config server: its coordinators in progress (their phase, attempts and last
+// error), with the command's filter rules (command/current_op.h).
+class ConfigCurrentOpCommand final : public command::Command {
+  public:
+    std::string_view name() const override { return "currentOp"; }
+    bool adminOnly() const override { return true; }
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               BsonBuilder& reply) override {
+        ASSIGN_OR_RETURN(ConfigServerImpl * impl, configServerImpl(opCtx));
+        ASSIGN_OR_RETURN(command::CurrentOpFilter filter, command::CurrentOpFilter::parse(request));
+        bson::BsonArrayBuilder inprog;
+        for (BsonObj& op : impl->coordinatorCurrentOps()) {
+            if (filter.wants(op)) inprog.append(op);
+        }
+        reply.appendArray("inprog", inprog.arr());
+        return Status::OK();
+    }
+};
+
 // A handler that appends what the impl returns.
 template <typename Fn>
 Handler replying(Fn fn) {
@@ -174,6 +198,7 @@ Handler replying(Fn fn) {
 }  // namespace
 
 void registerConfigServerCommands(command::CommandRegistry& registry) {
+    registry.add(std::make_unique<ConfigCurrentOpCommand>());
     auto add = [&](CommandArgsSpec spec, Handler h) {
         registry.add(std::make_unique<ConfigCommand>(std::move(spec), std::move(h)));
     };

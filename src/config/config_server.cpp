@@ -123,7 +123,8 @@ StatusWith<std::vector<ShardEntry>> ConfigServerImpl::allShards() {
         if (d["_id"].type() != bson::BsonType::String || d["host"].type() != bson::BsonType::String)
             continue;
         shards.push_back({std::string(d["_id"].stringValue()), std::string(d["host"].stringValue()),
-                          d["draining"].trueValue()});
+                          d["draining"].trueValue(),
+                          static_cast<int>(d["drainingFailures"].numberLong())});
     }
     return shards;
 }

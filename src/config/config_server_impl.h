@@ -3,6 +3,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "base/failpoint.h"
+#include "base/op_id.h"
 #include "base/status.h"
 #include "bson/bson_builder.h"
 #include "bson/bson_obj.h"
@@ -36,6 +38,12 @@ struct ShardEntry {
     std::string id;
     std::string host;
     bool draining = false;  // config.shards {draining: true}: being emptied for removal
+    // config.shards {drainingFailures, drainingLastError}: consecutive drain steps (moving a
+    // chunk or a database off it) that failed for a reason other than an unreachable shard; at
+    // kMaxCoordinatorAttempts the drain has failed and the balancer stops acting on it until
+    // startShardDraining is run again (README.md "When a coordinator fails").
+    int drainingFailures = 0;
+    bool drainFailed() const;
 };
 
 // A sharded collection as the config server reads it: its catalog entry and its chunks.
@@ -102,6 +110,18 @@ struct BalancerSettings {
     bool runsNow() const;
 };
 
+// How a resumed coordinator ended.
+enum class CoordinatorOutcome {
+    kFinished,   // its operation took effect
+    kAborted,    // undone: the placement is as before
+    kAbandoned,  // failed kMaxCoordinatorAttempts times: released and forgotten
+    kGone,       // its document was gone (another run settled it)
+};
+
+// Runs one best-effort step of abandoning a coordinator: its failure is logged, never stops the
+// others.
+using BestEffort = std::function<void(std::string_view what, const std::function<Status()>& step)>;
+
 class ConfigServerImpl {
   public:
     explicit ConfigServerImpl(command::ServiceContext& service);
@@ -159,6 +179,10 @@ class ConfigServerImpl {
     // balancerCollectionStatus: whether the balancer's policy would act on ns now, and why.
     StatusWith<bson::BsonObj> balancerCollectionStatus(const std::string& ns);
 
+    // currentOp on the config server: every coordinator in progress, with its phase, its
+    // attempts and its last error (coordinator_recovery.cpp).
+    std::vector<bson::BsonObj> coordinatorCurrentOps();
+
     // Helpers shared by the ddl_*.cpp files.
     LocalClient& local() { return _local; }
     net::RemoteClient& remote() { return _remote; }
@@ -203,12 +227,37 @@ class ConfigServerImpl {
     Status abortShardCollection(PlacementDdlState& state);
     Status dropShardedCollection(PlacementDdlState& state);
     Status dropDatabaseSteps(PlacementDdlState& state);
-    Status recoverPlacementDdl(PlacementDdlState& state);
+    StatusWith<CoordinatorOutcome> recoverPlacementDdl(PlacementDdlState& state);
     // Finishes (the entry names the new uuid) or undoes a refine's commit and removes its
     // coordinator document.
-    Status finishRefine(const bson::BsonObj& state);
-    // One coordinator document, resumed under the locks its operation takes.
-    Status recoverCoordinator(const bson::BsonObj& doc);
+    StatusWith<CoordinatorOutcome> finishRefine(const bson::BsonObj& state);
+
+    // ---- Coordinators that fail (coordinator_recovery.cpp, README.md "When a coordinator
+    // fails").
+    // One coordinator document, resumed under the locks its operation takes, its attempt
+    // counted first; abandoned once it has failed kMaxCoordinatorAttempts times. LockBusy when
+    // a live operation holds it.
+    StatusWith<CoordinatorOutcome> recoverCoordinator(const bson::BsonObj& doc);
+    // What the phase and the catalog say to do with a resumed coordinator (no locks, no
+    // counting: recoverCoordinator's step).
+    StatusWith<CoordinatorOutcome> resumeCoordinator(const bson::BsonObj& doc);
+    // Releases what a coordinator holds, leaves its placement old or new, records its failure
+    // in config.changelog (`<type>.abandoned`) and removes its document.
+    void abandonCoordinator(const bson::BsonObj& doc, const Status& why, int attempts);
+    void abandonMoveRange(const bson::BsonObj& doc, const BestEffort& step);
+    void abandonMovePrimary(const bson::BsonObj& doc, const BestEffort& step);
+    void abandonRefine(const bson::BsonObj& doc, const BestEffort& step);
+    void abandonPlacementDdl(const bson::BsonObj& doc, const BestEffort& step);
+    // The live run of coordinator `id` (started under `lock`): an exception becomes its status;
+    // when it fails midway (its document is still there) the locks are released and it is
+    // retried as recovery retries it, with back-off, and the reply is its final outcome.
+    Status runCoordinator(const std::string& id, DdlLockManager::Guard& lock,
+                          const std::function<Status()>& body);
+    // Throws when the failpoint coordinatorStepThrows is on for `type` (data {type}, or none:
+    // every type): the test of all of the above.
+    void coordinatorStep(std::string_view type);
+    // Sleeps `total` unless the process shuts down first (then false).
+    bool sleepUnlessShutdown(std::chrono::milliseconds total);
     Status splitAt(ShardedCollection& coll, size_t index, std::vector<bson::BsonObj> points);
     StatusWith<bson::BsonObj> medianKey(const ShardedCollection& coll, size_t index);
 
@@ -241,6 +290,9 @@ class ConfigServerImpl {
     bool balancerRound(const BalancerSettings& settings);
     // Moves the primary of every database on a draining shard (one per round).
     void drainDatabases(const std::vector<ShardEntry>& shards);
+    // A drain step on `shardId` ended: a failure (not transient) is counted in config.shards,
+    // a success resets the count.
+    void noteDrainStep(const std::string& shardId, const Status& outcome);
     void runBalancer();
     // The zone ranges of a collection (bounds extended to the full key, encoded), the shards of
     // each zone, the chunks' zones in a snapshot, and splits of chunks a zone's bound cuts
@@ -264,6 +316,7 @@ class ConfigServerImpl {
     // When the auto-merger last ran (the balancer thread's own; every mergeIntervalMillis).
     std::chrono::steady_clock::time_point _lastMergePass = std::chrono::steady_clock::now();
     bson::ObjectId _clusterId;
+    KeyedOpIds _coordinatorOpIds;  // currentOp's ids of the coordinator documents
 };
 
 // {_id: id}: the query of one catalog document.

@@ -1,5 +1,7 @@
 #include "config/coordinator_state.h"
 
+#include <algorithm>
+
 #include "bson/bson_builder.h"
 
 namespace tessera::config {
@@ -173,6 +175,43 @@ RecoveryAction recoveryAction(CoordinatorPhase phase, bool catalogNamesRecipient
         return RecoveryAction::kFinishCommit;
     }
     return RecoveryAction::kAbort;
+}
+
+bool isTransientCoordinatorError(const Status& status) {
+    switch (status.errorCode()) {
+        case ErrorCodes::HostUnreachable:
+        case ErrorCodes::HostNotFound:
+        case ErrorCodes::NetworkTimeout:
+        case ErrorCodes::SocketException:
+        case ErrorCodes::ShutdownInProgress:
+        case ErrorCodes::InterruptedAtShutdown:
+        case ErrorCodes::LockBusy:
+        case ErrorCodes::NotWritablePrimary:
+        case ErrorCodes::PrimarySteppedDown:
+        case ErrorCodes::InterruptedDueToReplStateChange:
+            return true;
+        default:
+            return false;
+    }
+}
+
+std::chrono::milliseconds coordinatorBackoff(int attempt) {
+    constexpr std::chrono::milliseconds kBase{200};
+    constexpr std::chrono::milliseconds kMax{10000};
+    if (attempt <= 1) return kBase;
+    const int doublings = std::min(attempt - 1, 10);
+    return std::min(kMax, kBase * (int64_t{1} << doublings));
+}
+
+CoordinatorRecovery CoordinatorRecovery::of(bson::BsonView doc) {
+    CoordinatorRecovery r;
+    bson::BsonView rec = doc["recovery"].objValue();
+    r.attempts = static_cast<int>(rec["attempts"].numberLong());
+    r.abandoning = rec["abandoning"].trueValue();
+    if (bson::BsonView e = rec["lastError"].objValue(); !e.isEmpty()) {
+        r.lastError = Status(e["code"].numberInt(), std::string(e["errmsg"].stringValue()));
+    }
+    return r;
 }
 
 }  // namespace tessera::config

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -101,5 +102,32 @@ enum class RecoveryAction {
 // and the phase update leaves phase < kCommitted with the commit done: the catalog wins, since
 // the recipient's data is then the only owned copy and must not be deleted.
 RecoveryAction recoveryAction(CoordinatorPhase phase, bool catalogNamesRecipient);
+
+// ---- When a coordinator's step fails (README.md "When a coordinator fails")
+//
+// A step that fails because a shard or the network is away is retried for as long as it takes
+// (transient: it is not the coordinator's fault, and giving up could leave a critical section
+// held). Any other failure — an internal error, an exception thrown by a step, running out of
+// memory — counts as an attempt; each attempt is counted in the coordinator's document before it
+// runs (so one that crashes the process counts too), and after kMaxCoordinatorAttempts the
+// coordinator is abandoned: its critical sections released and its placement left old or new,
+// never both, its failure recorded — it never crash-loops the process.
+inline constexpr int kMaxCoordinatorAttempts = 5;
+
+bool isTransientCoordinatorError(const Status& status);
+
+// The wait before attempt `attempt` (1-based) of a failed coordinator: 200 ms doubling, at most
+// 10 s (a coordinator that keeps failing is abandoned about 12 s after its first failure).
+std::chrono::milliseconds coordinatorBackoff(int attempt);
+
+// The recovery bookkeeping of a coordinator document ({recovery: {attempts, lastError:
+// {code, codeName, errmsg}, abandoning}}); saveState replaces the document, so an attempt
+// counter restarts when a phase is reached.
+struct CoordinatorRecovery {
+    int attempts = 0;
+    std::optional<Status> lastError;
+    bool abandoning = false;
+    static CoordinatorRecovery of(bson::BsonView doc);
+};
 
 }  // namespace tessera::config

@@ -101,5 +101,38 @@ TEST(CoordinatorState, RecoveryTrustsTheCatalogOverAStalePhase) {
     EXPECT_EQ(recoveryAction(CoordinatorPhase::kCloning, true), RecoveryAction::kFinishCommit);
 }
 
+// A failing coordinator: an unreachable shard is retried without counting, anything else counts;
+// the waits grow and stay bounded; the bookkeeping is read back from the document.
+TEST(CoordinatorState, FailurePolicy) {
+    EXPECT_TRUE(isTransientCoordinatorError(Status(ErrorCodes::HostUnreachable, "down")));
+    EXPECT_TRUE(isTransientCoordinatorError(Status(ErrorCodes::NetworkTimeout, "slow")));
+    EXPECT_TRUE(isTransientCoordinatorError(Status(ErrorCodes::LockBusy, "held")));
+    EXPECT_FALSE(isTransientCoordinatorError(Status(ErrorCodes::InternalError, "threw")));
+    EXPECT_FALSE(isTransientCoordinatorError(Status(ErrorCodes::ExceededMemoryLimit, "oom")));
+    EXPECT_FALSE(isTransientCoordinatorError(Status(ErrorCodes::BadValue, "bad")));
+    std::chrono::milliseconds previous{0};
+    for (int attempt = 1; attempt <= 20; ++attempt) {
+        auto wait = coordinatorBackoff(attempt);
+        EXPECT_GE(wait, previous);
+        EXPECT_LE(wait, std::chrono::milliseconds(10000));
+        previous = wait;
+    }
+    EXPECT_EQ(coordinatorBackoff(1), std::chrono::milliseconds(200));
+    EXPECT_EQ(coordinatorBackoff(20), std::chrono::milliseconds(10000));
+
+    CoordinatorRecovery none = CoordinatorRecovery::of(fromJson(R"({"_id": "x"})"));
+    EXPECT_EQ(none.attempts, 0);
+    EXPECT_FALSE(none.lastError.has_value());
+    EXPECT_FALSE(none.abandoning);
+    CoordinatorRecovery some = CoordinatorRecovery::of(fromJson(
+        R"({"_id": "x", "recovery": {"attempts": 3, "abandoning": true,
+            "lastError": {"code": 146, "codeName": "ExceededMemoryLimit", "errmsg": "oom"}}})"));
+    EXPECT_EQ(some.attempts, 3);
+    EXPECT_TRUE(some.abandoning);
+    ASSERT_TRUE(some.lastError.has_value());
+    EXPECT_TRUE(some.lastError->is(ErrorCodes::ExceededMemoryLimit));
+    EXPECT_EQ(some.lastError->reason(), "oom");
+}
+
 }  // namespace
 }  // namespace tessera::config

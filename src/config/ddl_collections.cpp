@@ -64,6 +64,7 @@ void logFailure(int id, std::string_view msg, const Status& s) {
 }  // namespace
 
 Status ConfigServerImpl::saveState(const PlacementDdlState& state) {
+    coordinatorStep(state.type);
     return _local.update("system.coordinators", oneField("_id", state.id), state.toBson(), true)
         .getStatus();
 }
@@ -143,7 +144,8 @@ Status ConfigServerImpl::shardCollection(const std::string& ns, BsonView key, bo
                                    simpleCollationGiven,
                                    implicitlyCreateIndex,
                                    std::string((*dbDoc)["primary"].stringValue())};
-        return shardCollectionLocked(req);
+        return runCoordinator(placementDdlCoordinatorId("shardCollection", ns), lock,
+                              [&] { return shardCollectionLocked(req); });
     }
 }
 
@@ -441,7 +443,8 @@ Status ConfigServerImpl::dropCollectionLocked(const std::string& ns, bool* dropp
 Status ConfigServerImpl::dropCollection(const std::string& ns, BsonBuilder& reply) {
     ASSIGN_OR_RETURN(DdlLockManager::Guard lock, _ddlLocks.lockCollection(ns, "drop " + ns));
     bool dropped = false;
-    TRY_STATUS(dropCollectionLocked(ns, &dropped));
+    TRY_STATUS(runCoordinator(placementDdlCoordinatorId("dropCollection", ns), lock,
+                              [&] { return dropCollectionLocked(ns, &dropped); }));
     if (dropped) reply.appendString("ns", ns);
     return Status::OK();
 }
@@ -484,30 +487,71 @@ Status ConfigServerImpl::dropDatabase(const std::string& db, BsonBuilder& reply)
     if (!dbDoc) return Status::OK();
     ASSIGN_OR_RETURN(std::vector<std::string> shards, allShardIds());
     PlacementDdlState state = PlacementDdlState::start("dropDatabase", db, std::move(shards));
-    TRY_STATUS(beginPlacementDdl(state));
-    TRY_STATUS(dropDatabaseSteps(state));
+    TRY_STATUS(runCoordinator(state.id, lock, [&]() -> Status {
+        TRY_STATUS(beginPlacementDdl(state));
+        return dropDatabaseSteps(state);
+    }));
     logChange("dropDatabase", db, BsonView());
     reply.appendString("dropped", db);
     return Status::OK();
 }
 
-Status ConfigServerImpl::recoverPlacementDdl(PlacementDdlState& state) {
+StatusWith<CoordinatorOutcome> ConfigServerImpl::recoverPlacementDdl(PlacementDdlState& state) {
     if (state.type == "shardCollection") {
         ASSIGN_OR_RETURN(auto coll, _local.findOne("collections", oneField("_id", state.target)));
         bool committed = coll && !(*coll)["dropped"].trueValue();
         switch (recoveryAction(state.phase, committed)) {
             case RecoveryAction::kAbort:
-                return abortShardCollection(state);
+                TRY_STATUS(abortShardCollection(state));
+                return CoordinatorOutcome::kAborted;
             case RecoveryAction::kFinishCommit:
-                return finishShardCollection(state);
+                TRY_STATUS(finishShardCollection(state));
+                return CoordinatorOutcome::kFinished;
             case RecoveryAction::kForget:
-                return endPlacementDdl(state);
+                TRY_STATUS(endPlacementDdl(state));
+                return CoordinatorOutcome::kFinished;
         }
-        return Status::OK();
+        return CoordinatorOutcome::kFinished;
     }
     // Drops roll forward: every step is idempotent, and the caller asked for the drop.
-    if (state.type == "dropCollection") return dropShardedCollection(state);
-    return dropDatabaseSteps(state);
+    if (state.type == "dropCollection") {
+        TRY_STATUS(dropShardedCollection(state));
+    } else {
+        TRY_STATUS(dropDatabaseSteps(state));
+    }
+    return CoordinatorOutcome::kFinished;
+}
+
+void ConfigServerImpl::abandonPlacementDdl(const BsonObj& doc, const BestEffort& step) {
+    auto parsed = PlacementDdlState::parse(doc);
+    if (!parsed.isOK()) return;
+    PlacementDdlState state = std::move(parsed).getValue();
+    const bool database = state.type == "dropDatabase";
+    if (state.type == "shardCollection") {
+        // Not committed: the empty copies it made go (as an abort); committed: they hold chunks.
+        step("shardCollection: drop its empty copies unless committed", [&]() -> Status {
+            ASSIGN_OR_RETURN(auto coll,
+                             _local.findOne("collections", oneField("_id", state.target)));
+            if (coll && !(*coll)["dropped"].trueValue()) return Status::OK();
+            auto [db, collName] = splitNs(state.target);
+            for (const std::string& shard : state.created) {
+                auto counted = runOnShard(shard, db, oneField("count", collName));
+                if (counted.isOK() && counted.getValue()["n"].numberLong() == 0) {
+                    (void)runOnShard(shard, db, oneField("drop", collName));
+                }
+            }
+            return Status::OK();
+        });
+    }
+    // A drop abandoned midway leaves the catalog as far as it got (a collection the routers no
+    // longer see as sharded, copies on some shards): each step is idempotent, so the user's
+    // drop, run again, finishes it.
+    for (const std::string& shard : state.shards) {
+        step("exit the critical section on " + shard, [&] {
+            return runOnShard(shard, "admin", criticalSectionCmd(state, database, false))
+                .getStatus();
+        });
+    }
 }
 
 }  // namespace tessera::config

@@ -51,7 +51,7 @@ Status ConfigServerImpl::movePrimary(const std::string& db, const std::string& t
     }
     TRY_STATUS(inserted);
     logChange("movePrimary.start", db, primaryDetails(state));
-    return runMovePrimary(std::move(state));
+    return runCoordinator(state.id, lock, [&] { return runMovePrimary(state); });
 }
 
 Status ConfigServerImpl::runMovePrimary(MovePrimaryState state) {
@@ -114,6 +114,31 @@ Status ConfigServerImpl::abortMovePrimary(MovePrimaryState& state) {
     }
     TRY_STATUS(runOnShard(state.from, "admin", dbCriticalSectionCmd(state.db, false)).getStatus());
     return _local.remove("system.coordinators", idQuery(state.id), false).getStatus();
+}
+
+void ConfigServerImpl::abandonMovePrimary(const BsonObj& doc, const BestEffort& step) {
+    auto parsed = MovePrimaryState::parse(doc);
+    if (!parsed.isOK()) return;
+    MovePrimaryState state = std::move(parsed).getValue();
+    auto dbDoc = _local.findOne("databases", idQuery(state.db));
+    const bool known = dbDoc.isOK();
+    const bool committed =
+        known && dbDoc.getValue() && (*dbDoc.getValue())["primary"].stringValue() == state.to;
+    if (known) {
+        // The shard the catalog does not name drops its copies of the unsharded collections.
+        step("flush both shards", [&] {
+            flushDatabase({state.from, state.to}, state.db);
+            return Status::OK();
+        });
+        step("drop the copies on the shard that is not the primary", [&] {
+            return runOnShard(committed ? state.from : state.to, "admin",
+                              dropUnshardedCmd(state.db))
+                .getStatus();
+        });
+    }
+    step("exit the old primary's critical section", [&] {
+        return runOnShard(state.from, "admin", dbCriticalSectionCmd(state.db, false)).getStatus();
+    });
 }
 
 }  // namespace tessera::config

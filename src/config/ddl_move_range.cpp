@@ -88,11 +88,13 @@ void logFailure(int id, std::string_view msg, const Status& s) {
 }  // namespace
 
 Status ConfigServerImpl::saveState(const MoveRangeState& state) {
+    coordinatorStep("moveRange");
     return _local.update("system.coordinators", idQuery(state.id), state.toBson(), true)
         .getStatus();
 }
 
 Status ConfigServerImpl::saveState(const MovePrimaryState& state) {
+    coordinatorStep("movePrimary");
     return _local.update("system.coordinators", idQuery(state.id), state.toBson(), true)
         .getStatus();
 }
@@ -169,7 +171,7 @@ Status ConfigServerImpl::moveRange(const std::string& ns, std::optional<BsonObj>
     }
     TRY_STATUS(inserted);
     logChange("moveChunk.start", ns, migrationDetails(state, ""));
-    return runMoveRange(std::move(state));
+    return runCoordinator(state.id, lock, [&] { return runMoveRange(state); });
 }
 
 Status ConfigServerImpl::runMoveRange(MoveRangeState state) {
@@ -356,6 +358,39 @@ Status ConfigServerImpl::abortMoveRange(MoveRangeState& state, const Status& cau
     Status removed = _local.remove("system.coordinators", idQuery(state.id), false).getStatus();
     if (!removed.isOK()) logFailure(9114, "Failed to remove coordinator document", removed);
     return cause;
+}
+
+void ConfigServerImpl::abandonMoveRange(const BsonObj& doc, const BestEffort& step) {
+    auto parsed = MoveRangeState::parse(doc);
+    if (!parsed.isOK()) return;
+    MoveRangeState state = std::move(parsed).getValue();
+    // The catalog decides which copy is owned; a copy is deleted only when that is known.
+    auto committed = moveRangeCommitted(state);
+    if (committed.isOK() && committed.getValue()) {
+        step("flush both shards", [&] {
+            flushRoutingTable({state.from, state.to}, state.ns);
+            return Status::OK();
+        });
+        step("end the migration on the recipient", [&] {
+            return runOnShard(state.to, "admin",
+                              migrationCmd("_shardsvrReceiveRangeEnd", state, true))
+                .getStatus();
+        });
+    } else if (committed.isOK()) {
+        step("end the migration on the recipient (aborted)", [&] {
+            return runOnShard(state.to, "admin",
+                              migrationCmd("_shardsvrReceiveRangeEnd", state, false))
+                .getStatus();
+        });
+    }
+    step("end the migration on the donor", [&] {
+        const bool done = committed.isOK() && committed.getValue();
+        return runOnShard(state.from, "admin", migrationCmd("_shardsvrMigrationEnd", state, done))
+            .getStatus();
+    });
+    step("exit the donor's critical section", [&] {
+        return runOnShard(state.from, "admin", criticalSectionCmd(state, false)).getStatus();
+    });
 }
 
 }  // namespace tessera::config

@@ -29,6 +29,7 @@ using bson::BsonObj;
 using bson::BsonView;
 
 TESSERA_FAIL_POINT_DEFINE(refineShardKeyHangAfterNewChunks);
+TESSERA_FAIL_POINT_DEFINE(refineShardKeyHangAfterCommit);
 
 namespace {
 
@@ -122,29 +123,40 @@ Status ConfigServerImpl::refineCollectionShardKey(const std::string& ns, BsonVie
     state.appendObject("suffix", suffix);
     const BsonObj stateDoc = state.obj();
     TRY_STATUS(_local.insert("system.coordinators", stateDoc));
-    for (const ChunkRecord& c : coll.chunks) {
-        ChunkRecord r = c;
-        r.id = bson::ObjectId::generate();
-        ASSIGN_OR_RETURN(r.min, newPattern.extendRangeBound(c.min));
-        ASSIGN_OR_RETURN(r.max, newPattern.extendRangeBound(c.max));
-        r.jumbo = false;
-        TRY_STATUS(writeChunk(r, next.uuid, /*insert=*/true));
-    }
-    pauseWhileSet(refineShardKeyHangAfterNewChunks);
-    ASSIGN_OR_RETURN(auto current, _local.findOne("collections", idQuery(ns)));
-    if (!current) return Status(ErrorCodes::NamespaceNotSharded, ns + " is not sharded");
-    // The new identity and key; every other field (noBalance, per-collection balancer settings)
-    // as it was.
-    const BsonObj made = makeCollectionDoc(next);
-    BsonBuilder entry;
-    for (const bson::BsonElement& e : made) {
-        if (e.fieldName() != "noBalance") entry.appendElement(e);
-    }
-    for (const bson::BsonElement& e : *current) {
-        if (!made.hasField(e.fieldName()) || e.fieldName() == "noBalance") entry.appendElement(e);
-    }
-    TRY_STATUS(_local.update("collections", idQuery(ns), entry.obj()).getStatus());
-    TRY_STATUS(finishRefine(stateDoc));
+    TRY_STATUS(runCoordinator(refineCoordinatorId(ns), lock, [&]() -> Status {
+        for (const ChunkRecord& c : coll.chunks) {
+            ChunkRecord r = c;
+            r.id = bson::ObjectId::generate();
+            ASSIGN_OR_RETURN(r.min, newPattern.extendRangeBound(c.min));
+            ASSIGN_OR_RETURN(r.max, newPattern.extendRangeBound(c.max));
+            r.jumbo = false;
+            TRY_STATUS(writeChunk(r, next.uuid, /*insert=*/true));
+        }
+        pauseWhileSet(refineShardKeyHangAfterNewChunks);
+        coordinatorStep(kRefineType);
+        ASSIGN_OR_RETURN(auto current, _local.findOne("collections", idQuery(ns)));
+        if (!current) return Status(ErrorCodes::NamespaceNotSharded, ns + " is not sharded");
+        // The new identity and key; every other field (noBalance, per-collection balancer
+        // settings) as it was.
+        const BsonObj made = makeCollectionDoc(next);
+        BsonBuilder entry;
+        for (const bson::BsonElement& e : made) {
+            if (e.fieldName() != "noBalance") entry.appendElement(e);
+        }
+        for (const bson::BsonElement& e : *current) {
+            if (!made.hasField(e.fieldName()) || e.fieldName() == "noBalance") {
+                entry.appendElement(e);
+            }
+        }
+        TRY_STATUS(_local.update("collections", idQuery(ns), entry.obj()).getStatus());
+        pauseWhileSet(refineShardKeyHangAfterCommit);
+        ASSIGN_OR_RETURN(CoordinatorOutcome outcome, finishRefine(stateDoc));
+        if (outcome != CoordinatorOutcome::kFinished) {
+            return Status(ErrorCodes::ConflictingOperationInProgress,
+                          "refineCollectionShardKey of " + ns + " did not commit");
+        }
+        return Status::OK();
+    }));
     flushRoutingTable(std::vector<std::string>(holders.begin(), holders.end()), ns);
     BsonBuilder details;
     details.appendObject("oldKey", oldKey)
@@ -156,7 +168,8 @@ Status ConfigServerImpl::refineCollectionShardKey(const std::string& ns, BsonVie
     return Status::OK();
 }
 
-Status ConfigServerImpl::finishRefine(const BsonObj& state) {
+StatusWith<CoordinatorOutcome> ConfigServerImpl::finishRefine(const BsonObj& state) {
+    coordinatorStep(kRefineType);
     std::string ns(state["ns"].stringValue());
     ASSIGN_OR_RETURN(placement::Uuid oldUuid, uuidFromElement(state["oldUuid"]));
     ASSIGN_OR_RETURN(placement::Uuid newUuid, uuidFromElement(state["newUuid"]));
@@ -169,8 +182,9 @@ Status ConfigServerImpl::finishRefine(const BsonObj& state) {
     if (!committed) {
         // Interrupted before the switch: the new chunks were never visible.
         TRY_STATUS(_local.remove("chunks", uuidQuery(newUuid)).getStatus());
-        return _local.remove("system.coordinators", idQuery(state["_id"].stringValue()), false)
-            .getStatus();
+        TRY_STATUS(_local.remove("system.coordinators", idQuery(state["_id"].stringValue()), false)
+                       .getStatus());
+        return CoordinatorOutcome::kAborted;
     }
     TRY_STATUS(_local.remove("chunks", uuidQuery(oldUuid)).getStatus());
     // Zone ranges are bounds of the key too: extended the same way (idempotent: a full bound is
@@ -197,8 +211,26 @@ Status ConfigServerImpl::finishRefine(const BsonObj& state) {
         id.appendElementAs(t["_id"], "_id");  // an ObjectId (updateZoneKeyRange), or any value
         TRY_STATUS(_local.update("tags", id.obj(), set.obj(), false).getStatus());
     }
-    return _local.remove("system.coordinators", idQuery(state["_id"].stringValue()), false)
-        .getStatus();
+    TRY_STATUS(_local.remove("system.coordinators", idQuery(state["_id"].stringValue()), false)
+                   .getStatus());
+    return CoordinatorOutcome::kFinished;
+}
+
+void ConfigServerImpl::abandonRefine(const BsonObj& doc, const BestEffort& step) {
+    // No shard holds anything for a refine: the catalog names one uuid, whose chunks are the
+    // placement; the other uuid's chunks are removed (invisible either way), the zones keep
+    // their bounds (the balancer extends a prefix bound when it reads it).
+    step("remove the chunks of the uuid the catalog does not name", [&]() -> Status {
+        ASSIGN_OR_RETURN(placement::Uuid oldUuid, uuidFromElement(doc["oldUuid"]));
+        ASSIGN_OR_RETURN(placement::Uuid newUuid, uuidFromElement(doc["newUuid"]));
+        ASSIGN_OR_RETURN(auto entry,
+                         _local.findOne("collections", idQuery(doc["ns"].stringValue())));
+        if (!entry) return Status::OK();
+        ASSIGN_OR_RETURN(placement::Uuid current, uuidFromElement((*entry)["uuid"]));
+        if (current == newUuid) return _local.remove("chunks", uuidQuery(oldUuid)).getStatus();
+        if (current == oldUuid) return _local.remove("chunks", uuidQuery(newUuid)).getStatus();
+        return Status::OK();
+    });
 }
 
 Status ConfigServerImpl::clearJumboFlag(const std::string& ns, std::optional<BsonObj> find,

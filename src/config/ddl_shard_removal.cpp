@@ -22,6 +22,9 @@ struct DrainState {
     int64_t jumboChunks = 0;
     std::vector<std::string> dbs;  // databases whose primary it is
     bool draining = false;
+    int failures = 0;
+    bool failed = false;
+    BsonObj lastError;
     bool done() const { return chunks == 0 && dbs.empty(); }
 };
 
@@ -48,7 +51,18 @@ Status ConfigServerImpl::setShardDraining(const std::string& shardId, bool drain
     if (draining) {
         u.startObject("$set").appendBool("draining", true).end();
     } else {
-        u.startObject("$unset").appendString("draining", "").end();
+        u.startObject("$unset")
+            .appendString("draining", "")
+            .appendString("drainingFailures", "")
+            .appendString("drainingLastError", "")
+            .end();
+    }
+    // Starting (again) or stopping clears a failed drain: the balancer acts on it again.
+    if (draining) {
+        u.startObject("$unset")
+            .appendString("drainingFailures", "")
+            .appendString("drainingLastError", "")
+            .end();
     }
     TRY_STATUS(_local.update("shards", idQuery(shardId), u.obj(), false).getStatus());
     BsonBuilder details;
@@ -70,6 +84,10 @@ StatusWith<DrainState> drainState(LocalClient& local, const std::vector<ShardEnt
         return Status(ErrorCodes::ShardNotFound, "Shard " + shardId + " does not exist");
     }
     st.draining = it->draining;
+    st.failures = it->drainingFailures;
+    st.failed = it->drainFailed();
+    ASSIGN_OR_RETURN(auto entry, local.findOne("shards", idQuery(shardId)));
+    if (entry) st.lastError = (*entry)["drainingLastError"].objValue().copy();
     BsonBuilder q;
     q.appendString("shard", shardId);
     ASSIGN_OR_RETURN(std::vector<BsonObj> chunks, local.find("chunks", q.obj()));
@@ -108,10 +126,20 @@ StatusWith<BsonObj> ConfigServerImpl::shardDrainingStatus(const std::string& sha
                       "shard " + shardId + " is not draining: run startShardDraining first");
     }
     BsonBuilder b;
-    b.appendString("msg", st.done() ? "draining completed successfully" : "draining ongoing");
-    b.appendString("state", st.done() ? "drainingComplete" : "ongoing");
+    if (st.failed && !st.done()) {
+        b.appendString("msg", "draining failed: run startShardDraining again to retry it");
+        b.appendString("state", "failed");
+    } else {
+        b.appendString("msg", st.done() ? "draining completed successfully" : "draining ongoing");
+        b.appendString("state", st.done() ? "drainingComplete" : "ongoing");
+    }
     b.appendString("shard", shardId);
     appendRemaining(b, st);
+    if (st.failures > 0) {
+        b.appendInt32("failedAttempts", st.failures)
+            .appendInt32("maxAttempts", kMaxCoordinatorAttempts);
+    }
+    if (!st.lastError.isEmpty()) b.appendObject("lastError", st.lastError);
     return b.obj();
 }
 
@@ -178,7 +206,7 @@ void ConfigServerImpl::drainDatabases(const std::vector<ShardEntry>& shards) {
     for (const BsonObj& d : dbs.getValue()) {
         std::string primary(d["primary"].stringValue());
         bool onDraining = std::any_of(shards.begin(), shards.end(), [&](const ShardEntry& s) {
-            return s.id == primary && s.draining;
+            return s.id == primary && s.draining && !s.drainFailed();
         });
         if (!onDraining) continue;
         std::string to = primaries.begin()->first;
@@ -189,14 +217,61 @@ void ConfigServerImpl::drainDatabases(const std::vector<ShardEntry>& shards) {
         log::info("SHARDING", 9142, "Balancer moves a database off a draining shard",
                   "{\"db\":\"" + log::jsonEscape(db) + "\",\"from\":\"" + log::jsonEscape(primary) +
                       "\",\"to\":\"" + log::jsonEscape(to) + "\"}");
-        Status moved = movePrimary(db, to);
+        Status moved;
+        try {
+            coordinatorStep("drain");
+            moved = movePrimary(db, to);
+        } catch (...) {
+            moved = statusFromCurrentException("draining " + primary);
+        }
         if (!moved.isOK()) {
             log::warning("SHARDING", 9143, "Moving a database off a draining shard failed",
                          "{\"db\":\"" + log::jsonEscape(db) + "\",\"error\":\"" +
                              log::jsonEscape(moved.toString()) + "\"}");
         }
+        noteDrainStep(primary, moved);
         return;  // one per round
     }
 }
+
+void ConfigServerImpl::noteDrainStep(const std::string& shardId, const Status& outcome) {
+    if (!outcome.isOK() && isTransientCoordinatorError(outcome)) return;
+    BsonBuilder u;
+    if (outcome.isOK()) {
+        u.startObject("$unset")
+            .appendString("drainingFailures", "")
+            .appendString("drainingLastError", "")
+            .end();
+    } else {
+        u.startObject("$inc").appendInt32("drainingFailures", 1).end();
+        u.startObject("$set")
+            .startObject("drainingLastError")
+            .appendInt32("code", outcome.code())
+            .appendString("codeName", outcome.codeName())
+            .appendString("errmsg", outcome.reason())
+            .end()
+            .end();
+    }
+    BsonBuilder q;
+    q.appendString("_id", shardId).appendBool("draining", true);
+    auto updated = _local.update("shards", q.obj(), u.obj(), false);
+    if (!updated.isOK()) return;
+    if (!outcome.isOK()) {
+        auto entry = _local.findOne("shards", idQuery(shardId));
+        if (entry.isOK() && entry.getValue() &&
+            (*entry.getValue())["drainingFailures"].numberLong() == kMaxCoordinatorAttempts) {
+            BsonBuilder details;
+            details.appendString("shard", shardId)
+                .appendInt32("attempts", kMaxCoordinatorAttempts)
+                .appendString("errmsg", outcome.toString());
+            logChange("removeShard.failed", "", details.obj());
+            log::error("SHARDING", 9144, "Draining a shard failed; the balancer stops acting on it",
+                       "{\"shard\":\"" + log::jsonEscape(shardId) + "\",\"error\":\"" +
+                           log::jsonEscape(outcome.toString()) + "\"}");
+        }
+    }
+}
+
+bool ShardEntry::drainFailed() const { return drainingFailures >= kMaxCoordinatorAttempts; }
 
 }  // namespace tessera::config

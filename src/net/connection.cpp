@@ -21,11 +21,8 @@ constexpr size_t kReplyOverhead = 64;
 bson::BsonObj callHandler(RequestHandler& handler, const Request& request, ClientContext& client) {
     try {
         return handler.handleRequest(request, client);
-    } catch (const std::exception& e) {
-        return errorReply(Status(ErrorCodes::InternalError,
-                                 std::string("unexpected exception in command: ") + e.what()));
     } catch (...) {
-        return errorReply(Status(ErrorCodes::InternalError, "unexpected exception in command"));
+        return errorReply(statusFromCurrentException("command"));
     }
 }
 
@@ -45,13 +42,8 @@ ForwardOutcome callCompleteForward(RequestHandler& handler, const Request& reque
                                    const StatusWith<bson::BsonObj>& remote) {
     try {
         return handler.completeForward(request, client, forward, remote);
-    } catch (const std::exception& e) {
-        return {errorReply(Status(ErrorCodes::InternalError,
-                                  std::string("unexpected exception in command: ") + e.what())),
-                std::nullopt};
     } catch (...) {
-        return {errorReply(Status(ErrorCodes::InternalError, "unexpected exception in command")),
-                std::nullopt};
+        return {errorReply(statusFromCurrentException("command")), std::nullopt};
     }
 }
 
@@ -267,8 +259,7 @@ asio::awaitable<bson::BsonObj> Connection::runCommand(const Request& request) {
             reply = handler.runInline(request, client);
         } catch (...) {
             // Despite the contract; it may have written something, so it is not run again.
-            reply =
-                errorReply(Status(ErrorCodes::InternalError, "unexpected exception in command"));
+            reply = errorReply(statusFromCurrentException("command"));
         }
         if (reply) co_return std::move(*reply);
     }

@@ -27,6 +27,15 @@
 
 namespace tessera::query {
 
+// The largest value an expression may build — a string, an array or a document — in BSON bytes:
+// twice the largest document. A value that can never be stored or returned is refused before it
+// is built (ExceededMemoryLimit 146), so that no expression's memory grows with what a user
+// writes ({$range: [0, 2e9]}, a $reduce that doubles a string) instead of with the data.
+inline constexpr size_t kMaxValueBytes = size_t{32} << 20;
+
+// ExceededMemoryLimit (146) naming `op` when a value of `bytes` is over kMaxValueBytes.
+Status checkValueBytes(std::string_view op, size_t bytes);
+
 // One value computed by an expression: an owning holder of a single BSON element (stored as the
 // one-field document {"": v}), or "missing" (no element: a field that does not exist, $$REMOVE).
 // Copies share the buffer (BsonObj), so passing Values around is cheap; a Value never points into

@@ -1,5 +1,6 @@
 // Array, set and object operators.
 #include <algorithm>
+#include <unordered_map>
 
 #include "query/expression_internal.h"
 
@@ -52,12 +53,17 @@ PositionalFn firstLast(bool first) {
 }
 
 StatusWith<Value> concatArrays(const std::vector<Value>& args, const Variables&) {
-    bson::BsonArrayBuilder out;
+    size_t bytes = 0;
     for (const auto& a : args) {
         if (a.nullish()) return Value::null();
         if (!a.isArray()) {
             return Status(28664, "$concatArrays only supports arrays, not " + typeNameOf(a));
         }
+        bytes += a.arrayView().size();
+    }
+    TRY_STATUS(checkValueBytes("$concatArrays", bytes));
+    bson::BsonArrayBuilder out;
+    for (const auto& a : args) {
         for (BsonElement e : a.arrayView()) out.appendElement(e);
     }
     return Value::fromArray(out.arr());
@@ -126,6 +132,10 @@ StatusWith<Value> range(const std::vector<Value>& args, const Variables&) {
         }
     }
     if (v[2] == 0) return Status(34449, "$range requires a non-zero step value");
+    const int64_t count = v[2] > 0 ? (v[1] > v[0] ? (v[1] - v[0] + v[2] - 1) / v[2] : 0)
+                                   : (v[0] > v[1] ? (v[0] - v[1] - v[2] - 1) / -v[2] : 0);
+    // Each element: type, an index key of up to 10 digits and its NUL, an int32.
+    TRY_STATUS(checkValueBytes("$range", static_cast<size_t>(count) * 16));
     bson::BsonArrayBuilder out;
     for (int64_t x = v[0]; v[2] > 0 ? x < v[1] : x > v[1]; x += v[2]) {
         out.append(static_cast<int32_t>(x));
@@ -248,12 +258,15 @@ StatusWith<Value> zip(const NamedValues& a, const Variables&) {
     for (const auto& arr : arrays)
         len = longest ? std::max(len, arr.size()) : std::min(len, arr.size());
     std::vector<Value> out;
+    size_t bytes = 0;
     for (size_t i = 0; i < len; ++i) {
         std::vector<Value> row;
         for (size_t j = 0; j < arrays.size(); ++j) {
             row.push_back(i < arrays[j].size() ? arrays[j][i] : defaults[j]);
         }
         out.push_back(makeArray(row));
+        bytes += out.back().holder().size();
+        TRY_STATUS(checkValueBytes("$zip", bytes));
     }
     return makeArray(out);
 }
@@ -261,16 +274,15 @@ StatusWith<Value> zip(const NamedValues& a, const Variables&) {
 // Builds a document from (name, value) pairs: a repeated name replaces the earlier value in place.
 Value buildDocument(const std::vector<std::pair<std::string, Value>>& fields) {
     std::vector<std::pair<std::string, Value>> merged;
+    std::unordered_map<std::string_view, size_t> at;  // name -> index in merged (views of fields)
+    merged.reserve(fields.size());
     for (const auto& [k, v] : fields) {
-        bool found = false;
-        for (auto& [mk, mv] : merged) {
-            if (mk == k) {
-                mv = v;
-                found = true;
-                break;
-            }
+        auto [it, added] = at.try_emplace(k, merged.size());
+        if (added) {
+            merged.emplace_back(k, v);
+        } else {
+            merged[it->second].second = v;
         }
-        if (!found) merged.emplace_back(k, v);
     }
     bson::BsonBuilder b;
     b.startObject("");
@@ -553,6 +565,9 @@ PositionalFn anyAll(bool any) {
 // ---- objects ----
 StatusWith<Value> mergeObjects(const std::vector<Value>& args, const Variables&) {
     std::vector<std::pair<std::string, Value>> fields;
+    size_t bytes = 0;
+    for (const Value& a : args) bytes += a.isObject() ? a.objectView().size() : 0;
+    TRY_STATUS(checkValueBytes("$mergeObjects", bytes));
     for (size_t i = 0; i < args.size(); ++i) {
         const Value& a = args[i];
         if (a.nullish()) continue;

@@ -39,6 +39,7 @@ using CustomParseFn = std::function<StatusWith<ExprPtr>(const bson::BsonElement&
 
 struct OpInfo {
     enum class Kind { kPositional, kNamed, kCustom } kind = Kind::kPositional;
+    std::string name;  // "$concat"
     int minArgs = 0;
     int maxArgs = -1;  // -1: unbounded
     PositionalFn positional;

@@ -269,6 +269,7 @@ class MapFilterExpression final : public Expression {
                 if (r.truthy()) out.appendElement(e);
             } else {
                 r.appendTo(out);
+                TRY_STATUS(checkValueBytes("$map", out.len()));
             }
         }
         return Value::fromArray(out.arr());

@@ -34,6 +34,7 @@ const OpInfo* Registry::find(std::string_view name) const {
 void Registry::positional(std::string name, int minArgs, int maxArgs, PositionalFn fn) {
     OpInfo info;
     info.kind = OpInfo::Kind::kPositional;
+    info.name = name;
     info.minArgs = minArgs;
     info.maxArgs = maxArgs;
     info.positional = std::move(fn);
@@ -45,6 +46,7 @@ void Registry::named(std::string name, std::vector<std::string> allowed,
                      int missingCode) {
     OpInfo info;
     info.kind = OpInfo::Kind::kNamed;
+    info.name = name;
     info.allowed = std::move(allowed);
     info.required = std::move(required);
     info.named = std::move(fn);
@@ -56,6 +58,7 @@ void Registry::named(std::string name, std::vector<std::string> allowed,
 void Registry::custom(std::string name, CustomParseFn fn) {
     OpInfo info;
     info.kind = OpInfo::Kind::kCustom;
+    info.name = name;
     info.custom = std::move(fn);
     _ops[std::move(name)] = std::move(info);
 }
@@ -200,6 +203,7 @@ class ObjectExpression final : public Expression {
         for (const auto& [name, e] : fields) {
             ASSIGN_OR_RETURN(Value v, e->evaluate(root, vars));
             v.appendTo(b, name);
+            TRY_STATUS(checkValueBytes("an object expression", b.len()));
         }
         b.end();
         return Value::fromHolder(b.obj());
@@ -214,6 +218,7 @@ class ArrayExpression final : public Expression {
         for (const auto& e : items) {
             ASSIGN_OR_RETURN(Value v, e->evaluate(root, vars));
             v.appendTo(arr);  // missing -> null, as MongoDB
+            TRY_STATUS(checkValueBytes("an array expression", arr.len()));
         }
         return Value::fromArray(arr.arr());
     }
@@ -230,7 +235,9 @@ class PositionalExpression final : public Expression {
             ASSIGN_OR_RETURN(Value v, a->evaluate(root, vars));
             values.push_back(std::move(v));
         }
-        return _info->positional(values, vars);
+        ASSIGN_OR_RETURN(Value out, _info->positional(values, vars));
+        TRY_STATUS(checkValueBytes(_info->name, out.holder().size()));
+        return out;
     }
 
   private:
@@ -248,7 +255,9 @@ class NamedExpression final : public Expression {
             ASSIGN_OR_RETURN(Value v, e->evaluate(root, vars));
             values.add(name, std::move(v));
         }
-        return _info->named(values, vars);
+        ASSIGN_OR_RETURN(Value out, _info->named(values, vars));
+        TRY_STATUS(checkValueBytes(_info->name, out.holder().size()));
+        return out;
     }
 
   private:

@@ -35,13 +35,17 @@ size_t cpToByte(std::string_view s, size_t cp) {
 }
 
 StatusWith<Value> concat(const std::vector<Value>& args, const Variables&) {
-    std::string out;
+    size_t bytes = 0;
     for (const auto& a : args) {
         if (a.nullish()) return Value::null();
         if (!a.isString())
             return Status(16702, "$concat only supports strings, not " + typeNameOf(a));
-        out += a.element().stringValue();
+        bytes += a.element().stringValue().size();
     }
+    TRY_STATUS(checkValueBytes("$concat", bytes));
+    std::string out;
+    out.reserve(bytes);
+    for (const auto& a : args) out += a.element().stringValue();
     return Value::fromString(out);
 }
 
@@ -141,18 +145,19 @@ StatusWith<Value> split(const std::vector<Value>& args, const Variables&) {
     std::string_view s = args[0].element().stringValue();
     std::string_view d = args[1].element().stringValue();
     if (d.empty()) return Status(40087, "$split requires a non-empty separator");
-    std::vector<Value> parts;
+    bson::BsonArrayBuilder parts;
     size_t pos = 0;
     while (true) {
         size_t f = s.find(d, pos);
         if (f == std::string_view::npos) {
-            parts.push_back(Value::fromString(s.substr(pos)));
+            parts.append(s.substr(pos));
             break;
         }
-        parts.push_back(Value::fromString(s.substr(pos, f - pos)));
+        parts.append(s.substr(pos, f - pos));
+        TRY_STATUS(checkValueBytes("$split", parts.len()));
         pos = f + d.size();
     }
-    return makeArray(parts);
+    return Value::fromArray(parts.arr());
 }
 
 // Splits into UTF-8 code points.
@@ -407,6 +412,7 @@ NamedFn replaceFn(bool all) {
             if (hit == std::string::npos) break;
             out.append(s, pos, hit - pos);
             out += r;
+            TRY_STATUS(checkValueBytes(op, out.size()));
             pos = hit + f.size();
             if (f.empty()) {
                 if (pos < s.size()) out += s[pos];

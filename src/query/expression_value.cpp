@@ -413,4 +413,12 @@ Value navigatePath(bson::BsonView doc, const std::vector<std::string>& parts) {
 }
 
 }  // namespace expr
+Status checkValueBytes(std::string_view op, size_t bytes) {
+    if (bytes <= kMaxValueBytes) return Status::OK();
+    return Status(ErrorCodes::ExceededMemoryLimit,
+                  std::string(op) + " would build a value of more than " + std::to_string(bytes) +
+                      " bytes; an expression's value may have at most " +
+                      std::to_string(kMaxValueBytes) + " bytes");
+}
+
 }  // namespace tessera::query

@@ -58,8 +58,13 @@ void CommitDecisionSender::run() {
             continue;
         }
         pauseWhileActive(hangBeforeSendingCommitDecision, "TXN", 22240);
-        auto reply = _client.runCommand(cmd.host, cmd.db, cmd.cmd);
-        Status st = reply.isOK() ? net::replyStatus(reply.getValue()) : reply.getStatus();
+        Status st = Status::OK();
+        try {
+            auto reply = _client.runCommand(cmd.host, cmd.db, cmd.cmd);
+            st = reply.isOK() ? net::replyStatus(reply.getValue()) : reply.getStatus();
+        } catch (...) {
+            st = statusFromCurrentException("sending a commit decision");
+        }
         if (!st.isOK()) {
             log::warning("TXN", 22241,
                          "A staged commit's coordinator did not take its decision; it resolves "

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "base/guarded.h"
 #include "base/log.h"
 #include "base/wall_clock.h"
 #include "bson/bson_builder.h"
@@ -162,7 +163,8 @@ void Router::pingLoop() {
     std::unique_lock lock(_bgMutex);
     while (!_bgStopping) {
         lock.unlock();
-        Status s = pingOnce();
+        Status s = Status::OK();
+        runLoggingExceptions("SHARDING", 22876, "config.mongos ping", [&] { s = pingOnce(); });
         if (!s.isOK() && !warned) {
             log::warning("SHARDING", 22875, "Error updating config.mongos",
                          "{\"error\":\"" + log::jsonEscape(s.toString()) + "\"}");

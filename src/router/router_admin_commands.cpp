@@ -337,6 +337,8 @@ Status getShardMap(OperationContext& opCtx, const CommandRequest& request, BsonB
 
 StatusWith<std::vector<BsonObj>> clusterCurrentOp(Router& router, BsonView shardCommand) {
     ASSIGN_OR_RETURN(auto shards, router.shards().allShards(true));
+    // The config server too: its coordinators (DDL, migrations, refine) in progress.
+    shards.push_back({"config", router.configHost()});
     std::vector<BsonObj> ops;
     for (const auto& shard : shards) {
         auto r =
@@ -349,7 +351,14 @@ StatusWith<std::vector<BsonObj>> clusterCurrentOp(Router& router, BsonView shard
             if (!op.isObject()) continue;
             BsonBuilder b;
             b.append("shard", shard.id);
-            for (bson::BsonElement e : op.objValue()) b.appendElement(e);
+            for (bson::BsonElement e : op.objValue()) {
+                // MongoDB's form through a router: "<shard>:<opid>", what killOp takes there.
+                if (e.fieldName() == "opid" && e.isNumber()) {
+                    b.append("opid", shard.id + ":" + std::to_string(e.numberLong()));
+                } else {
+                    b.appendElement(e);
+                }
+            }
             ops.push_back(b.obj());
         }
     }

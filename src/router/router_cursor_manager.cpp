@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/guarded.h"
 #include "bson/bson_builder.h"
 #include "command/command.h"
 
@@ -208,7 +209,8 @@ void RouterCursorManager::reaperLoop() {
         if (_stopping) break;
         lk.unlock();
         // Destroying a reaped cursor's executor kills its shard cursors (RemoteMergeStage).
-        _cursors.reapIdleCursors();
+        runLoggingExceptions("QUERY", 20530, "idle cursor reaper",
+                             [this] { _cursors.reapIdleCursors(); });
         lk.lock();
     }
 }

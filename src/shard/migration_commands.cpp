@@ -8,6 +8,7 @@
 #include <set>
 
 #include "base/log.h"
+#include "base/op_id.h"
 #include "bson/validate.h"
 #include "command/current_op.h"
 #include "command/registry.h"
@@ -472,23 +473,40 @@ class CurrentOpCommand final : public command::Command {
             r->appendProgress(b);
             add(b.obj());
         }
+        std::vector<std::string> listedRanges;
         for (const TrackedRange& t : state->trackedRanges().list()) {
             if (state->recipients().receiving(t.ns, t.range.encodedMin())) continue;
+            listedRanges.push_back(t.recordKey());
             bson::BsonBuilder b;
-            b.append("desc", "rangeDeletion")
+            b.append("type", "op")
+                .appendInt32("opid", _rangeOpIds.idFor(listedRanges.back()))
+                .append("desc", "rangeDeletion")
                 .append("ns", t.ns)
                 .appendObject("min", t.range.min())
                 .appendObject("max", t.range.max())
                 .append("kind", t.kind == TrackedRange::Kind::kIncoming ? "incoming" : "outgoing")
                 .appendInt64("docsLeft", t.docs)
                 .appendInt64("bytesLeft", t.bytes);
+            if (auto failure = state->rangeDeleter().failureOf(listedRanges.back())) {
+                b.append("state", failure->gaveUp() ? "failed" : "retrying")
+                    .appendInt32("attempts", failure->attempts)
+                    .appendInt32("maxAttempts", RangeDeleter::kMaxAttempts);
+                b.startObject("lastError")
+                    .appendInt32("code", failure->lastError.code())
+                    .append("codeName", failure->lastError.codeName())
+                    .append("errmsg", failure->lastError.reason())
+                    .end();
+            }
             add(b.obj());
         }
+        _rangeOpIds.retainOnly(listedRanges);
         reply.appendArray("inprog", inprog.arr());
         return Status::OK();
     }
 
   private:
+    KeyedOpIds _rangeOpIds;  // the tracked ranges', stable while listed
+
     static void appendSourceProgress(ShardingState& state, const MigrationSource& s,
                                      bson::BsonBuilder& b) {
         auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -504,7 +522,9 @@ class CurrentOpCommand final : public command::Command {
                                               std::chrono::steady_clock::now() - *enteredAt)
                                               .count()
                                         : 0;
-        b.append("desc", "migration")
+        b.append("type", "op")
+            .appendInt32("opid", s.opid)
+            .append("desc", "migration")
             .append("role", "donor")
             .append("migrationId", s.id())
             .append("ns", s.ns())

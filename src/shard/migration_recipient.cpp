@@ -102,7 +102,7 @@ Status MigrationRecipient::cloneAndCatchUp(command::OperationContext& opCtx) {
     // Moving back is always allowed: what this shard still holds of the range (a donation not
     // purged yet, an aborted clone) goes first.
     _phase = Phase::kPurging;
-    TRY_STATUS(_state.rangeDeleter().purge(_ns, pattern, _range).getStatus());
+    TRY_STATUS(_state.rangeDeleter().purge(_ns, pattern, _range, _id).getStatus());
     TRY_STATUS(createCollectionLike(service, client, _fromHost, _db, _coll));
     // Stored like the donor's: clustered by the shard key (a no-op when it is already).
     TRY_STATUS(engine.clusterCollection(_ns, pattern.toBson()));
@@ -347,7 +347,9 @@ void MigrationRecipient::appendProgress(bson::BsonBuilder& b) const {
     auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::steady_clock::now() - _started)
                        .count();
-    b.append("desc", "migration")
+    b.append("type", "op")
+        .appendInt32("opid", _opid)
+        .append("desc", "migration")
         .append("role", "recipient")
         .append("migrationId", _id)
         .append("ns", _ns)
@@ -388,9 +390,11 @@ std::shared_ptr<MigrationRecipient> MigrationRecipients::get(const std::string& 
     return nullptr;
 }
 
-bool MigrationRecipients::receiving(const std::string& ns, const std::string& encodedMin) const {
+bool MigrationRecipients::receiving(const std::string& ns, const std::string& encodedMin,
+                                    const std::string& exceptId) const {
     std::lock_guard lk(_mutex);
     for (const auto& r : _items) {
+        if (r->id() == exceptId) continue;
         if (r->ns() == ns && r->range().encodedMin() == encodedMin) return true;
     }
     return false;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/op_id.h"
 #include "base/status.h"
 #include "bson/bson_builder.h"
 #include "command/command.h"
@@ -69,6 +70,7 @@ class MigrationRecipient {
     const ShardKeyRange _range;
     const std::string _fromShard, _fromHost;
     const std::chrono::steady_clock::time_point _started = std::chrono::steady_clock::now();
+    const int32_t _opid = nextOpId();  // currentOp's id
     std::atomic<Phase> _phase{Phase::kPurging};
     std::atomic<int64_t> _docsCloned{0}, _bytesCloned{0}, _modsApplied{0}, _backlog{0};
     std::atomic<int64_t> _throttledMs{0};
@@ -87,8 +89,10 @@ class MigrationRecipients {
   public:
     Status add(std::shared_ptr<MigrationRecipient> r);
     std::shared_ptr<MigrationRecipient> get(const std::string& id) const;
-    // Whether a migration is receiving into `ns` (the range deleter leaves its range alone).
-    bool receiving(const std::string& ns, const std::string& encodedMin) const;
+    // Whether a migration — other than `exceptId`, when given — is receiving into `ns` at
+    // `encodedMin` (the range deleter leaves its range alone).
+    bool receiving(const std::string& ns, const std::string& encodedMin,
+                   const std::string& exceptId = {}) const;
     void remove(const std::string& id);
     std::vector<std::shared_ptr<MigrationRecipient>> list() const;
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/op_id.h"
 #include "base/status.h"
 #include "bson/bson_obj.h"
 #include "placement/shard_key_pattern.h"
@@ -56,6 +57,7 @@ class MigrationSource {
     std::atomic<int64_t> modsTransferred{0};
     std::atomic<bool> cloneDone{false};
     const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+    const int32_t opid = nextOpId();  // currentOp's id
 
   private:
     const std::string _id, _ns, _toShard;

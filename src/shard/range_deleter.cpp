@@ -1,5 +1,6 @@
 #include "shard/range_deleter.h"
 
+#include "base/failpoint.h"
 #include "base/log.h"
 #include "bson/bson_builder.h"
 #include "net/remote_client.h"
@@ -8,6 +9,10 @@
 #include "storage/engine.h"
 
 namespace tessera::shard {
+
+// Makes a range deletion throw (tests: it is retried with back-off, then given up and shown so
+// in currentOp, never the end of the process).
+TESSERA_FAIL_POINT_DEFINE(rangeDeletionThrows);
 
 void RangeDeleter::start() {
     std::lock_guard lk(_mutex);
@@ -55,76 +60,115 @@ bool RangeDeleter::pass() {
             std::lock_guard lk(_mutex);
             if (_stop) return false;
         }
-        storage::CollectionPtr coll = _state.service().engine->getCollection(tracked.ns);
-        if (!coll || coll->uuid != tracked.uuid) {
-            // The collection was dropped (or is another incarnation): nothing to count apart.
-            (void)_state.trackedRanges().remove(tracked.ns, tracked.range.encodedMin());
-            continue;
+        const std::string key = tracked.recordKey();
+        if (!mayTryNow(key)) continue;
+        try {
+            deleted = processRange(md, tracked) || deleted;
+        } catch (...) {
+            noteFailure(key, statusFromCurrentException("range deletion"));
         }
-        if (_state.recipients().receiving(tracked.ns, tracked.range.encodedMin())) continue;
-        auto filter = md->ownershipFilter(tracked.ns);
-        if (!filter.isOK()) continue;  // placement unknown now: retried on the next pass
-        const auto* chunks = dynamic_cast<const ChunkOwnershipFilter*>(filter.getValue().get());
-        if (!chunks) {
-            (void)_state.trackedRanges().remove(tracked.ns, tracked.range.encodedMin());
-            continue;
-        }
-        auto owned = chunks->ownershipOf(tracked.range.encodedMin(), tracked.range.encodedMax());
-        if (owned == ChunkOwnershipFilter::RangeOwnership::kAll) {
-            // An incoming range whose commit is known, or an outgoing one whose migration
-            // aborted: owned again, so its documents are counted as stored. A donor's range
-            // is kept while its critical section holds (the commit may still come), and is
-            // forgotten only once its coordinator is gone and a fresh placement still says the
-            // shard owns it (a stale view must not turn a donation into owned documents).
-            if (tracked.kind == TrackedRange::Kind::kIncoming) {
-                (void)_state.trackedRanges().remove(tracked.ns, tracked.range.encodedMin());
-                continue;
-            }
-            if (md->criticalSections().isEntered(CriticalSections::collectionKey(tracked.ns)) ||
-                !coordinatorGone(tracked.migrationId) ||
-                !md->refreshCollection(tracked.ns).isOK()) {
-                continue;
-            }
-            auto fresh = md->ownershipFilter(tracked.ns);
-            const auto* now =
-                fresh.isOK() ? dynamic_cast<const ChunkOwnershipFilter*>(fresh.getValue().get())
-                             : nullptr;
-            if (now && now->ownershipOf(tracked.range.encodedMin(), tracked.range.encodedMax()) ==
-                           ChunkOwnershipFilter::RangeOwnership::kAll) {
-                (void)_state.trackedRanges().remove(tracked.ns, tracked.range.encodedMin());
-            }
-            continue;  // not owned any more: deleted in the next pass
-        }
-        if (owned == ChunkOwnershipFilter::RangeOwnership::kPartial) continue;
-        if (tracked.kind == TrackedRange::Kind::kIncoming) {
-            // A clone this process does not drive any more (it restarted): its migration may
-            // still commit. Only once its coordinator is gone is the outcome final, and then
-            // the freshly loaded placement tells which it was.
-            if (!coordinatorGone(tracked.migrationId)) continue;
-            if (!md->refreshCollection(tracked.ns).isOK()) continue;
-            auto fresh = md->ownershipFilter(tracked.ns);
-            const auto* now =
-                fresh.isOK() ? dynamic_cast<const ChunkOwnershipFilter*>(fresh.getValue().get())
-                             : nullptr;
-            if (!now) continue;
-            auto after = now->ownershipOf(tracked.range.encodedMin(), tracked.range.encodedMax());
-            if (after == ChunkOwnershipFilter::RangeOwnership::kAll) {
-                (void)_state.trackedRanges().remove(tracked.ns, tracked.range.encodedMin());
-                continue;
-            }
-            if (after != ChunkOwnershipFilter::RangeOwnership::kNone) continue;
-        }
-        std::lock_guard del(_deleteMutex);
-        Status s = deleteRange(tracked);
-        if (!s.isOK()) {
-            log::warning("SHARDING", 22041, "Range deletion failed, will retry",
-                         "{\"ns\":\"" + log::jsonEscape(tracked.ns) + "\",\"error\":\"" +
-                             log::jsonEscape(s.toString()) + "\"}");
-            continue;
-        }
-        deleted = true;
     }
     return deleted;
+}
+
+// One tracked range: forgotten when owned again, deleted when its commit is known final.
+bool RangeDeleter::processRange(const std::shared_ptr<ShardMetadata>& md,
+                                const TrackedRange& tracked) {
+    storage::CollectionPtr coll = _state.service().engine->getCollection(tracked.ns);
+    if (!coll || coll->uuid != tracked.uuid) {
+        // The collection was dropped (or is another incarnation): nothing to count apart.
+        (void)_state.trackedRanges().remove(tracked.ns, tracked.range.encodedMin());
+        return false;
+    }
+    if (_state.recipients().receiving(tracked.ns, tracked.range.encodedMin())) return false;
+    auto filter = md->ownershipFilter(tracked.ns);
+    if (!filter.isOK()) return false;  // placement unknown now: retried on the next pass
+    const auto* chunks = dynamic_cast<const ChunkOwnershipFilter*>(filter.getValue().get());
+    if (!chunks) {
+        (void)_state.trackedRanges().remove(tracked.ns, tracked.range.encodedMin());
+        return false;
+    }
+    auto owned = chunks->ownershipOf(tracked.range.encodedMin(), tracked.range.encodedMax());
+    if (owned == ChunkOwnershipFilter::RangeOwnership::kAll) {
+        // An incoming range whose commit is known, or an outgoing one whose migration
+        // aborted: owned again, so its documents are counted as stored. A donor's range
+        // is kept while its critical section holds (the commit may still come), and is
+        // forgotten only once its coordinator is gone and a fresh placement still says the
+        // shard owns it (a stale view must not turn a donation into owned documents).
+        if (tracked.kind == TrackedRange::Kind::kIncoming) {
+            (void)_state.trackedRanges().remove(tracked.ns, tracked.range.encodedMin());
+            return false;
+        }
+        if (md->criticalSections().isEntered(CriticalSections::collectionKey(tracked.ns)) ||
+            !coordinatorGone(tracked.migrationId) || !md->refreshCollection(tracked.ns).isOK()) {
+            return false;
+        }
+        auto fresh = md->ownershipFilter(tracked.ns);
+        const auto* now = fresh.isOK()
+                              ? dynamic_cast<const ChunkOwnershipFilter*>(fresh.getValue().get())
+                              : nullptr;
+        if (now && now->ownershipOf(tracked.range.encodedMin(), tracked.range.encodedMax()) ==
+                       ChunkOwnershipFilter::RangeOwnership::kAll) {
+            (void)_state.trackedRanges().remove(tracked.ns, tracked.range.encodedMin());
+        }
+        return false;  // not owned any more: deleted in the next pass
+    }
+    if (owned == ChunkOwnershipFilter::RangeOwnership::kPartial) return false;
+    if (tracked.kind == TrackedRange::Kind::kIncoming) {
+        // A clone this process does not drive any more (it restarted): its migration may
+        // still commit. Only once its coordinator is gone is the outcome final, and then
+        // the freshly loaded placement tells which it was.
+        if (!coordinatorGone(tracked.migrationId)) return false;
+        if (!md->refreshCollection(tracked.ns).isOK()) return false;
+        auto fresh = md->ownershipFilter(tracked.ns);
+        const auto* now = fresh.isOK()
+                              ? dynamic_cast<const ChunkOwnershipFilter*>(fresh.getValue().get())
+                              : nullptr;
+        if (!now) return false;
+        auto after = now->ownershipOf(tracked.range.encodedMin(), tracked.range.encodedMax());
+        if (after == ChunkOwnershipFilter::RangeOwnership::kAll) {
+            (void)_state.trackedRanges().remove(tracked.ns, tracked.range.encodedMin());
+            return false;
+        }
+        if (after != ChunkOwnershipFilter::RangeOwnership::kNone) return false;
+    }
+    std::lock_guard del(_deleteMutex);
+    Status s = deleteRange(tracked);
+    if (!s.isOK()) {
+        noteFailure(tracked.recordKey(), s);
+        return false;
+    }
+    return true;
+}
+
+bool RangeDeleter::mayTryNow(const std::string& key) {
+    std::lock_guard lk(_mutex);
+    auto it = _failures.find(key);
+    if (it == _failures.end()) return true;
+    return !it->second.gaveUp() && std::chrono::steady_clock::now() >= it->second.notBefore;
+}
+
+void RangeDeleter::noteFailure(const std::string& key, const Status& failure) {
+    std::lock_guard lk(_mutex);
+    Failure& f = _failures[key];
+    ++f.attempts;
+    f.lastError = failure;
+    f.notBefore = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(500) * (int64_t{1} << std::min(f.attempts - 1, 5));
+    // Given up: the range stays tracked (its documents stay invisible to every read and out of
+    // every count), currentOp shows it failed, and a restart or a migration of it tries again.
+    log::warning(
+        "SHARDING", 22041,
+        f.gaveUp() ? "Range deletion failed; given up" : "Range deletion failed, will retry",
+        "{\"range\":\"" + log::jsonEscape(key) + "\",\"attempts\":" + std::to_string(f.attempts) +
+            ",\"error\":\"" + log::jsonEscape(failure.toString()) + "\"}");
+}
+
+std::optional<RangeDeleter::Failure> RangeDeleter::failureOf(const std::string& key) {
+    std::lock_guard lk(_mutex);
+    auto it = _failures.find(key);
+    if (it == _failures.end()) return std::nullopt;
+    return it->second;
 }
 
 bool RangeDeleter::coordinatorGone(const std::string& migrationId) {
@@ -142,6 +186,7 @@ bool RangeDeleter::coordinatorGone(const std::string& migrationId) {
 }
 
 Status RangeDeleter::deleteRange(const TrackedRange& tracked) {
+    if (rangeDeletionThrows.shouldFail()) throw std::runtime_error("failpoint rangeDeletionThrows");
     auto current = _state.trackedRanges().find(tracked.ns, tracked.range.encodedMin());
     if (!current) return Status::OK();  // purged meanwhile
     storage::Engine& engine = *_state.service().engine;
@@ -151,6 +196,10 @@ Status RangeDeleter::deleteRange(const TrackedRange& tracked) {
                                           nullptr, &_state.trackedRanges()));
     TRY_STATUS(_state.trackedRanges().remove(tracked.ns, tracked.range.encodedMin()));
     _rangesDeleted.fetch_add(1);
+    {
+        std::lock_guard lk(_mutex);
+        _failures.erase(tracked.recordKey());  // a later range of the same bounds starts afresh
+    }
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                   std::chrono::steady_clock::now() - started)
                   .count();
@@ -164,7 +213,8 @@ Status RangeDeleter::deleteRange(const TrackedRange& tracked) {
 
 StatusWith<int64_t> RangeDeleter::purge(const std::string& ns,
                                         const placement::ShardKeyPattern& pattern,
-                                        const ShardKeyRange& range) {
+                                        const ShardKeyRange& range,
+                                        const std::string& recipientId) {
     std::lock_guard del(_deleteMutex);
     auto md = _state.metadata();
     if (!md) return Status(ErrorCodes::ShardingStateNotInitialized, "no shard identity");
@@ -174,7 +224,7 @@ StatusWith<int64_t> RangeDeleter::purge(const std::string& ns,
               range.encodedMin() < tracked.range.encodedMax())) {
             continue;
         }
-        if (_state.recipients().receiving(ns, tracked.range.encodedMin())) {
+        if (_state.recipients().receiving(ns, tracked.range.encodedMin(), recipientId)) {
             return Status(
                 ErrorCodes::ConflictingOperationInProgress,
                 "a migration is receiving into " + ns + " " + tracked.range.min().toJson());

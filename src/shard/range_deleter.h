@@ -1,8 +1,12 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -13,6 +17,7 @@
 namespace tessera::shard {
 
 class ShardingState;
+class ShardMetadata;
 
 // Deletes, at once, the documents of every tracked range the shard no longer owns (README.md
 // "Migration", cleanup): a donor's range as soon as the shard knows the commit, a recipient's
@@ -32,19 +37,36 @@ class RangeDeleter {
 
     // Deletes now the tracked ranges of `ns` overlapping `range` that are not owned and not
     // being received, then every other unowned document of `range` (a recipient's purge of its
-    // leftovers before cloning: moving back is always allowed). Returns how many were deleted.
+    // leftovers before cloning: moving back is always allowed, also before the range this shard
+    // donated was deleted — `recipientId` names the migration purging, whose own range is not
+    // a conflict). Returns how many were deleted.
     StatusWith<int64_t> purge(const std::string& ns, const placement::ShardKeyPattern& pattern,
-                              const ShardKeyRange& range);
+                              const ShardKeyRange& range, const std::string& recipientId = {});
     // Waits until no tracked range of `ns` overlapping `range` is left (waitForDelete).
     Status waitUntilDeleted(const std::string& ns, const ShardKeyRange& range,
                             std::chrono::steady_clock::time_point deadline);
 
     int64_t rangesDeleted() const { return _rangesDeleted.load(); }
 
+    // A range whose deletion failed (an error or an exception): retried after a back-off (0.5 s
+    // doubling), given up after kMaxAttempts — the range stays tracked, its documents hidden
+    // from every read and count, until a restart or a migration of it. For currentOp.
+    static constexpr int kMaxAttempts = 5;
+    struct Failure {
+        int attempts = 0;
+        Status lastError;
+        std::chrono::steady_clock::time_point notBefore;
+        bool gaveUp() const { return attempts >= kMaxAttempts; }
+    };
+    std::optional<Failure> failureOf(const std::string& recordKey);
+
   private:
     void run();
     // One pass over the tracked ranges; returns whether something was deleted.
     bool pass();
+    bool processRange(const std::shared_ptr<ShardMetadata>& md, const TrackedRange& tracked);
+    bool mayTryNow(const std::string& recordKey);
+    void noteFailure(const std::string& recordKey, const Status& failure);
     // Whether config.system.coordinators has no document of `migrationId` (false when the
     // config server cannot tell).
     bool coordinatorGone(const std::string& migrationId);
@@ -59,6 +81,7 @@ class RangeDeleter {
     bool _notified = false;
     std::thread _thread;
     std::atomic<int64_t> _rangesDeleted{0};
+    std::map<std::string, Failure> _failures;  // by tracked range record key; guarded by _mutex
 };
 
 }  // namespace tessera::shard

@@ -1,5 +1,6 @@
 #include "txn/session_record_reaper.h"
 
+#include "base/guarded.h"
 #include "base/log.h"
 #include "txn/session_records.h"
 
@@ -23,7 +24,7 @@ void SessionRecordReaper::start() {
         std::unique_lock lk(_mutex);
         while (!_wake.wait_for(lk, _sweepEvery, [this] { return _stopping; })) {
             lk.unlock();
-            sweep();
+            runLoggingExceptions("TXN", 22232, "session record sweep", [this] { sweep(); });
             lk.lock();
         }
     });

@@ -18,6 +18,10 @@ namespace tessera::txn {
 // after it is written, before its caller hears it (tests: readers wait; kill -9 at either point).
 TESSERA_FAIL_POINT_DEFINE(hangBeforeWritingDecision);
 TESSERA_FAIL_POINT_DEFINE(hangAfterWritingDecision);
+// Makes deliver() throw (tests: a coordinator step that fails is retried, never the end of the
+// process).
+TESSERA_FAIL_POINT_DEFINE(transactionCoordinatorStepThrows);
+
 // Hang a delivery thread before it tells the participants a decision its caller already heard
 // (tests: the session's next transaction and readers wait for the delivery).
 TESSERA_FAIL_POINT_DEFINE(hangBeforeDeliveringDecision);
@@ -247,6 +251,18 @@ void TransactionCoordinator::finishInBackground(Record record, std::shared_ptr<C
 }
 
 void TransactionCoordinator::finish(const Record& decided, const std::shared_ptr<Coordination>& c) {
+    try {
+        finishUnguarded(decided, c);
+    } catch (...) {
+        Status failed = statusFromCurrentException("delivering a transaction decision");
+        noteStepFailed(decided.key, failed);
+        // The decision stands (it is durable); recovery delivers it.
+        release(decided.key, c, decided.outcome(), decided.commitTs);
+    }
+}
+
+void TransactionCoordinator::finishUnguarded(const Record& decided,
+                                             const std::shared_ptr<Coordination>& c) {
     Record record = decided;
     // No participant hears a decision before it is durable (a caller that asked for a
     // journaled commit had it synced before its reply).
@@ -784,6 +800,9 @@ bool TransactionCoordinator::finishLocal(const Record& record) {
 }
 
 bool TransactionCoordinator::deliver(const Record& record) {
+    if (transactionCoordinatorStepThrows.shouldFail()) {
+        throw std::runtime_error("failpoint transactionCoordinatorStepThrows");
+    }
     bool commit = record.decision == Decision::kCommit;
     BsonObj cmd;
     if (commit) {
@@ -827,12 +846,21 @@ void TransactionCoordinator::recoveryLoop() {
             return now - v.second.since > 10 * kResolveStagedAfter;
         });
         lk.unlock();
-        writeDone();
-        if (scan) {
-            recoverAll();
-            nextScan = std::chrono::steady_clock::now() + kFullScanInterval;
-        } else {
-            for (const std::string& key : pending) recoverRecord(key);
+        try {
+            writeDone();
+            if (scan) {
+                recoverAll();
+                nextScan = std::chrono::steady_clock::now() + kFullScanInterval;
+            } else {
+                for (const std::string& key : pending) recoverRecord(key);
+            }
+        } catch (...) {
+            // recoverRecord guards each record; this is a scan or a write that threw: the next
+            // round tries again, the thread goes on.
+            log::warning("TXN", 22230, "A transaction coordinator recovery round failed",
+                         "{\"error\":\"" +
+                             log::jsonEscape(statusFromCurrentException("recovery").toString()) +
+                             "\"}");
         }
         lk.lock();
         _wake.wait_for(lk, kRecoveryInterval, [&] { return _stopping; });
@@ -841,6 +869,7 @@ void TransactionCoordinator::recoveryLoop() {
 
 void TransactionCoordinator::markDone(const Record& record) {
     std::lock_guard lk(_mutex);
+    _failures.erase(record.key);
     _doneToWrite.emplace_back(record.key, std::string(record.toBson().bytes()));
     _pending.erase(record.key);
 }
@@ -876,7 +905,8 @@ std::vector<BsonObj> TransactionCoordinator::currentOps() {
         if (!loaded.isOK() || !loaded.getValue() || loaded.getValue()->done) continue;
         const Record& r = *loaded.getValue();
         BsonBuilder b;
-        b.append("type", "op").append("desc", "transaction coordinator").appendBool("active", true);
+        b.append("type", "op").appendInt32("opid", _opIds.idFor(key));
+        b.append("desc", "transaction coordinator").appendBool("active", true);
         b.startObject("twoPhaseCommitCoordinator");
         b.startObject("lsid").appendBinary("id", 4, r.lsid).end();
         b.appendInt64("txnNumber", r.txnNumber);
@@ -889,6 +919,17 @@ std::vector<BsonObj> TransactionCoordinator::currentOps() {
         b.append("state",
                  r.decision == Decision::kNone ? "waitingForVotes" : "waitingForDecisionAcks");
         b.appendBool("staged", r.staged);
+        {
+            std::lock_guard lk(_mutex);
+            if (auto f = _failures.find(key); f != _failures.end()) {
+                b.appendInt32("attempts", f->second.attempts);
+                b.startObject("lastError")
+                    .appendInt32("code", f->second.lastError.code())
+                    .append("codeName", f->second.lastError.codeName())
+                    .append("errmsg", f->second.lastError.reason())
+                    .end();
+            }
+        }
         if (r.decision != Decision::kNone) {
             b.startObject("decision");
             b.append("decision", r.decision == Decision::kCommit ? "commit" : "abort");
@@ -899,11 +940,13 @@ std::vector<BsonObj> TransactionCoordinator::currentOps() {
         b.end();
         ops.push_back(b.obj());
     }
+    _opIds.retainOnly(keys);
     return ops;
 }
 
 void TransactionCoordinator::settle(const std::string& key) {
     std::lock_guard lk(_mutex);
+    _failures.erase(key);
     _pending.erase(key);
 }
 
@@ -920,9 +963,42 @@ void TransactionCoordinator::recoverAll() {
 }
 
 void TransactionCoordinator::recoverRecord(const std::string& key) {
+    if (!mayRetryNow(key)) return;
     bool owner = false;
     std::shared_ptr<Coordination> c = claim(key, &owner);
     if (!owner) return;  // coordinate() is at it
+    try {
+        recoverClaimed(key, c);
+    } catch (...) {
+        Status failed = statusFromCurrentException("recovering a transaction coordination");
+        noteStepFailed(key, failed);
+        release(key, c, failed, Timestamp());
+    }
+}
+
+void TransactionCoordinator::noteStepFailed(const std::string& key, const Status& failure) {
+    std::lock_guard lk(_mutex);
+    StepFailures& f = _failures[key];
+    ++f.attempts;
+    f.lastError = failure;
+    // 250 ms doubling, at most 10 s: a commit decision is delivered as soon as it can be.
+    const int doublings = std::min(f.attempts - 1, 6);
+    f.notBefore = std::chrono::steady_clock::now() +
+                  std::min(std::chrono::milliseconds(10000),
+                           std::chrono::milliseconds(250) * (int64_t{1} << doublings));
+    log::warning("TXN", 22229, "A transaction coordinator step failed; it is retried",
+                 "{\"attempts\":" + std::to_string(f.attempts) + ",\"error\":\"" +
+                     log::jsonEscape(failure.toString()) + "\"}");
+}
+
+bool TransactionCoordinator::mayRetryNow(const std::string& key) {
+    std::lock_guard lk(_mutex);
+    auto it = _failures.find(key);
+    return it == _failures.end() || std::chrono::steady_clock::now() >= it->second.notBefore;
+}
+
+void TransactionCoordinator::recoverClaimed(const std::string& key,
+                                            const std::shared_ptr<Coordination>& c) {
     // Read under the claim: a coordination that held it may have decided since.
     StatusWith<std::optional<Record>> loaded = load(key);
     if (!loaded.isOK()) {

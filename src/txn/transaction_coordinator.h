@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/hlc.h"
+#include "base/op_id.h"
 #include "base/status.h"
 #include "bson/bson_obj.h"
 #include "txn/local_participant.h"
@@ -221,7 +222,14 @@ class TransactionCoordinator {
     // Steps 4-5 for a decided record whose claim `c` is held, then gives the claim up: on a
     // delivery thread once started, else here.
     void finishInBackground(Record record, std::shared_ptr<Coordination> c);
+    // finish(), recoverRecord(): a step that throws (or the failpoint
+    // transactionCoordinatorStepThrows, on deliver) gives the claim up with its error, is
+    // counted for currentOp (attempts, lastError) and is tried again by the recovery thread
+    // after a back-off — never the end of the thread or of the process. A decided commit is
+    // never given up (every participant must hear it); an undecided record is aborted by
+    // recovery anyway (src/txn/README.md "When a step fails").
     void finish(const Record& record, const std::shared_ptr<Coordination>& c);
+    void finishUnguarded(const Record& record, const std::shared_ptr<Coordination>& c);
     void deliveryLoop();
     Status write(const Record& record, bool synced = true);
     void recoveryLoop();
@@ -231,6 +239,11 @@ class TransactionCoordinator {
     // staged one resolved, once kResolveStagedAfter passed since this process staged it), a
     // decided one delivered; settled once done or gone.
     void recoverRecord(const std::string& key);
+    void recoverClaimed(const std::string& key, const std::shared_ptr<Coordination>& c);
+    // A step of `key` threw with `failure`: counted, and its next recovery waits its back-off.
+    void noteStepFailed(const std::string& key, const Status& failure);
+    // Whether `key`'s back-off is over (recovery may try it now).
+    bool mayRetryNow(const std::string& key);
     // `key` needs no more recovery (its record is done, or there is none).
     void settle(const std::string& key);
     // Whether markDone() queued `key`'s record and writeDone() has not written it yet.
@@ -259,9 +272,17 @@ class TransactionCoordinator {
     // Coordinations claimed since startup and not settled: what the recovery thread looks at
     // each second (instead of reading every record, done ones included).
     std::set<std::string> _pending;
+    KeyedOpIds _opIds;  // currentOp's ids of the pending coordinations
     // When this process staged each record not yet decided: the recovery thread resolves one
     // after kResolveStagedAfter (one staged before a restart is not here: resolved at once).
     std::map<std::string, std::chrono::steady_clock::time_point> _stagedAt;
+    // Records whose steps failed: how often, the last error, and when recovery may retry.
+    struct StepFailures {
+        int attempts = 0;
+        Status lastError;
+        std::chrono::steady_clock::time_point notBefore;
+    };
+    std::map<std::string, StepFailures> _failures;  // guarded by _mutex
     // Per staged record (or notice that came first): what decides its commit without the
     // router (participantDurable).
     struct DurableVotes {

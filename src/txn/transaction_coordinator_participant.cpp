@@ -89,7 +89,14 @@ void TransactionCoordinator::participantRecoveryLoop() {
         }
         // As often as a decision may be late: a coordinator asked is not asked again sooner.
         if (std::chrono::steady_clock::now() >= nextAsk) {
-            askCoordinators();
+            try {
+                askCoordinators();
+            } catch (...) {
+                log::warning("TXN", 22231, "Asking coordinators for late decisions failed",
+                             "{\"error\":\"" +
+                                 log::jsonEscape(statusFromCurrentException("").toString()) +
+                                 "\"}");
+            }
             nextAsk = std::chrono::steady_clock::now() + kAskCoordinatorAfter;
         }
         lk.lock();

@@ -11,6 +11,7 @@ import struct
 import bson
 import pytest
 from bson.raw_bson import RawBSONDocument
+from pymongo.errors import OperationFailure
 
 import tessera_wire as wire
 from tessera_wire import OP_MSG, header, op_msg, op_msg_raw, section_body, section_sequence
@@ -314,3 +315,51 @@ def test_invalid_utf8_in_filter(sock):
     assert kind != "silent"
     if kind == "reply":
         assert body.get("ok") == 0 or body["cursor"]["firstBatch"] == []
+
+
+# --- memory that user input would drive (issue 40): bounded, refused with ExceededMemoryLimit ----
+def _rss_high_water_kb(server):
+    with open(f"/proc/{server.proc.pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+def _doubling(seed, times, op):
+    """A $reduce that doubles `seed` `times` times with `op` ($concat or $concatArrays)."""
+    return {
+        "$reduce": {
+            "input": {"$range": [0, times]},
+            "initialValue": seed,
+            "in": {op: ["$$value", "$$value"]},
+        }
+    }
+
+
+MEMORY_PIPELINES = {
+    "range of two billion": [{"$project": {"r": {"$range": [0, 2000000000]}}}],
+    "size of a huge range": [{"$project": {"r": {"$size": {"$range": [0, 200000000]}}}}],
+    "doubling string": [{"$project": {"r": _doubling("ab", 40, "$concat")}}],
+    "doubling array": [{"$project": {"r": {"$size": _doubling([1], 40, "$concatArrays")}}}],
+    "map over a huge range": [
+        {"$project": {"r": {"$map": {"input": {"$range": [0, 50000000]}, "in": "$$this"}}}}
+    ],
+    "array literal of a big value": [
+        {"$project": {"big": _doubling("ab", 21, "$concat")}},
+        {"$project": {"r": ["$big"] * 40}},
+    ],
+    "split into tiny parts": [
+        {"$project": {"r": {"$size": {"$split": [_doubling("a,", 24, "$concat"), ","]}}}}
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(MEMORY_PIPELINES))
+def test_expression_memory_is_bounded(server, name):
+    coll = server.client()["badinput"]["memory"]
+    coll.insert_one({"_id": name})
+    with pytest.raises(OperationFailure) as err:
+        list(coll.aggregate(MEMORY_PIPELINES[name], maxTimeMS=60000))
+    assert err.value.code == 146, err.value.details  # ExceededMemoryLimit, before allocating
+    assert _rss_high_water_kb(server) < 2 * 1024 * 1024, "the server's memory grew past 2 GiB"
