@@ -274,5 +274,70 @@ TEST_F(ConfigServerTest, RecoveryForgetsACleanedCoordinator) {
     EXPECT_TRUE(find("system.coordinators").empty());
 }
 
+// Every _configsvr* command that names a namespace or a database refuses a malformed one with
+// InvalidNamespace (73) before it takes a lock: {_configsvrDropCollection: "keep"} once waited
+// for minutes on the database lock it held itself. Each answers at once, and a well-formed DDL on
+// the same names works afterwards.
+TEST_F(ConfigServerTest, InternalCommandsRefuseMalformedNamesBeforeLocking) {
+    const char* namespaceCommands[] = {
+        R"({"_configsvrShardCollection": "%s", "key": {"a": 1}})",
+        R"({"_configsvrSplitChunk": "%s", "middle": {"a": 1}})",
+        R"({"_configsvrMergeChunks": "%s", "bounds": [{"a": 1}, {"a": 2}]})",
+        R"({"_configsvrMoveRange": "%s", "min": {"a": 1}, "toShard": "s0"})",
+        R"({"_configsvrDropCollection": "%s"})",
+        R"({"_configsvrUpdateZoneKeyRange": "%s", "min": {"a": 1}, "max": {"a": 2}, "zone": null})",
+        R"({"_configsvrRefineCollectionShardKey": "%s", "key": {"a": 1, "b": 1}})",
+        R"({"_configsvrClearJumboFlag": "%s", "find": {"a": 1}})",
+        R"({"_configsvrConfigureCollectionBalancing": "%s", "chunkSize": 1})",
+        R"({"_configsvrBalancerCollectionStatus": "%s"})",
+    };
+    const char* databaseCommands[] = {
+        R"({"_configsvrCreateDatabase": "%s"})",
+        R"({"_configsvrMovePrimary": "%s", "to": "s0"})",
+        R"({"_configsvrDropDatabase": "%s"})",
+    };
+    auto format = [](const char* json, const char* name) {
+        std::string out(json);
+        out.replace(out.find("%s"), 2, name);
+        return out;
+    };
+    for (const char* cmd : namespaceCommands) {
+        for (const char* bad : {"keep", "keep.", ".c", "", "a b.c", "k$.c", "keep.c$"}) {
+            BsonObj r = run(format(cmd, bad));
+            EXPECT_EQ(r["code"].numberInt(), static_cast<int>(ErrorCodes::InvalidNamespace))
+                << format(cmd, bad) << " -> " << r.toJson();
+        }
+    }
+    for (const char* cmd : databaseCommands) {
+        for (const char* bad : {"a.b", "", "a b", "a$", "x/y"}) {
+            BsonObj r = run(format(cmd, bad));
+            EXPECT_EQ(r["code"].numberInt(), static_cast<int>(ErrorCodes::InvalidNamespace))
+                << format(cmd, bad) << " -> " << r.toJson();
+        }
+    }
+    // The locks were never taken: DDL on "keep" gets past its locks (no shard to put it on).
+    EXPECT_EQ(run(R"({"_configsvrCreateDatabase": "keep"})")["code"].numberInt(),
+              static_cast<int>(ErrorCodes::ShardNotFound));
+    ok(R"({"_configsvrDropCollection": "keep.c"})");
+}
+
+// Declared arguments: a wrong type (14), a missing required field (40414) and an unknown field
+// (40415) are refused with MongoDB's IDL errors.
+TEST_F(ConfigServerTest, InternalCommandsCheckTheirDeclaredArguments) {
+    auto code = [&](std::string_view json) { return run(json)["code"].numberInt(); };
+    EXPECT_EQ(code(R"({"_configsvrShardCollection": "db.c", "key": 1})"), 14);
+    EXPECT_EQ(code(R"({"_configsvrShardCollection": "db.c"})"), 40414);
+    EXPECT_EQ(code(R"({"_configsvrShardCollection": "db.c", "key": {"a": 1}, "bogus": 1})"),
+              40415);
+    EXPECT_EQ(code(R"({"_configsvrMovePrimary": "db", "to": 5})"), 14);
+    EXPECT_EQ(code(R"({"_configsvrAddShardToZone": "", "zone": "z"})"), 2);
+    EXPECT_EQ(code(R"({"_configsvrUpdateZoneKeyRange": "db.c", "min": {}, "max": {}})"), 40414);
+    EXPECT_EQ(code(R"({"_configsvrShardCollection": "db.c", "key": {"_id": "hashed"},
+                       "numInitialChunks": 10000000})"),
+              static_cast<int>(ErrorCodes::InvalidOptions));
+    // Generic arguments are not the command's own: accepted.
+    ok(R"({"_configsvrBalancerStatus": 1, "maxTimeMS": 1000, "comment": "x"})");
+}
+
 }  // namespace
 }  // namespace tessera::config
