@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Usage: scripts/build.sh [release|debug|fuzz] [ninja targets...]
+# Usage: scripts/build.sh [release|debug|fuzz|tsan] [ninja targets...]
 #
 # Configures the CMake preset of that name on first use (release -> build/, debug -> build-debug/
-# with ASan+UBSan, fuzz -> build-fuzz/ with clang+libFuzzer), then builds with ninja.
+# with ASan+UBSan, fuzz -> build-fuzz/ with clang+libFuzzer, tsan -> build-tsan/ with clang,
+# ThreadSanitizer and -Wthread-safety), then builds with ninja.
 # After `release`, the server binary is build/tessera.
 #
 # Environment:
@@ -20,8 +21,9 @@ case "$preset" in
     release) dir="build" ;;
     debug) dir="build-debug" ;;
     fuzz) dir="build-fuzz" ;;
+    tsan) dir="build-tsan" ;;
     *)
-        echo "usage: scripts/build.sh [release|debug|fuzz] [targets...]" >&2
+        echo "usage: scripts/build.sh [release|debug|fuzz|tsan] [targets...]" >&2
         exit 2
         ;;
 esac

@@ -6,25 +6,31 @@
 #   1. setup       scripts/setup.sh (Debian packages, npm ci for tests/integration)
 #   2. release     scripts/build.sh release -> build/tessera
 #   3. unit        debug preset (ASan+UBSan), `ctest --output-on-failure -j2` in build-debug/
-#   4. fuzz        fuzz preset, every build-fuzz/tests/fuzz/*_fuzz for a bounded time
-#   5. node        node --test tests/integration/node (Node driver + mongosh) against build/tessera
-#   6. python      pytest tests/integration/python (pymongo, crash, bad input) against build/tessera
-#   7. spec        MongoDB's unified CRUD spec tests (../shared/spec-tests/crud) through
+#   4. tsan        tsan preset (clang: -Wthread-safety -Werror, the lock contracts of base/mutex.h,
+#                  and ThreadSanitizer), `ctest` of its unit tests under TSan (tests/tsan.supp)
+#   5. fuzz        fuzz preset, every build-fuzz/tests/fuzz/*_fuzz for a bounded time
+#   6. node        node --test tests/integration/node and tests/spec/selftest (Node driver +
+#                  mongosh) against build/tessera
+#   7. python      pytest tests/integration/python (pymongo, crash, bad input) against build/tessera
+#   8. spec        MongoDB's unified CRUD spec tests (../shared/spec-tests/crud) through
 #                  tests/spec/run.mjs against a build/tessera started with --enableTestCommands;
-#                  tests listed in tests/spec/known-failures-single.txt do not fail the run
+#                  tests listed in tests/spec/known-failures-single.txt fail as they say they do
 #      spec-rs     the transactions, sessions and retryable-writes spec tests at --profile
-#                  replicaset-8.0 against `build/tessera serve --replSet rs0`; tests listed in
-#                  tests/spec/known-failures-replicaset.txt do not fail the run
-#   8. spec-sharded the same CRUD spec tests at --profile sharded-8.0 through the routers of a
+#                  replicaset-8.0 against `build/tessera serve --replSet rs0`, with
+#                  tests/spec/known-failures-replicaset.txt
+#   9. spec-sharded the same CRUD spec tests at --profile sharded-8.0 through the routers of a
 #                  `tessera up --shards 3 --routers 2` cluster (--enableTestCommands; clients with
-#                  useMultipleMongoses get both routers, others the first); tests listed in
-#                  tests/spec/known-failures-sharded.txt do not fail the run
+#                  useMultipleMongoses get both routers, others the first), with
+#                  tests/spec/known-failures-sharded.txt
 #      spec-sh-tx  the transactions, sessions and retryable-writes spec tests through the same
-#                  cluster; tests listed in tests/spec/known-failures-sharded-txn.txt do not fail
+#                  cluster, with tests/spec/known-failures-sharded-txn.txt
+# A known-failure entry that no longer holds — its test passes, fails for another reason, or no
+# longer exists — fails the run (tests/spec/README.md). Phase times: tests/README.md.
 #
 # Environment knobs for local iteration:
 #   TESSERA_SKIP_DEBUG=1        no debug build; unit tests then run from the release build
 #   TESSERA_SKIP_UNIT=1         no unit tests at all
+#   TESSERA_SKIP_TSAN=1         no thread-safety build, no TSan unit tests
 #   TESSERA_SKIP_FUZZ=1         no fuzz build/run
 #   TESSERA_SKIP_NODE=1         no Node/mongosh suite
 #   TESSERA_SKIP_PYTHON=1       no pytest suite
@@ -96,21 +102,25 @@ done
 banner "build release"
 t0=$SECONDS
 RELEASE_OK=0
-if scripts/build.sh release; then
+# Only the server: the integration phases run build/tessera, and every other target is built
+# (and its tests run) by the debug phase.
+if scripts/build.sh release tessera; then
     RELEASE_OK=1
     echo "release build ok ($((SECONDS - t0)) s)"
 else
     record release 0 1 0 "release build failed"
 fi
 
-# run_ctest DIR SUITE
+# run_ctest DIR SUITE [ctest args...]
 run_ctest() {
     local dir="$1" suite="$2" log="$OUT/ctest-$2.log" rc
+    shift 2
     (
         cd "$dir" &&
             ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}" \
                 UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
-                ctest --output-on-failure -j2 --timeout 600
+                TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$ROOT/tests/tsan.supp}" \
+                ctest --output-on-failure -j2 --timeout 600 "$@"
     ) 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
     local passed=0 failed=0 skipped=0 total summary
@@ -146,7 +156,26 @@ elif ((RELEASE_OK)); then
     run_ctest "$ROOT/build" ctest
 fi
 
-# --- 4. fuzzers -------------------------------------------------------------------------------
+# --- 4. thread safety: clang's lock analysis and ThreadSanitizer -------------------------------
+if [[ -n "${TESSERA_SKIP_TSAN:-}" ]]; then
+    echo "thread-safety build and TSan skipped (TESSERA_SKIP_TSAN)"
+else
+    banner "build tsan (clang -Wthread-safety, ThreadSanitizer)"
+    t0=$SECONDS
+    # The unit test binaries only: the analysis covers every library they link.
+    mapfile -t tsan_targets < <(find src -name '*_test.cpp' -printf '%h\n' | sort -u |
+        sed -E 's|^src/([a-z]+).*|tessera_\1_test|' | sort -u)
+    tsan_targets+=(tessera_bench_test)
+    if scripts/build.sh tsan "${tsan_targets[@]}"; then
+        echo "tsan build ok ($((SECONDS - t0)) s)"
+        banner "unit tests (ctest, tsan)"
+        run_ctest "$ROOT/build-tsan" tsan --label-exclude no-tsan
+    else
+        record tsan 0 1 0 "tsan build failed (a lock contract or a compile error)"
+    fi
+fi
+
+# --- 5. fuzzers -------------------------------------------------------------------------------
 if [[ -n "${TESSERA_SKIP_FUZZ:-}" ]]; then
     echo "fuzzing skipped (TESSERA_SKIP_FUZZ)"
 elif [[ ! -f tests/fuzz/CMakeLists.txt ]]; then
@@ -204,7 +233,7 @@ else
     fi
 fi
 
-# --- 5./6. integration suites -------------------------------------------------------------------
+# --- 6./7. integration suites -------------------------------------------------------------------
 BIN_GIVEN="${TESSERA_BIN:-}"
 export TESSERA_BIN="${TESSERA_BIN:-$ROOT/build/tessera}"
 RUN_INTEG=1
@@ -222,7 +251,8 @@ elif [[ ! -x "$TESSERA_BIN" ]]; then
 fi
 
 if ((RUN_INTEG)) && [[ -z "${TESSERA_SKIP_NODE:-}" ]]; then
-    mapfile -t node_files < <(find tests/integration/node -name '*.test.mjs' 2>/dev/null | sort)
+    # The spec runner's self-tests (no server) run here too.
+    mapfile -t node_files < <(find tests/integration/node tests/spec -name '*.test.mjs' 2>/dev/null | sort)
     if ((${#node_files[@]} == 0)); then
         echo "no Node test files; skipping"
     else
@@ -295,7 +325,7 @@ PY
     fi
 fi
 
-# --- 7. MongoDB's unified spec tests ------------------------------------------------------------
+# --- 8. MongoDB's unified spec tests ------------------------------------------------------------
 SPEC_DIR="${TESSERA_SPEC_TESTS:-$ROOT/../shared/spec-tests}"
 
 # run_spec_tests SUITE URI PROFILE KNOWN_FAILURES NOTE PATH...: runs tests/spec/run.mjs at PROFILE
@@ -369,7 +399,7 @@ if ((RUN_INTEG)) && [[ -z "${TESSERA_SKIP_SPEC:-}" ]]; then
     fi
 fi
 
-# --- 8. MongoDB's unified spec tests through a sharded cluster ----------------------------------
+# --- 9. MongoDB's unified spec tests through a sharded cluster ----------------------------------
 if ((RUN_INTEG)) && [[ -z "${TESSERA_SKIP_SPEC:-}" && -z "${TESSERA_SKIP_SPEC_SHARDED:-}" ]]; then
     banner "spec: unified CRUD tests (sharded-8.0, tessera up --shards 3)"
     if [[ ! -d "$SPEC_DIR/crud" ]]; then

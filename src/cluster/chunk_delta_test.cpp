@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "base/mutex.h"
 #include "bson/bson_builder.h"
 #include "cluster/catalog_cache.h"
 #include "net/running_server.h"
@@ -313,7 +314,7 @@ const placement::Uuid kUuid = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15
 class FakeConfigHandler : public net::RequestHandler {
   public:
     bson::BsonObj handleRequest(const net::Request& request, net::ClientContext&) override {
-        std::lock_guard lock(mutex);
+        MutexLock lock(mutex);
         std::string coll(request.msg->body["find"].stringValue());
         ++finds[coll];
         bson::BsonArrayBuilder batch;
@@ -344,7 +345,7 @@ class FakeConfigHandler : public net::RequestHandler {
         reply.append("ok", 1.0);
         return reply.obj();
     }
-    std::mutex mutex;
+    Mutex mutex;
     Table table;
     std::map<std::string, int> finds;
 };
@@ -372,7 +373,7 @@ class ApplyChangedChunksTest : public ::testing::Test {
         return info ? info->table : nullptr;
     }
     int finds() {
-        std::lock_guard lock(config.mutex);
+        MutexLock lock(config.mutex);
         int total = 0;
         for (const auto& [coll, n] : config.finds) total += n;
         return total;

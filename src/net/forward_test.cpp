@@ -5,11 +5,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
+#include "base/test_gate.h"
 #include "bson/bson_builder.h"
 #include "net/remote_client.h"
 #include "net/running_server.h"
@@ -31,12 +34,14 @@ class RemoteHandler : public RequestHandler {
             std::this_thread::sleep_for(
                 std::chrono::milliseconds(msg.body.firstElement().numberLong()));
         }
+        if (msg.commandName() == "block") gate.wait();
         bson::BsonBuilder b;
         b.append("ok", 1.0).append("from", "B");
         b.append("cmd", msg.commandName()).append("db", msg.database()).append("echo", msg.body);
         return b.obj();
     }
     std::atomic<int> calls{0};
+    tessera::test::Gate gate;  // `{block: 1}` waits here
 };
 
 // A forwarded request's exchanges so far (ForwardRequest::state).
@@ -59,7 +64,7 @@ class ForwardingHandler : public RequestHandler {
         recordThread(ioThreads);
         std::string_view name = request.msg->commandName();
         if (name == "throwTry") throw std::runtime_error("tryForward boom");
-        if (name.substr(0, 3) != "fwd" && name != "sleep") return std::nullopt;
+        if (name.substr(0, 3) != "fwd" && name != "sleep" && name != "block") return std::nullopt;
         ForwardRequest forward;
         forward.host = name == "fwdDown" ? downHost : remoteHost;
         forward.db = "remoteDb";
@@ -110,7 +115,7 @@ class ForwardingHandler : public RequestHandler {
     }
 
     void recordThread(std::vector<std::thread::id>& into) {
-        std::lock_guard lock(mutex);
+        MutexLock lock(mutex);
         into.push_back(std::this_thread::get_id());
     }
 
@@ -119,7 +124,7 @@ class ForwardingHandler : public RequestHandler {
     std::atomic<int> tryCalls{0};
     std::atomic<int> completeCalls{0};
     std::atomic<int> handleCalls{0};
-    std::mutex mutex;
+    Mutex mutex;
     std::vector<std::thread::id> ioThreads;
     std::vector<std::thread::id> workerThreads;
 };
@@ -197,7 +202,7 @@ TEST_F(ForwardTest, NeitherReplyNorNextRunsHandleRequestOnAWorker) {
     EXPECT_EQ(remoteHandler.calls.load(), 1);
     EXPECT_EQ(handler.completeCalls.load(), 1);
     ASSERT_EQ(handler.handleCalls.load(), 1);
-    std::lock_guard lock(handler.mutex);
+    MutexLock lock(handler.mutex);
     ASSERT_EQ(handler.workerThreads.size(), 1u);
     ASSERT_FALSE(handler.ioThreads.empty());
     for (const auto& io : handler.ioThreads) EXPECT_NE(io, handler.workerThreads[0]);
@@ -246,22 +251,21 @@ TEST_F(ForwardTest, WithoutForwardRequestsTryForwardIsNeverCalled) {
     EXPECT_EQ(remoteHandler.calls.load(), 0);
 }
 
-// A has one worker thread; forwarded requests do not take it, so many slow remote exchanges
-// overlap (serialized on the worker they would take kClients * kSleep).
+// A has one worker thread; forwarded requests do not take it, so many remote exchanges are in
+// flight at once: all of them wait at the remote's gate together (on the worker they would be
+// one at a time, and the second would never reach the gate while the first waits there).
 TEST_F(ForwardTest, ForwardedRequestsDoNotOccupyWorkers) {
     constexpr int kClients = 10;
-    constexpr int kSleepMs = 300;
     std::vector<RemoteCommand> cmds;
-    for (int i = 0; i < kClients; ++i)
-        cmds.push_back({_a->host(), "test", command("sleep", kSleepMs)});
-    auto begin = std::chrono::steady_clock::now();
-    auto results = client.runCommands(cmds);
-    auto elapsed = std::chrono::steady_clock::now() - begin;
+    for (int i = 0; i < kClients; ++i) cmds.push_back({_a->host(), "test", command("block")});
+    auto running = std::async(std::launch::async, [&] { return client.runCommands(cmds); });
+    EXPECT_TRUE(remoteHandler.gate.awaitWaiters(kClients));
+    remoteHandler.gate.open();
+    auto results = running.get();
     for (const auto& r : results) {
         ASSERT_TRUE(r.isOK()) << r.getStatus().toString();
         EXPECT_TRUE(r.getValue()["forwarded"].trueValue()) << r.getValue().toJson();
     }
-    EXPECT_LT(elapsed, std::chrono::milliseconds(kClients * kSleepMs / 2));
     EXPECT_EQ(handler.handleCalls.load(), 0);
     EXPECT_EQ(remoteHandler.calls.load(), kClients);
 }
@@ -269,12 +273,17 @@ TEST_F(ForwardTest, ForwardedRequestsDoNotOccupyWorkers) {
 // Shutdown waits for a forwarded request in flight, which gets its reply.
 TEST_F(ForwardTest, ShutdownFinishesAnInFlightForward) {
     bson::BsonObj reply;
-    std::thread caller([&] { reply = run(command("sleep", 300)); });
-    for (int i = 0; i < 500 && remoteHandler.calls.load() == 0; ++i) {
-        std::this_thread::sleep_for(10ms);
-    }
-    ASSERT_EQ(remoteHandler.calls.load(), 1);
-    _a->stop();  // returns once every connection ended
+    std::thread caller([&] { reply = run(command("block")); });
+    ASSERT_TRUE(remoteHandler.gate.awaitWaiters(1));
+    // stop() returns once every connection ended: it must wait for the exchange at the gate.
+    std::atomic<bool> stopping{false};
+    std::thread stopper([&] {
+        stopping = true;
+        _a->stop();
+    });
+    while (!stopping.load()) std::this_thread::yield();
+    remoteHandler.gate.open();
+    stopper.join();
     caller.join();
     EXPECT_TRUE(reply["forwarded"].trueValue()) << reply.toJson();
     EXPECT_EQ(handler.handleCalls.load(), 0);

@@ -8,6 +8,7 @@
 #include <regex>
 #include <thread>
 
+#include "base/mutex.h"
 #include "command/command.h"
 #include "command/exec/plan_executor.h"
 
@@ -29,40 +30,41 @@ BsonObj j(std::string_view relaxed) {
 struct FakeShards {
     std::map<std::pair<std::string, int64_t>, std::vector<std::vector<BsonObj>>> pending;
     std::vector<std::string> log;
-    std::mutex mutex;  // the reaper thread calls fn() too
+    Mutex mutex;  // the reaper thread calls fn() too
 
     size_t logSize() {
-        std::lock_guard lk(mutex);
+        MutexLock lk(mutex);
         return log.size();
     }
 
     RunCommandsFn fn() {
-        return [this](const std::vector<net::RemoteCommand>& cmds) {
-            std::lock_guard lk(mutex);
-            std::vector<StatusWith<BsonObj>> out;
-            for (const auto& c : cmds) {
-                std::string name(c.cmd.firstElement().fieldName());
-                log.push_back(c.host + " " + name);
-                bson::BsonBuilder r;
-                if (name == "getMore") {
-                    int64_t id = c.cmd.firstElement().numberLong();
-                    auto& batches = pending[{c.host, id}];
-                    bson::BsonArrayBuilder batch;
-                    if (!batches.empty()) {
-                        for (auto& d : batches.front()) batch.append(d.view());
-                        batches.erase(batches.begin());
+        return
+            [this](const command::OperationContext*, const std::vector<net::RemoteCommand>& cmds) {
+                MutexLock lk(mutex);
+                std::vector<StatusWith<BsonObj>> out;
+                for (const auto& c : cmds) {
+                    std::string name(c.cmd.firstElement().fieldName());
+                    log.push_back(c.host + " " + name);
+                    bson::BsonBuilder r;
+                    if (name == "getMore") {
+                        int64_t id = c.cmd.firstElement().numberLong();
+                        auto& batches = pending[{c.host, id}];
+                        bson::BsonArrayBuilder batch;
+                        if (!batches.empty()) {
+                            for (auto& d : batches.front()) batch.append(d.view());
+                            batches.erase(batches.begin());
+                        }
+                        r.startObject("cursor")
+                            .appendArray("nextBatch", batch.arr())
+                            .appendInt64("id", batches.empty() ? 0 : id)
+                            .append("ns", "db.c")
+                            .end();
                     }
-                    r.startObject("cursor")
-                        .appendArray("nextBatch", batch.arr())
-                        .appendInt64("id", batches.empty() ? 0 : id)
-                        .append("ns", "db.c")
-                        .end();
+                    r.appendDouble("ok", 1);
+                    out.push_back(r.obj());
                 }
-                r.appendDouble("ok", 1);
-                out.push_back(r.obj());
-            }
-            return out;
-        };
+                return out;
+            };
     }
 };
 

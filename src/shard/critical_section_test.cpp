@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <thread>
 
 namespace tessera::shard {
 namespace {
@@ -50,7 +51,10 @@ TEST(CriticalSectionsTest, EnteringWaitsForWritesInFlightAndAReadWaitsOnlyForAll
     auto entering = std::async(std::launch::async, [&] {
         return cs.enter(kKey, "m", Clock::now() + std::chrono::seconds(5), Block::kWrites);
     });
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // The section is marked entered before the entry waits for the write in flight.
+    while (!cs.isEntered(kKey)) std::this_thread::yield();
+    EXPECT_EQ(entering.wait_for(std::chrono::seconds(0)), std::future_status::timeout)
+        << "entering waits while the write is in flight";
     cs.leave(kKey, true);  // the write ends
     ASSERT_TRUE(entering.get().isOK());
     // A read does not wait for a writes-only section; a write does (until the deadline).

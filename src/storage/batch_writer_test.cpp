@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "base/mutex.h"
 #include "storage/storage_test_util.h"
 
 namespace tessera::storage {
@@ -72,11 +73,11 @@ class CollectingObserver final : public WriteObserver {
     void onWrite(const CollectionInfo&, Op, bson::BsonView, bson::BsonView after,
                  std::vector<std::pair<std::string, std::string>>*) override {
         if (!active.load(std::memory_order_seq_cst)) return;
-        std::lock_guard lk(mutex);
+        MutexLock lk(mutex);
         seen.insert(after.getField("_id").numberLong());
     }
     std::atomic<bool> active{false};
-    std::mutex mutex;
+    Mutex mutex;
     std::set<int64_t> seen;
 };
 
@@ -109,7 +110,7 @@ TEST_F(BatchWriterTest, EveryWriteIsInTheSnapshotOrObserved) {
     auto cursor = snapshot->scan(*coll);
     while (auto rec = cursor->next())
         inSnapshot.insert(rec->doc.view().getField("_id").numberLong());
-    std::lock_guard lk(observer.mutex);
+    MutexLock lk(observer.mutex);
     int64_t written = static_cast<int64_t>(scanAll("db.c").size());
     int64_t missed = 0;
     for (int64_t id = 0; id < written; ++id) {

@@ -13,7 +13,23 @@ namespace {
 using test::EngineTest;
 using test::J;
 
-using ConcurrencyTest = EngineTest;
+class ConcurrencyTest : public EngineTest {
+  protected:
+    // Polls (deadline 30 s) until a DDL of `ns` waits for the collection's writers: from then on
+    // a writer that may not wait is refused with InlineWouldBlock. One opened earlier is closed
+    // at once.
+    bool waitUntilDdlWaits(const std::string& ns) {
+        WriteUnit noWait;
+        noWait.setMayWait(false);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (std::chrono::steady_clock::now() < deadline) {
+            auto w = engine->writer(engine->getCollection(ns), &noWait);
+            if (w.getStatus().code() == static_cast<int>(ErrorCodes::InlineWouldBlock)) return true;
+            std::this_thread::yield();
+        }
+        return false;
+    }
+};
 
 std::string doc(int i) {
     return "{\"_id\": " + std::to_string(i) + ", \"a\": " + std::to_string(i % 13) + "}";
@@ -227,8 +243,8 @@ TEST_F(ConcurrencyTest, IndexBuildWaitsForOpenWriters) {
         ASSERT_TRUE(engine->createIndexes("db.c", {a}).isOK());
         built = true;
     });
-    // The build cannot finish while `w` is open.
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    // The build cannot finish while `w` is open: once it waits, it has not built.
+    ASSERT_TRUE(waitUntilDdlWaits("db.c"));
     EXPECT_FALSE(built.load());
     ASSERT_TRUE(w->insert(J(doc(2)), {}).isOK());
     w.reset();
@@ -257,17 +273,11 @@ TEST_F(ConcurrencyTest, AWriterThatMayNotWaitYieldsToDdl) {
         a.keyPattern = J(R"({"a": 1})");
         ASSERT_TRUE(engine->createIndexes("db.c", {a}).isOK());
     });
-    // Poll (deadline 10 s) until the DDL is waiting: from then on a no-wait writer is refused.
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    Status refused = Status::OK();
-    while (refused.isOK() && std::chrono::steady_clock::now() < deadline) {
-        auto start = std::chrono::steady_clock::now();
-        // Opened (the DDL was not waiting yet) it is closed at once, and we look again.
-        refused = engine->writer(engine->getCollection("db.c"), &noWait).getStatus();
-        EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
-        if (refused.isOK()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    EXPECT_EQ(refused.code(), static_cast<int>(ErrorCodes::InlineWouldBlock));
+    // From the moment the DDL waits, a no-wait writer is refused (and returns while this thread
+    // holds `open`: it did not wait).
+    ASSERT_TRUE(waitUntilDdlWaits("db.c"));
+    EXPECT_EQ(engine->writer(engine->getCollection("db.c"), &noWait).getStatus().code(),
+              static_cast<int>(ErrorCodes::InlineWouldBlock));
     open.getValue().reset();
     ddl.join();
     EXPECT_TRUE(engine->writer(engine->getCollection("db.c"), &noWait).isOK());

@@ -1,11 +1,13 @@
 // Reads of a prepared transaction's documents (prepared_transactions.h): a read at or after its
 // prepare timestamp that meets one of its keys — record or index, a scan's phantom insert
 // included — waits for the decision and sees all of it or none of it, even through a RocksDB
-// view taken before the commit; a read that meets none of its keys never waits.
+// view taken before the commit; a read that meets none of its keys never waits. Where the
+// operation's PrepareReads does not allow a wait, the read stops and the conflict is noted there.
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <thread>
 
 #include "storage/prepared_transactions.h"
@@ -72,13 +74,27 @@ class PreparedReadsTest : public EngineTest {
         return r;
     }
 
+    // The reads of an operation on an io thread: they may not wait at all.
+    static std::shared_ptr<PrepareReads> inlineReads() {
+        return std::make_shared<PrepareReads>(PrepareReads::Policy::noWait());
+    }
+    // A read at the latest timestamp that runs again when it met a later commit.
+    static PrepareReads::Policy restarting() {
+        PrepareReads::Policy p;
+        p.restartIfCommittedAfterRead = true;
+        return p;
+    }
+    static bool wouldBlock(const PrepareReads& reads) {
+        return reads.conflict().is(ErrorCodes::InlineWouldBlock);
+    }
+
     std::unique_ptr<Transaction> txn;
 };
 
 TEST_F(PreparedReadsTest, AReadThatMeetsNoneOfItsKeysDoesNotWait) {
     prepareTransfer();
-    PrepareWaitScope inlineThread;  // any wait would throw
-    auto snap = engine->snapshot();
+    auto reads = inlineReads();  // any wait would be a conflict
+    auto snap = engine->snapshot(std::nullopt, reads);
     auto coll = engine->getCollection("db.c");
     auto five = snap->findByRecordKey(*coll, idKey("5"));
     ASSERT_TRUE(five.has_value());
@@ -87,19 +103,45 @@ TEST_F(PreparedReadsTest, AReadThatMeetsNoneOfItsKeysDoesNotWait) {
               std::vector<std::string>{indexKey("[50]")});
     EXPECT_EQ(indexed(*snap, between("[40]", "[60]"), false).size(), 1u);
     EXPECT_EQ(engine->readersWaitingForPreparedForTest(), 0u);
+    EXPECT_TRUE(reads->conflict().isOK());
 }
 
 TEST_F(PreparedReadsTest, AReadOfOneOfItsKeysWaitsWhereItMayNotWaitItSaysSo) {
     prepareTransfer();
-    PrepareWaitScope inlineThread;
-    auto snap = engine->snapshot();
     auto coll = engine->getCollection("db.c");
-    EXPECT_THROW(snap->findByRecordKey(*coll, idKey("1")), PrepareConflict);
-    EXPECT_THROW(snap->findByRecordKey(*coll, idKey("2")), PrepareConflict);  // its insert
-    EXPECT_THROW(scanAll(*snap, "db.c"), PrepareConflict);
+    // Each read on a snapshot of its own, so that each conflict is its own.
+    auto conflicts = [&](const std::function<void(ReadSnapshot&)>& read) {
+        auto reads = inlineReads();
+        auto snap = engine->snapshot(std::nullopt, reads);
+        read(*snap);
+        return wouldBlock(*reads);
+    };
+    EXPECT_TRUE(conflicts(
+        [&](ReadSnapshot& s) { EXPECT_FALSE(s.findByRecordKey(*coll, idKey("1")).has_value()); }));
+    EXPECT_TRUE(conflicts([&](ReadSnapshot& s) {  // its insert
+        EXPECT_FALSE(s.findByRecordKey(*coll, idKey("2")).has_value());
+    }));
+    // A scan stops where it meets the first of its keys: before _id 1.
+    EXPECT_TRUE(conflicts([&](ReadSnapshot& s) { EXPECT_EQ(scanAll(s, "db.c").size(), 0u); }));
     // A range that holds only its inserted index key (a phantom): held too.
-    EXPECT_THROW(indexed(*snap, between("[15]", "[25]"), true), PrepareConflict);
-    EXPECT_THROW(indexed(*snap, between("[15]", "[25]"), false), PrepareConflict);
+    EXPECT_TRUE(conflicts(
+        [&](ReadSnapshot& s) { EXPECT_EQ(indexed(s, between("[15]", "[25]"), true).size(), 0u); }));
+    EXPECT_TRUE(conflicts([&](ReadSnapshot& s) {
+        EXPECT_EQ(indexed(s, between("[15]", "[25]"), false).size(), 0u);
+    }));
+    // A deadline: the wait ends there, with the operation's time limit as the conflict.
+    PrepareReads::Policy untilNow;
+    untilNow.deadline = PrepareReads::Clock::now();
+    untilNow.deadlineIsMaxTime = true;
+    auto bounded = std::make_shared<PrepareReads>(untilNow);
+    auto snap = engine->snapshot(std::nullopt, bounded);
+    EXPECT_FALSE(snap->findByRecordKey(*coll, idKey("1")).has_value());
+    EXPECT_TRUE(bounded->conflict().is(ErrorCodes::MaxTimeMSExpired));
+    // The next operation on the same snapshot (a cursor's getMore) starts without one.
+    bounded->reset(PrepareReads::Policy::noWait());
+    EXPECT_TRUE(bounded->conflict().isOK());
+    EXPECT_TRUE(snap->findByRecordKey(*coll, idKey("5")).has_value());
+    EXPECT_TRUE(bounded->conflict().isOK());
 }
 
 TEST_F(PreparedReadsTest, AReaderWaitsThenSeesTheCommitThroughAViewTakenBeforeIt) {
@@ -173,44 +215,38 @@ TEST_F(PreparedReadsTest, ACommitAboveTheReadTimestampOrAnAbortIsNotSeen) {
     EXPECT_EQ(after.size(), 3u);
 }
 
-TEST_F(PreparedReadsTest, InALatestReadScopeACommitAboveTheReadTimestampRestartsTheRead) {
+TEST_F(PreparedReadsTest, ARestartableReadThatMeetsACommitAboveItsTimestampStops) {
     // The participant of a cross-shard commit already acknowledged to the client: a read at the
     // latest timestamp, taken between this part's prepare and the commit timestamp (another
     // participant's later prepare), must run again rather than miss the commit.
     prepareTransfer();
-    auto early = engine->snapshot();
+    auto reads = std::make_shared<PrepareReads>();
+    auto early = engine->snapshot(std::nullopt, reads);
     auto coll = engine->getCollection("db.c");
     ASSERT_TRUE(insert("db.other", R"({"_id": 2})") > early->timestamp());
     Timestamp commitTs = engine->lastCommitTimestamp();
     ASSERT_GT(commitTs, early->timestamp());
     ASSERT_TRUE(txn->commitPrepared(commitTs, {}, WriteOptions{}).isOK());
-    {
-        LatestReadScope latest;
-        auto point = [&] { return early->findByRecordKey(*coll, idKey("1")); };
-        try {
-            point();
-            FAIL() << "the point read kept its timestamp";
-        } catch (const PrepareConflict& e) {
-            EXPECT_EQ(e.kind(), PrepareConflict::Kind::kCommittedAfterRead);
-        }
-        auto cursor = early->scan(*coll, true);
-        try {
-            while (cursor->next()) {
-            }
-            FAIL() << "the scan kept its timestamp";
-        } catch (const PrepareConflict& e) {
-            EXPECT_EQ(e.kind(), PrepareConflict::Kind::kCommittedAfterRead);
-        }
-        // Run again at the latest timestamp, now past the commit: all of it.
-        auto again = engine->snapshot();
-        EXPECT_EQ(again->findByRecordKey(*coll, idKey("1"))->toJson(),
-                  R"({ "_id" : 1, "v" : 11 })");
-        EXPECT_EQ(scanAll(*again, "db.c").size(), 3u);
-        // Keys it did not write never restart a read.
-        EXPECT_TRUE(early->findByRecordKey(*coll, idKey("5")).has_value());
-    }
-    // Outside the scope the early view keeps its timestamp: none of it.
+
+    reads->reset(restarting());
+    EXPECT_FALSE(early->findByRecordKey(*coll, idKey("1")).has_value());
+    EXPECT_TRUE(reads->conflict().is(ErrorCodes::ReadMetLaterCommit));
+    reads->reset(restarting());
+    EXPECT_EQ(scanAll(*early, "db.c").size(), 0u) << "the scan stops at _id 1";
+    EXPECT_TRUE(reads->conflict().is(ErrorCodes::ReadMetLaterCommit));
+    // Keys it did not write never restart a read.
+    reads->reset(restarting());
+    EXPECT_TRUE(early->findByRecordKey(*coll, idKey("5")).has_value());
+    EXPECT_TRUE(reads->conflict().isOK());
+    // Run again at the latest timestamp, now past the commit: all of it.
+    auto again = engine->snapshot(std::nullopt, reads);
+    EXPECT_EQ(again->findByRecordKey(*coll, idKey("1"))->toJson(), R"({ "_id" : 1, "v" : 11 })");
+    EXPECT_EQ(scanAll(*again, "db.c").size(), 3u);
+
+    // Without the restart the early view keeps its timestamp: none of it.
+    reads->reset(PrepareReads::Policy{});
     EXPECT_EQ(early->findByRecordKey(*coll, idKey("1"))->toJson(), R"({ "_id" : 1, "v" : 10 })");
+    EXPECT_TRUE(reads->conflict().isOK());
 }
 
 TEST_F(PreparedReadsTest, ATransactionBegunDuringThePrepareWaitsOnlyForItsKeys) {
@@ -221,12 +257,16 @@ TEST_F(PreparedReadsTest, ATransactionBegunDuringThePrepareWaitsOnlyForItsKeys) 
     ASSERT_GE(other->readTimestamp(), prepareTs);
     auto coll = engine->getCollection("db.c");
     {
-        PrepareWaitScope inlineThread;
+        auto reads = inlineReads();  // this statement's
+        other->bindPrepareReads(reads);
         auto snap = other->snapshot();
         EXPECT_TRUE(snap->findByRecordKey(*coll, idKey("5")).has_value());
-        EXPECT_THROW(snap->findByRecordKey(*coll, idKey("1")), PrepareConflict);
+        EXPECT_TRUE(reads->conflict().isOK());
+        EXPECT_FALSE(snap->findByRecordKey(*coll, idKey("1")).has_value());
+        EXPECT_TRUE(wouldBlock(*reads));
     }
     ASSERT_TRUE(txn->commitPrepared(prepareTs, {}, WriteOptions{}).isOK());
+    other->bindPrepareReads(nullptr);  // the next statement waits as long as it takes
     auto snap = other->snapshot();
     EXPECT_EQ(snap->findByRecordKey(*coll, idKey("1"))->toJson(), R"({ "_id" : 1, "v" : 11 })");
 }

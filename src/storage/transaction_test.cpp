@@ -244,9 +244,10 @@ TEST_F(TransactionTest, PreparedTransactionHoldsReadersAtOrAfterItsPrepareTimest
 
     // A later read of its documents waits; where it may not wait it says so instead.
     {
-        PrepareWaitScope inlineThread;
-        auto snap = engine->snapshot();
-        EXPECT_THROW(scanAll(*snap, "db.c"), PrepareConflict);
+        auto inlineReads = std::make_shared<PrepareReads>(PrepareReads::Policy::noWait());
+        auto snap = engine->snapshot(std::nullopt, inlineReads);
+        EXPECT_TRUE(scanAll(*snap, "db.c").empty());
+        EXPECT_TRUE(inlineReads->conflict().is(ErrorCodes::InlineWouldBlock));
     }
     std::atomic<bool> readDone{false};
     std::vector<std::string> seen;
@@ -435,9 +436,10 @@ TEST_F(TransactionTest, APreparedTransactionIsPreparedAgainAfterARestart) {
     EXPECT_TRUE(r.txn->isPrepared());
     EXPECT_EQ(engine->preparedTransactionCount(), 1u);
     {
-        PrepareWaitScope inlineThread;
-        auto snap = engine->snapshot();
-        EXPECT_THROW(scanAll(*snap, "db.c"), PrepareConflict);
+        auto inlineReads = std::make_shared<PrepareReads>(PrepareReads::Policy::noWait());
+        auto snap = engine->snapshot(std::nullopt, inlineReads);
+        EXPECT_TRUE(scanAll(*snap, "db.c").empty());
+        EXPECT_TRUE(inlineReads->conflict().is(ErrorCodes::InlineWouldBlock));
     }
     auto before = engine->snapshot(Timestamp{prepareTs.value - 1});
     EXPECT_EQ(scanAll(*before, "db.c"), std::vector<std::string>{R"({ "_id" : 1, "v" : 0 })"});

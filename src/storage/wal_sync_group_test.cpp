@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
+
 namespace tessera::storage {
 namespace {
 
@@ -19,13 +21,13 @@ class GatedSync {
   public:
     Status operator()() {
         int n = ++_started;
-        std::unique_lock lock(_mutex);
-        _cv.wait(lock, [&] { return _opened >= n; });
+        UniqueLock lock(_mutex);
+        _cv.wait(lock, [&]() REQUIRES(_mutex) { return _opened >= n; });
         return _fail ? Status(ErrorCodes::InternalError, "disk gone") : Status::OK();
     }
     void open(int upTo) {
         {
-            std::lock_guard lock(_mutex);
+            MutexLock lock(_mutex);
             _opened = upTo;
         }
         _cv.notify_all();
@@ -36,8 +38,8 @@ class GatedSync {
   private:
     std::atomic<int> _started{0};
     std::atomic<bool> _fail{false};
-    std::mutex _mutex;
-    std::condition_variable _cv;
+    Mutex _mutex;
+    CondVar _cv;
     int _opened = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include "base/guarded.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "txn/session_records.h"
 
 namespace tessera::txn {
@@ -18,11 +19,11 @@ SessionRecordReaper::SessionRecordReaper(TransactionTable& table, storage::Engin
 SessionRecordReaper::~SessionRecordReaper() { stop(); }
 
 void SessionRecordReaper::start() {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     if (_thread.joinable() || _stopping) return;
     _thread = std::thread([this] {
-        std::unique_lock lk(_mutex);
-        while (!_wake.wait_for(lk, _sweepEvery, [this] { return _stopping; })) {
+        UniqueLock lk(_mutex);
+        while (!_wake.wait_for(lk, _sweepEvery, [this]() REQUIRES(_mutex) { return _stopping; })) {
             lk.unlock();
             runLoggingExceptions("TXN", 22232, "session record sweep", [this] { sweep(); });
             lk.lock();
@@ -32,16 +33,16 @@ void SessionRecordReaper::start() {
 
 void SessionRecordReaper::stop() {
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         _stopping = true;
     }
     _wake.notify_all();
     if (_thread.joinable()) _thread.join();
 }
 
-size_t SessionRecordReaper::sweep() {
-    size_t n = _table.expireIdle(TransactionTable::Clock::now() - _idleLimit,
-                                 [this](const std::string& lsid) { forget(lsid); });
+size_t SessionRecordReaper::sweepAt(TransactionTable::Clock::time_point now) {
+    size_t n =
+        _table.expireIdle(now - _idleLimit, [this](const std::string& lsid) { forget(lsid); });
     if (n > 0) {
         log::info("TXN", 22230, "Expired the retryable write records of idle sessions",
                   "{\"sessions\":" + std::to_string(n) + ",\"logicalSessionTimeoutMinutes\":" +

@@ -42,8 +42,11 @@ TEST_F(SessionRecordReaperTest, AnIdleSessionsRecordsAreDeletedAndOthersKept) {
     const std::string idle = lsidBytes('a'), busy = lsidBytes('b');
     record(idle, 7, 0);
     record(idle, 7, 1);
-    record(idle, 5, 2);                 // an older txnNumber's statement, kept on disk until now
-    std::this_thread::sleep_for(30ms);  // `idle` is older than the limit below, `busy` is not
+    record(idle, 5, 2);  // an older txnNumber's statement, kept on disk until now
+    // `idle` was last used at or before `between`, `busy` strictly after it.
+    const auto between = TransactionTable::Clock::now();
+    while (TransactionTable::Clock::now() == between) {
+    }
     record(busy, 3, 0);
 
     SessionRecordReaper reaper(
@@ -54,7 +57,8 @@ TEST_F(SessionRecordReaperTest, AnIdleSessionsRecordsAreDeletedAndOthersKept) {
             return Status::OK();
         },
         /*idleLimit=*/20ms);
-    EXPECT_EQ(reaper.sweep(), 1u);
+    // As if 20 ms and one tick had passed since `between`: older than the limit is `idle` alone.
+    EXPECT_EQ(reaper.sweepAt(between + 20ms + TransactionTable::Clock::duration(1)), 1u);
     EXPECT_EQ(recordsOf(idle), 0u);
     EXPECT_EQ(recordsOf(busy), 1u);
     // Its config.transactions document (a whole reply, e.g. a bulkWrite's) goes too.

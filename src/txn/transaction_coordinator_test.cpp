@@ -8,12 +8,13 @@
 #include <chrono>
 #include <thread>
 
-#include "command/transactions.h"
+#include "base/mutex.h"
 #include "net/remote_client.h"
 #include "net/running_server.h"
 #include "net/server.h"
 #include "storage/engine.h"
 #include "storage/storage_test_util.h"
+#include "txn/session_transactions.h"
 
 namespace tessera::txn {
 namespace {
@@ -27,7 +28,7 @@ class CoordinatorThreadsTest : public ::testing::Test {
         auto sw = storage::Engine::open(options);
         ASSERT_TRUE(sw.isOK()) << sw.getStatus().toString();
         engine = std::move(sw.getValue());
-        transactions = std::make_unique<command::SessionTransactions>(engine.get());
+        transactions = std::make_unique<txn::SessionTransactions>(engine.get());
         transactions->enableParticipantMode(nullptr);
         local = std::make_unique<LocalParticipant>(*transactions, [] { return "shard0"; });
         coordinator = std::make_unique<TransactionCoordinator>(*engine, client);
@@ -52,7 +53,7 @@ class CoordinatorThreadsTest : public ::testing::Test {
 
     storage::test::TempDir dir;
     std::unique_ptr<storage::Engine> engine;
-    std::unique_ptr<command::SessionTransactions> transactions;
+    std::unique_ptr<txn::SessionTransactions> transactions;
     std::unique_ptr<LocalParticipant> local;
     net::RemoteClient client;
     std::unique_ptr<TransactionCoordinator> coordinator;
@@ -64,7 +65,7 @@ TEST_F(CoordinatorThreadsTest, AnUnjournaledParticipantCommitIsJournaledWithinTh
     uint64_t before = engine->walSyncCount();
     // The bound, with room for a slow machine; a missing sync would never come.
     EXPECT_TRUE(syncedSince(
-        before, 5 * std::chrono::milliseconds(command::SessionTransactions::kSyncCommitsWithin)));
+        before, 5 * std::chrono::milliseconds(txn::SessionTransactions::kSyncCommitsWithin)));
     EXPECT_FALSE(transactions->takeUnsyncedCommits());  // taken by the thread
 }
 
@@ -75,8 +76,8 @@ TEST_F(CoordinatorThreadsTest, OneTakeCoversEveryEarlierNote) {
     EXPECT_FALSE(transactions->takeUnsyncedCommits());  // one sync covers every earlier commit
 }
 
-// Staged commit (README.md "Staged commit"): this shard coordinates and is a participant; the
-// other participant is at an address nobody listens on.
+// Staged commit (docs/protocols/two-phase-commit.md "Staged commit"): this shard coordinates and is
+// a participant; the other participant is at an address nobody listens on.
 class StagedCommitTest : public CoordinatorThreadsTest {
   protected:
     void SetUp() override {
@@ -196,8 +197,9 @@ TEST_F(StagedCommitTest, APartThatCannotPrepareAbortsAtOnce) {
     EXPECT_TRUE(staged.outcome.is(ErrorCodes::NoSuchTransaction)) << staged.outcome.toString();
 }
 
-// Durable-prepare notices (README.md "Staged commit", step 2 without journal): the router sends
-// no decision; the other participants tell this coordinator when their parts are durable.
+// Durable-prepare notices (docs/protocols/two-phase-commit.md "Staged commit", step 2 without
+// journal): the router sends no decision; the other participants tell this coordinator when their
+// parts are durable.
 TEST_F(StagedCommitTest, EveryOtherPartsDurableNoticeCommitsTheStagedRecord) {
     insertInTransaction(1, 1);
     TransactionCoordinator::Staged staged = coordinator->stage(lsid, 1, participants);
@@ -241,13 +243,13 @@ TEST_F(StagedCommitTest, NoCommitBeforeEveryOtherPartIsDurable) {
 class RecordingShard : public net::RequestHandler {
   public:
     bson::BsonObj handleRequest(const net::Request& request, net::ClientContext&) override {
-        std::lock_guard lk(mutex);
+        MutexLock lk(mutex);
         received.push_back(request.msg->body.copy());
         bson::BsonBuilder b;
         b.append("ok", 1.0);
         return b.obj();
     }
-    std::mutex mutex;
+    Mutex mutex;
     std::vector<bson::BsonObj> received;
 };
 
@@ -259,7 +261,7 @@ TEST_F(StagedCommitTest, APartPreparedUnsyncedSyncsThenTellsItsCoordinator) {
     coordinator->notifyWhenDurable(lsid, 3, {"shard9", "127.0.0.1:" + std::to_string(other.port())},
                                    Timestamp{42});
     EXPECT_GT(engine->walSyncCount(), before);
-    std::lock_guard lk(handler.mutex);
+    MutexLock lk(handler.mutex);
     ASSERT_EQ(handler.received.size(), 1u);
     bson::BsonView cmd = handler.received[0];
     EXPECT_EQ(cmd.firstElement().fieldName(), "_shardsvrCoordinateCommitTransaction");

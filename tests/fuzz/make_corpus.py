@@ -126,6 +126,80 @@ BSON["regress_unterminated_empty"] = b"\x05\x00\x00\x00\x98"
 BSON["misc_types"] = struct.pack("<i", len(BSON["misc_types"])) + BSON["misc_types"][4:]
 
 
+# Query-language seeds: each a document in the shape its target reads (tests/fuzz/*_fuzz.cpp).
+MATCHER = {
+    "eq": doc({"a": 1}),
+    "ops": doc({"a": {"$gt": 1, "$lte": 5}, "b": {"$in": [1, "x", None]}, "c": {"$exists": True}}),
+    "logical": doc({"$or": [{"a": 1}, {"$and": [{"b": {"$ne": 2}}, {"c.d": {"$size": 2}}]}],
+                    "$nor": [{"x": {"$type": "string"}}]}),
+    "elem_match": doc({"d.f": {"$elemMatch": {"g": {"$gte": 1}}}, "c": {"$all": [1, 2]}}),
+    "regex_mod": doc({"b": {"$regex": "^x", "$options": "i"}, "a": {"$mod": [2, 1]}}),
+    "expr": doc({"$expr": {"$gt": ["$a", {"$add": ["$b", 1]}]}}),
+    "bits_not": doc({"a": {"$bitsAllSet": 5, "$not": {"$lt": 0}}}),
+    "schema": doc({"$jsonSchema": {"required": ["a"], "properties": {"a": {"bsonType": "int"}}}}),
+}
+UPDATE = {
+    "set_inc": doc({"u": {"$set": {"a.b": 1, "x": [1, 2]}, "$inc": {"n": 2}}}),
+    "unset_rename": doc({"u": {"$unset": {"b": ""}, "$rename": {"a": "z"}}}),
+    "array_ops": doc({"u": {"$push": {"c": {"$each": [4, 5], "$slice": -3, "$sort": 1}},
+                            "$addToSet": {"s": 1}, "$pull": {"c": {"$gt": 2}}}}),
+    "positional": doc({"u": {"$set": {"c.$[e]": 0, "d.f.$[].g": 2}}, "f": [{"e": {"$gt": 1}}]}),
+    "replacement": doc({"u": {"_id": 1, "a": "replaced"}}),
+    "pipeline": doc({"u": [{"$set": {"t": {"$concat": ["$b", "!"]}}}, {"$unset": "a"}]}),
+    "min_max_mul": doc({"u": {"$min": {"a": 0}, "$max": {"b": 9}, "$mul": {"c": 2},
+                              "$currentDate": {"t": True}}}),
+}
+EXPRESSION = {
+    "arith": doc({"e": {"$add": ["$a", {"$multiply": [2, "$d.e"]}, 1.5]}}),
+    "cond": doc({"e": {"$cond": {"if": {"$gt": ["$a", 0]}, "then": "pos", "else": "neg"}}}),
+    "strings": doc({"e": {"$concat": [{"$toUpper": "$b"}, {"$substrCP": ["$s", 0, 2]}]}}),
+    "arrays": doc({"e": {"$map": {"input": "$c", "as": "x", "in": {"$add": ["$$x", 1]}}}}),
+    "reduce": doc({"e": {"$reduce": {"input": {"$range": [0, 5]}, "initialValue": 0,
+                                      "in": {"$add": ["$$value", "$$this"]}}}}),
+    "convert": doc({"e": {"$convert": {"input": "$b", "to": "int", "onError": None}}}),
+    "let_switch": doc({"e": {"$let": {"vars": {"v": "$a"}, "in": {"$switch": {
+        "branches": [{"case": {"$eq": ["$$v", 1]}, "then": "one"}], "default": "other"}}}}}),
+    "objects": doc({"e": {"$mergeObjects": ["$d", {"k": {"$literal": "$x"}}]}}),
+}
+JSON_SCHEMA = {
+    "required": doc({"required": ["_id", "a"], "properties": {"a": {"bsonType": ["int", "long"]}}}),
+    "nested": doc({"properties": {"d": {"bsonType": "object", "properties": {
+        "e": {"minimum": 0, "maximum": 10}}, "additionalProperties": False}}}),
+    "arrays": doc({"properties": {"c": {"bsonType": "array", "items": {"bsonType": "int"},
+                                        "minItems": 1, "uniqueItems": True}}}),
+    "strings": doc({"properties": {"b": {"bsonType": "string", "pattern": "^x", "maxLength": 3,
+                                         "enum": ["x", "y"]}}}),
+    "combinators": doc({"anyOf": [{"required": ["a"]}, {"not": {"required": ["b"]}}],
+                        "oneOf": [{"properties": {"a": {"type": "number"}}}]}),
+}
+KEYSTRING = {
+    "scalars": doc({"a": 1, "b": 2**40, "c": -1.5, "d": "str", "e": True, "f": None}),
+    "ordering": doc({"a": 0, "b": -0.0, "c": 0.0, "d": 1, "e": 1.0, "f": "", "g": "a\0b"}),
+    "nested": doc({"a": {"x": [1, "b"]}, "b": [], "c": {}, "d": [[1], [1, 2]]}),
+    "binary": doc({"a": b"0123456789abcdef", "b": b"\x00" * 16}),
+    "misc_types": BSON["misc_types"],
+}
+SHARD_KEY = {
+    "ranged": doc({"k": {"a": 1}, "min": {"a": 5}, "max": {"a": 10}, "q": {"a": {"$eq": 3}}}),
+    "compound": doc({"k": {"a": 1, "b": 1}, "p": {"a": 1}, "f": {"a": 1, "b": "x"}}),
+    "hashed": doc({"k": {"_id": "hashed"}, "x": {"_id": 42}, "y": {"_id": "s"}}),
+    "dotted": doc({"k": {"d.e": 1, "_id": 1}, "x": {"d.e": 5, "_id": 1}}),
+    "hashed_prefix": doc({"k": {"a": "hashed", "b": 1}, "x": {"a": 1, "b": 2}}),
+}
+PIPELINE = {
+    "match_project": doc({"p": [{"$match": {"a": {"$exists": True}}}, {"$project": {"a": 1}}]}),
+    "group_sort": doc({"p": [{"$group": {"_id": "$b", "n": {"$sum": 1}, "m": {"$max": "$a"}}},
+                             {"$sort": {"n": -1}}, {"$limit": 3}]}),
+    "unwind": doc({"p": [{"$unwind": {"path": "$c", "includeArrayIndex": "i"}},
+                         {"$addFields": {"x": {"$multiply": ["$c", 2]}}}]}),
+    "facet_bucket": doc({"p": [{"$facet": {"f": [{"$count": "n"}],
+                                           "g": [{"$bucketAuto": {"groupBy": "$a",
+                                                                  "buckets": 2}}]}}]}),
+    "replace_sample": doc({"p": [{"$replaceRoot": {"newRoot": {"v": "$a"}}},
+                                 {"$skip": 1}, {"$sortByCount": "$v"}]}),
+}
+
+
 def write(target, seeds):
     d = os.path.join(HERE, "corpus", target)
     os.makedirs(d, exist_ok=True)
@@ -135,6 +209,17 @@ def write(target, seeds):
 
 
 if __name__ == "__main__":
-    write("wire_message_fuzz", WIRE)
-    write("bson_validate_fuzz", BSON)
-    print("wrote", len(WIRE), "wire seeds and", len(BSON), "bson seeds")
+    targets = {
+        "wire_message_fuzz": WIRE,
+        "bson_validate_fuzz": BSON,
+        "matcher_fuzz": MATCHER,
+        "update_fuzz": UPDATE,
+        "expression_fuzz": EXPRESSION,
+        "json_schema_fuzz": JSON_SCHEMA,
+        "keystring_fuzz": KEYSTRING,
+        "shard_key_fuzz": SHARD_KEY,
+        "pipeline_fuzz": PIPELINE,
+    }
+    for target, seeds in targets.items():
+        write(target, seeds)
+    print("wrote", sum(len(s) for s in targets.values()), "seeds for", len(targets), "targets")

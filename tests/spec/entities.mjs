@@ -1,7 +1,16 @@
 // Entity map of the unified test format: clients (with command/CMAP event capture), databases,
 // collections, sessions, and result entities (cursors, saved values).
-import mongodb from './driver.mjs';
+import mongodb, { BSON } from './driver.mjs';
 import { UnsupportedError, isDocument } from './matcher.mjs';
+
+// The command as it was sent, not as the driver's objects look later: the Node driver hands the
+// event the objects it keeps (7.9 assigns the client's readConcern object itself to a
+// transaction's first statement and then adds afterClusterTime to it in place at the next
+// transaction), so a recorded event must be a copy taken when it fires, as every APM consumer
+// that serializes the event sees it.
+function snapshotOf(command) {
+    return BSON.deserialize(BSON.serialize(command), { promoteLongs: false, promoteBuffers: false });
+}
 
 const { MongoClient, ReadPreference, ObjectId } = mongodb;
 
@@ -237,7 +246,7 @@ export class ClientEntity {
                     type,
                     commandName: ev.commandName,
                     databaseName: ev.databaseName,
-                    command: ev.command,
+                    command: started ? snapshotOf(ev.command) : ev.command,
                     reply: ev.reply,
                     failure: ev.failure,
                     requestId: ev.requestId,

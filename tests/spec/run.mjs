@@ -5,9 +5,12 @@
 //        --profile single-8.0 [--timeout MS] [--allow-failures] [--list-failures FILE] \
 //        [--known-failures FILE] [--filter REGEX] [--verbose] PATH...
 //
-// --known-failures FILE lists tests that are known to fail, one `<dir/file> :: <test>` per line
-// (`#` comments allowed). They are reported as KNOWN and not counted as failures, so CI stays red
-// only for regressions; a listed test that passes is reported as FIXED so the list can shrink.
+// --known-failures FILE lists tests that are known to fail, one
+// `<dir/file> :: <test> => <text of its failure>` per line (`#` comments allowed). A listed test
+// that fails with a reason containing that text is reported as KNOWN and not counted as a failure,
+// so CI stays red only for regressions. An entry that no longer holds fails the run: a listed test
+// that passes (FIXED: remove it), one that fails for another reason (CHANGED: the list must say
+// why it fails), and an entry that matches no test that ran (STALE).
 //
 // PATHs are test files or directories (default: <repo>/../shared/spec-tests/crud). Test files are
 // read where they are; they are never copied into the repository. runOnRequirements are evaluated
@@ -93,16 +96,20 @@ function resolvePath(p) {
     usage(`no such file or directory: ${p}`);
 }
 
-// The set of `<dir/file> :: <test>` lines in FILE (empty without a file).
+// The entries of FILE (empty without a file): `<dir/file> :: <test>` → the text its failure must
+// contain.
 function loadKnownFailures(file) {
-    if (!file) return new Set();
+    const known = new Map();
+    if (!file) return known;
     const text = fs.readFileSync(resolvePath(file), 'utf8');
-    return new Set(
-        text
-            .split('\n')
-            .map((l) => l.trim())
-            .filter((l) => l && !l.startsWith('#'))
-    );
+    for (const raw of text.split('\n')) {
+        const line = raw.trim();
+        if (!line || line.startsWith('#')) continue;
+        const arrow = line.lastIndexOf(' => ');
+        if (arrow < 0) usage(`${file}: "${line}" does not say what its failure is (\`... => <text>\`)`);
+        known.set(line.slice(0, arrow).trim(), line.slice(arrow + 4).trim());
+    }
+    return known;
 }
 
 async function main() {
@@ -114,6 +121,8 @@ async function main() {
     const paths = (opts.paths.length ? opts.paths : [DEFAULT_PATH]).map(resolvePath);
     const files = collectFiles(paths);
     const known = loadKnownFailures(opts.knownFailures);
+    const seen = new Set();  // known entries met by a test that ran
+    const problems = [];  // entries that no longer hold: each fails the run
     const keyOf = (r) => `${r.file} :: ${String(r.test ?? '').replace(/\s+/g, ' ').trim()}`;
 
     const runner = new Runner({
@@ -123,21 +132,32 @@ async function main() {
         filter: opts.filter,
         onResult(r) {
             const oneLine = (x) => String(x ?? '').replace(/\s*\n\s*/g, ' ');
-            if (r.status === 'fail' && known.has(keyOf(r))) {
+            const key = keyOf(r);
+            if (known.has(key)) seen.add(key);
+            if (r.status === 'fail' && known.has(key) && oneLine(r.reason).includes(known.get(key))) {
                 r.status = 'known';
-                if (opts.verbose) console.log(`KNOWN ${keyOf(r)} — ${oneLine(r.reason)}`);
+                if (opts.verbose) console.log(`KNOWN ${key} — ${oneLine(r.reason)}`);
+            } else if (r.status === 'fail' && known.has(key)) {
+                problems.push(`CHANGED ${key}: fails with "${oneLine(r.reason)}", the list says "${known.get(key)}"`);
             } else if (r.status === 'fail') {
                 console.log(`FAIL ${r.file} :: ${oneLine(r.test)} — ${oneLine(r.reason)}`);
-            } else if (r.status === 'pass' && known.has(keyOf(r))) {
-                console.log(`FIXED ${keyOf(r)} (passes now: remove it from ${opts.knownFailures})`);
+            } else if (r.status === 'pass' && known.has(key)) {
+                problems.push(`FIXED ${key} (passes now: remove it from ${opts.knownFailures})`);
             }
             else if (opts.verbose) console.log(`${r.status.toUpperCase()} ${r.file} :: ${r.test}${r.reason ? ` — ${r.reason}` : ''}`);
         },
     });
     const results = await runner.runFiles(files);
+    if (!opts.filter) {
+        for (const key of known.keys()) {
+            if (!seen.has(key)) problems.push(`STALE ${key}: no such test ran (remove it from ${opts.knownFailures})`);
+        }
+    }
+    for (const p of problems) console.log(p);
     const count = (s) => results.filter((r) => r.status === s).length;
     const passed = count('pass');
-    const failed = count('fail');
+    // A CHANGED entry's test is counted failed already; FIXED and STALE ones are added.
+    const failed = count('fail') + problems.filter((p) => !p.startsWith('CHANGED')).length;
     const na = count('na');
     const skipped = count('skip');
     const knownFailed = count('known');

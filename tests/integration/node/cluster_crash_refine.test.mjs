@@ -52,6 +52,19 @@ describeWithManualCluster('kill -9 of the config server during a refine of a zon
         { timeoutMs: 45000, intervalMs: 100 });
     }
 
+    /**
+     * The balancer, restarted with the config server, moves ranges onto their zones: the shards
+     * are read one by one (checkConsistency) only once it has nothing left to do and no
+     * migration is in flight.
+     */
+    async function zonesSettled(ns) {
+        await waitFor(`${ns} balanced onto its zones, no migration in flight`, async () => {
+            const status = await settle(admin({ balancerCollectionStatus: ns }));
+            if (!status.reply?.balancerCompliant) return false;
+            return (await (await c().config()).db('config').collection('system.coordinators').countDocuments({})) === 0;
+        }, { timeoutMs: 60000, intervalMs: 200 });
+    }
+
     test('killed after the new chunks, before the switch: the refine is undone, a new one works', async () => {
         const { ns, coll } = await zoned('crrefA');
         await crashDuringRefine(ns, 'refineShardKeyHangAfterNewChunks');
@@ -61,12 +74,14 @@ describeWithManualCluster('kill -9 of the config server during a refine of a zon
         assert.ok(chunks.every((ch) => !('createdAt' in ch.min)), 'only the old chunks');
         assert.equal(await (await cfg()).collection('chunks').countDocuments({ 'min.createdAt': { $exists: true } }), 0,
             'the invisible new chunks were removed');
+        await zonesSettled(ns);
         await c().checkConsistency(ns, 300);
         assert.equal((await admin({ refineCollectionShardKey: ns, key: { customerId: 1, createdAt: 1 } })).ok, 1);
         for (const t of await (await cfg()).collection('tags').find({ ns }).toArray()) {
             assert.ok(isMinKey(t.min.createdAt) && isMinKey(t.max.createdAt), JSON.stringify(t));
         }
         await coll.insertOne({ _id: 'after', customerId: 5, createdAt: new Date() });
+        await zonesSettled(ns);
         await c().checkConsistency(ns, 301);
     });
 
@@ -81,8 +96,10 @@ describeWithManualCluster('kill -9 of the config server during a refine of a zon
         const tags = await (await cfg()).collection('tags').find({ ns }).toArray();
         assert.equal(tags.length, 2);
         for (const t of tags) assert.ok(isMinKey(t.min.createdAt) && isMinKey(t.max.createdAt), JSON.stringify(t));
+        await zonesSettled(ns);
         await c().checkConsistency(ns, 300);
         await coll.insertOne({ _id: 'after', customerId: 150, createdAt: new Date() });
+        await zonesSettled(ns);
         await c().checkConsistency(ns, 301);
     });
 }, { shards: 2, routers: 1 });

@@ -183,12 +183,13 @@ describeWithCluster(
 
         // --- 7. concurrent DDL on different namespaces ---------------------------------------------
 
-        test('eight concurrent DDL operations on different namespaces all finish within seconds', async () => {
+        // The stall this guards against lasted 120-480 s (workers waiting on one DDL lock): a hang,
+        // which the test's own timeout catches (not a wall-clock assertion on a busy machine).
+        test('eight concurrent DDL operations on different namespaces all finish', { timeout: 90000 }, async () => {
             const dbs = Array.from({ length: 6 }, (_, i) => uniqueDbName(`ddl${i}`));
             const victim = uniqueDbName('ddlvictim');
             await (await router()).db(victim).collection('x').insertOne({ _id: 1 });
             const clients = await Promise.all([router(0), router(1)]);
-            const started = Date.now();
             const ops = [
                 ...dbs.map((db, i) =>
                     clients[i % 2].db('admin').command({ shardCollection: `${db}.c`, key: i % 2 ? { _id: 'hashed' } : { k: 1 } }),
@@ -197,13 +198,10 @@ describeWithCluster(
                 clients[1].db(dbs[0]).collection('side').createIndex({ a: 1 }),
             ];
             const results = await Promise.allSettled(ops);
-            const elapsed = Date.now() - started;
             assert.deepEqual(
                 results.filter((r) => r.status === 'rejected').map((r) => String(r.reason)),
                 [],
             );
-            // The stall this guards against lasted 120-480 s (workers waiting on one DDL lock).
-            assert.ok(elapsed < 30000, `8 DDL operations took ${elapsed} ms`);
             for (const db of dbs) await ctx.cluster.checkConsistency(`${db}.c`, 0);
             assert.equal(await (await router()).db('config').collection('databases').countDocuments({ _id: victim }), 0);
         });

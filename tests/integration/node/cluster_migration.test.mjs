@@ -1,4 +1,4 @@
-// Online range migrations (src/shard/README.md "Migration", issue 12) through real drivers while
+// Online range migrations (docs/protocols/migration.md, issue 12) through real drivers while
 // clients write: the donor keeps serving the range while it is cloned, the changes made meanwhile
 // reach the recipient, writes wait only for the short critical section, counts stay exact at
 // every moment without scans, the donor deletes the range at once, a range can move straight

@@ -3,15 +3,16 @@
 // away with its session. And one order of txnNumbers per session for its transactions and its
 // retryable writes (beginRetryableWrite), as MongoDB's.
 
+#include "txn/session_transactions.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <thread>
 
-#include "command/transactions.h"
 #include "storage/storage_test_util.h"
 
-namespace tessera::command {
+namespace tessera::txn {
 namespace {
 
 using storage::test::J;
@@ -267,9 +268,9 @@ TEST_F(SessionTransactionsTest, TwoPreparedTransactionsOfASessionSurviveARestart
 }
 
 }  // namespace
-}  // namespace tessera::command
+}  // namespace tessera::txn
 
-namespace tessera::command {
+namespace tessera::txn {
 namespace {
 
 // currentOp's view of the transactions: an open one is listed (idle between its statements,
@@ -319,4 +320,4 @@ TEST_F(SessionTransactionsTest, CurrentOpListsOpenTransactionsOnly) {
 }
 
 }  // namespace
-}  // namespace tessera::command
+}  // namespace tessera::txn

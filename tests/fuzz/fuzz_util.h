@@ -1,0 +1,52 @@
+#pragma once
+
+// Shared by the fuzz targets: the input as one validated BSON document, sample documents to run
+// parsed filters, updates and expressions against, and a check that aborts (the fuzzer's crash).
+
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <vector>
+
+#include "bson/bson_obj.h"
+#include "bson/validate.h"
+
+namespace tessera::fuzz {
+
+inline void check(bool cond) {
+    if (!cond) std::abort();
+}
+
+// The input when it is one valid BSON document (else nothing to fuzz: the parsers' callers
+// always validate first).
+inline std::optional<bson::BsonView> inputDocument(const uint8_t* data, size_t size) {
+    if (!bson::validateBson(data, size, bson::kMaxParseDepth).isOK()) return std::nullopt;
+    return bson::BsonView(data);
+}
+
+// Documents of every shape a filter, an update or an expression meets: scalars of each type,
+// nested documents and arrays, arrays of documents, missing and null fields.
+inline const std::vector<bson::BsonObj>& sampleDocuments() {
+    static const std::vector<bson::BsonObj> docs = [] {
+        std::vector<bson::BsonObj> out;
+        for (const char* json : {
+                 R"({"_id": 1, "a": 1, "b": "x", "c": [1, 2, 3], "d": {"e": 5, "f": [{"g": 1}]}})",
+                 R"({"_id": 2, "a": [1, [2, 3], {"b": 4}], "b": null, "s": "héllo"})",
+                 R"({"_id": {"k": 1}, "a": {"$numberLong": "9223372036854775807"}, "b": 1.5})",
+                 R"({"_id": "s", "a": {"$numberDecimal": "1E+30"}, "t": {"$date": 0}})",
+                 R"({"_id": 3})",
+                 R"({"_id": 4, "a": [], "b": {}, "c": [[], [{}]], "n": NaN})",
+             }) {
+            out.push_back(bson::fromJson(json));
+        }
+        return out;
+    }();
+    return docs;
+}
+
+// A built document a reader can walk: valid BSON of its declared size.
+inline void checkValid(bson::BsonView doc) {
+    check(bson::validateBson(doc.data(), doc.size(), bson::kMaxParseDepth + 100).isOK());
+}
+
+}  // namespace tessera::fuzz
