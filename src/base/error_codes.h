@@ -127,7 +127,10 @@ namespace tessera {
     X(RangeOverlapConflict, 178)                                                               \
     /* Tessera-internal, never sent: an inline request would have to wait (net::RequestHandler \
        ::runInline); it runs on the worker pool instead. */                                    \
-    X(InlineWouldBlock, 1000001)
+    X(InlineWouldBlock, 1000001)                                                               \
+    /* Tessera-internal, never sent: a read at the latest timestamp met a prepared transaction \
+       that committed after it (storage::PrepareReads); the read runs again. */                \
+    X(ReadMetLaterCommit, 1000002)
 
 enum class ErrorCodes : int {
 #define TESSERA_DECLARE_CODE(name, value) name = value,

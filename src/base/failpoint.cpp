@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "base/mutex.h"
 
 namespace tessera {
 
@@ -13,7 +14,7 @@ FailPoint::FailPoint(std::string name) : _name(std::move(name)) {
 
 std::optional<std::string> FailPoint::shouldFail() {
     if (!active()) return std::nullopt;
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     if (_mode == Mode::kOff) return std::nullopt;
     return fireLocked();
 }
@@ -53,7 +54,7 @@ std::optional<std::string> FailPoint::fireLocked() {
 }
 
 void FailPoint::configure(Mode mode, int64_t count, std::string data) {
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     _mode = mode;
     _count = count;
     _data = std::move(data);
@@ -64,7 +65,7 @@ void FailPoint::configure(Mode mode, int64_t count, std::string data) {
 }
 
 int64_t FailPoint::timesEntered() const {
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     return _entered;
 }
 
@@ -74,19 +75,19 @@ FailPointRegistry& FailPointRegistry::global() {
 }
 
 void FailPointRegistry::add(FailPoint* fp) {
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     _points.push_back(fp);
 }
 
 FailPoint* FailPointRegistry::find(const std::string& name) const {
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     auto it = std::find_if(_points.begin(), _points.end(),
                            [&](FailPoint* fp) { return fp->name() == name; });
     return it == _points.end() ? nullptr : *it;
 }
 
 std::vector<FailPoint*> FailPointRegistry::all() const {
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     return _points;
 }
 

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/mutex.h"
+
 namespace tessera {
 
 // A named switch that tests turn on with `configureFailPoint` (mode alwaysOn, times N, skip N, off)
@@ -40,15 +42,15 @@ class FailPoint {
     int64_t timesEntered() const;
 
   private:
-    std::optional<std::string> fireLocked();
+    std::optional<std::string> fireLocked() REQUIRES(_mutex);
 
     const std::string _name;
     std::atomic<bool> _active{false};
-    mutable std::mutex _mutex;
-    Mode _mode = Mode::kOff;
-    int64_t _count = 0;
-    int64_t _entered = 0;
-    std::string _data;
+    mutable Mutex _mutex;
+    Mode _mode GUARDED_BY(_mutex) = Mode::kOff;
+    int64_t _count GUARDED_BY(_mutex) = 0;
+    int64_t _entered GUARDED_BY(_mutex) = 0;
+    std::string _data GUARDED_BY(_mutex);
 };
 
 // A hang point: when `fp` fires, logs "Hanging at failpoint" (`component`, `logId`, the name)
@@ -67,14 +69,14 @@ class FailPointRegistry {
     std::vector<FailPoint*> all() const;
 
   private:
-    mutable std::mutex _mutex;
-    std::vector<FailPoint*> _points;
+    mutable Mutex _mutex;
+    std::vector<FailPoint*> _points GUARDED_BY(_mutex);
 };
 
 template <typename Predicate>
 std::optional<std::string> FailPoint::shouldFailIf(Predicate&& predicate) {
     if (!active()) return std::nullopt;
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     if (_mode == Mode::kOff || !predicate(_data)) return std::nullopt;
     return fireLocked();
 }

@@ -6,24 +6,26 @@
 #include <deque>
 #include <mutex>
 
+#include "base/mutex.h"
+
 namespace tessera::log {
 namespace {
 
 constexpr size_t kMaxRecentLines = 1024;
 
 struct Ring {
-    std::mutex mutex;
-    std::deque<std::string> lines;
-    long long total = 0;
+    Mutex mutex;
+    std::deque<std::string> lines GUARDED_BY(mutex);
+    long long total GUARDED_BY(mutex) = 0;
 
     void add(std::string line) {
-        std::lock_guard lock(mutex);
+        MutexLock lock(mutex);
         lines.push_back(std::move(line));
         if (lines.size() > kMaxRecentLines) lines.pop_front();
         ++total;
     }
     RecentLines snapshot() {
-        std::lock_guard lock(mutex);
+        MutexLock lock(mutex);
         return RecentLines{{lines.begin(), lines.end()}, total};
     }
 };

@@ -3,6 +3,8 @@
 #include <atomic>
 #include <set>
 
+#include "base/mutex.h"
+
 namespace tessera {
 
 int32_t nextOpId() {
@@ -14,7 +16,7 @@ int32_t nextOpId() {
 }
 
 int32_t KeyedOpIds::idFor(const std::string& key) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     auto [it, inserted] = _ids.try_emplace(key, 0);
     if (inserted) it->second = nextOpId();
     return it->second;
@@ -22,7 +24,7 @@ int32_t KeyedOpIds::idFor(const std::string& key) {
 
 void KeyedOpIds::retainOnly(const std::vector<std::string>& listed) {
     std::set<std::string> keep(listed.begin(), listed.end());
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     std::erase_if(_ids, [&](const auto& entry) { return !keep.count(entry.first); });
 }
 

@@ -2,9 +2,10 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
+
+#include "base/mutex.h"
 
 namespace tessera {
 
@@ -22,8 +23,8 @@ class KeyedOpIds {
     void retainOnly(const std::vector<std::string>& listed);
 
   private:
-    std::mutex _mutex;
-    std::map<std::string, int32_t> _ids;
+    Mutex _mutex;
+    std::map<std::string, int32_t> _ids GUARDED_BY(_mutex);
 };
 
 }  // namespace tessera

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 
+#include "base/mutex.h"
 #include "base/wall_clock.h"
 #include "bson/bson_builder.h"
 #include "cluster/catalog_refresh.h"
@@ -117,7 +118,7 @@ Status ShardRegistry::reload() {
 
 StatusWith<std::string> ShardRegistry::hostOf(const ShardId& shard) {
     if (shard == "config") return _configHost;
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     for (int attempt = 0; attempt < 2; ++attempt) {
         if (!_loaded || attempt == 1) TRY_STATUS(reload());
         for (const auto& s : _shards) {
@@ -128,7 +129,7 @@ StatusWith<std::string> ShardRegistry::hostOf(const ShardId& shard) {
 }
 
 std::optional<std::string> ShardRegistry::cachedHostOf(const ShardId& shard) {
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     if (!_loaded) return std::nullopt;
     for (const auto& s : _shards) {
         if (s.id == shard) return s.host;
@@ -137,27 +138,27 @@ std::optional<std::string> ShardRegistry::cachedHostOf(const ShardId& shard) {
 }
 
 StatusWith<std::vector<ShardInfo>> ShardRegistry::allShards(bool reloadNow) {
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     if (!_loaded || reloadNow) TRY_STATUS(reload());
     return _shards;
 }
 
 void ShardRegistry::invalidate() {
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     _loaded = false;
 }
 
 // ---- CatalogCache -------------------------------------------------------------------------------
 
 struct CatalogCache::DbEntry {
-    std::mutex refreshMutex;  // one refresh at a time; lookups wait for it
+    Mutex refreshMutex;  // one refresh at a time; lookups wait for it
     std::optional<DatabaseInfo> info;
     bool stale = true;
     uint64_t staleMarks = 0;  // bumped by every invalidation, to detect one during a refresh
 };
 
 struct CatalogCache::CollEntry {
-    std::mutex refreshMutex;
+    Mutex refreshMutex;
     std::shared_ptr<const RoutingTable> table;  // null: unsharded
     bool stale = true;
     bool forceFull = true;
@@ -178,16 +179,16 @@ StatusWith<DatabaseInfo> CatalogCache::getDatabase(std::string_view db, bool cre
     }
     std::shared_ptr<DbEntry> entry;
     {
-        std::lock_guard lock(_mutex);
+        MutexLock lock(_mutex);
         auto it = _dbs.find(db);
         if (it == _dbs.end()) it = _dbs.emplace(std::string(db), std::make_shared<DbEntry>()).first;
         entry = it->second;
         if (!entry->stale && entry->info) return *entry->info;
     }
-    std::lock_guard refresh(entry->refreshMutex);
+    MutexLock refresh(entry->refreshMutex);
     uint64_t marks;
     {
-        std::lock_guard lock(_mutex);
+        MutexLock lock(_mutex);
         if (!entry->stale && entry->info) return *entry->info;
         marks = entry->staleMarks;
     }
@@ -209,7 +210,7 @@ StatusWith<DatabaseInfo> CatalogCache::getDatabase(std::string_view db, bool cre
         ASSIGN_OR_RETURN(auto parsed, parseDatabaseDoc(reply["database"].objValue()));
         info = std::move(parsed);
     }
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     ++_stats.databaseRefreshes;
     _stats.lastRefreshMillis = wallClockMillis();
     entry->info = info;
@@ -226,7 +227,7 @@ std::optional<CollectionRoutingInfo> CatalogCache::cachedCollectionRoutingInfo(
     if (dot == std::string_view::npos || dot == 0 || isInternalDb(ns.substr(0, dot))) {
         return std::nullopt;
     }
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     auto db = _dbs.find(ns.substr(0, dot));
     if (db == _dbs.end() || db->second->stale || !db->second->info) return std::nullopt;
     auto coll = _colls.find(ns);
@@ -249,7 +250,7 @@ StatusWith<CollectionRoutingInfo> CatalogCache::getCollectionRoutingInfo(std::st
 
     std::shared_ptr<CollEntry> entry;
     {
-        std::lock_guard lock(_mutex);
+        MutexLock lock(_mutex);
         auto it = _colls.find(ns);
         if (it == _colls.end()) {
             it = _colls.emplace(std::string(ns), std::make_shared<CollEntry>()).first;
@@ -260,12 +261,12 @@ StatusWith<CollectionRoutingInfo> CatalogCache::getCollectionRoutingInfo(std::st
             return result;
         }
     }
-    std::lock_guard refresh(entry->refreshMutex);
+    MutexLock refresh(entry->refreshMutex);
     std::shared_ptr<const RoutingTable> cached;
     bool forceFull;
     uint64_t marks;
     {
-        std::lock_guard lock(_mutex);
+        MutexLock lock(_mutex);
         if (!entry->stale) {
             result.table = entry->table;
             return result;
@@ -279,7 +280,7 @@ StatusWith<CollectionRoutingInfo> CatalogCache::getCollectionRoutingInfo(std::st
     std::shared_ptr<const RoutingTable> table;
     std::optional<placement::Uuid> uuid;
     {
-        std::lock_guard lock(_mutex);
+        MutexLock lock(_mutex);
         uuid = entry->uuid;
     }
     bool incremental = false;
@@ -351,7 +352,7 @@ StatusWith<CollectionRoutingInfo> CatalogCache::getCollectionRoutingInfo(std::st
     }
     if (!last.isOK()) return last;
 
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     _stats.lastRefreshMillis = wallClockMillis();
     if (incremental) {
         ++_stats.incrementalCollectionRefreshes;
@@ -368,7 +369,7 @@ StatusWith<CollectionRoutingInfo> CatalogCache::getCollectionRoutingInfo(std::st
 
 void CatalogCache::onStaleShardVersion(std::string_view ns,
                                        const std::optional<ChunkVersion>& wanted) {
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     auto it = _colls.find(ns);
     if (it == _colls.end()) return;  // not cached: the next lookup loads it anyway
     auto& entry = *it->second;
@@ -383,7 +384,7 @@ bool CatalogCache::applyChangedChunks(std::string_view ns, const ShardId& shard,
                                       std::vector<placement::Chunk> changed) {
     std::shared_ptr<CollEntry> entry;
     {
-        std::lock_guard lock(_mutex);
+        MutexLock lock(_mutex);
         auto it = _colls.find(ns);
         if (it == _colls.end()) return false;
         entry = it->second;
@@ -393,7 +394,7 @@ bool CatalogCache::applyChangedChunks(std::string_view ns, const ShardId& shard,
     if (!refresh.owns_lock()) return false;
     std::shared_ptr<const RoutingTable> cached;
     {
-        std::lock_guard lock(_mutex);
+        MutexLock lock(_mutex);
         if (entry->stale) return false;
         cached = entry->table;
     }
@@ -401,7 +402,7 @@ bool CatalogCache::applyChangedChunks(std::string_view ns, const ShardId& shard,
     if (!(cached->generation() == wanted.generation())) return false;
     auto updated = cached->makeUpdated(std::move(changed));
     if (!updated.isOK() || !(updated.getValue()->shardVersion(shard) == wanted)) return false;
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     if (entry->stale || entry->table != cached) return false;
     entry->table = std::move(updated.getValue());
     ++_stats.changedChunksApplied;
@@ -410,7 +411,7 @@ bool CatalogCache::applyChangedChunks(std::string_view ns, const ShardId& shard,
 
 void CatalogCache::onStaleDatabaseVersion(std::string_view db,
                                           const std::optional<placement::DatabaseVersion>& wanted) {
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     auto it = _dbs.find(db);
     if (it == _dbs.end()) return;
     auto& entry = *it->second;
@@ -423,7 +424,7 @@ void CatalogCache::onStaleDatabaseVersion(std::string_view db,
 }
 
 void CatalogCache::invalidateDatabase(std::string_view db) {
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     if (auto it = _dbs.find(db); it != _dbs.end()) {
         it->second->stale = true;
         ++it->second->staleMarks;
@@ -438,7 +439,7 @@ void CatalogCache::invalidateDatabase(std::string_view db) {
 }
 
 void CatalogCache::invalidateCollection(std::string_view ns) {
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     if (auto it = _colls.find(ns); it != _colls.end()) {
         it->second->stale = true;
         it->second->forceFull = true;
@@ -448,7 +449,7 @@ void CatalogCache::invalidateCollection(std::string_view ns) {
 
 void CatalogCache::invalidateAll() {
     {
-        std::lock_guard lock(_mutex);
+        MutexLock lock(_mutex);
         for (auto& [name, entry] : _dbs) {
             entry->stale = true;
             ++entry->staleMarks;
@@ -463,7 +464,7 @@ void CatalogCache::invalidateAll() {
 }
 
 CatalogCache::Stats CatalogCache::stats() const {
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     Stats s = _stats;
     s.numDatabaseEntries = static_cast<int64_t>(_dbs.size());
     s.numCollectionEntries = static_cast<int64_t>(_colls.size());

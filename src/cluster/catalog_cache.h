@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "net/remote_client.h"
 #include "placement/chunk_version.h"
@@ -39,13 +40,13 @@ class ShardRegistry {
     void invalidate();
 
   private:
-    Status reload();
+    Status reload() REQUIRES(_mutex);
 
     net::RemoteClient& _client;
     std::string _configHost;
-    std::mutex _mutex;
-    bool _loaded = false;
-    std::vector<ShardInfo> _shards;
+    Mutex _mutex;
+    bool _loaded GUARDED_BY(_mutex) = false;
+    std::vector<ShardInfo> _shards GUARDED_BY(_mutex);
 };
 
 // config.databases entry.
@@ -121,9 +122,9 @@ class CatalogCache {
     struct CollEntry;
     net::RemoteClient& _client;
     ShardRegistry& _shards;
-    mutable std::mutex _mutex;
-    std::map<std::string, std::shared_ptr<DbEntry>, std::less<>> _dbs;
-    std::map<std::string, std::shared_ptr<CollEntry>, std::less<>> _colls;
+    mutable Mutex _mutex;
+    std::map<std::string, std::shared_ptr<DbEntry>, std::less<>> _dbs GUARDED_BY(_mutex);
+    std::map<std::string, std::shared_ptr<CollEntry>, std::less<>> _colls GUARDED_BY(_mutex);
     Stats _stats;
 };
 

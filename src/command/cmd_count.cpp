@@ -39,7 +39,7 @@ class CountCommand final : public Command {
 
         std::string ns = request.db + "." + collName;
         storage::Engine& engine = *opCtx.service->engine;
-        auto snapshot = engine.snapshot();
+        auto snapshot = engine.snapshot(std::nullopt, opCtx.prepareReads);
         storage::CollectionPtr coll = engine.getCollection(ns);
         int64_t n = 0;
         if (isViewCollection(coll)) {

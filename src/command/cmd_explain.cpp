@@ -74,16 +74,18 @@ class ExplainCommand final : public Command {
             TRY_STATUS(expectType(pipeline, BsonType::Array, "aggregate"));
             ASSIGN_OR_RETURN(bson::BsonObj hint, exec::parseHint(cmd["hint"]));
             exec::PipelineContext pctx{&engine, opCtx.service->host};
-            ASSIGN_OR_RETURN(executor, exec::buildPipelineExecutor(pctx, engine.snapshot(),
-                                                                   engine.getCollection(ns), ns,
-                                                                   pipeline.objValue(), hint));
+            ASSIGN_OR_RETURN(executor,
+                             exec::buildPipelineExecutor(
+                                 pctx, engine.snapshot(std::nullopt, opCtx.prepareReads),
+                                 engine.getCollection(ns), ns, pipeline.objValue(), hint));
         } else {
             return Status(ErrorCodes::CommandNotFound,
                           "Explain failed due to unknown command: " + std::string(innerName));
         }
         if (!executor) {
             ASSIGN_OR_RETURN(executor, exec::buildQueryExecutor(
-                                           engine.snapshot(), engine.getCollection(ns), ns, spec));
+                                           engine.snapshot(std::nullopt, opCtx.prepareReads),
+                                           engine.getCollection(ns), ns, spec));
         }
         return exec::appendExplain(opCtx, *executor, verbosity, spec.filter, cmd, wrap, reply);
     }

@@ -20,7 +20,13 @@ class Engine;
 class Transaction;
 class ReadSnapshot;
 class CollectionWriter;
+class PrepareReads;
 }  // namespace tessera::storage
+
+namespace tessera::txn {
+class SessionTransactions;
+struct TransactionSession;
+}  // namespace tessera::txn
 
 namespace tessera::command {
 
@@ -28,8 +34,6 @@ class CursorManager;
 class CommandRegistry;
 class CommandHooks;
 class RetryableStatements;
-class SessionTransactions;
-struct TransactionSession;
 struct OperationContext;
 class RouterTransactionHooks;
 struct CommandRequest;
@@ -123,7 +127,7 @@ struct ServiceContext {
     CommandHooks* hooks = nullptr;  // null: no role-specific checks
     // Multi-document transactions of this process (transactions.h), or null where they are
     // refused (OperationNotSupportedInTransaction).
-    SessionTransactions* transactions = nullptr;
+    txn::SessionTransactions* transactions = nullptr;
     // A router's transactions (router/transaction_router.h), or null: the entry point hands
     // them each statement of a transaction on a router.
     RouterTransactionHooks* routerTransactions = nullptr;
@@ -184,6 +188,14 @@ class OperationAdmission {
     virtual ~OperationAdmission() = default;
 };
 
+// A router's statement of a multi-document transaction (RouterTransactionHooks::beginStatement):
+// the shard requests of its operation join the transaction (router/transaction_router.h).
+// Opaque to the command layer, which only carries it.
+class RouterTransactionStatement {
+  public:
+    virtual ~RouterTransactionStatement() = default;
+};
+
 // Per-request state: what a command needs beyond its arguments. Everything an operation carries
 // across layers is here, explicit (no thread-local), so a command can run on any thread.
 struct OperationContext {
@@ -214,13 +226,24 @@ struct OperationContext {
     storage::Transaction* transaction = nullptr;
     // The checked-out session of a transaction statement (commitTransaction/abortTransaction
     // act on it), or null.
-    TransactionSession* transactionSession = nullptr;
+    txn::TransactionSession* transactionSession = nullptr;
+    // On a router, the statement of a transaction this operation is (null outside one).
+    std::unique_ptr<RouterTransactionStatement> routerStatement;
 
     // readConcern {level: "snapshot"} outside a transaction (a --replSet node or a shard): the
     // cluster time every read of the operation, and of its cursor's getMores, is at — the
     // client's atClusterTime, or the latest commit when it gave none; its replies say which
     // (`atClusterTime`, in `cursor` for find and aggregate).
     std::optional<Timestamp> readAtClusterTime;
+
+    // How this operation's reads wait for a prepared transaction's decision, and the first
+    // conflict they met (storage::PrepareReads): bound to every snapshot the operation reads
+    // through — its own, its transaction's, its cursor's. The entry point sets it; null (an
+    // internal caller) waits as long as a decision takes.
+    std::shared_ptr<storage::PrepareReads> prepareReads;
+    // The conflict this operation's reads met (OK: none). A read that met one found nothing:
+    // a command checks before it acts on an absence, and the entry point fails the command.
+    Status readConflict() const;
 
     // The snapshot reads of this operation use: its transaction's (with its own writes), the one
     // at readAtClusterTime, or the engine's latest.

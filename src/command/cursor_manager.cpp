@@ -2,6 +2,7 @@
 
 #include <random>
 
+#include "base/mutex.h"
 #include "command/command.h"
 
 namespace tessera::command {
@@ -41,7 +42,7 @@ int64_t CursorManager::registerCursor(std::string ns, std::unique_ptr<exec::Plan
     cursor->noCursorTimeout = noCursorTimeout;
     cursor->lsid = std::move(lsid);
     cursor->lastUsed = Clock::now();
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     int64_t id;
     do {
         id = static_cast<int64_t>(splitmix64(_rngState) & 0x7fffffffffffffffULL);
@@ -52,7 +53,7 @@ int64_t CursorManager::registerCursor(std::string ns, std::unique_ptr<exec::Plan
 }
 
 StatusWith<PinnedCursor> CursorManager::pin(int64_t id, std::string_view ns) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     auto it = _cursors.find(id);
     if (it == _cursors.end() || it->second.killPending) {
         return Status(ErrorCodes::CursorNotFound, "cursor id " + std::to_string(id) + " not found");
@@ -74,7 +75,7 @@ StatusWith<PinnedCursor> CursorManager::pin(int64_t id, std::string_view ns) {
 void CursorManager::release(ClientCursor* cursor, bool exhausted) {
     std::unique_ptr<ClientCursor> doomed;  // destroyed outside the lock (snapshot teardown)
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         auto it = _cursors.find(cursor->id);
         invariant(it != _cursors.end() && it->second.pinned);
         if (exhausted || it->second.killPending) {
@@ -89,7 +90,7 @@ void CursorManager::release(ClientCursor* cursor, bool exhausted) {
 
 CursorManager::KillResult CursorManager::kill(int64_t id, std::string_view ns) {
     std::unique_ptr<ClientCursor> doomed;
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     auto it = _cursors.find(id);
     if (it == _cursors.end() || it->second.killPending || it->second.cursor->ns != ns) {
         return KillResult::kNotFound;
@@ -105,7 +106,7 @@ CursorManager::KillResult CursorManager::kill(int64_t id, std::string_view ns) {
 
 size_t CursorManager::reapIdleCursors(Clock::time_point now) {
     std::vector<std::unique_ptr<ClientCursor>> doomed;
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     for (auto it = _cursors.begin(); it != _cursors.end();) {
         Entry& e = it->second;
         if (!e.pinned && !e.cursor->noCursorTimeout && now - e.cursor->lastUsed > _idleTimeout) {
@@ -119,14 +120,14 @@ size_t CursorManager::reapIdleCursors(Clock::time_point now) {
 }
 
 size_t CursorManager::numOpenCursors() const {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     size_t n = 0;
     for (const auto& [id, e] : _cursors) n += e.killPending ? 0 : 1;
     return n;
 }
 
 void CursorManager::setIdleTimeout(std::chrono::milliseconds t) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     _idleTimeout = t;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "bson/bson_builder.h"
 #include "command/exec/plan_executor.h"
@@ -103,8 +104,8 @@ class CursorManager {
         bool killPending = false;
     };
 
-    mutable std::mutex _mutex;
-    std::map<int64_t, Entry> _cursors;
+    mutable Mutex _mutex;
+    std::map<int64_t, Entry> _cursors GUARDED_BY(_mutex);
     std::chrono::milliseconds _idleTimeout;
     uint64_t _rngState;
 };

@@ -3,6 +3,7 @@
 
 #include "command/command.h"
 #include "storage/engine.h"
+#include "storage/prepared_transactions.h"
 #include "storage/transaction.h"
 
 namespace tessera::command {
@@ -50,8 +51,13 @@ class BorrowedWriter final : public storage::CollectionWriter {
 }  // namespace
 
 std::unique_ptr<storage::ReadSnapshot> OperationContext::snapshot() const {
-    if (transaction) return transaction->snapshot();
-    return service->engine->snapshot(readAtClusterTime);
+    if (transaction) return transaction->snapshot();  // bound at the statement's checkout
+    return service->engine->snapshot(readAtClusterTime, prepareReads);
+}
+
+Status OperationContext::readConflict() const {
+    if (!prepareReads || !prepareReads->conflicted()) return Status::OK();
+    return prepareReads->conflict();
 }
 
 StatusWith<std::unique_ptr<storage::CollectionWriter>> OperationContext::writer(

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
+
 namespace tessera::net {
 
 // Idle connections per host ("host:port"), the most recently returned one first out (it is the
@@ -23,7 +25,7 @@ class IdlePool {
     // it refuses (closed by the remote) are dropped on the way.
     template <typename Usable>
     Ptr take(std::string_view host, Usable&& usable) {
-        std::lock_guard lock(_mutex);
+        MutexLock lock(_mutex);
         auto it = _idle.find(host);
         while (it != _idle.end() && !it->second.empty()) {
             Ptr conn = std::move(it->second.back());
@@ -35,7 +37,7 @@ class IdlePool {
 
     // Keeps `conn` for reuse, unless `host` already has maxPerHost idle ones (then it is closed).
     void put(const std::string& host, Ptr conn) {
-        std::lock_guard lock(_mutex);
+        MutexLock lock(_mutex);
         auto& idle = _idle[host];
         if (idle.size() < _maxPerHost) idle.push_back(std::move(conn));
     }
@@ -43,15 +45,15 @@ class IdlePool {
     // Closes every idle connection to `host`.
     void drop(std::string_view host) {
         std::vector<Ptr> dropped;
-        std::lock_guard lock(_mutex);
+        MutexLock lock(_mutex);
         auto it = _idle.find(host);
         if (it != _idle.end()) dropped.swap(it->second);
     }
 
   private:
     const size_t _maxPerHost;
-    std::mutex _mutex;
-    std::map<std::string, std::vector<Ptr>, std::less<>> _idle;
+    Mutex _mutex;
+    std::map<std::string, std::vector<Ptr>, std::less<>> _idle GUARDED_BY(_mutex);
 };
 
 }  // namespace tessera::net

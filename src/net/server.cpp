@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "base/mutex.h"
 #include "net/asio_config.h"
 #include "net/connection.h"
 #include "net/server_state.h"
@@ -84,7 +85,7 @@ asio::awaitable<void> Server::Impl::acceptLoop(asio::ip::tcp::acceptor& acceptor
         co_await acceptor.async_accept(socket, asio::redirect_error(asio::use_awaitable, ec));
         if (ec) {
             {
-                std::lock_guard lock(state.mutex);
+                MutexLock lock(state.mutex);
                 if (state.shuttingDown) co_return;
             }
             if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
@@ -108,7 +109,7 @@ void Server::Impl::admit(asio::ip::tcp::socket socket) {
     std::shared_ptr<Connection> conn;
     int64_t count = 0;
     {
-        std::lock_guard lock(state.mutex);
+        MutexLock lock(state.mutex);
         if (state.shuttingDown) {
             socket.close(ec);
             return;
@@ -150,7 +151,7 @@ void Server::Impl::admit(asio::ip::tcp::socket socket) {
 void Server::Impl::connectionEnded(int64_t id, const std::string& remote) {
     int64_t count;
     {
-        std::lock_guard lock(state.mutex);
+        MutexLock lock(state.mutex);
         state.connections.erase(id);
         count = static_cast<int64_t>(state.connections.size());
     }
@@ -161,7 +162,7 @@ void Server::Impl::connectionEnded(int64_t id, const std::string& remote) {
 }
 
 void Server::Impl::releaseWorkIfDrained() {
-    std::lock_guard lock(state.mutex);
+    MutexLock lock(state.mutex);
     if (!state.shuttingDown || !state.connections.empty()) return;
     for (auto& guard : state.workGuards) guard.reset();
 }
@@ -172,7 +173,7 @@ void Server::Impl::beginShutdown() {
     if (signals) signals->cancel(ec);
     std::vector<std::shared_ptr<Connection>> conns;
     {
-        std::lock_guard lock(state.mutex);
+        MutexLock lock(state.mutex);
         for (auto& [id, conn] : state.connections) conns.push_back(conn);
     }
     for (auto& conn : conns) conn->requestClose();
@@ -226,7 +227,7 @@ Status Server::start() {
     _impl->port = port;
     _impl->started = true;
     {
-        std::lock_guard lock(_impl->state.mutex);
+        MutexLock lock(_impl->state.mutex);
         _impl->state.workGuards.push_back(asio::make_work_guard(ioc));
         for (auto& more : _impl->state.moreIo) {
             _impl->state.workGuards.push_back(asio::make_work_guard(*more));
@@ -242,7 +243,7 @@ Status Server::start() {
               "{\"port\":" + std::to_string(port) + ",\"ssl\":\"off\"}");
     bool alreadyShuttingDown;
     {
-        std::lock_guard lock(_impl->state.mutex);
+        MutexLock lock(_impl->state.mutex);
         alreadyShuttingDown = _impl->state.shuttingDown;
     }
     if (alreadyShuttingDown) {
@@ -276,7 +277,7 @@ void Server::run() {
 
 void Server::shutdown() {
     {
-        std::lock_guard lock(_impl->state.mutex);
+        MutexLock lock(_impl->state.mutex);
         if (_impl->state.shuttingDown) return;
         _impl->state.shuttingDown = true;
     }
@@ -303,7 +304,7 @@ std::vector<std::string> Server::listenAddresses() const { return _impl->listenA
 ConnectionStats Server::connectionStats() const {
     ConnectionStats s;
     {
-        std::lock_guard lock(_impl->state.mutex);
+        MutexLock lock(_impl->state.mutex);
         s.current = static_cast<int64_t>(_impl->state.connections.size());
     }
     s.available = std::max<int64_t>(0, _impl->state.maxConnections - s.current);

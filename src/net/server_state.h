@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/mutex.h"
 #include "net/asio_config.h"
 #include "net/async_remote_client.h"
 #include "net/request_handler.h"
@@ -47,13 +48,13 @@ struct ServerState {
     std::atomic<int64_t> totalCreated{0};
     std::atomic<int64_t> rejected{0};
 
-    std::mutex mutex;
-    // Guarded by mutex.
-    std::unordered_map<int64_t, std::shared_ptr<Connection>> connections;
-    bool shuttingDown = false;
+    Mutex mutex;
+    std::unordered_map<int64_t, std::shared_ptr<Connection>> connections GUARDED_BY(mutex);
+    bool shuttingDown GUARDED_BY(mutex) = false;
     // Keep ioc.run() and each of moreIo's run() alive while serving; released once shutting
     // down with no connections left.
-    std::vector<asio::executor_work_guard<asio::io_context::executor_type>> workGuards;
+    std::vector<asio::executor_work_guard<asio::io_context::executor_type>> workGuards
+        GUARDED_BY(mutex);
 
   private:
     std::atomic<int32_t> _requestIds{1};

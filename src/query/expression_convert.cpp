@@ -514,12 +514,10 @@ bool parseIsoDateString(std::string_view s, int64_t* out) { return parseIsoDate(
 void registerConversion(Registry& r) {
     r.positional("$type", 1, 1, typeFn);
     r.positional("$isNumber", 1, 1, isNumber);
-    r.named(
-        "$convert", {"input", "to", "onError", "onNull"}, {"input", "to"},
-        [](const NamedValues& a, const Variables&) {
-            return convert(a.get("input"), a.get("to"), &a);
-        },
-        ErrorCodes::FailedToParse == ErrorCodes::FailedToParse ? 9 : 9, 9);
+    r.named("$convert", {"input", "to", "onError", "onNull"}, {"input", "to"},
+            [](const NamedValues& a, const Variables&) {
+                return convert(a.get("input"), a.get("to"), &a);
+            });
     r.positional("$toString", 1, 1, toType(BsonType::String));
     r.positional("$toInt", 1, 1, toType(BsonType::Int32));
     r.positional("$toLong", 1, 1, toType(BsonType::Int64));

@@ -106,7 +106,7 @@ StatusWith<std::vector<BsonObj>> shardedDataDistribution(command::OperationConte
         const std::vector<ShardId> owners = info.getValue().table->shards();
         std::vector<ShardRequest> reqs;
         for (const auto& s : allShards) reqs.push_back({s.id, cmd});
-        auto rs = sendToShards(router, ns.substr(0, ns.find('.')), reqs);
+        auto rs = sendToShards(opCtx, router, ns.substr(0, ns.find('.')), reqs);
         BsonBuilder d;
         d.append("ns", ns);
         d.startArray("shards");

@@ -84,9 +84,13 @@ Status shardResponseStatus(const ShardResponse& r) {
 RunCommandsFn runCommandsFn(Router& router) {
     net::RemoteClient* client = &router.client();
     // A cursor's getMore/killCursors inside a transaction joins it (transaction_router.h).
-    return [client](const std::vector<net::RemoteCommand>& cmds) {
+    return [client](const command::OperationContext* opCtx,
+                    const std::vector<net::RemoteCommand>& cmds) {
         std::vector<net::RemoteCommand> joined = cmds;
-        for (net::RemoteCommand& c : joined) c.cmd = joinTransactionByHost(c.host, c.cmd);
+        if (opCtx) {
+            for (net::RemoteCommand& c : joined)
+                c.cmd = joinTransactionByHost(*opCtx, c.host, c.cmd);
+        }
         auto replies = client->runCommands(joined);
         for (const auto& r : replies) {
             if (r.isOK()) observeShardReply(r.getValue());

@@ -234,7 +234,7 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
             requests.push_back({batch.shard, attachVersion(cmd, info, batch.shard)});
         }
         std::vector<ShardResponse> responses;
-        if (!requests.empty()) responses = sendToShards(router, db, requests);
+        if (!requests.empty()) responses = sendToShards(opCtx, router, db, requests);
         for (size_t b = 0; b < plan.batches.size() && b < responses.size(); ++b) {
             const SubBatch& batch = plan.batches[b];
             const ShardResponse& resp = responses[b];
@@ -288,7 +288,7 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
             write.session = sessionFields(body);
             write.stmtId = clientStatementId(body, i);
             write.callerMovesDocuments = kind == WriteKind::kUpdate && n == 1;
-            auto outcome = runTwoPhaseWrite(router, info, db, write);
+            auto outcome = runTwoPhaseWrite(opCtx, router, info, db, write);
             if (!outcome.isOK()) {
                 merger.addError(i, outcome.getStatus());
                 statements.markDone(i);
@@ -318,7 +318,8 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
                 const ShardId& shard = target.getValue().shard;
                 bson::BsonObj s = rewrite(target.getValue().filter);
                 bson::BsonObj cmd = buildSubCommand(body, field, {s}, true, {i});
-                auto rs = sendToShards(router, db, {{shard, attachVersion(cmd, info, shard)}});
+                auto rs =
+                    sendToShards(opCtx, router, db, {{shard, attachVersion(cmd, info, shard)}});
                 SubBatchOutcome out = merger.addResponse({shard, {i}}, rs.front(), true);
                 if (out.sawStale) {
                     noteStaleError(router, rs.front().reply);
@@ -414,12 +415,12 @@ Status runWriteCommand(OperationContext& opCtx, Router& router, std::string_view
             return Status::OK();
         }
         // Changed meanwhile, or the router's own transaction lost a conflict: run it again.
-        if (command::isTransientTransactionErrorCode(st.code()) && !inTransactionStatement() &&
+        if (command::isTransientTransactionErrorCode(st.code()) && !inTransactionStatement(opCtx) &&
             attempt < kMaxMoveAttempts) {
             ASSIGN_OR_RETURN(info, router.catalog().getCollectionRoutingInfo(ns, true));
             continue;
         }
-        if (inTransactionStatement()) return st;  // the statement's error ends the transaction
+        if (inTransactionStatement(opCtx)) return st;  // the statement's error ends the transaction
         reply.appendNumber("n", int64_t{0});
         reply.appendNumber("nModified", int64_t{0});
         command::appendWriteErrors(reply, {command::WriteError{0, st, bson::BsonObj()}});

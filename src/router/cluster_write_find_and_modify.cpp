@@ -136,8 +136,8 @@ class ClusterFindAndModifyCommand final : public command::Command {
             bool retry = attempt < 10;
             if (direct) {
                 const ShardId& shard = t.shards.front();
-                auto rs =
-                    sendToShards(router, request.db, {{shard, attachVersion(cmd, info, shard)}});
+                auto rs = sendToShards(opCtx, router, request.db,
+                                       {{shard, attachVersion(cmd, info, shard)}});
                 const ShardResponse& r = rs.front();
                 if (retry && r.status.isOK() && !r.reply["ok"].trueValue() &&
                     isStaleCode(r.reply["code"].numberInt())) {
@@ -158,7 +158,7 @@ class ClusterFindAndModifyCommand final : public command::Command {
                     for (bson::BsonElement e : moved.obj()) reply.appendElement(e);
                     return Status::OK();
                 }
-                if (retry && !inTransactionStatement() &&
+                if (retry && !inTransactionStatement(opCtx) &&
                     command::isTransientTransactionErrorCode(st->code())) {
                     return std::nullopt;
                 }
@@ -194,7 +194,7 @@ class ClusterFindAndModifyCommand final : public command::Command {
                 return leo.isObject() ? leo.objValue()["n"].numberLong() : 0;
             };
             ASSIGN_OR_RETURN(TwoPhaseOutcome outcome,
-                             runTwoPhaseWrite(router, info, request.db, write));
+                             runTwoPhaseWrite(opCtx, router, info, request.db, write));
             if (outcome.stale) {
                 if (retry) continue;
                 return Status(ErrorCodes::StaleConfig, "routing information kept changing");
@@ -207,7 +207,7 @@ class ClusterFindAndModifyCommand final : public command::Command {
                 ASSIGN_OR_RETURN(UpsertTarget target,
                                  targetUpsertInsert(table, query, update, arrayFilters));
                 bson::BsonObj up = withQuery(cmd, target.filter);
-                auto rs = sendToShards(router, request.db,
+                auto rs = sendToShards(opCtx, router, request.db,
                                        {{target.shard, attachVersion(up, info, target.shard)}});
                 const ShardResponse& r = rs.front();
                 if (retry && r.status.isOK() && !r.reply["ok"].trueValue() &&

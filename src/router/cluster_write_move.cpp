@@ -153,7 +153,8 @@ Status moveDocuments(command::OperationContext& opCtx, Router& router, std::stri
     };
     // A retryable write outside the client's transaction: recorded in the move's (which runs
     // as a session of the router's own: the client's session is taken now).
-    const bool recordRetry = record && opCtx.lsid && opCtx.txnNumber && !inTransactionStatement();
+    const bool recordRetry =
+        record && opCtx.lsid && opCtx.txnNumber && !inTransactionStatement(opCtx);
     const std::string clientLsid = recordRetry ? *opCtx.lsid : std::string();
     const int64_t clientTxnNumber = recordRetry ? *opCtx.txnNumber : 0;
     auto recordWrite = [&]() -> Status {
@@ -165,7 +166,8 @@ Status moveDocuments(command::OperationContext& opCtx, Router& router, std::stri
         cmd.appendInt32("stmtId", record->stmtId);
         cmd.end();
         cmd.append("result", record->result(static_cast<int64_t>(deletes.size()), *upsertedId));
-        std::vector<ShardResponse> rs = sendToShards(router, db, {{record->shard, cmd.obj()}});
+        std::vector<ShardResponse> rs =
+            sendToShards(opCtx, router, db, {{record->shard, cmd.obj()}});
         const ShardResponse& r = rs.front();
         Status st = r.status.isOK() ? net::replyStatus(r.reply) : r.status;
         return st.withContext("recording the retryable write on " + record->shard);
@@ -180,7 +182,7 @@ Status moveDocuments(command::OperationContext& opCtx, Router& router, std::stri
         if (!deletes.empty()) TRY_STATUS(runAll(WriteKind::kDelete, deletes));
         return runAll(WriteKind::kInsert, inserts);
     };
-    if (inTransactionStatement()) {
+    if (inTransactionStatement(opCtx)) {
         TRY_STATUS(move());  // the client's transaction: its commit makes the move visible
     } else {
         auto* transactions = dynamic_cast<TransactionRouter*>(opCtx.service->routerTransactions);

@@ -157,8 +157,9 @@ bson::BsonObj sessionFields(bson::BsonView body) {
     return b.obj();
 }
 
-StatusWith<TwoPhaseOutcome> runTwoPhaseWrite(Router& router, const CollectionRoutingInfo& info,
-                                             std::string_view db, const TwoPhaseWrite& write) {
+StatusWith<TwoPhaseOutcome> runTwoPhaseWrite(const command::OperationContext& opCtx, Router& router,
+                                             const CollectionRoutingInfo& info, std::string_view db,
+                                             const TwoPhaseWrite& write) {
     invariant(info.isSharded());
     const placement::RoutingTable& table = *info.table;
     bson::BsonObj projection =
@@ -185,7 +186,7 @@ StatusWith<TwoPhaseOutcome> runTwoPhaseWrite(Router& router, const CollectionRou
         if (!probe.isEmpty()) {
             for (const ShardId& s : write.shards) requests.push_back({s, probe});
         }
-        std::vector<ShardResponse> responses = sendToShards(router, db, requests);
+        std::vector<ShardResponse> responses = sendToShards(opCtx, router, db, requests);
         std::optional<ShardId> executedOn;
         for (size_t i = numFinds; i < responses.size(); ++i) {
             const ShardResponse& r = responses[i];
@@ -220,8 +221,9 @@ StatusWith<TwoPhaseOutcome> runTwoPhaseWrite(Router& router, const CollectionRou
         if (executedOn) {
             // A retry of a statement that shard applied: it answers from its record.
             bson::BsonObj cmd = write.makeWriteCommand(write.filter, *executedOn);
-            std::vector<ShardResponse> replayed = sendToShards(
-                router, db, {ShardRequest{*executedOn, attachVersion(cmd, info, *executedOn)}});
+            std::vector<ShardResponse> replayed =
+                sendToShards(opCtx, router, db,
+                             {ShardRequest{*executedOn, attachVersion(cmd, info, *executedOn)}});
             outcome.found = true;
             outcome.response = std::move(replayed.front());
             return outcome;
@@ -239,7 +241,7 @@ StatusWith<TwoPhaseOutcome> runTwoPhaseWrite(Router& router, const CollectionRou
         }
         bson::BsonObj cmd = write.makeWriteCommand(filterWithId(write.filter, doc["_id"]), owner);
         std::vector<ShardResponse> wrote =
-            sendToShards(router, db, {ShardRequest{owner, attachVersion(cmd, info, owner)}});
+            sendToShards(opCtx, router, db, {ShardRequest{owner, attachVersion(cmd, info, owner)}});
         ShardResponse& r = wrote.front();
         if (r.status.isOK()) {
             int code = r.reply["ok"].trueValue() ? 0 : r.reply["code"].numberInt();

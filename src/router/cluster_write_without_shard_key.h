@@ -91,7 +91,8 @@ struct TwoPhaseOutcome {
 };
 // Network errors and shard errors other than stale are returned in `response` (found = true)
 // or as the status (phase 1).
-StatusWith<TwoPhaseOutcome> runTwoPhaseWrite(Router& router, const CollectionRoutingInfo& info,
-                                             std::string_view db, const TwoPhaseWrite& write);
+StatusWith<TwoPhaseOutcome> runTwoPhaseWrite(const command::OperationContext& opCtx, Router& router,
+                                             const CollectionRoutingInfo& info, std::string_view db,
+                                             const TwoPhaseWrite& write);
 
 }  // namespace tessera::router

@@ -4,6 +4,7 @@
 
 #include "base/failpoint.h"
 #include "base/log.h"
+#include "base/mutex.h"
 
 namespace tessera::router {
 
@@ -25,7 +26,7 @@ CommitDecisionSender::CommitDecisionSender(net::RemoteClient& client) : _client(
 
 CommitDecisionSender::~CommitDecisionSender() {
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         _stopping = true;
     }
     _queued.notify_all();
@@ -34,16 +35,16 @@ CommitDecisionSender::~CommitDecisionSender() {
 
 void CommitDecisionSender::send(net::RemoteCommand cmd) {
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         _queue.push_back({std::move(cmd), std::chrono::steady_clock::now()});
     }
     _queued.notify_one();
 }
 
 void CommitDecisionSender::run() {
-    std::unique_lock lk(_mutex);
+    UniqueLock lk(_mutex);
     for (;;) {
-        _queued.wait(lk, [&] { return _stopping || !_queue.empty(); });
+        _queued.wait(lk, [&]() REQUIRES(_mutex) { return _stopping || !_queue.empty(); });
         if (_queue.empty()) return;  // stopping, and every queued decision sent
         Queued queued = std::move(_queue.front());
         _queue.pop_front();

@@ -7,13 +7,14 @@
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "net/remote_client.h"
 
 namespace tessera::router {
 
-// Sends the decisions of staged commits (src/txn/README.md "Staged commit") after their clients
-// were answered: the commit is decided once every writer's prepare is durable, so the decision
-// only lets the coordinator commit its records and deliver — a lost one is found by the
+// Sends the decisions of staged commits (docs/protocols/two-phase-commit.md "Staged commit") after
+// their clients were answered: the commit is decided once every writer's prepare is durable, so the
+// decision only lets the coordinator commit its records and deliver — a lost one is found by the
 // coordinator's recovery thread, which resolves the staged record (TransactionCoordinator::
 // kResolveStagedAfter). Commands are sent in arrival order by a few threads; replies and
 // errors are logged, never retried here; a decision queued longer than kStaleAfter (its
@@ -37,14 +38,14 @@ class CommitDecisionSender {
     void run();
 
     net::RemoteClient& _client;
-    std::mutex _mutex;
-    std::condition_variable _queued;
+    Mutex _mutex;
+    CondVar _queued;
     struct Queued {
         net::RemoteCommand cmd;
         std::chrono::steady_clock::time_point at;
     };
-    std::deque<Queued> _queue;
-    bool _stopping = false;
+    std::deque<Queued> _queue GUARDED_BY(_mutex);
+    bool _stopping GUARDED_BY(_mutex) = false;
     std::vector<std::thread> _threads;
 };
 

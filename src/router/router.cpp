@@ -8,6 +8,7 @@
 
 #include "base/guarded.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "base/wall_clock.h"
 #include "bson/bson_builder.h"
 #include "cluster/chunk_delta.h"
@@ -113,7 +114,7 @@ void Router::appendServerStatus(BsonBuilder& b) const {
 }
 
 void Router::startBackgroundTasks() {
-    std::lock_guard lock(_bgMutex);
+    MutexLock lock(_bgMutex);
     if (_pinger.joinable()) return;
     _bgStopping = false;
     _pinger = std::thread([this] { pingLoop(); });
@@ -121,7 +122,7 @@ void Router::startBackgroundTasks() {
 
 void Router::stopBackgroundTasks() {
     {
-        std::lock_guard lock(_bgMutex);
+        MutexLock lock(_bgMutex);
         _bgStopping = true;
     }
     _bgCv.notify_all();
@@ -160,7 +161,7 @@ Status Router::pingOnce() {
 
 void Router::pingLoop() {
     bool warned = false;
-    std::unique_lock lock(_bgMutex);
+    UniqueLock lock(_bgMutex);
     while (!_bgStopping) {
         lock.unlock();
         Status s = Status::OK();
@@ -171,7 +172,7 @@ void Router::pingLoop() {
         }
         warned = !s.isOK();
         lock.lock();
-        _bgCv.wait_for(lock, kPingInterval, [this] { return _bgStopping; });
+        _bgCv.wait_for(lock, kPingInterval, [this]() REQUIRES(_bgMutex) { return _bgStopping; });
     }
 }
 
@@ -199,7 +200,8 @@ void appendPlacementVersion(BsonBuilder& b, const CollectionRoutingInfo& info,
     }
 }
 
-std::vector<ShardResponse> sendToShards(Router& router, std::string_view db,
+std::vector<ShardResponse> sendToShards(const command::OperationContext& opCtx, Router& router,
+                                        std::string_view db,
                                         const std::vector<ShardRequest>& requests) {
     std::vector<ShardResponse> responses(requests.size());
     std::vector<net::RemoteCommand> cmds;
@@ -213,7 +215,7 @@ std::vector<ShardResponse> sendToShards(Router& router, std::string_view db,
         }
         responses[i].host = host.getValue();
         cmds.push_back({host.getValue(), std::string(db),
-                        joinTransaction(requests[i].shard, host.getValue(), requests[i].cmd,
+                        joinTransaction(opCtx, requests[i].shard, host.getValue(), requests[i].cmd,
                                         requests.size() == 1)});
         slots.push_back(i);
     }
@@ -231,7 +233,7 @@ std::vector<ShardResponse> sendToShards(Router& router, std::string_view db,
         } else {
             out.status = results[i].getStatus();
         }
-        noteTransactionReply(out.shard, out.status, out.reply);
+        noteTransactionReply(opCtx, out.shard, out.status, out.reply);
     }
     return responses;
 }
@@ -267,7 +269,7 @@ StatusWith<std::vector<ShardResponse>> runRouted(
                 info, router.catalog().getCollectionRoutingInfo(ns, options.createDbIfMissing));
         }
         ASSIGN_OR_RETURN(auto requests, makeRequests(info));
-        std::vector<ShardResponse> responses = sendToShards(router, db, requests);
+        std::vector<ShardResponse> responses = sendToShards(opCtx, router, db, requests);
         bool stale = false;
         bool snapshotTooOld = false;
         for (const auto& r : responses) {
@@ -279,7 +281,8 @@ StatusWith<std::vector<ShardResponse>> runRouted(
         }
         // A transaction's first statement at a read timestamp a shard cannot serve (it received
         // a migrated range later): again at a later one.
-        if (snapshotTooOld && round + 1 < kMaxStaleRetries && restartTransactionAtLaterTime()) {
+        if (snapshotTooOld && round + 1 < kMaxStaleRetries &&
+            restartTransactionAtLaterTime(opCtx)) {
             continue;
         }
         if (!stale || round + 1 >= kMaxStaleRetries) return responses;

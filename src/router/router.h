@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "bson/bson_obj.h"
 #include "cluster/catalog_cache.h"
@@ -63,9 +64,9 @@ class Router final : public command::RoleState {
     void pingLoop();
     Status pingOnce();
     std::chrono::system_clock::time_point _startTime = std::chrono::system_clock::now();
-    std::mutex _bgMutex;
-    std::condition_variable _bgCv;
-    bool _bgStopping = false;
+    Mutex _bgMutex;
+    CondVar _bgCv;
+    bool _bgStopping GUARDED_BY(_bgMutex) = false;
     std::thread _pinger;
 };
 
@@ -93,10 +94,12 @@ bson::BsonObj attachVersion(bson::BsonView cmd, const CollectionRoutingInfo& inf
 void appendPlacementVersion(bson::BsonBuilder& b, const CollectionRoutingInfo& info,
                             const ShardId& shard);
 
-// Sends the requests concurrently (RemoteClient::runCommands) on `db`. Never fails as a whole:
-// each response carries its own status. Inside a transaction's statement each request joins the
-// transaction (transaction_router.h); every reply's operationTime advances the router's clock.
-std::vector<ShardResponse> sendToShards(Router& router, std::string_view db,
+// Sends the requests of `opCtx` concurrently (RemoteClient::runCommands) on `db`. Never fails as a
+// whole: each response carries its own status. When the operation is a transaction's statement
+// each request joins the transaction (transaction_router.h); every reply's operationTime
+// advances the router's clock.
+std::vector<ShardResponse> sendToShards(const command::OperationContext& opCtx, Router& router,
+                                        std::string_view db,
                                         const std::vector<ShardRequest>& requests);
 
 // If `reply` (or one of its writeErrors) is StaleConfig/StaleDbVersion, tells the catalog cache

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/guarded.h"
+#include "base/mutex.h"
 #include "bson/bson_builder.h"
 #include "command/command.h"
 
@@ -64,9 +65,9 @@ RemoteMergeStage::RemoteMergeStage(std::vector<RemoteCursor> cursors, BsonObj so
     }
 }
 
-RemoteMergeStage::~RemoteMergeStage() { killRemoteCursors(); }
+RemoteMergeStage::~RemoteMergeStage() { killRemoteCursors(nullptr); }
 
-void RemoteMergeStage::killRemoteCursors() {
+void RemoteMergeStage::killRemoteCursors(const command::OperationContext* opCtx) {
     std::vector<net::RemoteCommand> cmds;
     for (RemoteCursor& c : _cursors) {
         if (c.id == 0) continue;
@@ -76,7 +77,8 @@ void RemoteMergeStage::killRemoteCursors() {
         cmds.push_back(net::RemoteCommand{c.host, dbOf(c.ns), b.obj()});
         c.id = 0;
     }
-    if (!cmds.empty() && _run) _run(cmds);  // best effort: a dead shard's cursor died with it
+    if (!cmds.empty() && _run)
+        _run(opCtx, cmds);  // best effort: a dead shard's cursor died with it
 }
 
 bool RemoteMergeStage::needsRefill() const {
@@ -106,7 +108,7 @@ Status RemoteMergeStage::refill(ExecContext& ctx) {
         cmds.push_back(net::RemoteCommand{c.host, dbOf(c.ns), b.obj()});
         which.push_back(i);
     }
-    auto results = _run(cmds);
+    auto results = _run(ctx.opCtx, cmds);
     Status firstError = Status::OK();
     for (size_t k = 0; k < which.size(); ++k) {
         RemoteCursor& c = _cursors[which[k]];
@@ -179,7 +181,7 @@ RouterCursorManager::RouterCursorManager(std::chrono::milliseconds idleTimeout)
 
 RouterCursorManager::~RouterCursorManager() {
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         _stopping = true;
     }
     _cv.notify_all();
@@ -195,17 +197,17 @@ int64_t RouterCursorManager::registerCursor(std::string ns,
 }
 
 void RouterCursorManager::startReaper() {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     if (_reaper.joinable() || _stopping) return;
     _reaper = std::thread([this] { reaperLoop(); });
 }
 
 void RouterCursorManager::reaperLoop() {
-    std::unique_lock lk(_mutex);
+    UniqueLock lk(_mutex);
     while (!_stopping) {
         auto period = std::clamp(_cursors.idleTimeout() / 4, std::chrono::milliseconds(100),
                                  std::chrono::milliseconds(30000));
-        _cv.wait_for(lk, period, [this] { return _stopping; });
+        _cv.wait_for(lk, period, [this]() REQUIRES(_mutex) { return _stopping; });
         if (_stopping) break;
         lk.unlock();
         // Destroying a reaped cursor's executor kills its shard cursors (RemoteMergeStage).

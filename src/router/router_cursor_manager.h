@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "bson/bson_obj.h"
 #include "command/cursor_manager.h"
@@ -21,9 +22,10 @@
 
 namespace tessera::router {
 
-// Runs commands on remote hosts concurrently (RemoteClient::runCommands; a fake in tests).
-using RunCommandsFn =
-    std::function<std::vector<StatusWith<bson::BsonObj>>(const std::vector<net::RemoteCommand>&)>;
+// Runs commands of an operation (null: of none, a cursor killed by its destruction) on remote
+// hosts concurrently (RemoteClient::runCommands; a fake in tests).
+using RunCommandsFn = std::function<std::vector<StatusWith<bson::BsonObj>>(
+    const command::OperationContext*, const std::vector<net::RemoteCommand>&)>;
 
 // A cursor opened on one shard by a find/aggregate the router sent.
 struct RemoteCursor {
@@ -55,8 +57,9 @@ class RemoteMergeStage final : public command::exec::PlanStage {
     // Documents per shard getMore (nullopt: the shard's default, up to 16 MB).
     void setGetMoreBatchSize(std::optional<int64_t> n) { _getMoreBatchSize = n; }
     const std::vector<RemoteCursor>& cursors() const { return _cursors; }
-    // Sends killCursors for the open remote cursors and forgets them.
-    void killRemoteCursors();
+    // Sends killCursors for the open remote cursors, as requests of `opCtx` (null: of no
+    // operation, outside any transaction — the destructor's best effort), and forgets them.
+    void killRemoteCursors(const command::OperationContext* opCtx);
 
   protected:
     StatusWith<bool> doNext(command::exec::ExecContext& ctx,
@@ -119,9 +122,9 @@ class RouterCursorManager {
     void reaperLoop();
 
     command::CursorManager _cursors;
-    std::mutex _mutex;
-    std::condition_variable _cv;
-    bool _stopping = false;
+    Mutex _mutex;
+    CondVar _cv;
+    bool _stopping GUARDED_BY(_mutex) = false;
     std::thread _reaper;
 };
 

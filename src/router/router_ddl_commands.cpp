@@ -138,7 +138,8 @@ void appendEmptyCursor(BsonBuilder& reply, const std::string& ns) {
 
 Status create(OperationContext& opCtx, const CommandRequest& request, BsonBuilder& reply) {
     ASSIGN_OR_RETURN(std::string ns, commandNamespace(request));
-    TRY_STATUS(checkTransactionMayCreate(ns));  // in a transaction: MongoDB's read-concern rule
+    TRY_STATUS(
+        checkTransactionMayCreate(opCtx, ns));  // in a transaction: MongoDB's read-concern rule
     Router& router = Router::get(opCtx);
     ASSIGN_OR_RETURN(auto r, runOnDbPrimary(opCtx, router, ns, forwardableBody(request), true));
     TRY_STATUS(r.status);
@@ -269,7 +270,7 @@ CommandFn collectionWideCommand(bool createDb) {
         ASSIGN_OR_RETURN(std::string ns, commandNamespace(request));
         Router& router = Router::get(opCtx);
         const bool create = request.commandName == "createIndexes";
-        if (create) TRY_STATUS(checkTransactionMayCreate(ns));
+        if (create) TRY_STATUS(checkTransactionMayCreate(opCtx, ns));
         if (create) TRY_STATUS(checkUniqueIndexesAgainstShardKey(router, ns, request));
         bool sharded = false;
         ASSIGN_OR_RETURN(
@@ -324,7 +325,7 @@ Status dbStats(OperationContext& opCtx, const CommandRequest& request, BsonBuild
     BsonObj body = forwardableBody(request);
     std::vector<ShardRequest> requests;
     for (const auto& s : shards) requests.push_back({s.id, body});
-    auto responses = sendToShards(router, request.db, requests);
+    auto responses = sendToShards(opCtx, router, request.db, requests);
     TRY_STATUS(firstError(opCtx, responses));
     reply.startObject("raw");
     for (const auto& r : responses) reply.append(r.host, r.reply);
@@ -410,7 +411,7 @@ Status listDatabases(OperationContext& opCtx, const CommandRequest& request, Bso
     std::vector<ShardRequest> requests;
     for (const auto& s : shards) requests.push_back({s.id, body});
     requests.push_back({"config", body});
-    auto responses = sendToShards(router, "admin", requests);
+    auto responses = sendToShards(opCtx, router, "admin", requests);
     TRY_STATUS(firstError(opCtx, responses));
     struct Entry {
         int64_t size = 0;
@@ -472,7 +473,8 @@ Status renameCollection(OperationContext& opCtx, const CommandRequest& request,
         return Status(ErrorCodes::IllegalOperation,
                       "renameCollection of a sharded collection is not supported");
     }
-    auto responses = sendToShards(router, "admin", {{src.db.primary, forwardableBody(request)}});
+    auto responses =
+        sendToShards(opCtx, router, "admin", {{src.db.primary, forwardableBody(request)}});
     TRY_STATUS(responses.front().status);
     router.catalog().invalidateCollection(from);
     router.catalog().invalidateCollection(to);

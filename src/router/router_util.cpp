@@ -81,7 +81,7 @@ class PassthroughCommand final : public command::Command {
         if (_forward && request.db == "config") {
             Router& router = Router::get(opCtx);
             // lsid/txnNumber go along: the config server applies a retried write at most once
-            // (txn::RetryableWriteHooks).
+            // (command::RetryableWriteHooks).
             BsonObj body = forwardableBody(request);
             ASSIGN_OR_RETURN(BsonObj remote, runOnConfig(router, "config", body));
             return relayRemoteReply(opCtx, remote, reply);

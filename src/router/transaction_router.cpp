@@ -7,14 +7,16 @@
 
 #include "base/failpoint.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "command/command.h"
 #include "command/generic_args.h"
 #include "command/reply_util.h"
 #include "command/server_info.h"
-#include "command/transactions.h"
 #include "net/remote_client.h"
 #include "router/commit_decision_sender.h"
 #include "router/router.h"
+#include "txn/logical_sessions.h"
+#include "txn/transaction_args.h"
 
 namespace tessera::router {
 
@@ -24,15 +26,15 @@ using bson::BsonView;
 
 namespace {
 
-constexpr std::chrono::minutes kIdleSessionLimit{command::kLogicalSessionTimeoutMinutes};
+constexpr std::chrono::minutes kIdleSessionLimit = txn::kLogicalSessionTimeout;
 
 }  // namespace
 
 enum class RouterTxnPhase { kNone, kInProgress, kCommitting, kCommitted, kAborted };
 
 struct TransactionRouter::Session {
-    std::mutex checkout;  // held by the statement using the session
-    std::string lsid;     // lsid.id, 16 bytes
+    Mutex checkout;    // held by the statement using the session
+    std::string lsid;  // lsid.id, 16 bytes
     int64_t txnNumber = -1;
     RouterTxnPhase phase = RouterTxnPhase::kNone;
     Timestamp readTs;
@@ -51,9 +53,9 @@ struct TransactionRouter::Session {
     std::chrono::steady_clock::time_point lastUse;
 };
 
-// The statement of a transaction running on this thread (thread-local: sendToShards and the
-// cursors' getMores run on the statement's thread).
-class TransactionRouter::Statement {
+// The statement of a transaction an operation is (OperationContext::routerStatement: sendToShards
+// and the cursors' getMores of the operation find it there).
+class TransactionRouter::Statement final : public command::RouterTransactionStatement {
   public:
     Statement(std::shared_ptr<Session> session, std::string_view commandName)
         : _session(std::move(session)), _checkout(_session->checkout), _commandName(commandName) {}
@@ -68,7 +70,7 @@ class TransactionRouter::Statement {
     // forgot its part) because its read timestamp is too old for a shard: it starts again at a
     // later one, which the router's clock, having seen those shards' replies, now gives.
     bool restartAtLaterTime() {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         Session& s = *_session;
         if (s.phase != RouterTxnPhase::kInProgress || s.readTsFromClient ||
             _participantsBefore != 0 || !s.participants.empty()) {
@@ -80,7 +82,7 @@ class TransactionRouter::Statement {
 
     // `onlyTarget`: the statement sends this one request (no other shard joins before its reply).
     BsonObj join(const ShardId* shard, const std::string& host, BsonView cmd, bool onlyTarget) {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         Session& s = *_session;
         if (s.phase != RouterTxnPhase::kInProgress) return BsonObj::fromBytes(cmd.bytes());
         auto it = std::find_if(s.participants.begin(), s.participants.end(), [&](const auto& p) {
@@ -99,14 +101,14 @@ class TransactionRouter::Statement {
     }
 
     void noteReply(const ShardId& shard, const Status& status, BsonView reply) {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         Session& s = *_session;
         if (s.readTsOpen && !s.participants.empty() && s.participants.front().shard == shard) {
-            // The time the first shard read at (command::kTransactionReadTimestampField); without
+            // The time the first shard read at (txn::kTransactionReadTimestampField); without
             // one (the request failed) the next participant starts at readTs as it was.
             s.readTsOpen = false;
-            bson::BsonElement at = status.isOK() ? reply[command::kTransactionReadTimestampField]
-                                                 : bson::BsonElement();
+            bson::BsonElement at =
+                status.isOK() ? reply[txn::kTransactionReadTimestampField] : bson::BsonElement();
             // Exactly that time (at or after readTs, the bound it was given): every participant
             // reads the same snapshot.
             if (at.type() == bson::BsonType::Timestamp) s.readTs = Timestamp{at.timestampValue()};
@@ -157,10 +159,10 @@ class TransactionRouter::Statement {
 
   private:
     std::shared_ptr<Session> _session;
-    std::unique_lock<std::mutex> _checkout;
+    std::unique_lock<Mutex> _checkout;
     std::string _commandName;
     size_t _participantsBefore = 0;
-    std::mutex _mutex;
+    Mutex _mutex;
 };
 
 // Commit with the classic coordination (the coordinator prepares the others, decides, then
@@ -173,7 +175,10 @@ TESSERA_FAIL_POINT_DEFINE(forceSyncedPrepares);
 
 namespace {
 
-thread_local TransactionRouter::Statement* tlsStatement = nullptr;
+// The router statement the operation is, or null outside a transaction.
+TransactionRouter::Statement* statementOf(const command::OperationContext& opCtx) {
+    return static_cast<TransactionRouter::Statement*>(opCtx.routerStatement.get());
+}
 
 // The end command `name` ({prepareTransaction | commitTransaction | abortTransaction: 1}) of
 // the session's transaction, with `extra` fields.
@@ -203,7 +208,7 @@ TransactionRouter::TransactionRouter(Router& router)
 TransactionRouter::~TransactionRouter() = default;
 
 std::shared_ptr<TransactionRouter::Session> TransactionRouter::sessionFor(const std::string& lsid) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     auto [it, added] = _sessions.try_emplace(lsid);
     if (added) {
         it->second = std::make_shared<Session>();
@@ -236,7 +241,7 @@ void TransactionRouter::moveTo(Session& s, int64_t txnNumber, RouterTxnPhase pha
 }
 
 Status TransactionRouter::beginStatement(command::OperationContext& opCtx,
-                                         const command::TransactionArgs& args,
+                                         const txn::TransactionArgs& args,
                                          std::string_view commandName) {
     auto statement = std::make_unique<Statement>(sessionFor(*opCtx.lsid), commandName);
     Session& s = statement->session();
@@ -288,25 +293,25 @@ Status TransactionRouter::beginStatement(command::OperationContext& opCtx,
         }
     }
     statement->markParticipantsBefore();
-    tlsStatement = statement.release();
+    opCtx.routerStatement = std::move(statement);
     return Status::OK();
 }
 
-void TransactionRouter::endStatement(command::OperationContext&, const Status& status) {
-    std::unique_ptr<Statement> statement(tlsStatement);
-    tlsStatement = nullptr;
+void TransactionRouter::endStatement(command::OperationContext& opCtx, const Status& status) {
+    std::unique_ptr<Statement> statement(statementOf(opCtx));
+    opCtx.routerStatement.release();
     if (!statement) return;
     Session& s = statement->session();
     s.lastUse = std::chrono::steady_clock::now();
     if (!status.isOK() && s.phase == RouterTxnPhase::kInProgress &&
-        !command::isTransactionEndCommand(statement->commandName())) {
+        !txn::isTransactionEndCommand(statement->commandName())) {
         abortParticipants(s, "a statement failed with " + status.toString());
     }
 }  // the session is checked in with the statement
 
 Status TransactionRouter::runInternalTransaction(command::OperationContext& opCtx,
                                                  const std::function<Status()>& body) {
-    if (tlsStatement) {
+    if (opCtx.routerStatement) {
         return Status(ErrorCodes::InternalError, "an internal transaction inside a statement");
     }
     thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -320,7 +325,7 @@ Status TransactionRouter::runInternalTransaction(command::OperationContext& opCt
     std::optional<int64_t> clientTxnNumber = opCtx.txnNumber;
     opCtx.lsid = lsid;
     opCtx.txnNumber = 1;
-    command::TransactionArgs start;
+    txn::TransactionArgs start;
     start.statement = true;
     start.start = true;
     Status st = beginStatement(opCtx, start, "update");
@@ -337,7 +342,7 @@ Status TransactionRouter::runInternalTransaction(command::OperationContext& opCt
         endStatement(opCtx, st);
     }
     if (st.isOK()) {
-        command::TransactionArgs next;
+        txn::TransactionArgs next;
         next.statement = true;
         st = beginStatement(opCtx, next, "commitTransaction");
         if (st.isOK()) {
@@ -368,8 +373,8 @@ void TransactionRouter::abortParticipants(Session& s, const std::string& reason)
     }
 }
 
-Status TransactionRouter::commit(command::OperationContext&, BsonView cmd, BsonBuilder&) {
-    Statement* statement = tlsStatement;
+Status TransactionRouter::commit(command::OperationContext& opCtx, BsonView cmd, BsonBuilder&) {
+    Statement* statement = statementOf(opCtx);
     if (!statement) return Status(ErrorCodes::NoSuchTransaction, "no transaction is in progress");
     Session& s = statement->session();
     if (s.phase == RouterTxnPhase::kCommitted) return Status::OK();  // a retried commit
@@ -403,11 +408,11 @@ Status TransactionRouter::commit(command::OperationContext&, BsonView cmd, BsonB
 }
 
 Status TransactionRouter::twoPhaseCommit(Session& s, BsonView writeConcern) {
-    // Staged commit (txn/README.md "Staged commit"): the coordinator, the first participant,
-    // writes its record and prepares its part while this router prepares the others, so once
-    // every part is prepared with writes the transaction is committed: the client hears it
-    // before the coordinator decides. With the journal asked for, every part is durable when
-    // answered (the coordinator's with this commit's write concern) and this router sends the
+    // Staged commit (docs/protocols/two-phase-commit.md "Staged commit"): the coordinator, the
+    // first participant, writes its record and prepares its part while this router prepares the
+    // others, so once every part is prepared with writes the transaction is committed: the client
+    // hears it before the coordinator decides. With the journal asked for, every part is durable
+    // when answered (the coordinator's with this commit's write concern) and this router sends the
     // decision; without, as for any unjournaled write, the other parts answer once written and
     // each tells the coordinator when its sync is done, which decides when all have: no part
     // commits before every part is durable, so a power loss takes the whole transaction or
@@ -571,8 +576,8 @@ Status TransactionRouter::takeCoordinatorAnswer(Session& s, const StatusWith<Bso
     return st;
 }
 
-Status TransactionRouter::abort(command::OperationContext&, BsonBuilder&) {
-    Statement* statement = tlsStatement;
+Status TransactionRouter::abort(command::OperationContext& opCtx, BsonBuilder&) {
+    Statement* statement = statementOf(opCtx);
     if (!statement) return Status(ErrorCodes::NoSuchTransaction, "no transaction is in progress");
     Session& s = statement->session();
     if (s.phase == RouterTxnPhase::kCommitting) {
@@ -584,8 +589,8 @@ Status TransactionRouter::abort(command::OperationContext&, BsonBuilder&) {
     return Status::OK();
 }
 
-void TransactionRouter::appendToReply(command::OperationContext&, BsonBuilder& reply) {
-    Statement* statement = tlsStatement;
+void TransactionRouter::appendToReply(command::OperationContext& opCtx, BsonBuilder& reply) {
+    Statement* statement = statementOf(opCtx);
     if (!statement) return;
     const Session& s = statement->session();
     if (s.participants.empty()) return;
@@ -597,15 +602,15 @@ void TransactionRouter::appendToReply(command::OperationContext&, BsonBuilder& r
 void TransactionRouter::endSession(const std::string& lsid) {
     std::shared_ptr<Session> s;
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         auto it = _sessions.find(lsid);
         if (it == _sessions.end()) return;
         s = it->second;
     }
-    std::lock_guard checkout(s->checkout);                // after a statement still running in it
+    MutexLock checkout(s->checkout);                      // after a statement still running in it
     if (s->phase == RouterTxnPhase::kCommitting) return;  // its decision must still reach them
     if (s->phase == RouterTxnPhase::kInProgress) abortParticipants(*s, "the session ended");
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     if (auto it = _sessions.find(lsid); it != _sessions.end() && it->second == s) {
         _sessions.erase(it);
     }
@@ -614,38 +619,50 @@ void TransactionRouter::endSession(const std::string& lsid) {
 void TransactionRouter::killAll() {
     std::vector<std::string> lsids;
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         for (const auto& entry : _sessions) lsids.push_back(entry.first);
     }
     for (const std::string& lsid : lsids) endSession(lsid);
 }
 
-BsonObj joinTransaction(const ShardId& shard, const std::string& host, BsonView cmd,
-                        bool onlyTarget) {
-    if (!tlsStatement) return BsonObj::fromBytes(cmd.bytes());
-    return tlsStatement->join(&shard, host, cmd, onlyTarget);
+BsonObj joinTransaction(const command::OperationContext& opCtx, const ShardId& shard,
+                        const std::string& host, BsonView cmd, bool onlyTarget) {
+    TransactionRouter::Statement* statement = statementOf(opCtx);
+    if (!statement) return BsonObj::fromBytes(cmd.bytes());
+    return statement->join(&shard, host, cmd, onlyTarget);
 }
 
-BsonObj joinTransactionByHost(const std::string& host, BsonView cmd) {
-    if (!tlsStatement) return BsonObj::fromBytes(cmd.bytes());
-    return tlsStatement->join(nullptr, host, cmd, false);
+BsonObj joinTransactionByHost(const command::OperationContext& opCtx, const std::string& host,
+                              BsonView cmd) {
+    TransactionRouter::Statement* statement = statementOf(opCtx);
+    if (!statement) return BsonObj::fromBytes(cmd.bytes());
+    return statement->join(nullptr, host, cmd, false);
 }
 
-void noteTransactionReply(const ShardId& shard, const Status& status, BsonView reply) {
-    if (tlsStatement) tlsStatement->noteReply(shard, status, reply);
+void noteTransactionReply(const command::OperationContext& opCtx, const ShardId& shard,
+                          const Status& status, BsonView reply) {
+    if (TransactionRouter::Statement* statement = statementOf(opCtx)) {
+        statement->noteReply(shard, status, reply);
+    }
 }
 
-bool inTransactionStatement() { return tlsStatement != nullptr; }
+bool inTransactionStatement(const command::OperationContext& opCtx) {
+    return opCtx.routerStatement != nullptr;
+}
 
-Status checkTransactionMayCreate(const std::string& ns) {
-    if (!tlsStatement || tlsStatement->session().readConcernLocal) return Status::OK();
+Status checkTransactionMayCreate(const command::OperationContext& opCtx, const std::string& ns) {
+    TransactionRouter::Statement* statement = statementOf(opCtx);
+    if (!statement || statement->session().readConcernLocal) return Status::OK();
     return Status(ErrorCodes::InvalidOptions,
                   "Cannot create collection " + ns +
                       " in a multi-document transaction with a read concern other than 'local'; "
                       "start the transaction with readConcern {level: 'local'}");
 }
 
-bool restartTransactionAtLaterTime() { return tlsStatement && tlsStatement->restartAtLaterTime(); }
+bool restartTransactionAtLaterTime(const command::OperationContext& opCtx) {
+    TransactionRouter::Statement* statement = statementOf(opCtx);
+    return statement && statement->restartAtLaterTime();
+}
 
 void observeShardReply(BsonView reply) {
     bson::BsonElement t = reply["operationTime"];

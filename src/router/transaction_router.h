@@ -10,10 +10,12 @@
 #include <vector>
 
 #include "base/hlc.h"
+#include "base/mutex.h"
 #include "base/status.h"
 #include "bson/bson_obj.h"
-#include "command/transactions.h"
+#include "command/router_transaction_hooks.h"
 #include "placement/chunk_map.h"
+#include "txn/transaction_args.h"
 
 namespace tessera::router {
 
@@ -26,14 +28,14 @@ using placement::ShardId;
 // of its participants read at, and the participants — the shards its statements reached.
 //
 // - A statement runs with its session checked out (one at a time). While it runs, every request
-//   the router sends a shard on its thread joins the transaction (joinTransaction): lsid,
+//   the router sends a shard for its operation joins the transaction (joinTransaction): lsid,
 //   txnNumber and autocommit: false, and for a shard not yet a participant startTransaction with
 //   readConcern {level: snapshot, atClusterTime: T}. T is drawn once, at the first statement,
 //   from the router's clock, which observes every shard reply's operationTime: so a
 //   transaction reads at least what its client saw acknowledged through this router, and every
 //   participant reads the same snapshot of the cluster. When the first statement reaches one
 //   shard (the usual case), that shard gets T as afterClusterTime instead and reads at its
-//   latest commit, which it names in its reply (command::kTransactionReadTimestampField): T
+//   latest commit, which it names in its reply (txn::kTransactionReadTimestampField): T
 //   becomes that time, so the transaction also sees what another router acknowledged on that
 //   shard before it began (a second router's clock may not have seen it yet).
 // - A statement that fails (a write error included) aborts the transaction on every participant.
@@ -63,7 +65,7 @@ class TransactionRouter final : public command::RouterTransactionHooks {
     explicit TransactionRouter(Router& router);
     ~TransactionRouter() override;
 
-    Status beginStatement(command::OperationContext& opCtx, const command::TransactionArgs& args,
+    Status beginStatement(command::OperationContext& opCtx, const txn::TransactionArgs& args,
                           std::string_view commandName) override;
     void endStatement(command::OperationContext& opCtx, const Status& status) override;
     Status commit(command::OperationContext& opCtx, bson::BsonView cmd,
@@ -74,7 +76,7 @@ class TransactionRouter final : public command::RouterTransactionHooks {
     void killAll() override;
 
     // Runs `body` as a transaction of a session of the router's own (a fresh lsid, txnNumber 1):
-    // every shard request sent on this thread while `body` runs joins it; it commits when `body`
+    // every shard request `opCtx` sends while `body` runs joins it; it commits when `body`
     // returns OK (two-phase when it wrote to several shards) and aborts otherwise. For a
     // statement outside any transaction (a document moved between shards by an update).
     Status runInternalTransaction(command::OperationContext& opCtx,
@@ -92,8 +94,9 @@ class TransactionRouter final : public command::RouterTransactionHooks {
     // still in progress is aborted first (`whyAbortOlder`).
     void moveTo(Session& session, int64_t txnNumber, RouterTxnPhase phase,
                 const std::string& whyAbortOlder);
-    // Staged commit (src/txn/README.md "Staged commit"): stage on the first participant, the
-    // coordinator, and prepareTransaction on the others, all at once; the decision follows.
+    // Staged commit (docs/protocols/two-phase-commit.md "Staged commit"): stage on the first
+    // participant, the coordinator, and prepareTransaction on the others, all at once; the decision
+    // follows.
     Status twoPhaseCommit(Session& session, bson::BsonView writeConcern);
     // The commit of a transaction this router does not know, from the coordinator that the
     // client's `recoveryToken` names.
@@ -111,32 +114,34 @@ class TransactionRouter final : public command::RouterTransactionHooks {
 
     Router& _router;
     std::unique_ptr<CommitDecisionSender> _decisions;
-    std::mutex _mutex;
-    std::unordered_map<std::string, std::shared_ptr<Session>> _sessions;
-    size_t _insertsSincePurge = 0;
+    Mutex _mutex;
+    std::unordered_map<std::string, std::shared_ptr<Session>> _sessions GUARDED_BY(_mutex);
+    size_t _insertsSincePurge GUARDED_BY(_mutex) = 0;
 };
 
 // The shard request `cmd` for `shard` (at `host`) as part of the transaction of the statement
-// running on this thread, or `cmd` unchanged outside one. `cmd` has no `$db`. `onlyTarget`: the
+// the operation is, or `cmd` unchanged outside one. `cmd` has no `$db`. `onlyTarget`: the
 // statement sends no other request before this one's reply (noteTransactionReply), so when it
 // starts the transaction the shard may pick its read timestamp.
-bson::BsonObj joinTransaction(const ShardId& shard, const std::string& host, bson::BsonView cmd,
-                              bool onlyTarget);
+bson::BsonObj joinTransaction(const command::OperationContext& opCtx, const ShardId& shard,
+                              const std::string& host, bson::BsonView cmd, bool onlyTarget);
 // The same for a request addressed by host only (a cursor's getMore or killCursors): joined only
 // when the host is already a participant.
-bson::BsonObj joinTransactionByHost(const std::string& host, bson::BsonView cmd);
-// Whether a statement of a client's transaction runs on this thread.
-bool inTransactionStatement();
-// `create`/`createIndexes` in the current statement's transaction: InvalidOptions unless the
-// client's read concern is local (MongoDB's rule; the shards, which all read at the router's
-// cluster-wide timestamp, cannot tell — command/transaction_ddl.h).
-Status checkTransactionMayCreate(const std::string& ns);
-// Tells the current statement's transaction (if any) how the shard answered a joined request.
-void noteTransactionReply(const ShardId& shard, const Status& status, bson::BsonView reply);
-// After SnapshotUnavailable from every shard the current statement reached: when it is its
+bson::BsonObj joinTransactionByHost(const command::OperationContext& opCtx, const std::string& host,
+                                    bson::BsonView cmd);
+// Whether the operation is a statement of a client's transaction.
+bool inTransactionStatement(const command::OperationContext& opCtx);
+// `create`/`createIndexes` in the operation's transaction: InvalidOptions unless the client's
+// read concern is local (MongoDB's rule; the shards, which all read at the router's cluster-wide
+// timestamp, cannot tell — command/transaction_ddl.h).
+Status checkTransactionMayCreate(const command::OperationContext& opCtx, const std::string& ns);
+// Tells the operation's transaction (if any) how the shard answered a joined request.
+void noteTransactionReply(const command::OperationContext& opCtx, const ShardId& shard,
+                          const Status& status, bson::BsonView reply);
+// After SnapshotUnavailable from every shard the operation's statement reached: when it is its
 // transaction's first and the router chose the read timestamp, moves that timestamp to the
 // router's clock now (which has seen the shards' replies) and returns true (send it again).
-bool restartTransactionAtLaterTime();
+bool restartTransactionAtLaterTime(const command::OperationContext& opCtx);
 
 // A shard's reply: its operationTime advances this router's clock (cluster time gossip between
 // the roles, which transactions' read timestamps are drawn from).

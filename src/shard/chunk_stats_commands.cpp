@@ -37,7 +37,7 @@ StatusWith<std::shared_ptr<const placement::RoutingTable>> tableOf(OperationCont
 int64_t exactOwnedBytes(OperationContext& opCtx, const storage::CollectionInfo& coll,
                         const placement::ShardKeyPattern& pattern, const ShardKeyRange& range) {
     auto filter = opCtx.ownershipFilter(coll.ns());
-    auto snapshot = opCtx.service->engine->snapshot();
+    auto snapshot = opCtx.service->engine->snapshot(std::nullopt, opCtx.prepareReads);
     bool clustered = isClusteredBy(coll, pattern);
     auto cursor =
         clustered ? snapshot->scanRange(coll, recordKeyRange(range)) : snapshot->scan(coll);
@@ -159,7 +159,7 @@ class SplitPointCommand final : public ShardCommand {
         ASSIGN_OR_RETURN(auto filter, opCtx.ownershipFilter(ns));
         KeySampler sampler;
         if (coll) {
-            auto snapshot = engine.snapshot();
+            auto snapshot = engine.snapshot(std::nullopt, opCtx.prepareReads);
             const bool clustered = isClusteredBy(*coll, pattern);
             auto cursor = clustered ? snapshot->scanRange(*coll, recordKeyRange(range))
                                     : snapshot->scan(*coll);

@@ -7,7 +7,7 @@
 namespace tessera::shard {
 
 // How long a migration's clone pauses between pages so that it yields to the foreground
-// (README.md "Migration", pacing). The first measurement of the foreground p99 (the larger of
+// (docs/protocols/migration.md, pacing). The first measurement of the foreground p99 (the larger of
 // the two shards') times `factor` is the budget (never below `floorMicros`); while the p99 is
 // above it the pause doubles (5 ms … 500 ms), below it halves to zero, so an idle shard clones
 // at full rate. Pure: the caller measures and sleeps.

@@ -1,10 +1,12 @@
 #include "shard/critical_section.h"
 
+#include "base/mutex.h"
+
 namespace tessera::shard {
 
 Status CriticalSections::enter(const std::string& key, std::string reason,
                                Clock::time_point deadline, Block block, bool drainReads) {
-    std::unique_lock lk(_mutex);
+    UniqueLock lk(_mutex);
     Entry& e = _entries[key];
     const bool wasEntered = e.entered;
     const Block previous = e.block;
@@ -13,7 +15,7 @@ Status CriticalSections::enter(const std::string& key, std::string reason,
     e.entered = true;
     e.reason = std::move(reason);
     const bool waitReads = block == Block::kAll && drainReads;
-    bool drained = _changed.wait_until(lk, deadline, [&] {
+    bool drained = _changed.wait_until(lk, deadline, [&]() REQUIRES(_mutex) {
         const Entry& now = _entries[key];
         return now.writesInFlight == 0 && (!waitReads || now.readsInFlight == 0);
     });
@@ -33,7 +35,7 @@ Status CriticalSections::enter(const std::string& key, std::string reason,
 }
 
 void CriticalSections::exit(const std::string& key) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     auto it = _entries.find(key);
     if (it == _entries.end()) return;
     if (it->second.entered) _lastExit[key] = Clock::now();
@@ -43,19 +45,19 @@ void CriticalSections::exit(const std::string& key) {
 }
 
 bool CriticalSections::isEntered(const std::string& key) const {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     auto it = _entries.find(key);
     return it != _entries.end() && it->second.entered;
 }
 
 bool CriticalSections::blocks(const std::string& key, bool isWrite) const {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     auto it = _entries.find(key);
     return it != _entries.end() && it->second.blocks(isWrite);
 }
 
 std::optional<CriticalSections::Block> CriticalSections::entered(const std::string& key) const {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     auto it = _entries.find(key);
     if (it == _entries.end() || !it->second.entered) return std::nullopt;
     return it->second.block;
@@ -63,7 +65,7 @@ std::optional<CriticalSections::Block> CriticalSections::entered(const std::stri
 
 std::optional<CriticalSections::Clock::time_point> CriticalSections::enteredAt(
     const std::string& key) const {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     auto it = _entries.find(key);
     if (it == _entries.end() || !it->second.entered) return std::nullopt;
     return it->second.enteredAt;
@@ -71,8 +73,8 @@ std::optional<CriticalSections::Clock::time_point> CriticalSections::enteredAt(
 
 bool CriticalSections::waitForExit(const std::string& key, Clock::time_point deadline, bool* waited,
                                    Clock::time_point* exitedAt, bool isWrite) {
-    std::unique_lock lk(_mutex);
-    auto blocked = [&] {
+    UniqueLock lk(_mutex);
+    auto blocked = [&]() REQUIRES(_mutex) {
         auto it = _entries.find(key);
         return it != _entries.end() && it->second.blocks(isWrite);
     };
@@ -81,7 +83,7 @@ bool CriticalSections::waitForExit(const std::string& key, Clock::time_point dea
     if (!mustWait) return true;
     if (_blockedWaiters >= kMaxBlockedWaiters) return false;
     ++_blockedWaiters;
-    bool exited = _changed.wait_until(lk, deadline, [&] { return !blocked(); });
+    bool exited = _changed.wait_until(lk, deadline, [&]() REQUIRES(_mutex) { return !blocked(); });
     --_blockedWaiters;
     if (!exited) return false;
     if (mustWait && exitedAt) {
@@ -92,7 +94,7 @@ bool CriticalSections::waitForExit(const std::string& key, Clock::time_point dea
 }
 
 bool CriticalSections::tryAdmit(const std::string& key, bool isWrite) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     auto it = _entries.find(key);
     if (it != _entries.end() && it->second.blocks(isWrite)) return false;
     Entry& e = _entries[key];
@@ -101,7 +103,7 @@ bool CriticalSections::tryAdmit(const std::string& key, bool isWrite) {
 }
 
 void CriticalSections::leave(const std::string& key, bool isWrite) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     auto it = _entries.find(key);
     if (it == _entries.end()) return;
     int64_t& n = isWrite ? it->second.writesInFlight : it->second.readsInFlight;
@@ -112,13 +114,13 @@ void CriticalSections::leave(const std::string& key, bool isWrite) {
 }
 
 int64_t CriticalSections::inFlight(const std::string& key) const {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     auto it = _entries.find(key);
     return it == _entries.end() ? 0 : it->second.readsInFlight + it->second.writesInFlight;
 }
 
 int CriticalSections::blockedWaiters() const {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     return _blockedWaiters;
 }
 

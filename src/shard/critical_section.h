@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace tessera::shard {
@@ -82,13 +83,13 @@ class CriticalSections {
         int64_t writesInFlight = 0;
         bool blocks(bool isWrite) const { return entered && (isWrite || block == Block::kAll); }
     };
-    void maybeErase(const std::string& key);
+    void maybeErase(const std::string& key) REQUIRES(_mutex);
 
-    mutable std::mutex _mutex;
-    std::condition_variable _changed;
-    std::map<std::string, Entry, std::less<>> _entries;
-    std::map<std::string, Clock::time_point, std::less<>> _lastExit;
-    int _blockedWaiters = 0;
+    mutable Mutex _mutex;
+    CondVar _changed;
+    std::map<std::string, Entry, std::less<>> _entries GUARDED_BY(_mutex);
+    std::map<std::string, Clock::time_point, std::less<>> _lastExit GUARDED_BY(_mutex);
+    int _blockedWaiters GUARDED_BY(_mutex) = 0;
 };
 
 }  // namespace tessera::shard

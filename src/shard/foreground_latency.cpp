@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/mutex.h"
+
 namespace tessera::shard {
 
 void ForegroundLatency::record(std::chrono::microseconds latency) {
     auto now = Clock::now();
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     _samples[_next % kSamples] = {now, latency.count()};
     ++_next;
 }
@@ -15,7 +17,7 @@ void ForegroundLatency::record(std::chrono::microseconds latency) {
 int64_t ForegroundLatency::p99Micros(std::chrono::milliseconds window) const {
     std::vector<int64_t> recent;
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         auto since = Clock::now() - window;
         size_t n = std::min(_next, kSamples);
         recent.reserve(n);

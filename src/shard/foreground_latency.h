@@ -5,11 +5,14 @@
 #include <cstdint>
 #include <mutex>
 
+#include "base/mutex.h"
+
 namespace tessera::shard {
 
 // The latencies of the shard's recent foreground operations (client CRUD commands, not the
-// internal `_shardsvr*` ones), so that a migration can pace its clone by them (README.md
-// "Migration", pacing). Keeps the last kSamples; p99 over those of the last `window`. Thread-safe.
+// internal `_shardsvr*` ones), so that a migration can pace its clone by them
+// (docs/protocols/migration.md, pacing). Keeps the last kSamples; p99 over those of the last
+// `window`. Thread-safe.
 class ForegroundLatency {
   public:
     using Clock = std::chrono::steady_clock;
@@ -24,9 +27,9 @@ class ForegroundLatency {
         Clock::time_point at;
         int64_t micros = 0;
     };
-    mutable std::mutex _mutex;
-    std::array<Sample, kSamples> _samples{};
-    size_t _next = 0;
+    mutable Mutex _mutex;
+    std::array<Sample, kSamples> _samples GUARDED_BY(_mutex){};
+    size_t _next GUARDED_BY(_mutex) = 0;
 };
 
 }  // namespace tessera::shard

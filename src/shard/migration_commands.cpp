@@ -1,4 +1,4 @@
-// The range migration commands of a shard (README.md "Migration"): the donor observes the
+// The range migration commands of a shard (docs/protocols/migration.md): the donor observes the
 // range and serves its snapshot and changes (_shardsvrMigrationStart, _shardsvrReadRange,
 // _shardsvrTransferMods, _shardsvrFetchSessionRecords, _shardsvrMigrationRecordDonation,
 // _shardsvrMigrationEnd), the recipient pulls them (_shardsvrReceiveRange,
@@ -12,7 +12,6 @@
 #include "bson/validate.h"
 #include "command/current_op.h"
 #include "command/registry.h"
-#include "command/transactions.h"
 #include "net/remote_client.h"
 #include "query/matcher.h"
 #include "shard/command_util.h"
@@ -22,6 +21,7 @@
 #include "shard/sharding_state.h"
 #include "storage/engine.h"
 #include "txn/session_records.h"
+#include "txn/session_transactions.h"
 
 namespace tessera::shard {
 namespace {
@@ -197,7 +197,7 @@ class ReadRangeCommand final : public ShardCommand {
             ASSIGN_OR_RETURN(source, sourceOf(*state, request, name()));
             snapshot = &source->snapshot();
         } else {
-            own = engine.snapshot();
+            own = engine.snapshot(std::nullopt, opCtx.prepareReads);
             snapshot = own.get();
         }
         storage::CollectionPtr coll = engine.getCollection(args.ns);
@@ -459,7 +459,7 @@ class CurrentOpCommand final : public command::Command {
         auto add = [&](bson::BsonObj op) {
             if (filter.wants(op)) inprog.append(op);
         };
-        if (command::SessionTransactions* transactions = opCtx.service->transactions) {
+        if (txn::SessionTransactions* transactions = opCtx.service->transactions) {
             for (bson::BsonObj& op : transactions->currentOps()) add(std::move(op));
         }
         for (bson::BsonObj& op : state->coordinator().currentOps()) add(std::move(op));

@@ -5,6 +5,7 @@
 
 #include "base/failpoint.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "bson/validate.h"
 #include "net/remote_client.h"
 #include "shard/command_util.h"
@@ -93,7 +94,7 @@ Status MigrationRecipient::checkRunning(command::OperationContext& opCtx) const 
 }
 
 Status MigrationRecipient::cloneAndCatchUp(command::OperationContext& opCtx) {
-    std::lock_guard run(_runMutex);
+    MutexLock run(_runMutex);
     command::ServiceContext& service = _state.service();
     net::RemoteClient& client = _state.remoteClient();
     storage::Engine& engine = *service.engine;
@@ -285,7 +286,7 @@ Status MigrationRecipient::applyDelete(bson::BsonView id) {
 
 StatusWith<std::pair<int64_t, int64_t>> MigrationRecipient::catchUpFinal(
     command::OperationContext& opCtx) {
-    std::lock_guard run(_runMutex);
+    MutexLock run(_runMutex);
     TRY_STATUS(checkRunning(opCtx));
     _phase = Phase::kFinalCatchUp;
     // The donor holds its writes now: its backlog only shrinks.
@@ -334,7 +335,7 @@ Status MigrationRecipient::committed() {
 
 Status MigrationRecipient::aborted() {
     _cancelled = true;
-    std::lock_guard run(_runMutex);
+    MutexLock run(_runMutex);
     _phase = Phase::kFailed;
     auto tracked = _state.trackedRanges().find(_ns, _range.encodedMin());
     if (!tracked || tracked->migrationId != _id) return Status::OK();
@@ -370,7 +371,7 @@ void MigrationRecipient::appendProgress(bson::BsonBuilder& b) const {
 }
 
 Status MigrationRecipients::add(std::shared_ptr<MigrationRecipient> r) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     for (const auto& other : _items) {
         if (other->ns() == r->ns()) {
             return Status(
@@ -383,7 +384,7 @@ Status MigrationRecipients::add(std::shared_ptr<MigrationRecipient> r) {
 }
 
 std::shared_ptr<MigrationRecipient> MigrationRecipients::get(const std::string& id) const {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     for (const auto& r : _items) {
         if (r->id() == id) return r;
     }
@@ -392,7 +393,7 @@ std::shared_ptr<MigrationRecipient> MigrationRecipients::get(const std::string& 
 
 bool MigrationRecipients::receiving(const std::string& ns, const std::string& encodedMin,
                                     const std::string& exceptId) const {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     for (const auto& r : _items) {
         if (r->id() == exceptId) continue;
         if (r->ns() == ns && r->range().encodedMin() == encodedMin) return true;
@@ -401,12 +402,12 @@ bool MigrationRecipients::receiving(const std::string& ns, const std::string& en
 }
 
 void MigrationRecipients::remove(const std::string& id) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     std::erase_if(_items, [&](const auto& r) { return r->id() == id; });
 }
 
 std::vector<std::shared_ptr<MigrationRecipient>> MigrationRecipients::list() const {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     return _items;
 }
 

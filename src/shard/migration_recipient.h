@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/op_id.h"
 #include "base/status.h"
 #include "bson/bson_builder.h"
@@ -20,8 +21,8 @@ namespace tessera::shard {
 
 class ShardingState;
 
-// The recipient's side of one range migration (README.md "Migration"): it pulls the range from
-// the donor's snapshot (`_shardsvrReadRange` with the migration id) into a tracked incoming
+// The recipient's side of one range migration (docs/protocols/migration.md): it pulls the range
+// from the donor's snapshot (`_shardsvrReadRange` with the migration id) into a tracked incoming
 // range, in large storage batches, then the changed documents (`_shardsvrTransferMods`) until
 // the backlog is small; the coordinator then holds the donor's writes and calls `catchUpFinal`,
 // which drains the rest and copies the donor's retryable-write records. Nothing it stores is
@@ -79,7 +80,7 @@ class MigrationRecipient {
     // aborted() cancels a clone or catch-up still running (the coordinator gave up: a config
     // server restart, say) and waits for it to stop before it purges.
     std::atomic<bool> _cancelled{false};
-    std::mutex _runMutex;
+    Mutex _runMutex;
     ClonePacer _pacer;  // the clone thread's; budgetMicros() is read for currentOp
     const storage::WriteUnit* _unit = nullptr;  // of the transfer-mods round being applied
 };
@@ -97,8 +98,8 @@ class MigrationRecipients {
     std::vector<std::shared_ptr<MigrationRecipient>> list() const;
 
   private:
-    mutable std::mutex _mutex;
-    std::vector<std::shared_ptr<MigrationRecipient>> _items;
+    mutable Mutex _mutex;
+    std::vector<std::shared_ptr<MigrationRecipient>> _items GUARDED_BY(_mutex);
 };
 
 }  // namespace tessera::shard

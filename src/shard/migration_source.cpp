@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/mutex.h"
 #include "bson/bson_builder.h"
 #include "keystring/keystring.h"
 
@@ -27,7 +28,7 @@ void MigrationSource::observe(bson::BsonView before, bson::BsonView after) {
     bson::BsonElement id = doc.getField("_id");
     if (id.eoo()) return;
     std::string key = keystring::encodeValue(id);
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     if (_changed.count(key)) return;
     bson::BsonBuilder b;
     b.appendElementAs(id, "_id");
@@ -35,7 +36,7 @@ void MigrationSource::observe(bson::BsonView before, bson::BsonView after) {
 }
 
 std::vector<bson::BsonObj> MigrationSource::takeChanged(size_t max) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     std::vector<bson::BsonObj> out;
     while (!_changed.empty() && out.size() < max) {
         auto it = _changed.begin();
@@ -46,19 +47,19 @@ std::vector<bson::BsonObj> MigrationSource::takeChanged(size_t max) {
 }
 
 void MigrationSource::putBack(const std::vector<bson::BsonObj>& ids) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     for (const bson::BsonObj& id : ids) {
         _changed.emplace(keystring::encodeValue(id.firstElement()), id);
     }
 }
 
 size_t MigrationSource::backlog() const {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     return _changed.size();
 }
 
 Status ChangeCapture::add(std::shared_ptr<MigrationSource> source) {
-    std::unique_lock lk(_mutex);
+    ExclusiveLock lk(_mutex);
     for (const auto& s : _sources) {
         if (s->ns() == source->ns()) {
             return Status(ErrorCodes::ConflictingOperationInProgress,
@@ -72,13 +73,13 @@ Status ChangeCapture::add(std::shared_ptr<MigrationSource> source) {
 }
 
 void ChangeCapture::remove(const std::string& id) {
-    std::unique_lock lk(_mutex);
+    ExclusiveLock lk(_mutex);
     std::erase_if(_sources, [&](const auto& s) { return s->id() == id; });
     _count.store(static_cast<int>(_sources.size()), std::memory_order_seq_cst);
 }
 
 std::shared_ptr<MigrationSource> ChangeCapture::get(const std::string& id) const {
-    std::shared_lock lk(_mutex);
+    SharedLock lk(_mutex);
     for (const auto& s : _sources) {
         if (s->id() == id) return s;
     }
@@ -86,7 +87,7 @@ std::shared_ptr<MigrationSource> ChangeCapture::get(const std::string& id) const
 }
 
 std::vector<std::shared_ptr<MigrationSource>> ChangeCapture::list() const {
-    std::shared_lock lk(_mutex);
+    SharedLock lk(_mutex);
     return _sources;
 }
 
@@ -96,7 +97,7 @@ void ChangeCapture::onWrite(const storage::CollectionInfo& coll, Op, bson::BsonV
     // seq_cst pairs with add(): a write whose commit timestamp was taken after the source's
     // snapshot timestamp sees the source here.
     if (_count.load(std::memory_order_seq_cst) == 0) return;
-    std::shared_lock lk(_mutex);
+    SharedLock lk(_mutex);
     for (const auto& s : _sources) {
         if (s->ns().size() == coll.db.size() + 1 + coll.name.size() && s->ns() == coll.ns()) {
             s->observe(before, after);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/op_id.h"
 #include "base/status.h"
 #include "bson/bson_obj.h"
@@ -19,7 +20,7 @@
 
 namespace tessera::shard {
 
-// The donor's side of one range migration (README.md "Migration"): the snapshot at T the
+// The donor's side of one range migration (docs/protocols/migration.md): the snapshot at T the
 // recipient clones from, and the `_id`s of the range's documents written since T (MongoDB's
 // "transfer mods"), which the recipient pulls until none are left.
 //
@@ -64,8 +65,8 @@ class MigrationSource {
     const placement::ShardKeyPattern _pattern;
     const ShardKeyRange _range;
     std::unique_ptr<storage::ReadSnapshot> _snapshot;
-    mutable std::mutex _mutex;
-    std::map<std::string, bson::BsonObj> _changed;  // keystring(_id) → {_id}
+    mutable Mutex _mutex;
+    std::map<std::string, bson::BsonObj> _changed GUARDED_BY(_mutex);  // keystring(_id) → {_id}
 };
 
 // The shard's migrations in progress as donor, and the write observer that feeds them. One
@@ -85,8 +86,8 @@ class ChangeCapture final : public storage::WriteObserver {
 
   private:
     std::atomic<int> _count{0};
-    mutable std::shared_mutex _mutex;
-    std::vector<std::shared_ptr<MigrationSource>> _sources;
+    mutable SharedMutex _mutex;
+    std::vector<std::shared_ptr<MigrationSource>> _sources GUARDED_BY(_mutex);
 };
 
 }  // namespace tessera::shard

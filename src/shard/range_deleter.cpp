@@ -2,6 +2,7 @@
 
 #include "base/failpoint.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "bson/bson_builder.h"
 #include "net/remote_client.h"
 #include "shard/ownership_filter.h"
@@ -15,7 +16,7 @@ namespace tessera::shard {
 TESSERA_FAIL_POINT_DEFINE(rangeDeletionThrows);
 
 void RangeDeleter::start() {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     if (_thread.joinable()) return;
     _stop = false;
     _thread = std::thread([this] { run(); });
@@ -23,7 +24,7 @@ void RangeDeleter::start() {
 
 void RangeDeleter::stop() {
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         _stop = true;
         _cv.notify_all();
     }
@@ -31,7 +32,7 @@ void RangeDeleter::stop() {
 }
 
 void RangeDeleter::notify() {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     _notified = true;
     _cv.notify_all();
 }
@@ -39,13 +40,14 @@ void RangeDeleter::notify() {
 void RangeDeleter::run() {
     for (;;) {
         {
-            std::unique_lock lk(_mutex);
-            _cv.wait_for(lk, std::chrono::seconds(2), [&] { return _stop || _notified; });
+            UniqueLock lk(_mutex);
+            _cv.wait_for(lk, std::chrono::seconds(2),
+                         [&]() REQUIRES(_mutex) { return _stop || _notified; });
             if (_stop) return;
             _notified = false;
         }
         while (pass()) {
-            std::lock_guard lk(_mutex);
+            MutexLock lk(_mutex);
             if (_stop) return;
         }
     }
@@ -57,7 +59,7 @@ bool RangeDeleter::pass() {
     bool deleted = false;
     for (const TrackedRange& tracked : _state.trackedRanges().list()) {
         {
-            std::lock_guard lk(_mutex);
+            MutexLock lk(_mutex);
             if (_stop) return false;
         }
         const std::string key = tracked.recordKey();
@@ -132,7 +134,7 @@ bool RangeDeleter::processRange(const std::shared_ptr<ShardMetadata>& md,
         }
         if (after != ChunkOwnershipFilter::RangeOwnership::kNone) return false;
     }
-    std::lock_guard del(_deleteMutex);
+    MutexLock del(_deleteMutex);
     Status s = deleteRange(tracked);
     if (!s.isOK()) {
         noteFailure(tracked.recordKey(), s);
@@ -142,14 +144,14 @@ bool RangeDeleter::processRange(const std::shared_ptr<ShardMetadata>& md,
 }
 
 bool RangeDeleter::mayTryNow(const std::string& key) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     auto it = _failures.find(key);
     if (it == _failures.end()) return true;
     return !it->second.gaveUp() && std::chrono::steady_clock::now() >= it->second.notBefore;
 }
 
 void RangeDeleter::noteFailure(const std::string& key, const Status& failure) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     Failure& f = _failures[key];
     ++f.attempts;
     f.lastError = failure;
@@ -165,7 +167,7 @@ void RangeDeleter::noteFailure(const std::string& key, const Status& failure) {
 }
 
 std::optional<RangeDeleter::Failure> RangeDeleter::failureOf(const std::string& key) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     auto it = _failures.find(key);
     if (it == _failures.end()) return std::nullopt;
     return it->second;
@@ -197,7 +199,7 @@ Status RangeDeleter::deleteRange(const TrackedRange& tracked) {
     TRY_STATUS(_state.trackedRanges().remove(tracked.ns, tracked.range.encodedMin()));
     _rangesDeleted.fetch_add(1);
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         _failures.erase(tracked.recordKey());  // a later range of the same bounds starts afresh
     }
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -215,7 +217,7 @@ StatusWith<int64_t> RangeDeleter::purge(const std::string& ns,
                                         const placement::ShardKeyPattern& pattern,
                                         const ShardKeyRange& range,
                                         const std::string& recipientId) {
-    std::lock_guard del(_deleteMutex);
+    MutexLock del(_deleteMutex);
     auto md = _state.metadata();
     if (!md) return Status(ErrorCodes::ShardingStateNotInitialized, "no shard identity");
     ASSIGN_OR_RETURN(auto filter, md->ownershipFilter(ns));

@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "shard/range_ops.h"
 #include "shard/tracked_ranges.h"
@@ -19,12 +20,12 @@ namespace tessera::shard {
 class ShardingState;
 class ShardMetadata;
 
-// Deletes, at once, the documents of every tracked range the shard no longer owns (README.md
-// "Migration", cleanup): a donor's range as soon as the shard knows the commit, a recipient's
-// partial clone after an abort or a crash. No hour of orphans: the range is in the deleter's
-// queue from the moment its commit is visible, and the tracked range makes it resumable after a
-// restart. A query reading at an older snapshot keeps seeing the deleted versions (MVCC) until
-// it ends. A range a migration is receiving into is left alone.
+// Deletes, at once, the documents of every tracked range the shard no longer owns
+// (docs/protocols/migration.md, cleanup): a donor's range as soon as the shard knows the commit, a
+// recipient's partial clone after an abort or a crash. No hour of orphans: the range is in the
+// deleter's queue from the moment its commit is visible, and the tracked range makes it resumable
+// after a restart. A query reading at an older snapshot keeps seeing the deleted versions (MVCC)
+// until it ends. A range a migration is receiving into is left alone.
 class RangeDeleter {
   public:
     explicit RangeDeleter(ShardingState& state) : _state(state) {}
@@ -74,14 +75,15 @@ class RangeDeleter {
     Status deleteRange(const TrackedRange& tracked);
 
     ShardingState& _state;
-    std::mutex _deleteMutex;  // one deletion at a time (pass or purge)
-    std::mutex _mutex;
-    std::condition_variable _cv;
-    bool _stop = false;
-    bool _notified = false;
+    Mutex _deleteMutex;  // one deletion at a time (pass or purge)
+    Mutex _mutex;
+    CondVar _cv;
+    bool _stop GUARDED_BY(_mutex) = false;
+    bool _notified GUARDED_BY(_mutex) = false;
     std::thread _thread;
     std::atomic<int64_t> _rangesDeleted{0};
-    std::map<std::string, Failure> _failures;  // by tracked range record key; guarded by _mutex
+    // By tracked range record key.
+    std::map<std::string, Failure> _failures GUARDED_BY(_mutex);
 };
 
 }  // namespace tessera::shard

@@ -3,10 +3,10 @@
 
 #include "base/log.h"
 #include "command/registry.h"
-#include "command/transactions.h"
 #include "shard/command_util.h"
 #include "shard/direct_client.h"
 #include "shard/sharding_state.h"
+#include "txn/session_transactions.h"
 
 namespace tessera::shard {
 

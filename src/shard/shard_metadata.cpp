@@ -1,6 +1,7 @@
 #include "shard/shard_metadata.h"
 
 #include "base/log.h"
+#include "base/mutex.h"
 #include "cluster/chunk_delta.h"
 #include "placement/stale_info.h"
 
@@ -45,15 +46,15 @@ ShardMetadata::Clock::time_point ShardMetadata::waitDeadline(
 }
 
 Status ShardMetadata::refreshCollectionSince(std::string_view ns, Clock::time_point notBefore) {
-    std::lock_guard refresh(_refreshMutex);
+    MutexLock refresh(_refreshMutex);
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         auto it = _colls.find(ns);
         if (it != _colls.end() && it->second.loadStarted >= notBefore) return Status::OK();
     }
     bool known;
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         known = _colls.find(ns) != _colls.end();
     }
     auto started = Clock::now();
@@ -74,27 +75,27 @@ Status ShardMetadata::refreshCollectionSince(std::string_view ns, Clock::time_po
         entry.filter = std::move(filter);
     }
     entry.loadStarted = started;
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     _colls.insert_or_assign(std::string(ns), std::move(entry));
     return Status::OK();
 }
 
 Status ShardMetadata::refreshDatabaseSince(std::string_view db, Clock::time_point notBefore) {
-    std::lock_guard refresh(_refreshMutex);
+    MutexLock refresh(_refreshMutex);
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         auto it = _dbs.find(db);
         if (it != _dbs.end() && it->second.loadStarted >= notBefore) return Status::OK();
     }
     bool known;
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         known = _dbs.find(db) != _dbs.end();
     }
     auto started = Clock::now();
     auto info = _source.loadDatabase(db, /*mayUseOwnCopy=*/!known);
     if (!info.isOK()) return info.getStatus();
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     _dbs.insert_or_assign(std::string(db), DbEntry{std::move(info.getValue()), started});
     return Status::OK();
 }
@@ -118,14 +119,14 @@ Status wouldBlock(std::string_view what) {
 StatusWith<ShardMetadata::CollEntry> ShardMetadata::getCollEntry(std::string_view ns,
                                                                  bool mayWait) {
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         auto it = _colls.find(ns);
         if (it != _colls.end()) return it->second;
     }
     if (!mayWait) return wouldBlock("the placement must be loaded");
     // Unknown: load (a concurrent first use may have loaded it meanwhile: any load counts).
     TRY_STATUS(refreshCollectionSince(ns, Clock::time_point::min()));
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     auto it = _colls.find(ns);
     if (it == _colls.end()) return Status(ErrorCodes::InternalError, "placement vanished");
     return it->second;
@@ -133,13 +134,13 @@ StatusWith<ShardMetadata::CollEntry> ShardMetadata::getCollEntry(std::string_vie
 
 StatusWith<ShardMetadata::DbEntry> ShardMetadata::getDbEntry(std::string_view db, bool mayWait) {
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         auto it = _dbs.find(db);
         if (it != _dbs.end()) return it->second;
     }
     if (!mayWait) return wouldBlock("the database placement must be loaded");
     TRY_STATUS(refreshDatabaseSince(db, Clock::time_point::min()));
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     auto it = _dbs.find(db);
     if (it == _dbs.end()) return Status(ErrorCodes::InternalError, "placement vanished");
     return it->second;
@@ -311,19 +312,19 @@ Status ShardMetadata::checkDatabaseVersion(const std::string& db, const Database
 }
 
 void ShardMetadata::clear() {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     _colls.clear();
     _dbs.clear();
 }
 
 void ShardMetadata::raiseSnapshotFloor(const std::string& ns, Timestamp floor) {
-    std::lock_guard lk(_floorsMutex);
+    MutexLock lk(_floorsMutex);
     Timestamp& current = _snapshotFloors[ns];
     current = std::max(current, floor);
 }
 
 Status ShardMetadata::checkSnapshotFloor(const std::string& ns, Timestamp readTs) const {
-    std::lock_guard lk(_floorsMutex);
+    MutexLock lk(_floorsMutex);
     auto it = _snapshotFloors.find(ns);
     if (it == _snapshotFloors.end() || readTs >= it->second) return Status::OK();
     return Status(ErrorCodes::SnapshotUnavailable,

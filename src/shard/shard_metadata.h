@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "bson/bson_obj.h"
 #include "cluster/catalog_cache.h"
@@ -157,12 +158,12 @@ class ShardMetadata {
     PlacementSource& _source;
     CriticalSections _sections;
     std::shared_ptr<const TrackedRanges> _tracked;
-    std::mutex _refreshMutex;  // one load from the source at a time (ordered installs)
-    mutable std::mutex _floorsMutex;
-    std::map<std::string, Timestamp, std::less<>> _snapshotFloors;
-    mutable std::mutex _mutex;
-    std::map<std::string, CollEntry, std::less<>> _colls;
-    std::map<std::string, DbEntry, std::less<>> _dbs;
+    Mutex _refreshMutex;  // one load from the source at a time (ordered installs)
+    mutable Mutex _floorsMutex;
+    std::map<std::string, Timestamp, std::less<>> _snapshotFloors GUARDED_BY(_floorsMutex);
+    mutable Mutex _mutex ACQUIRED_AFTER(_refreshMutex);
+    std::map<std::string, CollEntry, std::less<>> _colls GUARDED_BY(_mutex);
+    std::map<std::string, DbEntry, std::less<>> _dbs GUARDED_BY(_mutex);
 };
 
 }  // namespace tessera::shard

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 
+#include "base/mutex.h"
 #include "bson/bson_obj.h"
 #include "command/command.h"
 #include "placement/routing_table.h"
@@ -66,7 +67,7 @@ class FakePlacementSource : public PlacementSource {
   public:
     StatusWith<std::shared_ptr<const placement::RoutingTable>> loadCollection(
         std::string_view ns, bool mayUseOwnCopy) override {
-        std::lock_guard lk(mutex);
+        MutexLock lk(mutex);
         ++collectionLoads;
         lastMayUseOwnCopy = mayUseOwnCopy;
         if (!error.isOK()) return error;
@@ -75,7 +76,7 @@ class FakePlacementSource : public PlacementSource {
     }
     StatusWith<std::optional<cluster::DatabaseInfo>> loadDatabase(std::string_view db,
                                                                   bool mayUseOwnCopy) override {
-        std::lock_guard lk(mutex);
+        MutexLock lk(mutex);
         ++databaseLoads;
         lastMayUseOwnCopy = mayUseOwnCopy;
         if (!error.isOK()) return error;
@@ -84,15 +85,15 @@ class FakePlacementSource : public PlacementSource {
         return std::optional<cluster::DatabaseInfo>(it->second);
     }
     void setTable(const std::string& ns, std::shared_ptr<const placement::RoutingTable> t) {
-        std::lock_guard lk(mutex);
+        MutexLock lk(mutex);
         tables[ns] = std::move(t);
     }
     void setDb(const cluster::DatabaseInfo& info) {
-        std::lock_guard lk(mutex);
+        MutexLock lk(mutex);
         dbs[info.name] = info;
     }
 
-    std::mutex mutex;
+    Mutex mutex;
     std::map<std::string, std::shared_ptr<const placement::RoutingTable>> tables;
     std::map<std::string, cluster::DatabaseInfo> dbs;
     Status error = Status::OK();

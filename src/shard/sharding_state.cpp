@@ -4,10 +4,11 @@
 #include <vector>
 
 #include "base/log.h"
+#include "base/mutex.h"
 #include "bson/validate.h"
 #include "cluster/catalog_cache.h"
+#include "command/retryable_write_record.h"
 #include "command/service_entry_point.h"
-#include "command/transactions.h"
 #include "command/write_ops_util.h"
 #include "net/remote_client.h"
 #include "placement/stale_info.h"
@@ -17,8 +18,8 @@
 #include "storage/engine.h"
 #include "storage/read_snapshot.h"
 #include "storage/transaction.h"
-#include "txn/retryable_write_record.h"
 #include "txn/session_records.h"
+#include "txn/session_transactions.h"
 
 namespace tessera::shard {
 namespace {
@@ -46,8 +47,8 @@ struct ShardAdmission final : command::OperationAdmission {
     // A client CRUD command: its latency feeds ForegroundLatency (migration pacing).
     bool foreground = false;
     std::chrono::steady_clock::time_point started;
-    std::unique_ptr<txn::StatementRecorder> statements;
-    std::unique_ptr<txn::FindAndModifyRecorder> findAndModify;
+    std::unique_ptr<command::StatementRecorder> statements;
+    std::unique_ptr<command::FindAndModifyRecorder> findAndModify;
 };
 
 ShardAdmission* admissionOf(OperationContext& opCtx) {
@@ -122,11 +123,10 @@ ShardingState::ShardingState(command::ServiceContext& service, std::string confi
             *service.transactions, [this] { return shardName().value_or(std::string()); });
         _coordinator->setLocalParticipant(_localParticipant.get());
         // A router's staged commit without journal: the prepare answered before its sync tells
-        // its coordinator once durable (txn/README.md "Staged commit").
+        // its coordinator once durable (docs/protocols/two-phase-commit.md "Staged commit").
         service.transactions->onPreparedUnsynced(
             [this](const std::string& lsid, int64_t txnNumber,
-                   const command::SessionTransactions::Coordinator& coordinator,
-                   Timestamp prepareTs) {
+                   const txn::SessionTransactions::Coordinator& coordinator, Timestamp prepareTs) {
                 _coordinator->notifyWhenDurable(lsid, txnNumber,
                                                 {coordinator.shard, coordinator.host}, prepareTs);
             });
@@ -199,7 +199,7 @@ Status ShardingState::startup() {
         log::info("SHARDING", 22101, "Restored retryable write records",
                   "{\"count\":" + std::to_string(restored) + "}");
     }
-    if (command::SessionTransactions* transactions = _service.transactions) {
+    if (txn::SessionTransactions* transactions = _service.transactions) {
         for (const auto& [lsid, txnNumber] : _transactions->newestTxnNumbers()) {
             transactions->restoreRetryableWrite(lsid, txnNumber);
         }
@@ -228,7 +228,7 @@ void ShardingState::shutdown() {
 }
 
 std::shared_ptr<ShardingState::Identity> ShardingState::identity() const {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     return _identity;
 }
 
@@ -260,7 +260,7 @@ void ShardingState::applyIdentity(const std::string& shardName, const std::strin
         std::make_unique<CatalogPlacementSource>(*id->catalog), _service);
     id->metadata = std::make_shared<ShardMetadata>(shardName, *id->source);
     id->metadata->setTrackedRanges(_tracked);
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     _identity = std::move(id);
 }
 
@@ -365,7 +365,7 @@ Status ShardingState::beforeCommand(OperationContext& opCtx, const CommandReques
         ASSIGN_OR_RETURN(auto filter, opCtx.ownershipFilter(*ns));
         // A write sent to this shard directly (no shardVersion) to a sharded collection still
         // waits for a migration's critical section: the recipient's last catch-up must not miss
-        // it (src/shard/README.md "Migration").
+        // it (docs/protocols/migration.md).
         if (filter && shardVersion.eoo() && isDocumentWriteCommand(request.commandName)) {
             TRY_STATUS(a.metadata->admitUnversionedWrite(*ns, opCtx.deadline,
                                                          /*mayWait=*/!opCtx.inlineExecution));
@@ -387,7 +387,7 @@ std::optional<bson::BsonObj> ShardingState::replayedReply(OperationContext& opCt
     auto deadline =
         opCtx.deadline.value_or(std::chrono::steady_clock::now() + std::chrono::seconds(60));
     // The session's transactions and retryable writes share one order of txnNumbers.
-    if (command::SessionTransactions* transactions = _service.transactions) {
+    if (txn::SessionTransactions* transactions = _service.transactions) {
         Status ordered = transactions->beginRetryableWrite(*opCtx.lsid, *opCtx.txnNumber,
                                                            !opCtx.inlineExecution);
         if (!ordered.isOK()) return command::errorReply(ordered);
@@ -400,15 +400,15 @@ std::optional<bson::BsonObj> ShardingState::replayedReply(OperationContext& opCt
     std::string_view name = command.name();
     if (name == "insert" || name == "update" || name == "delete" || name == "bulkWrite") {
         // Statement by statement: the command skips what ran (retryable_statements.h).
-        a->statements = std::make_unique<txn::StatementRecorder>(*opCtx.lsid, *opCtx.txnNumber,
-                                                                 std::move(executed));
+        a->statements = std::make_unique<command::StatementRecorder>(*opCtx.lsid, *opCtx.txnNumber,
+                                                                     std::move(executed));
         opCtx.statements = a->statements.get();
         opCtx.writeUnit.addObserver(a->statements.get());
     } else if (auto done = executed.find(txn::kWholeCommand)) {
         _transactions->finish(*opCtx.lsid, *opCtx.txnNumber, {});
-        return txn::replayedWholeReply(*done);  // executed: replay
+        return command::replayedWholeReply(*done);  // executed: replay
     } else if (name == "findAndModify") {
-        a->findAndModify = txn::findAndModifyRecorder(request, *opCtx.lsid, *opCtx.txnNumber);
+        a->findAndModify = command::findAndModifyRecorder(request, *opCtx.lsid, *opCtx.txnNumber);
         if (a->findAndModify) opCtx.writeUnit.addObserver(a->findAndModify.get());
     }
     a->retryableWrite = true;

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "bson/bson_obj.h"
 #include "command/command.h"
@@ -88,7 +89,7 @@ class ShardingState : public command::CommandHooks, public command::RoleState {
     // serverStatus's `shardRetryableWrites` section.
     void appendServerStatus(bson::BsonBuilder& b) const;
 
-    // Migrations (README.md "Migration"): the donor's change capture and sources, the
+    // Migrations (docs/protocols/migration.md): the donor's change capture and sources, the
     // recipient's migrations in progress, the ranges counted apart and their deleter, and the
     // foreground latency the clone is paced by.
     ChangeCapture& changeCapture() { return _changeCapture; }
@@ -121,8 +122,8 @@ class ShardingState : public command::CommandHooks, public command::RoleState {
     command::ServiceContext& _service;
     std::string _configHostOverride;
     std::unique_ptr<net::RemoteClient> _client;
-    mutable std::mutex _mutex;
-    std::shared_ptr<Identity> _identity;
+    mutable Mutex _mutex;
+    std::shared_ptr<Identity> _identity GUARDED_BY(_mutex);
     std::shared_ptr<txn::TransactionTable> _transactions =
         std::make_shared<txn::TransactionTable>();
     // Expires _transactions' records with their sessions (started once they are restored).

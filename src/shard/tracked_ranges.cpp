@@ -5,6 +5,7 @@
 #include <map>
 
 #include "base/log.h"
+#include "base/mutex.h"
 #include "bson/bson_builder.h"
 #include "bson/validate.h"
 #include "shard/ownership_filter.h"
@@ -88,7 +89,7 @@ Status TrackedRanges::load() {
     for (const auto& [key, value] : _engine.sideRecords(kCountsPrefix)) {
         counts[key.substr(kCountsPrefix.size())] = value;
     }
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     _ranges.clear();
     for (const auto& [key, value] : _engine.sideRecords(kPrefix)) {
         const auto* bytes = reinterpret_cast<const uint8_t*>(value.data());
@@ -114,7 +115,7 @@ Status TrackedRanges::load() {
 }
 
 Status TrackedRanges::dropNamespace(const std::string& ns) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     std::vector<std::pair<std::string, std::string>> gone;
     for (size_t i = _ranges.size(); i-- > 0;) {
         bool match = ns.ends_with('.') ? _ranges[i].ns.starts_with(ns) : _ranges[i].ns == ns;
@@ -127,7 +128,7 @@ Status TrackedRanges::dropNamespace(const std::string& ns) {
 }
 
 Status TrackedRanges::add(const TrackedRange& range) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     for (const TrackedRange& r : _ranges) {
         if (r.ns == range.ns && overlaps(r.range, range.range)) {
             return Status(ErrorCodes::ConflictingOperationInProgress,
@@ -146,7 +147,7 @@ Status TrackedRanges::add(const TrackedRange& range) {
 }
 
 Status TrackedRanges::remove(const std::string& ns, const std::string& encodedMin) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     for (size_t i = 0; i < _ranges.size(); ++i) {
         if (_ranges[i].ns != ns || _ranges[i].range.encodedMin() != encodedMin) continue;
         TRY_STATUS(
@@ -159,7 +160,7 @@ Status TrackedRanges::remove(const std::string& ns, const std::string& encodedMi
 
 std::optional<TrackedRange> TrackedRanges::find(const std::string& ns,
                                                 const std::string& encodedMin) const {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     for (const TrackedRange& r : _ranges) {
         if (r.ns == ns && r.range.encodedMin() == encodedMin) return r;
     }
@@ -167,7 +168,7 @@ std::optional<TrackedRange> TrackedRanges::find(const std::string& ns,
 }
 
 std::vector<TrackedRange> TrackedRanges::list(const std::string& ns) const {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     std::vector<TrackedRange> out;
     for (const TrackedRange& r : _ranges) {
         if (ns.empty() || r.ns == ns) out.push_back(r);
@@ -192,6 +193,7 @@ class TrackedRanges::CountingObserver final : public storage::WriteObserver {
     void adjust(const storage::CollectionInfo& coll, bson::BsonView doc, int sign,
                 std::vector<std::pair<std::string, std::string>>* out) {
         if (doc.isEmpty()) return;
+        _ranges._mutex.assertHeld();  // TrackedRanges::write runs the writes under it
         for (size_t i = 0; i < _ranges._ranges.size(); ++i) {
             TrackedRange& r = _ranges._ranges[i];
             // The uuid names the collection (and its incarnation).
@@ -206,7 +208,7 @@ class TrackedRanges::CountingObserver final : public storage::WriteObserver {
 };
 
 Status TrackedRanges::write(const std::function<Status(const storage::WriteUnit&)>& fn) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     CountingObserver observer(*this);
     storage::WriteUnit unit;
     unit.addObserver(&observer);
@@ -215,7 +217,7 @@ Status TrackedRanges::write(const std::function<Status(const storage::WriteUnit&
 
 std::optional<command::OwnershipFilter::Totals> TrackedRanges::ownedTotals(
     const storage::CollectionInfo& coll, const ChunkOwnershipFilter& filter) const {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     storage::CollectionStats stats = _engine.stats(coll);
     command::OwnershipFilter::Totals totals{stats.count, stats.dataSize};
     const std::string ns = coll.ns();

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "bson/bson_obj.h"
 #include "command/command.h"
@@ -88,8 +89,8 @@ class TrackedRanges {
     class CountingObserver;
 
     storage::Engine& _engine;
-    mutable std::mutex _mutex;
-    std::vector<TrackedRange> _ranges;
+    mutable Mutex _mutex;
+    std::vector<TrackedRange> _ranges GUARDED_BY(_mutex);
 };
 
 }  // namespace tessera::shard

@@ -5,10 +5,10 @@
 
 #include "command/command.h"
 #include "command/registry.h"
-#include "command/transactions.h"
 #include "shard/command_util.h"
 #include "shard/sharding_state.h"
 #include "txn/session_records.h"
+#include "txn/session_transactions.h"
 
 namespace tessera::shard {
 namespace {
@@ -118,7 +118,8 @@ class CoordinateCommitCommand final : public ShardCommand {
             return Status(ErrorCodes::InvalidOptions, "a decision names no participants");
         }
         if (stage) {
-            // The router prepares the others itself (README "Staged commit" of src/txn).
+            // The router prepares the others itself (docs/protocols/two-phase-commit.md "Staged
+            // commit").
             txn::TransactionCoordinator::Staged staged =
                 state->coordinator().stage(*opCtx.lsid, number.numberLong(), participants);
             if (!staged.decided) {
@@ -142,7 +143,7 @@ class CoordinateCommitCommand final : public ShardCommand {
             return Status::OK();
         }
         if (participants.empty()) {
-            command::SessionTransactions* transactions = opCtx.service->transactions;
+            txn::SessionTransactions* transactions = opCtx.service->transactions;
             if (!transactions) {
                 return Status(ErrorCodes::IllegalOperation, "this shard runs no transactions");
             }

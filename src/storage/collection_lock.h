@@ -3,6 +3,8 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "base/mutex.h"
+
 namespace tessera::storage {
 
 // A collection's access lock (internal to the storage engine): document writers hold it shared
@@ -14,27 +16,27 @@ namespace tessera::storage {
 class CollectionLock {
   public:
     void lock() {
-        std::unique_lock lk(_mutex);
+        UniqueLock lk(_mutex);
         ++_exclusiveWaiting;
-        _changed.wait(lk, [&] { return !_exclusive && _shared == 0; });
+        _changed.wait(lk, [&]() REQUIRES(_mutex) { return !_exclusive && _shared == 0; });
         --_exclusiveWaiting;
         _exclusive = true;
     }
     void unlock() {
         {
-            std::lock_guard lk(_mutex);
+            MutexLock lk(_mutex);
             _exclusive = false;
         }
         _changed.notify_all();
     }
     void lock_shared() {
-        std::unique_lock lk(_mutex);
-        _changed.wait(lk, [&] { return !_exclusive && _exclusiveWaiting == 0; });
+        UniqueLock lk(_mutex);
+        _changed.wait(lk, [&]() REQUIRES(_mutex) { return !_exclusive && _exclusiveWaiting == 0; });
         ++_shared;
     }
     // Without waiting: false when DDL holds or waits for the lock.
     bool try_lock_shared() {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         if (_exclusive || _exclusiveWaiting > 0) return false;
         ++_shared;
         return true;
@@ -42,18 +44,18 @@ class CollectionLock {
     void unlock_shared() {
         bool last;
         {
-            std::lock_guard lk(_mutex);
+            MutexLock lk(_mutex);
             last = --_shared == 0;
         }
         if (last) _changed.notify_all();
     }
 
   private:
-    std::mutex _mutex;
-    std::condition_variable _changed;
-    int _shared = 0;
-    int _exclusiveWaiting = 0;
-    bool _exclusive = false;
+    Mutex _mutex;
+    CondVar _changed;
+    int _shared GUARDED_BY(_mutex) = 0;
+    int _exclusiveWaiting GUARDED_BY(_mutex) = 0;
+    bool _exclusive GUARDED_BY(_mutex) = false;
 };
 
 }  // namespace tessera::storage

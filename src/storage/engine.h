@@ -95,15 +95,18 @@ class Engine {
     // A snapshot at a timestamp in the future waits until every commit up to it finished (and
     // makes later commits get greater timestamps). Once created, a snapshot pins its versions:
     // garbage collection keeps them until the snapshot is destroyed. Snapshots, cursors and
-    // writers must be destroyed before the engine.
-    virtual std::unique_ptr<ReadSnapshot> snapshot(std::optional<Timestamp> at = {}) = 0;
+    // writers must be destroyed before the engine. Its waits for prepared transactions'
+    // decisions follow `reads` (prepared_transactions.h; null: as long as they take).
+    virtual std::unique_ptr<ReadSnapshot> snapshot(
+        std::optional<Timestamp> at = {}, std::shared_ptr<PrepareReads> reads = nullptr) = 0;
     // A snapshot that includes every write holding a commit timestamp now (it waits for those in
     // flight): with write_observer.h's contract, a protocol that starts observing writes and
     // then opens this snapshot sees each write either in the snapshot or in its observer.
     virtual std::unique_ptr<ReadSnapshot> snapshotIncludingInFlight() = 0;
     // As snapshot(), but fails with SnapshotTooOld (239) when `at` is older than the history
     // window (its versions may already be garbage-collected).
-    virtual StatusWith<std::unique_ptr<ReadSnapshot>> openSnapshot(std::optional<Timestamp> at) = 0;
+    virtual StatusWith<std::unique_ptr<ReadSnapshot>> openSnapshot(
+        std::optional<Timestamp> at, std::shared_ptr<PrepareReads> reads = nullptr) = 0;
 
     // ---- Writes. A writer holds the collection's access lock shared until it is destroyed:
     // writers of one collection run concurrently, DDL on it waits for them (do not hold two

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <mutex>
 
+#include "base/mutex.h"
 #include "bson/bson_builder.h"
 #include "bson/element_hash.h"
 #include "keystring/keystring.h"
@@ -195,8 +196,8 @@ IndexKeyGenerator::IndexKeyGenerator(const IndexSpec& spec)
 }
 
 namespace {
-std::mutex& factoryMutex() {
-    static std::mutex m;
+Mutex& factoryMutex() {
+    static Mutex m;
     return m;
 }
 CollationKeyFactory& factoryInstance() {
@@ -228,7 +229,7 @@ void appendTransformed(bson::BsonBuilder& b, std::string_view name, const BsonEl
 }  // namespace
 
 void setCollationKeyFactory(CollationKeyFactory factory) {
-    std::lock_guard<std::mutex> lock(factoryMutex());
+    MutexLock lock(factoryMutex());
     factoryInstance() = std::move(factory);
 }
 
@@ -241,7 +242,7 @@ StatusWith<CollationKeyFn> collationKeyFnFor(bson::BsonView indexSpec) {
     }
     CollationKeyFactory factory;
     {
-        std::lock_guard<std::mutex> lock(factoryMutex());
+        MutexLock lock(factoryMutex());
         factory = factoryInstance();
     }
     if (!factory) {

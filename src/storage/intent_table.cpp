@@ -1,5 +1,6 @@
 #include "storage/intent_table.h"
 
+#include "base/mutex.h"
 #include "storage/key_format.h"
 
 namespace tessera::storage {
@@ -20,7 +21,7 @@ std::string IntentTable::tableKey(uint64_t collId, const std::string& lockKey) {
 
 Status IntentTable::claim(uint64_t collId, const std::vector<std::string>& lockKeys, uint64_t txnId,
                           std::vector<std::string>* claimed) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     for (const std::string& lockKey : lockKeys) {
         auto it = _owners.find(tableKey(collId, lockKey));
         if (it != _owners.end() && it->second != txnId) return transactionWriteConflict();
@@ -37,7 +38,7 @@ Status IntentTable::claim(uint64_t collId, const std::vector<std::string>& lockK
 
 Status IntentTable::checkFree(uint64_t collId, const std::vector<std::string>& lockKeys) const {
     if (_size.load(std::memory_order_relaxed) == 0) return Status::OK();
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     for (const std::string& lockKey : lockKeys) {
         if (_owners.count(tableKey(collId, lockKey))) return transactionWriteConflict();
     }
@@ -45,7 +46,7 @@ Status IntentTable::checkFree(uint64_t collId, const std::vector<std::string>& l
 }
 
 void IntentTable::restore(const std::vector<std::string>& claimed, uint64_t txnId) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     for (const std::string& key : claimed) {
         if (_owners.emplace(key, txnId).second) _size.fetch_add(1, std::memory_order_relaxed);
     }
@@ -53,7 +54,7 @@ void IntentTable::restore(const std::vector<std::string>& claimed, uint64_t txnI
 
 void IntentTable::release(const std::vector<std::string>& claimed, uint64_t txnId) {
     if (claimed.empty()) return;
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     for (const std::string& key : claimed) {
         auto it = _owners.find(key);
         if (it != _owners.end() && it->second == txnId) {

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace tessera::storage {
@@ -45,8 +46,8 @@ class IntentTable {
   private:
     static std::string tableKey(uint64_t collId, const std::string& lockKey);
 
-    mutable std::mutex _mutex;
-    std::unordered_map<std::string, uint64_t> _owners;
+    mutable Mutex _mutex;
+    std::unordered_map<std::string, uint64_t> _owners GUARDED_BY(_mutex);
     std::atomic<size_t> _size{0};
 };
 

@@ -1,5 +1,6 @@
 #include "storage/mvcc_iterator.h"
 
+#include "base/mutex.h"
 #include "storage/key_format.h"
 
 namespace tessera::storage {
@@ -36,6 +37,7 @@ MvccIterator::MvccIterator(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
 }
 
 bool MvccIterator::next(std::string_view* userKey, std::string_view* value) {
+    if (_conflicted) return false;
     if (!_prepared.empty()) return nextMerged(userKey, value);
     return _forward ? nextForward(userKey, value) : nextBackward(userKey, value);
 }
@@ -72,16 +74,21 @@ bool MvccIterator::nextMerged(std::string_view* userKey, std::string_view* value
             ++_preparedUsed;
             continue;
         }
-        // May throw before anything is consumed: a later call starts here again.
-        std::optional<Timestamp> commitTs = p->txn->awaitDecisionFor(_readTs);
+        std::string_view committed;
+        Timestamp commitTs;
+        PreparedSet::Seen seen = _preparedSet->resolve(*p, _readTs, &committed, &commitTs);
+        if (seen == PreparedSet::Seen::kConflict) {
+            _conflicted = true;  // the read stops here: its operation fails with the conflict
+            return false;
+        }
         ++_preparedUsed;
         // Aborted, or committed after _readTs: the database's view decides.
-        if (!commitTs) continue;
+        if (seen == PreparedSet::Seen::kHidden) continue;
         if (sameKey) _dbPending = false;  // the view's version is this one, or older
-        if (p->value.empty()) continue;   // removed at or before readTs
+        if (committed.empty()) continue;  // removed at or before readTs
         *userKey = p->userKey;
-        *value = p->value;
-        _currentTs = *commitTs;
+        *value = committed;
+        _currentTs = commitTs;
         return true;
     }
 }
@@ -155,7 +162,7 @@ PointIteratorPool::Lease PointIteratorPool::acquire() {
     std::vector<Lease> outdated;
     Lease lease;
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         while (!_idle.empty()) {
             Lease last = std::move(_idle.back());
             _idle.pop_back();
@@ -174,7 +181,7 @@ PointIteratorPool::Lease PointIteratorPool::acquire() {
 void PointIteratorPool::release(Lease lease) {
     if (!lease.it || lease.generation != _generation.load(std::memory_order_acquire)) return;
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         if (_idle.size() < kMaxIdle) {
             _idle.push_back(std::move(lease));
             return;
@@ -191,7 +198,7 @@ void PointIteratorPool::invalidate() {
 void PointIteratorPool::clear() {
     std::vector<Lease> idle;
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         idle.swap(_idle);
     }
 }

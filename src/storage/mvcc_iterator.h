@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/hlc.h"
+#include "base/mutex.h"
 #include "storage/key_format.h"
 #include "storage/prepared_transactions.h"
 
@@ -23,9 +24,10 @@ namespace tessera::storage {
 // them over the database and an intent is the newest version of its user key whatever readTs.
 // With `prepared` (the transactions prepared at or before readTs when the reader chose it,
 // prepared_transactions.h), their versions in [lower, upper) are merged in too: reaching one
-// waits for its transaction's decision (next() may throw PrepareConflict, and may be called
-// again), then it is the key's version at readTs if the commit timestamp is <= readTs, and
-// ignored otherwise. Keys no prepared transaction wrote are read without waiting.
+// waits for its transaction's decision, then it is the key's version at readTs if the commit
+// timestamp is <= readTs, and ignored otherwise; when the set's PrepareReads does not allow the
+// wait, the iteration ends there (conflicted(); the conflict is noted in the PrepareReads). Keys
+// no prepared transaction wrote are read without waiting.
 class MvccIterator {
   public:
     MvccIterator(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
@@ -41,6 +43,8 @@ class MvccIterator {
     Timestamp currentTs() const { return _currentTs; }
     // OK unless RocksDB reported an error (corruption, I/O) during the iteration.
     rocksdb::Status status() const { return _it->status(); }
+    // The iteration ended at a prepared version it could not wait for (above).
+    bool conflicted() const { return _conflicted; }
 
   private:
     // The database's and the prepared versions, merged in iteration order.
@@ -77,6 +81,7 @@ class MvccIterator {
     std::shared_ptr<const PreparedSet> _preparedSet;
     std::vector<PreparedSet::Version> _prepared;  // ascending key order
     size_t _preparedUsed = 0;
+    bool _conflicted = false;
     bool _dbPending = false;
     bool _dbDone = false;
     std::string_view _dbKey;
@@ -122,8 +127,8 @@ class PointIteratorPool {
 
     rocksdb::DB* _db = nullptr;
     rocksdb::ColumnFamilyHandle* _cf = nullptr;
-    std::mutex _mutex;
-    std::vector<Lease> _idle;
+    Mutex _mutex;
+    std::vector<Lease> _idle GUARDED_BY(_mutex);
     std::atomic<uint64_t> _generation{0};
 };
 

@@ -5,8 +5,29 @@
 
 namespace tessera::storage {
 
-thread_local PrepareWaitScope::Limit PrepareWaitScope::tlsLimit;
-thread_local bool LatestReadScope::tlsActive = false;
+void PrepareReads::reset(Policy policy) {
+    MutexLock lk(_mutex);
+    _policy = policy;
+    _conflict = Status::OK();
+    _conflicted.store(false, std::memory_order_release);
+}
+
+PrepareReads::Policy PrepareReads::policy() const {
+    MutexLock lk(_mutex);
+    return _policy;
+}
+
+Status PrepareReads::conflict() const {
+    MutexLock lk(_mutex);
+    return _conflict;
+}
+
+void PrepareReads::noteConflict(Status conflict) {
+    MutexLock lk(_mutex);
+    if (!_conflict.isOK()) return;
+    _conflict = std::move(conflict);
+    _conflicted.store(true, std::memory_order_release);
+}
 
 namespace {
 
@@ -27,50 +48,48 @@ const std::string* PreparedTransaction::versionOf(uint32_t cfId, std::string_vie
     return &it->second;
 }
 
-std::optional<Timestamp> PreparedTransaction::awaitDecision() const {
-    std::unique_lock lk(_mutex);
+StatusWith<std::optional<Timestamp>> PreparedTransaction::awaitDecision(
+    const PrepareReads::Policy& policy) const {
+    UniqueLock lk(_mutex);
     if (_decided) return _commitTs;
-    const PrepareWaitScope::Limit& limit = PrepareWaitScope::current();
-    if (!limit.mayWait) {
-        throw PrepareConflict("a prepared transaction's decision is pending",
-                              PrepareConflict::Kind::kWouldBlock);
+    if (!policy.mayWait) {
+        return Status(ErrorCodes::InlineWouldBlock, "a prepared transaction's decision is pending");
     }
     _waiting->fetch_add(1);
     bool decided = true;
-    if (!limit.deadline) {
-        _decidedCv.wait(lk, [&] { return _decided; });
+    if (!policy.deadline) {
+        _decidedCv.wait(lk, [&]() REQUIRES(_mutex) { return _decided; });
     } else {
-        decided = _decidedCv.wait_until(lk, *limit.deadline, [&] { return _decided; });
+        decided = _decidedCv.wait_until(lk, *policy.deadline,
+                                        [&]() REQUIRES(_mutex) { return _decided; });
     }
     _waiting->fetch_sub(1);
     if (decided) return _commitTs;
-    if (limit.isMaxTime) {
-        throw PrepareConflict(
-            "operation exceeded time limit while waiting for the commit "
-            "decision of a prepared transaction",
-            PrepareConflict::Kind::kDeadline);
+    if (policy.deadlineIsMaxTime) {
+        return Status(ErrorCodes::MaxTimeMSExpired,
+                      "operation exceeded time limit while waiting for the commit decision of a "
+                      "prepared transaction");
     }
-    throw PrepareConflict(
-        "a read waited too long for the commit decision of a prepared "
-        "transaction; its coordinator has not decided yet. Retry the read.",
-        PrepareConflict::Kind::kTooLong);
+    return Status(ErrorCodes::ExceededTimeLimit,
+                  "a read waited too long for the commit decision of a prepared transaction; its "
+                  "coordinator has not decided yet. Retry the read.");
 }
 
-std::optional<Timestamp> PreparedTransaction::awaitDecisionFor(Timestamp readTs) const {
-    std::optional<Timestamp> commitTs = awaitDecision();
+StatusWith<std::optional<Timestamp>> PreparedTransaction::awaitDecisionFor(
+    Timestamp readTs, const PrepareReads::Policy& policy) const {
+    ASSIGN_OR_RETURN(std::optional<Timestamp> commitTs, awaitDecision(policy));
     if (!commitTs || *commitTs <= readTs) return commitTs;
-    if (LatestReadScope::active()) {
-        throw PrepareConflict(
-            "a prepared transaction the read met committed after the read's "
-            "timestamp; the read runs again at a later one",
-            PrepareConflict::Kind::kCommittedAfterRead);
+    if (policy.restartIfCommittedAfterRead) {
+        return Status(ErrorCodes::ReadMetLaterCommit,
+                      "a prepared transaction the read met committed after the read's timestamp; "
+                      "the read runs again at a later one");
     }
-    return std::nullopt;
+    return std::optional<Timestamp>();
 }
 
 void PreparedTransaction::decide(std::optional<Timestamp> commitTs) {
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         if (_decided) return;
         _decided = true;
         _commitTs = commitTs;
@@ -79,8 +98,8 @@ void PreparedTransaction::decide(std::optional<Timestamp> commitTs) {
 }
 
 bool PreparedTransaction::waitDecidedUntil(std::chrono::steady_clock::time_point deadline) const {
-    std::unique_lock lk(_mutex);
-    return _decidedCv.wait_until(lk, deadline, [&] { return _decided; });
+    UniqueLock lk(_mutex);
+    return _decidedCv.wait_until(lk, deadline, [&]() REQUIRES(_mutex) { return _decided; });
 }
 
 std::vector<PreparedSet::Version> PreparedSet::versionsIn(uint32_t cfId, std::string_view lower,
@@ -111,14 +130,23 @@ std::optional<PreparedSet::Version> PreparedSet::versionOf(uint32_t cfId,
     return std::nullopt;
 }
 
-std::optional<std::string_view> PreparedSet::resolve(const Version& v, Timestamp readTs) {
-    if (!v.txn->awaitDecisionFor(readTs)) return std::nullopt;
-    return v.value;
+PreparedSet::Seen PreparedSet::resolve(const Version& v, Timestamp readTs, std::string_view* value,
+                                       Timestamp* commitTs) const {
+    const PrepareReads::Policy policy = _reads ? _reads->policy() : PrepareReads::Policy{};
+    StatusWith<std::optional<Timestamp>> decided = v.txn->awaitDecisionFor(readTs, policy);
+    if (!decided.isOK()) {
+        _reads->noteConflict(decided.getStatus());  // only a bound policy refuses a wait
+        return Seen::kConflict;
+    }
+    if (!decided.getValue()) return Seen::kHidden;
+    *value = v.value;
+    if (commitTs) *commitTs = *decided.getValue();
+    return Seen::kCommitted;
 }
 
 Timestamp PreparedTransactions::prepare(uint64_t txnId, HybridLogicalClock& clock,
                                         PreparedVersions versions) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     // Counted before the timestamp is drawn: a reader whose timestamp is at or after it sees
     // any() true, then takes the mutex and finds the transaction.
     _count.store(_byTxn.size() + 1);
@@ -129,7 +157,7 @@ Timestamp PreparedTransactions::prepare(uint64_t txnId, HybridLogicalClock& cloc
 }
 
 void PreparedTransactions::restore(uint64_t txnId, Timestamp prepareTs, PreparedVersions versions) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     _byTxn[txnId] = std::make_shared<PreparedTransaction>(prepareTs, std::move(versions), _waiting);
     _count.store(_byTxn.size());
 }
@@ -137,7 +165,7 @@ void PreparedTransactions::restore(uint64_t txnId, Timestamp prepareTs, Prepared
 void PreparedTransactions::finish(uint64_t txnId, std::optional<Timestamp> commitTs) {
     std::shared_ptr<PreparedTransaction> txn;
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         auto it = _byTxn.find(txnId);
         if (it == _byTxn.end()) return;
         txn = std::move(it->second);
@@ -151,7 +179,7 @@ bool PreparedTransactions::awaitDecided(const std::vector<uint64_t>& txnIds,
                                         std::chrono::steady_clock::time_point deadline) const {
     std::vector<std::shared_ptr<const PreparedTransaction>> pending;
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         for (uint64_t id : txnIds) {
             if (auto it = _byTxn.find(id); it != _byTxn.end()) pending.push_back(it->second);
         }
@@ -162,17 +190,18 @@ bool PreparedTransactions::awaitDecided(const std::vector<uint64_t>& txnIds,
     return true;
 }
 
-std::shared_ptr<const PreparedSet> PreparedTransactions::capture(Timestamp readTs) const {
+std::shared_ptr<const PreparedSet> PreparedTransactions::capture(
+    Timestamp readTs, std::shared_ptr<PrepareReads> reads) const {
     if (!any()) return nullptr;
     std::vector<std::shared_ptr<const PreparedTransaction>> relevant;
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         for (const auto& [id, txn] : _byTxn) {
             if (txn->prepareTs() <= readTs) relevant.push_back(txn);
         }
     }
     if (relevant.empty()) return nullptr;
-    return std::make_shared<PreparedSet>(std::move(relevant));
+    return std::make_shared<PreparedSet>(std::move(relevant), std::move(reads));
 }
 
 }  // namespace tessera::storage

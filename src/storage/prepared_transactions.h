@@ -8,89 +8,73 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "base/hlc.h"
+#include "base/mutex.h"
+#include "base/status.h"
 
 namespace tessera::storage {
 
-// Thrown by a read that would have to wait for a prepared transaction's decision where it may
-// not wait (PrepareWaitScope), or that waited past its scope's deadline. The command layer turns
-// the first into "run this on the pool", the others into MaxTimeMSExpired or ExceededTimeLimit.
-class PrepareConflict : public std::runtime_error {
-  public:
-    enum class Kind {
-        kWouldBlock,  // the thread may not wait (PrepareWaitScope())
-        kDeadline,    // the operation's maxTimeMS passed while waiting
-        kTooLong,     // the command layer's own bound passed while waiting
-        // Inside a LatestReadScope: the transaction committed after the read's timestamp, so the
-        // read (at the engine's latest timestamp when it began) would miss a commit that may
-        // have been acknowledged to a client before it began; the command runs again.
-        kCommittedAfterRead,
-    };
-    PrepareConflict(std::string what, Kind kind)
-        : std::runtime_error(std::move(what)), _kind(kind) {}
-    Kind kind() const { return _kind; }
-
-  private:
-    Kind _kind;
-};
-
-// While alive on a thread, bounds how reads on that thread wait for a prepared transaction's
-// decision: not at all (the default constructor: an io thread running a request inline must not
-// block on a decision that another request on the same thread may carry; the read throws
-// PrepareConflict instead), or until `deadline` (a command's maxTimeMS, or the command layer's
-// own bound; then PrepareConflict kDeadline or kTooLong as `isMaxTime` says). Outside any scope
-// (background threads) a read waits for the decision however long it takes: the coordinator
-// always decides in the end. Scopes nest; the innermost applies.
-class PrepareWaitScope {
+// How the reads of one operation wait for a prepared transaction's decision, and the first
+// conflict they met — explicit state the operation owns (command::OperationContext) and binds
+// to every snapshot it reads through (Engine::snapshot, ReadSnapshot::bindPrepareReads), not a
+// property of the thread. A read that may not wait (an io thread running a request inline),
+// that waited past the policy's deadline, or — with restartIfCommittedAfterRead — that met a
+// transaction which committed after the read's timestamp, stops: the cursor ends, the lookup
+// finds nothing, and conflict() says why. The command layer turns it into the command's Status
+// (InlineWouldBlock: run again on the pool; MaxTimeMSExpired; ExceededTimeLimit;
+// ReadMetLaterCommit: run the read again from the start at a later timestamp). Without a bound
+// policy (background threads) a read waits for the decision however long it takes: the
+// coordinator always decides in the end.
+//
+// Why restartIfCommittedAfterRead: a cross-shard commit is acknowledged once decided, before
+// every participant has heard it; a read that began after the acknowledgement, on a participant
+// still holding its part prepared, has a read timestamp between that part's prepare and its
+// commit timestamp (the greatest prepare timestamp of all participants). It waits for the
+// decision and then, read again at a later latest timestamp, sees the commit — as the reader of
+// a MongoDB primary does after a prepare conflict. A read that keeps its timestamp sees the
+// version before the transaction (a consistent snapshot all the same).
+//
+// Thread-safe: conflicts may be noted by any thread reading for the operation.
+class PrepareReads {
   public:
     using Clock = std::chrono::steady_clock;
-    PrepareWaitScope() : _previous(tlsLimit) { tlsLimit = Limit{false, std::nullopt, false}; }
-    PrepareWaitScope(Clock::time_point deadline, bool isMaxTime) : _previous(tlsLimit) {
-        tlsLimit = Limit{true, deadline, isMaxTime};
-    }
-    ~PrepareWaitScope() { tlsLimit = _previous; }
-    PrepareWaitScope(const PrepareWaitScope&) = delete;
-    PrepareWaitScope& operator=(const PrepareWaitScope&) = delete;
+    struct Policy {
+        bool mayWait = true;                        // false: never wait (InlineWouldBlock)
+        std::optional<Clock::time_point> deadline;  // none: as long as it takes
+        bool deadlineIsMaxTime = false;             // MaxTimeMSExpired, else ExceededTimeLimit
+        bool restartIfCommittedAfterRead = false;   // ReadMetLaterCommit (above)
 
-    struct Limit {
-        bool mayWait = true;
-        std::optional<Clock::time_point> deadline;
-        bool isMaxTime = false;
+        // An io thread's: never wait.
+        static Policy noWait() {
+            Policy p;
+            p.mayWait = false;
+            return p;
+        }
     };
-    static const Limit& current() { return tlsLimit; }
+
+    PrepareReads() = default;
+    explicit PrepareReads(Policy policy) : _policy(policy) {}
+
+    // A new operation reads on (a cursor's getMore, a transaction's next statement): its policy,
+    // and no conflict yet.
+    void reset(Policy policy) EXCLUDES(_mutex);
+    Policy policy() const EXCLUDES(_mutex);
+    // The first conflict noted (OK: none).
+    Status conflict() const EXCLUDES(_mutex);
+    // Whether one was noted: one atomic load (checked after every document of a plan).
+    bool conflicted() const { return _conflicted.load(std::memory_order_acquire); }
+    void noteConflict(Status conflict) EXCLUDES(_mutex);
 
   private:
-    static thread_local Limit tlsLimit;
-    Limit _previous;
-};
-
-// While alive on a thread, the reads on it are a command's reads at the engine's latest
-// timestamp (no transaction, no client-chosen time) that the command layer runs again when they
-// throw PrepareConflict kCommittedAfterRead: a prepared transaction they met committed after
-// their read timestamp. Why: a cross-shard commit is acknowledged once decided, before every
-// participant has heard it; a read that began after the acknowledgement, on a participant still
-// holding its part prepared, has a read timestamp between that part's prepare and its commit
-// timestamp (the greatest prepare timestamp of all participants). It waits for the decision,
-// and then, read again at a later latest timestamp, sees the commit — as the reader of a
-// MongoDB primary does after a prepare conflict. Outside the scope such a read keeps its
-// timestamp and sees the version before the transaction (a consistent snapshot all the same).
-class LatestReadScope {
-  public:
-    LatestReadScope() : _previous(tlsActive) { tlsActive = true; }
-    ~LatestReadScope() { tlsActive = _previous; }
-    LatestReadScope(const LatestReadScope&) = delete;
-    LatestReadScope& operator=(const LatestReadScope&) = delete;
-    static bool active() { return tlsActive; }
-
-  private:
-    static thread_local bool tlsActive;
-    bool _previous;
+    std::atomic<bool> _conflicted{false};
+    mutable Mutex _mutex;
+    Policy _policy GUARDED_BY(_mutex);
+    Status _conflict GUARDED_BY(_mutex) = Status::OK();
 };
 
 // The versions a prepared transaction will write if it commits, by column family id: user key
@@ -112,13 +96,14 @@ class PreparedTransaction {
     // The version of `userKey` in column family `cfId` it wrote, or null.
     const std::string* versionOf(uint32_t cfId, std::string_view userKey) const;
 
-    // Blocks until decided (bounded by the thread's PrepareWaitScope, else PrepareConflict);
-    // returns the commit timestamp, or nullopt when it aborted.
-    std::optional<Timestamp> awaitDecision() const;
+    // Waits until decided, as `policy` allows: the commit timestamp, nullopt when it aborted,
+    // or the conflict (PrepareReads) when the policy does not allow the wait.
+    StatusWith<std::optional<Timestamp>> awaitDecision(const PrepareReads::Policy& policy) const;
     // awaitDecision() for a reader at `readTs`: the commit timestamp if the reader sees the
-    // transaction's versions, nullopt if it aborted or committed after `readTs` — which inside a
-    // LatestReadScope throws PrepareConflict kCommittedAfterRead instead.
-    std::optional<Timestamp> awaitDecisionFor(Timestamp readTs) const;
+    // transaction's versions, nullopt if it aborted or committed after `readTs` — which with
+    // restartIfCommittedAfterRead is the conflict ReadMetLaterCommit instead.
+    StatusWith<std::optional<Timestamp>> awaitDecisionFor(Timestamp readTs,
+                                                          const PrepareReads::Policy& policy) const;
     // Its versions are written (commitTs) or dropped (nullopt): waiting readers go on.
     void decide(std::optional<Timestamp> commitTs);
     // Waits until decided, at most until `deadline`; whether it is.
@@ -128,10 +113,10 @@ class PreparedTransaction {
     const Timestamp _prepareTs;
     const PreparedVersions _versions;
     std::shared_ptr<std::atomic<size_t>> _waiting;
-    mutable std::mutex _mutex;
-    mutable std::condition_variable _decidedCv;
-    bool _decided = false;
-    std::optional<Timestamp> _commitTs;
+    mutable Mutex _mutex;
+    mutable CondVar _decidedCv;
+    bool _decided GUARDED_BY(_mutex) = false;
+    std::optional<Timestamp> _commitTs GUARDED_BY(_mutex);
 };
 
 // The prepared transactions a reader at one timestamp must reckon with: those prepared at or
@@ -140,10 +125,14 @@ class PreparedTransaction {
 // RocksDB view can show (decided before). A reader that meets one of their keys waits for the
 // decision and, if the commit timestamp is at or below its own, reads the transaction's version
 // — from here, not from its RocksDB view, which may predate the commit.
+//
+// A reader's waits follow the PrepareReads bound to the set (none bound: it waits as long as it
+// takes); a conflict is noted there and the read stops.
 class PreparedSet {
   public:
-    explicit PreparedSet(std::vector<std::shared_ptr<const PreparedTransaction>> txns)
-        : _txns(std::move(txns)) {}
+    PreparedSet(std::vector<std::shared_ptr<const PreparedTransaction>> txns,
+                std::shared_ptr<PrepareReads> reads)
+        : _txns(std::move(txns)), _reads(std::move(reads)) {}
 
     // One prepared version met by a reader, in key order of its column family.
     struct Version {
@@ -158,13 +147,22 @@ class PreparedSet {
     // The prepared version of exactly `userKey`, if any.
     std::optional<Version> versionOf(uint32_t cfId, std::string_view userKey) const;
 
-    // What a reader at `readTs` makes of `v` (waits for the decision): its value when it
-    // committed at or below readTs (empty: the key was removed), nullopt when the reader's own
-    // view decides (aborted, or committed later).
-    static std::optional<std::string_view> resolve(const Version& v, Timestamp readTs);
+    // What a reader at `readTs` makes of `v` (waits for the decision).
+    enum class Seen {
+        kCommitted,  // at or below readTs (*commitTs): *value is its version (empty: removed)
+        kHidden,     // aborted, or committed later: the reader's own view decides
+        kConflict,   // the bound PrepareReads does not allow the wait (noted there): stop
+    };
+    Seen resolve(const Version& v, Timestamp readTs, std::string_view* value,
+                 Timestamp* commitTs = nullptr) const;
+
+    // The operation whose reads these are from now on (a cursor's getMore, a transaction's
+    // next statement). The set is used by one operation at a time.
+    void bind(std::shared_ptr<PrepareReads> reads) const { _reads = std::move(reads); }
 
   private:
     std::vector<std::shared_ptr<const PreparedTransaction>> _txns;
+    mutable std::shared_ptr<PrepareReads> _reads;  // null: wait as long as it takes
 };
 
 // The transactions of one engine that are prepared (two-phase commit, first phase done) and not
@@ -193,16 +191,18 @@ class PreparedTransactions {
     // Waits until none of transactions `txnIds` is prepared any more; false at `deadline`.
     bool awaitDecided(const std::vector<uint64_t>& txnIds,
                       std::chrono::steady_clock::time_point deadline) const;
-    // The undecided transactions prepared at or before `readTs`; null when there are none.
-    std::shared_ptr<const PreparedSet> capture(Timestamp readTs) const;
+    // The undecided transactions prepared at or before `readTs`, their waits bound to `reads`;
+    // null when there are none.
+    std::shared_ptr<const PreparedSet> capture(Timestamp readTs,
+                                               std::shared_ptr<PrepareReads> reads) const;
     bool any() const { return _count.load(std::memory_order_relaxed) > 0; }
     size_t count() const { return _count.load(); }
     // Reads waiting for a decision now.
     size_t waiting() const { return _waiting->load(); }
 
   private:
-    mutable std::mutex _mutex;
-    std::map<uint64_t, std::shared_ptr<PreparedTransaction>> _byTxn;
+    mutable Mutex _mutex;
+    std::map<uint64_t, std::shared_ptr<PreparedTransaction>> _byTxn GUARDED_BY(_mutex);
     std::atomic<size_t> _count{0};
     std::shared_ptr<std::atomic<size_t>> _waiting = std::make_shared<std::atomic<size_t>>(0);
 };

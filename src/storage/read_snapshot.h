@@ -17,10 +17,15 @@ struct Record {
     bson::BsonObj doc;
 };
 
+class PrepareReads;
+
+// A cursor ends (nullopt) at its last entry, or where it met a prepared transaction whose
+// decision its operation may not wait for: the operation's PrepareReads
+// (prepared_transactions.h) then holds the conflict, which fails the operation.
 class RecordCursor {
   public:
     virtual ~RecordCursor() = default;
-    // Next record, or nullopt at the end.
+    // Next record, or nullopt at the end (or at a conflict, above).
     virtual std::optional<Record> next() = 0;
 };
 
@@ -71,6 +76,10 @@ class ReadSnapshot {
     virtual std::unique_ptr<IndexCursor> indexScan(const CollectionInfo& coll,
                                                    const IndexSpec& index, const KeyRange& range,
                                                    bool forward = true) = 0;
+
+    // The operation whose reads these are from now on (a cursor's getMore): its PrepareReads
+    // bounds every wait for a prepared transaction's decision, and notes the conflicts.
+    virtual void bindPrepareReads(std::shared_ptr<PrepareReads> reads) = 0;
 };
 
 }  // namespace tessera::storage

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <set>
 
+#include "base/mutex.h"
 #include "bson/bson_builder.h"
 #include "keystring/keystring.h"
 #include "storage/catalog_codec.h"
@@ -216,7 +217,7 @@ StatusWith<Timestamp> RocksCollectionWriter::commit(std::string_view movedFrom,
     for (size_t i = 0; i < _deltas.size(); ++i) {
         becomesMultikey = becomesMultikey || (_deltas[i].multikey && !indexAt(i).multikey);
     }
-    std::unique_lock<std::mutex> catalogLock;
+    std::unique_lock<Mutex> catalogLock;
     std::shared_ptr<CollectionInfo> newInfo;
     if (becomesMultikey) {
         catalogLock = std::unique_lock(_state->catalogUpdate);
@@ -259,7 +260,7 @@ StatusWith<Timestamp> RocksCollectionWriter::commit(std::string_view movedFrom,
         if (s.ok()) {
             rocksdb::WriteOptions wo;
             wo.sync = opts.sync;
-            s = _engine->db()->Write(wo, &_batch);
+            s = _engine->write(wo, &_batch);
         }
     }
     if (!s.ok()) return Status(ErrorCodes::InternalError, "storage write failed: " + s.ToString());
@@ -332,7 +333,7 @@ StatusWith<Timestamp> RocksCollectionWriter::commitIntent(std::string_view moved
                         rocksdb::Slice(reinterpret_cast<const char*>(entry.data()), entry.size()));
         rocksdb::WriteOptions wo;
         wo.sync = true;
-        if (s.ok()) s = _engine->db()->Write(wo, &catalog);
+        if (s.ok()) s = _engine->write(wo, &catalog);
         if (!s.ok()) {
             return Status(ErrorCodes::InternalError, "storage write failed: " + s.ToString());
         }
@@ -584,7 +585,7 @@ rocksdb::Status RocksCollectionWriter::writeBatchOfMany(
     if (!s.ok()) return s;
     rocksdb::WriteOptions wo;
     wo.sync = opts.sync;
-    return _engine->db()->Write(wo, &_batch);
+    return _engine->write(wo, &_batch);
 }
 
 Status RocksCollectionWriter::publishBatchOfMany(const rocksdb::Status& written, int64_t countDelta,

@@ -13,6 +13,7 @@
 #include <set>
 #include <shared_mutex>
 
+#include "base/mutex.h"
 #include "bson/bson_builder.h"
 #include "bson/compare.h"
 #include "storage/catalog_codec.h"
@@ -288,10 +289,25 @@ RocksEngine::~RocksEngine() {
     _db.reset();
 }
 
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TESSERA_UNDER_TSAN 1
+#endif
+#endif
+
+rocksdb::Status RocksEngine::write(const rocksdb::WriteOptions& options,
+                                   rocksdb::WriteBatch* batch) {
+#if defined(TESSERA_UNDER_TSAN)
+    static Mutex oneAtATime;  // see the declaration
+    MutexLock lk(oneAtATime);
+#endif
+    return _db->Write(options, batch);
+}
+
 Status RocksEngine::writeSync(rocksdb::WriteBatch* batch) {
     rocksdb::WriteOptions wo;
     wo.sync = true;
-    return fromRocks(_db->Write(wo, batch), "catalog write failed");
+    return fromRocks(write(wo, batch), "catalog write failed");
 }
 
 void RocksEngine::putCounts(rocksdb::WriteBatch* batch, uint64_t collId, int64_t count,
@@ -309,14 +325,14 @@ void RocksEngine::mergeCounts(rocksdb::WriteBatch* batch, uint64_t collId, int64
 // ---- Catalog reads
 
 std::vector<std::string> RocksEngine::listDatabases() const {
-    std::lock_guard lock(_catalogMutex);
+    MutexLock lock(_catalogMutex);
     std::set<std::string> dbs;
     for (const auto& [ns, info] : _byNs) dbs.insert(info->db);
     return {dbs.begin(), dbs.end()};
 }
 
 std::vector<CollectionPtr> RocksEngine::listCollections(std::string_view db) const {
-    std::lock_guard lock(_catalogMutex);
+    MutexLock lock(_catalogMutex);
     std::vector<CollectionPtr> out;
     for (const auto& [ns, info] : _byNs) {
         if (info->db == db) out.push_back(info);
@@ -325,7 +341,7 @@ std::vector<CollectionPtr> RocksEngine::listCollections(std::string_view db) con
 }
 
 CollectionPtr RocksEngine::getCollection(std::string_view ns) const {
-    std::lock_guard lock(_catalogMutex);
+    MutexLock lock(_catalogMutex);
     auto it = _byNs.find(ns);
     return it == _byNs.end() ? nullptr : it->second;
 }
@@ -336,19 +352,19 @@ CollectionPtr RocksEngine::byIdLocked(uint64_t id) const {
 }
 
 std::shared_ptr<CollectionState> RocksEngine::stateFor(uint64_t id) const {
-    std::lock_guard lock(_catalogMutex);
+    MutexLock lock(_catalogMutex);
     auto it = _states.find(id);
     return it == _states.end() ? nullptr : it->second;
 }
 
 void RocksEngine::publish(CollectionPtr info) {
-    std::lock_guard lock(_catalogMutex);
+    MutexLock lock(_catalogMutex);
     _byNs[info->ns()] = info;
     _byId[info->id] = info;
 }
 
 void RocksEngine::unpublish(const CollectionInfo& coll) {
-    std::lock_guard lock(_catalogMutex);
+    MutexLock lock(_catalogMutex);
     _byNs.erase(coll.ns());
     _byId.erase(coll.id);
     _states.erase(coll.id);
@@ -384,14 +400,14 @@ std::shared_ptr<CollectionInfo> RocksEngine::newCollectionInfo(std::string_view 
 StatusWith<CollectionPtr> RocksEngine::createCollection(std::string_view ns,
                                                         bson::BsonView options) {
     TRY_STATUS(validateNamespace(ns));
-    std::lock_guard ddl(_ddlMutex);
+    MutexLock ddl(_ddlMutex);
     if (getCollection(ns)) {
         return Status(ErrorCodes::NamespaceExists,
                       "Collection " + std::string(ns) + " already exists.");
     }
     auto info = newCollectionInfo(ns, options);
     {
-        std::unique_lock lock(_catalogMutex);
+        UniqueLock lock(_catalogMutex);
         // A transaction committing this namespace publishes it in a moment: wait, then exists.
         if (!claimNamespaceFromTransactions(ns, lock)) {
             return Status(ErrorCodes::NamespaceExists,
@@ -408,7 +424,7 @@ StatusWith<CollectionPtr> RocksEngine::createCollection(std::string_view ns,
     putCounts(&batch, info->id, 0, 0, Timestamp());
     TRY_STATUS(writeSync(&batch));
     {
-        std::lock_guard lock(_catalogMutex);
+        MutexLock lock(_catalogMutex);
         _nextCollectionId = info->id + 1;
         _states[info->id] = std::make_shared<CollectionState>();
         _byNs[info->ns()] = info;
@@ -428,7 +444,7 @@ void RocksEngine::addDropToBatch(rocksdb::WriteBatch* batch, const CollectionInf
 Status RocksEngine::dropCollectionLocked(const CollectionPtr& coll) {
     auto state = stateFor(coll->id);
     invariant(state != nullptr);
-    std::lock_guard writeLock(state->access);
+    std::lock_guard<CollectionLock> writeLock(state->access);
     rocksdb::WriteBatch batch;
     addDropToBatch(&batch, *coll);
     TRY_STATUS(writeSync(&batch));
@@ -437,7 +453,7 @@ Status RocksEngine::dropCollectionLocked(const CollectionPtr& coll) {
 }
 
 Status RocksEngine::dropCollection(std::string_view ns) {
-    std::lock_guard ddl(_ddlMutex);
+    MutexLock ddl(_ddlMutex);
     CollectionPtr coll = getCollection(ns);
     if (!coll) return Status(ErrorCodes::NamespaceNotFound, "ns not found");
     return dropCollectionLocked(coll);
@@ -445,21 +461,21 @@ Status RocksEngine::dropCollection(std::string_view ns) {
 
 Status RocksEngine::dropDatabase(std::string_view db) {
     TRY_STATUS(validateDbName(db));
-    std::lock_guard ddl(_ddlMutex);
+    MutexLock ddl(_ddlMutex);
     for (const CollectionPtr& coll : listCollections(db)) TRY_STATUS(dropCollectionLocked(coll));
     return Status::OK();
 }
 
 Status RocksEngine::renameCollection(std::string_view from, std::string_view to, bool dropTarget) {
     TRY_STATUS(validateNamespace(to));
-    std::lock_guard ddl(_ddlMutex);
+    MutexLock ddl(_ddlMutex);
     CollectionPtr source = getCollection(from);
     if (!source) return Status(ErrorCodes::NamespaceNotFound, "source namespace does not exist");
     if (from == to) {
         return Status(ErrorCodes::IllegalOperation, "Can't rename a collection to itself");
     }
     {
-        std::unique_lock lock(_catalogMutex);
+        UniqueLock lock(_catalogMutex);
         claimNamespaceFromTransactions(to, lock);
     }
     CollectionPtr target = getCollection(to);
@@ -468,7 +484,7 @@ Status RocksEngine::renameCollection(std::string_view from, std::string_view to,
     }
     auto sourceState = stateFor(source->id);
     std::shared_ptr<CollectionState> targetState = target ? stateFor(target->id) : nullptr;
-    std::lock_guard sourceLock(sourceState->access);
+    std::lock_guard<CollectionLock> sourceLock(sourceState->access);
     std::unique_lock<CollectionLock> targetLock;
     if (targetState) targetLock = std::unique_lock(targetState->access);
 
@@ -483,7 +499,7 @@ Status RocksEngine::renameCollection(std::string_view from, std::string_view to,
         fromRocks(batch.Put(_catalog, keys::catalogCollKey(renamed->id), slice(entry)), "put"));
     TRY_STATUS(writeSync(&batch));
     if (target) unpublish(*target);
-    std::lock_guard lock(_catalogMutex);
+    MutexLock lock(_catalogMutex);
     _byNs.erase(source->ns());
     _byNs[renamed->ns()] = renamed;
     _byId[renamed->id] = renamed;
@@ -492,14 +508,14 @@ Status RocksEngine::renameCollection(std::string_view from, std::string_view to,
 
 StatusWith<Engine::CreateIndexesResult> RocksEngine::createIndexes(std::string_view ns,
                                                                    std::vector<IndexSpec> specs) {
-    std::lock_guard ddl(_ddlMutex);
+    MutexLock ddl(_ddlMutex);
     CollectionPtr coll = getCollection(ns);
     if (!coll) {
         return Status(ErrorCodes::NamespaceNotFound,
                       "Collection " + std::string(ns) + " does not exist.");
     }
     auto state = stateFor(coll->id);
-    std::lock_guard writeLock(state->access);
+    std::lock_guard<CollectionLock> writeLock(state->access);
     coll = getCollection(ns);  // current under the lock
 
     CreateIndexesResult result;
@@ -548,7 +564,7 @@ Status RocksEngine::buildIndexes(const CollectionInfo& coll, std::vector<IndexSp
     std::string entryKey, existing;
     auto flush = [&]() -> Status {
         if (batch.Count() == 0) return Status::OK();
-        TRY_STATUS(fromRocks(_db->Write(rocksdb::WriteOptions(), &batch), "index build write"));
+        TRY_STATUS(fromRocks(write(rocksdb::WriteOptions(), &batch), "index build write"));
         batch.Clear();
         for (auto& p : pendingUnique) p.clear();
         return Status::OK();
@@ -602,14 +618,14 @@ Status RocksEngine::buildIndexes(const CollectionInfo& coll, std::vector<IndexSp
 }
 
 Status RocksEngine::dropIndex(std::string_view ns, std::string_view indexName) {
-    std::lock_guard ddl(_ddlMutex);
+    MutexLock ddl(_ddlMutex);
     CollectionPtr coll = getCollection(ns);
     if (!coll) return Status(ErrorCodes::NamespaceNotFound, "ns not found " + std::string(ns));
     if (indexName == "_id_") {
         return Status(ErrorCodes::InvalidOptions, "cannot drop _id index");
     }
     auto state = stateFor(coll->id);
-    std::lock_guard writeLock(state->access);
+    std::lock_guard<CollectionLock> writeLock(state->access);
     coll = getCollection(ns);
     const IndexSpec* index = coll->findIndex(indexName);
     if (!index) {
@@ -629,11 +645,11 @@ Status RocksEngine::dropIndex(std::string_view ns, std::string_view indexName) {
 }
 
 Status RocksEngine::setCollectionOptions(std::string_view ns, bson::BsonView options) {
-    std::lock_guard ddl(_ddlMutex);
+    MutexLock ddl(_ddlMutex);
     CollectionPtr coll = getCollection(ns);
     if (!coll) return Status(ErrorCodes::NamespaceNotFound, "ns not found " + std::string(ns));
     auto state = stateFor(coll->id);
-    std::lock_guard writeLock(state->access);
+    std::lock_guard<CollectionLock> writeLock(state->access);
     coll = getCollection(ns);  // current under the lock
     auto info = std::make_shared<CollectionInfo>(*coll);
     info->options = options.copy();
@@ -658,13 +674,14 @@ std::unique_ptr<SnapshotPin> RocksEngine::pinReadTimestamp(std::optional<Timesta
     return std::make_unique<SnapshotPin>(&_visibility, ts);
 }
 
-std::unique_ptr<ReadSnapshot> RocksEngine::snapshot(std::optional<Timestamp> at) {
+std::unique_ptr<ReadSnapshot> RocksEngine::snapshot(std::optional<Timestamp> at,
+                                                    std::shared_ptr<PrepareReads> reads) {
     std::unique_ptr<SnapshotPin> pin = pinReadTimestamp(at);
     Timestamp ts = pin->timestamp();
     // Captured after `ts` was chosen: a transaction prepared at or before it may commit at or
     // before it, and a read that meets one of its keys waits for its decision.
     return std::make_unique<RocksReadSnapshot>(this, ts, std::move(pin), /*physical=*/true,
-                                               _prepared.capture(ts));
+                                               _prepared.capture(ts, std::move(reads)));
 }
 
 std::unique_ptr<ReadSnapshot> RocksEngine::snapshotIncludingInFlight() {
@@ -684,13 +701,14 @@ Status RocksEngine::checkHistoryWindow(std::optional<Timestamp> at) const {
     return Status::OK();
 }
 
-StatusWith<std::unique_ptr<ReadSnapshot>> RocksEngine::openSnapshot(std::optional<Timestamp> at) {
+StatusWith<std::unique_ptr<ReadSnapshot>> RocksEngine::openSnapshot(
+    std::optional<Timestamp> at, std::shared_ptr<PrepareReads> reads) {
     TRY_STATUS(checkHistoryWindow(at));
-    return snapshot(at);
+    return snapshot(at, std::move(reads));
 }
 
 CollectionPtr RocksEngine::currentInfo(uint64_t id) const {
-    std::lock_guard lock(_catalogMutex);
+    MutexLock lock(_catalogMutex);
     return byIdLocked(id);
 }
 
@@ -710,7 +728,7 @@ StatusWith<RocksEngine::WriterParts> RocksEngine::writerParts(const CollectionPt
     }
     CollectionPtr current;
     {
-        std::lock_guard catalogLock(_catalogMutex);
+        MutexLock catalogLock(_catalogMutex);
         uint64_t id = coll->id;
         if (auto moved = _replacedBy.find(id); moved != _replacedBy.end()) id = moved->second;
         current = byIdLocked(id);
@@ -749,17 +767,18 @@ StatusWith<std::unique_ptr<Transaction>> RocksEngine::beginTransaction(
     TRY_STATUS(checkHistoryWindow(readAt));
     std::unique_ptr<SnapshotPin> pin = pinReadTimestamp(readAt);  // waits for a future readAt
     Timestamp ts = pin->timestamp();
-    return std::unique_ptr<Transaction>(std::make_unique<RocksTransaction>(
-        this, _nextTransactionId.fetch_add(1), ts, std::move(pin), _prepared.capture(ts), unit));
+    return std::unique_ptr<Transaction>(
+        std::make_unique<RocksTransaction>(this, _nextTransactionId.fetch_add(1), ts,
+                                           std::move(pin), _prepared.capture(ts, nullptr), unit));
 }
 
 void RocksEngine::rememberTransaction(RocksTransaction* txn) {
-    std::lock_guard lk(_openTransactionsMutex);
+    MutexLock lk(_openTransactionsMutex);
     _openTransactions.insert(txn);
 }
 
 void RocksEngine::forgetTransaction(RocksTransaction* txn) {
-    std::lock_guard lk(_openTransactionsMutex);
+    MutexLock lk(_openTransactionsMutex);
     _openTransactions.erase(txn);
 }
 
@@ -770,7 +789,7 @@ StatusWith<size_t> RocksEngine::fenceTransactionWriters(
     std::vector<uint64_t> prepared;
     {
         // A transaction being destroyed waits here before it goes (forgetTransaction).
-        std::lock_guard lk(_openTransactionsMutex);
+        MutexLock lk(_openTransactionsMutex);
         for (RocksTransaction* txn : _openTransactions) {
             switch (txn->fence(affects, reason)) {
                 case RocksTransaction::Fenced::kDoomed:
@@ -886,7 +905,7 @@ Status RocksEngine::writeSideRecords(
             fromRocks(value.empty() ? batch.Delete(_catalog, k) : batch.Put(_catalog, k, value),
                       "side record"));
     }
-    TRY_STATUS(fromRocks(_db->Write(rocksdb::WriteOptions(), &batch), "side record write failed"));
+    TRY_STATUS(fromRocks(write(rocksdb::WriteOptions(), &batch), "side record write failed"));
     // Synced through the group commit, so that concurrent side records (prepared transactions,
     // coordinators' records) and j/commit syncs share one WAL sync.
     return synced ? syncWal() : Status::OK();

@@ -125,10 +125,15 @@ bool RocksReadSnapshot::get(PointReader& reader, rocksdb::ColumnFamilyHandle* cf
     }
     if (_prepared) {
         if (std::optional<PreparedSet::Version> v = _prepared->versionOf(cf->GetID(), userKey)) {
-            // Waits for its decision (may throw PrepareConflict).
-            if (std::optional<std::string_view> committed = PreparedSet::resolve(*v, _ts)) {
-                *value = *committed;
-                return !value->empty();
+            // Waits for its decision; a wait the operation may not make finds nothing, and the
+            // operation fails with the conflict (status()).
+            switch (_prepared->resolve(*v, _ts, value)) {
+                case PreparedSet::Seen::kCommitted:
+                    return !value->empty();
+                case PreparedSet::Seen::kConflict:
+                    return false;
+                case PreparedSet::Seen::kHidden:
+                    break;
             }
         }
     }

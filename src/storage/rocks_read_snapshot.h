@@ -25,7 +25,8 @@ struct TxnOverlay;
 // collection's writer). With `overlay` (a transaction's snapshot), the transaction's own writes
 // are seen over the committed state at `ts`. With `prepared` (the transactions prepared at or
 // before `ts` and undecided when `ts` was chosen), a lookup or cursor that meets one of their
-// keys waits for that transaction's decision (prepared_transactions.h); other keys never wait.
+// keys waits for that transaction's decision as the set's PrepareReads allows
+// (prepared_transactions.h); other keys never wait.
 class RocksReadSnapshot final : public ReadSnapshot {
   public:
     RocksReadSnapshot(RocksEngine* engine, Timestamp ts, std::unique_ptr<SnapshotPin> pin,
@@ -43,6 +44,9 @@ class RocksReadSnapshot final : public ReadSnapshot {
                                             bool forward) override;
     std::unique_ptr<IndexCursor> indexScan(const CollectionInfo& coll, const IndexSpec& index,
                                            const KeyRange& range, bool forward) override;
+    void bindPrepareReads(std::shared_ptr<PrepareReads> reads) override {
+        if (_prepared) _prepared->bind(std::move(reads));
+    }
 
   private:
     // The cursors' RocksDB snapshot (null without `physical`), taken on first use.

@@ -1,5 +1,6 @@
 // Engine::clusterCollection: changing the order a collection's records are stored in.
 #include "base/failpoint.h"
+#include "base/mutex.h"
 #include "bson/compare.h"
 #include "storage/catalog_codec.h"
 #include "storage/cluster_key.h"
@@ -63,27 +64,27 @@ Status RocksEngine::rewriteCollection(const CollectionInfo& from, const Collecti
             }
         }
         if (batch.GetDataSize() > kFlushBytes) {
-            TRY_STATUS(fromRocks(_db->Write(rocksdb::WriteOptions(), &batch), "recluster write"));
+            TRY_STATUS(fromRocks(write(rocksdb::WriteOptions(), &batch), "recluster write"));
             batch.Clear();
         }
     }
     TRY_STATUS(fromRocks(it.status(), "recluster scan"));
     if (batch.Count() > 0) {
-        TRY_STATUS(fromRocks(_db->Write(rocksdb::WriteOptions(), &batch), "recluster write"));
+        TRY_STATUS(fromRocks(write(rocksdb::WriteOptions(), &batch), "recluster write"));
     }
     return Status::OK();
 }
 
 Status RocksEngine::clusterCollection(std::string_view ns, bson::BsonView clusterKeyIn) {
     ASSIGN_OR_RETURN(bson::BsonObj clusterKey, normalizeClusterKey(clusterKeyIn));
-    std::lock_guard ddl(_ddlMutex);
+    MutexLock ddl(_ddlMutex);
     CollectionPtr coll = getCollection(ns);
     if (!coll) {
         return Status(ErrorCodes::NamespaceNotFound,
                       "Collection " + std::string(ns) + " does not exist.");
     }
     auto state = stateFor(coll->id);
-    std::lock_guard writeLock(state->access);
+    std::lock_guard<CollectionLock> writeLock(state->access);
     coll = getCollection(ns);  // current under the lock
     if (bson::compareObjects(coll->clusterKey, clusterKey) == 0) return Status::OK();
 
@@ -115,7 +116,7 @@ Status RocksEngine::clusterCollection(std::string_view ns, bson::BsonView cluste
     // never lets a later collection inherit the partial data, and so is a marker for open to
     // delete that data (loadCatalog); the swap removes the marker.
     {
-        std::lock_guard lock(_catalogMutex);
+        MutexLock lock(_catalogMutex);
         info->id = _nextCollectionId++;
     }
     {
@@ -152,7 +153,7 @@ Status RocksEngine::clusterCollection(std::string_view ns, bson::BsonView cluste
     TRY_STATUS(fromRocks(batch.Delete(_catalog, keys::rewriteMarkerKey(info->id)), "delete"));
     TRY_STATUS(writeSync(&batch));
     {
-        std::lock_guard lock(_catalogMutex);
+        MutexLock lock(_catalogMutex);
         _byNs[info->ns()] = info;
         _byId.erase(coll->id);
         _byId[info->id] = info;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/log.h"
+#include "base/mutex.h"
 #include "bson/bson_builder.h"
 #include "storage/index_plan.h"
 #include "storage/key_format.h"
@@ -57,7 +58,7 @@ std::optional<std::string> RocksTransaction::doomedBecause() const {
 
 RocksTransaction::Fenced RocksTransaction::fence(
     const std::function<bool(const CollectionInfo&)>& affects, const std::string& reason) {
-    std::lock_guard lk(_endMutex);
+    MutexLock lk(_endMutex);
     if (_ended) return Fenced::kUnaffected;
     bool writes = false;
     for (const auto& [id, w] : _writers) writes = writes || affects(w->collection());
@@ -71,7 +72,7 @@ RocksTransaction::Fenced RocksTransaction::fence(
 }
 
 StatusWith<CollectionWriter*> RocksTransaction::writer(const CollectionPtr& coll) {
-    std::lock_guard lk(_endMutex);
+    MutexLock lk(_endMutex);
     return writerLocked(coll);
 }
 
@@ -89,7 +90,7 @@ StatusWith<CollectionWriter*> RocksTransaction::writerLocked(const CollectionPtr
 
 StatusWith<CollectionPtr> RocksTransaction::createCollection(std::string_view ns,
                                                              bson::BsonView options) {
-    std::lock_guard lk(_endMutex);
+    MutexLock lk(_endMutex);
     if (_ended) return Status(ErrorCodes::NoSuchTransaction, "the transaction has ended");
     TRY_STATUS(checkNotDoomed());
     if (_created.count(ns)) {
@@ -118,7 +119,7 @@ std::vector<CollectionPtr> RocksTransaction::createdList() const {
 
 StatusWith<Engine::CreateIndexesResult> RocksTransaction::createIndexes(
     const CollectionPtr& coll, std::vector<IndexSpec> specs) {
-    std::lock_guard lk(_endMutex);
+    MutexLock lk(_endMutex);
     if (_ended) return Status(ErrorCodes::NoSuchTransaction, "the transaction has ended");
     TRY_STATUS(checkNotDoomed());
     auto created = _created.find(coll->ns());
@@ -181,7 +182,7 @@ void RocksTransaction::recordWrite(const CollectionPtr& coll,
 
 StatusWith<Timestamp> RocksTransaction::commit(
     const std::vector<std::pair<std::string, std::string>>& sideRecords, const WriteOptions& opts) {
-    std::lock_guard lk(_endMutex);
+    MutexLock lk(_endMutex);
     if (_ended) return Status(ErrorCodes::NoSuchTransaction, "the transaction has ended");
     if (_prepareTs) {
         return Status(ErrorCodes::InvalidOptions,
@@ -199,7 +200,7 @@ StatusWith<Timestamp> RocksTransaction::commit(
 }
 
 Status RocksTransaction::addSideRecord(std::string key, std::string value) {
-    std::lock_guard lk(_endMutex);
+    MutexLock lk(_endMutex);
     if (_ended || _prepareTs) {
         return Status(ErrorCodes::NoSuchTransaction,
                       "the transaction has ended or is prepared: it takes no more writes");
@@ -211,7 +212,7 @@ Status RocksTransaction::addSideRecord(std::string key, std::string value) {
 }
 
 void RocksTransaction::onAbort(std::function<void()> fn) {
-    std::unique_lock lk(_endMutex);
+    UniqueLock lk(_endMutex);
     if (!_ended) {
         _onAbort.push_back(std::move(fn));
         return;
@@ -223,7 +224,7 @@ void RocksTransaction::onAbort(std::function<void()> fn) {
 
 StatusWith<Timestamp> RocksTransaction::prepare(const std::string& recordKey, bson::BsonView meta,
                                                 bool synced) {
-    std::lock_guard lk(_endMutex);
+    MutexLock lk(_endMutex);
     if (_ended) return Status(ErrorCodes::NoSuchTransaction, "the transaction has ended");
     if (_prepareTs) return *_prepareTs;
     if (Status doomed = checkNotDoomed(); !doomed.isOK()) {
@@ -417,7 +418,7 @@ StatusWith<std::unique_ptr<RocksTransaction>> RocksTransaction::recover(
 StatusWith<Timestamp> RocksTransaction::commitPrepared(
     Timestamp commitTs, const std::vector<std::pair<std::string, std::string>>& sideRecords,
     const WriteOptions& opts) {
-    std::lock_guard lk(_endMutex);
+    MutexLock lk(_endMutex);
     if (_ended) return Status(ErrorCodes::NoSuchTransaction, "the transaction has ended");
     if (!_prepareTs) {
         if (_writes.empty() && _sideRecords.empty() && sideRecords.empty()) {
@@ -497,7 +498,7 @@ StatusWith<Timestamp> RocksTransaction::writeCommit(
         if (s.ok()) {
             rocksdb::WriteOptions wo;
             wo.sync = opts.sync;
-            s = _engine->db()->Write(wo, &out);
+            s = _engine->write(wo, &out);
         }
         visibility.endCommit(ticket);
     }
@@ -518,7 +519,7 @@ StatusWith<Timestamp> RocksTransaction::writeCommit(
 }
 
 void RocksTransaction::abort() {
-    std::lock_guard lk(_endMutex);
+    MutexLock lk(_endMutex);
     abortLocked();
 }
 

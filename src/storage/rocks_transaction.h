@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "storage/rocks_collection_writer.h"
 #include "storage/transaction.h"
 #include "storage/visibility.h"
@@ -48,6 +49,9 @@ class RocksTransaction final : public Transaction {
 
     Timestamp readTimestamp() const override { return _readTs; }
     std::unique_ptr<ReadSnapshot> snapshot() override;
+    void bindPrepareReads(std::shared_ptr<PrepareReads> reads) override {
+        if (_overlay->prepared) _overlay->prepared->bind(std::move(reads));
+    }
     StatusWith<CollectionWriter*> writer(const CollectionPtr& coll) override;
     bool hasWrites() const override {
         return !_writes.empty() || !_created.empty() || !_sideRecords.empty();
@@ -156,7 +160,7 @@ class RocksTransaction final : public Transaction {
 
     // Serializes the ends of the transaction (commit, prepare, abort) and its new writers with a
     // fence, which may run on another thread.
-    std::mutex _endMutex;
+    Mutex _endMutex;
     std::atomic<bool> _doomed{false};
     std::string _doomReason;  // set before _doomed
 };

@@ -2,6 +2,7 @@
 // one transaction, published by its commit's batch, forgotten by its abort. See
 // RocksEngine::reserveCollection and README.md "DDL inside a transaction".
 
+#include "base/mutex.h"
 #include "storage/catalog_codec.h"
 #include "storage/key_format.h"
 #include "storage/rocks_engine.h"
@@ -13,9 +14,9 @@ StatusWith<CollectionPtr> RocksEngine::reserveCollection(std::string_view ns,
     TRY_STATUS(validateNamespace(ns));
     // Serialized with plain DDL, so that a plain create sees the reservation or the reservation
     // sees the created collection.
-    std::lock_guard ddl(_ddlMutex);
+    MutexLock ddl(_ddlMutex);
     auto info = newCollectionInfo(ns, options);
-    std::lock_guard lock(_catalogMutex);
+    MutexLock lock(_catalogMutex);
     if (_byNs.count(ns)) {
         return Status(ErrorCodes::NamespaceExists,
                       "Collection " + std::string(ns) + " already exists.");
@@ -35,12 +36,11 @@ StatusWith<CollectionPtr> RocksEngine::reserveCollection(std::string_view ns,
 }
 
 void RocksEngine::updateReserved(CollectionPtr info) {
-    std::lock_guard lock(_catalogMutex);
+    MutexLock lock(_catalogMutex);
     _byId[info->id] = std::move(info);
 }
 
-bool RocksEngine::claimNamespaceFromTransactions(std::string_view ns,
-                                                 std::unique_lock<std::mutex>& lock) {
+bool RocksEngine::claimNamespaceFromTransactions(std::string_view ns, UniqueLock& lock) {
     for (;;) {
         auto it = _reserved.find(ns);
         if (it == _reserved.end()) break;
@@ -58,7 +58,7 @@ bool RocksEngine::claimNamespaceFromTransactions(std::string_view ns,
 Status RocksEngine::beginPublishingReserved(const std::vector<CollectionPtr>& created,
                                             rocksdb::WriteBatch* batch) {
     {
-        std::lock_guard lock(_catalogMutex);
+        MutexLock lock(_catalogMutex);
         for (const CollectionPtr& coll : created) {
             auto it = _reserved.find(coll->ns());
             if (it == _reserved.end() || it->second.collId != coll->id ||
@@ -87,7 +87,7 @@ Status RocksEngine::beginPublishingReserved(const std::vector<CollectionPtr>& cr
 
 void RocksEngine::publishReserved(const std::vector<CollectionPtr>& created) {
     {
-        std::lock_guard lock(_catalogMutex);
+        MutexLock lock(_catalogMutex);
         for (const CollectionPtr& coll : created) {
             CollectionPtr current = byIdLocked(coll->id);
             if (!current) continue;
@@ -100,7 +100,7 @@ void RocksEngine::publishReserved(const std::vector<CollectionPtr>& created) {
 
 void RocksEngine::releaseReserved(const std::vector<CollectionPtr>& created) {
     {
-        std::lock_guard lock(_catalogMutex);
+        MutexLock lock(_catalogMutex);
         for (const CollectionPtr& coll : created) {
             auto it = _reserved.find(coll->ns());
             if (it != _reserved.end() && it->second.collId == coll->id) _reserved.erase(it);

@@ -47,6 +47,9 @@ class Transaction {
     // it was opened). It may outlive the transaction; it then sees what the transaction had
     // written when it ended (never committed data newer than readTimestamp()).
     virtual std::unique_ptr<ReadSnapshot> snapshot() = 0;
+    // The statement whose reads these are from now on: its PrepareReads bounds every wait of
+    // the transaction's reads for a prepared transaction's decision (prepared_transactions.h).
+    virtual void bindPrepareReads(std::shared_ptr<PrepareReads> reads) = 0;
     // The transaction's writer of `coll`, owned by the transaction (one per collection, kept
     // until it ends). NamespaceNotFound if the collection was dropped, LockTimeout while DDL
     // holds or waits for it.

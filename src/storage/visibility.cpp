@@ -2,10 +2,12 @@
 
 #include <algorithm>
 
+#include "base/mutex.h"
+
 namespace tessera::storage {
 
 Timestamp VisibilityTracker::beginCommit() {
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     Timestamp ts = _clock->next();
     _inFlight.push_back({ts.value, false});
     return ts;
@@ -22,7 +24,7 @@ void VisibilityTracker::popFinishedLocked() {
 }
 
 void VisibilityTracker::endCommit(Timestamp ts) {
-    std::unique_lock lock(_mutex);
+    UniqueLock lock(_mutex);
     for (auto& f : _inFlight) {
         if (f.ts == ts.value) {
             f.done = true;
@@ -30,11 +32,13 @@ void VisibilityTracker::endCommit(Timestamp ts) {
         }
     }
     popFinishedLocked();
-    _cv.wait(lock, [&] { return _inFlight.empty() || _inFlight.front().ts > ts.value; });
+    _cv.wait(lock, [&]() REQUIRES(_mutex) {
+        return _inFlight.empty() || _inFlight.front().ts > ts.value;
+    });
 }
 
 Timestamp VisibilityTracker::readTimestamp(bool pin) {
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     Timestamp t = _inFlight.empty() ? _clock->current() : Timestamp{_inFlight.front().ts - 1};
     if (pin) _pins.insert(t.value);
     return t;
@@ -42,19 +46,21 @@ Timestamp VisibilityTracker::readTimestamp(bool pin) {
 
 void VisibilityTracker::waitUntilVisible(Timestamp at, bool pin) {
     _clock->advanceTo(at);
-    std::unique_lock lock(_mutex);
-    _cv.wait(lock, [&] { return _inFlight.empty() || _inFlight.front().ts > at.value; });
+    UniqueLock lock(_mutex);
+    _cv.wait(lock, [&]() REQUIRES(_mutex) {
+        return _inFlight.empty() || _inFlight.front().ts > at.value;
+    });
     if (pin) _pins.insert(at.value);
 }
 
 void VisibilityTracker::unpin(Timestamp ts) {
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     auto it = _pins.find(ts.value);
     if (it != _pins.end()) _pins.erase(it);
 }
 
 Timestamp VisibilityTracker::gcHorizon(uint32_t historyWindowSeconds) const {
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     Timestamp now = _clock->current();
     uint32_t secs = now.secs() > historyWindowSeconds ? now.secs() - historyWindowSeconds : 0;
     uint64_t horizon = Timestamp::fromParts(secs, 0).value;
@@ -64,7 +70,7 @@ Timestamp VisibilityTracker::gcHorizon(uint32_t historyWindowSeconds) const {
 }
 
 Timestamp VisibilityTracker::lastVisible() const {
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     return Timestamp{_lastVisible};
 }
 

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "base/hlc.h"
+#include "base/mutex.h"
 
 namespace tessera::storage {
 
@@ -48,14 +49,14 @@ class VisibilityTracker {
         uint64_t ts;
         bool done;
     };
-    void popFinishedLocked();
+    void popFinishedLocked() REQUIRES(_mutex);
 
     HybridLogicalClock* _clock;
-    mutable std::mutex _mutex;
-    std::condition_variable _cv;
-    std::deque<InFlight> _inFlight;  // ascending ts
-    std::multiset<uint64_t> _pins;
-    uint64_t _lastVisible = 0;
+    mutable Mutex _mutex;
+    CondVar _cv;
+    std::deque<InFlight> _inFlight GUARDED_BY(_mutex);  // ascending ts
+    std::multiset<uint64_t> _pins GUARDED_BY(_mutex);
+    uint64_t _lastVisible GUARDED_BY(_mutex) = 0;
 };
 
 // Releases a pin when destroyed.

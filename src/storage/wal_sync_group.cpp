@@ -1,9 +1,11 @@
 #include "storage/wal_sync_group.h"
 
+#include "base/mutex.h"
+
 namespace tessera::storage {
 
 Status WalSyncGroup::wait() {
-    std::unique_lock lock(_mutex);
+    UniqueLock lock(_mutex);
     ++_waiters;
     // The first sync to start from now on covers this waiter's writes.
     const uint64_t needed = _started + 1;
@@ -33,12 +35,12 @@ Status WalSyncGroup::wait() {
 }
 
 size_t WalSyncGroup::waiters() const {
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     return _waiters;
 }
 
 uint64_t WalSyncGroup::syncs() const {
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     return _finished;
 }
 

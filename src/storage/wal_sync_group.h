@@ -5,6 +5,7 @@
 #include <functional>
 #include <mutex>
 
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace tessera::storage {
@@ -31,14 +32,16 @@ class WalSyncGroup {
 
   private:
     std::function<Status()> _sync;
-    mutable std::mutex _mutex;
-    std::condition_variable _done;
-    bool _syncing = false;
-    size_t _waiters = 0;
-    uint64_t _started = 0;     // syncs started; sync n covers writes completed before it started
-    uint64_t _finished = 0;    // the newest finished sync
-    uint64_t _failedSync = 0;  // the newest sync that failed (0: none) and its error
-    Status _failure = Status::OK();
+    mutable Mutex _mutex;
+    CondVar _done;
+    bool _syncing GUARDED_BY(_mutex) = false;
+    size_t _waiters GUARDED_BY(_mutex) = 0;
+    // Syncs started; sync n covers writes completed before it started.
+    uint64_t _started GUARDED_BY(_mutex) = 0;
+    uint64_t _finished GUARDED_BY(_mutex) = 0;  // the newest finished sync
+    // The newest sync that failed (0: none) and its error.
+    uint64_t _failedSync GUARDED_BY(_mutex) = 0;
+    Status _failure GUARDED_BY(_mutex) = Status::OK();
 };
 
 }  // namespace tessera::storage

@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 
+#include "base/mutex.h"
 #include "bson/bson_builder.h"
 #include "command/exec/pipeline_stage_list.h"
 #include "command/exec/scan_stages.h"
@@ -12,8 +13,8 @@ namespace tessera::command::exec {
 
 namespace {
 
-std::mutex gMutex;
-std::map<std::string, int64_t>& sessions() {
+Mutex gMutex;
+std::map<std::string, int64_t>& sessions() REQUIRES(gMutex) {
     static auto* s = new std::map<std::string, int64_t>();
     return *s;
 }
@@ -29,17 +30,17 @@ void recordLocalSession(const std::string& lsid) {
     int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::system_clock::now().time_since_epoch())
                       .count();
-    std::lock_guard lock(gMutex);
+    MutexLock lock(gMutex);
     sessions()[lsid] = now;
 }
 
 void forgetLocalSession(const std::string& lsid) {
-    std::lock_guard lock(gMutex);
+    MutexLock lock(gMutex);
     sessions().erase(lsid);
 }
 
 std::vector<bson::BsonObj> listLocalSessions() {
-    std::lock_guard lock(gMutex);
+    MutexLock lock(gMutex);
     std::vector<bson::BsonObj> out;
     for (const auto& [id, lastUse] : sessions()) {
         bson::BsonBuilder b;

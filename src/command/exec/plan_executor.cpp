@@ -21,12 +21,20 @@ StatusWith<bool> PlanExecutor::next(const OperationContext& opCtx, WorkingMember
     }
     if (_eof) return false;
     auto start = std::chrono::steady_clock::now();
+    if (_ctx.snapshot && opCtx.prepareReads != _boundReads) {
+        // Another operation reads on (a getMore): its waits for prepared transactions.
+        _boundReads = opCtx.prepareReads;
+        _ctx.snapshot->bindPrepareReads(_boundReads);
+    }
     _ctx.opCtx = &opCtx;
     auto sw = _root->next(_ctx, out);
     _ctx.opCtx = nullptr;
     _elapsed += std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - start);
     if (!sw.isOK()) return sw;
+    // A read that met a prepared transaction it could not wait for found nothing there: the
+    // results are not to be trusted from that point on.
+    TRY_STATUS(opCtx.readConflict());
     if (!sw.getValue()) {
         _eof = true;
         return false;

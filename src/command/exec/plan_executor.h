@@ -44,6 +44,7 @@ class PlanExecutor {
 
   private:
     std::unique_ptr<storage::ReadSnapshot> _snapshotOwner;
+    std::shared_ptr<storage::PrepareReads> _boundReads;  // to the snapshot, of the current op
     ExecContext _ctx;
     std::unique_ptr<PlanStage> _root;
     std::string _ns;

@@ -163,6 +163,7 @@ StatusWith<std::optional<bson::BsonObj>> runPointLookup(OperationContext& opCtx,
                                                         std::string_view ns, bson::BsonElement id) {
     ASSIGN_OR_RETURN(std::shared_ptr<const OwnershipFilter> ownership, opCtx.ownershipFilter(ns));
     std::optional<storage::Record> rec = snapshot.findById(coll, id);
+    if (!rec) TRY_STATUS(opCtx.readConflict());
     if (!rec || (ownership && !ownership->owns(rec->doc))) return std::optional<bson::BsonObj>();
     return std::optional<bson::BsonObj>(std::move(rec->doc));
 }

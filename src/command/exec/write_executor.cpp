@@ -167,11 +167,16 @@ StatusWith<bson::BsonObj> buildUpsertDocument(const UpdateStatement& stmt) {
 
 namespace {
 
-// The version of target `t` to write from: the one the scan matched, else read from `snapshot`.
-std::optional<bson::BsonObj> targetVersion(Target& t, PlanExecutor* exec,
-                                           const storage::CollectionInfo& coll) {
+// The version of target `t` to write from: the one the scan matched, else read from `snapshot`
+// (nullopt: it vanished; never because of a prepared transaction the read could not wait for —
+// that is the operation's error).
+StatusWith<std::optional<bson::BsonObj>> targetVersion(const OperationContext& opCtx, Target& t,
+                                                       PlanExecutor* exec,
+                                                       const storage::CollectionInfo& coll) {
     if (t.doc || !exec) return std::move(t.doc);
-    return exec->snapshot()->findByRecordKey(coll, t.recordKey);
+    std::optional<bson::BsonObj> doc = exec->snapshot()->findByRecordKey(coll, t.recordKey);
+    if (!doc) TRY_STATUS(opCtx.readConflict());
+    return doc;
 }
 
 // After a WriteConflict on `recordKey`: its latest version if it still matches the statement's
@@ -283,9 +288,10 @@ Status executeUpdate(const OperationContext& opCtx, storage::CollectionWriter& w
             bool moves = false;
             for (Target& t : targets) {
                 TRY_STATUS(opCtx.checkForInterrupt());
-                auto doc =
-                    t.doc ? t.doc
-                          : exec->snapshot()->findByRecordKey(writer.collection(), t.recordKey);
+                std::optional<bson::BsonObj> doc = t.doc;  // a copy: the loop below takes it
+                if (!doc) {
+                    ASSIGN_OR_RETURN(doc, targetVersion(opCtx, t, exec.get(), writer.collection()));
+                }
                 if (!doc) continue;
                 query::ApplyContext ctx;
                 if (driver.usesPositional()) TRY_STATUS(positionalIndex(t.elemMatchKey, &ctx));
@@ -325,7 +331,8 @@ Status executeUpdate(const OperationContext& opCtx, storage::CollectionWriter& w
         bool vanished = false;
         for (Target& t : targets) {
             TRY_STATUS(opCtx.checkForInterrupt());
-            std::optional<bson::BsonObj> doc = targetVersion(t, exec.get(), writer.collection());
+            ASSIGN_OR_RETURN(std::optional<bson::BsonObj> doc,
+                             targetVersion(opCtx, t, exec.get(), writer.collection()));
             if (!doc) {
                 vanished = true;
                 continue;
@@ -407,7 +414,8 @@ Status executeDelete(const OperationContext& opCtx, storage::CollectionWriter& w
         bool vanished = false;
         for (Target& t : targets) {
             TRY_STATUS(opCtx.checkForInterrupt());
-            std::optional<bson::BsonObj> doc = targetVersion(t, exec.get(), writer.collection());
+            ASSIGN_OR_RETURN(std::optional<bson::BsonObj> doc,
+                             targetVersion(opCtx, t, exec.get(), writer.collection()));
             std::optional<std::string> ignored;
             for (int attempt = 0; doc; ++attempt) {
                 auto sw = writer.remove(t.recordKey, *doc, wopts);
