@@ -10,19 +10,20 @@
 #include <thread>
 
 #include "base/log.h"
+#include "base/mutex.h"
 #include "cli/serve_options.h"
 #include "command/cursor_manager.h"
 #include "command/registry.h"
+#include "command/retryable_write_hooks.h"
 #include "command/service_entry_point.h"
-#include "command/transactions.h"
 #include "config/config_server.h"
 #include "net/server.h"
 #include "router/router.h"
 #include "router/transaction_router.h"
 #include "shard/sharding_state.h"
 #include "storage/engine.h"
-#include "txn/retryable_write_hooks.h"
 #include "txn/session_records.h"
+#include "txn/session_transactions.h"
 
 namespace tessera::cli {
 namespace {
@@ -41,7 +42,7 @@ class CursorReaper {
   public:
     explicit CursorReaper(command::CursorManager& cursors)
         : _thread([this, &cursors] {
-              std::unique_lock lock(_mutex);
+              UniqueLock lock(_mutex);
               while (!_stop) {
                   _wake.wait_for(lock, std::chrono::seconds(5));
                   if (_stop) break;
@@ -52,7 +53,7 @@ class CursorReaper {
           }) {}
     ~CursorReaper() {
         {
-            std::lock_guard lock(_mutex);
+            MutexLock lock(_mutex);
             _stop = true;
         }
         _wake.notify_all();
@@ -60,9 +61,9 @@ class CursorReaper {
     }
 
   private:
-    std::mutex _mutex;
-    std::condition_variable _wake;
-    bool _stop = false;
+    Mutex _mutex;
+    CondVar _wake;
+    bool _stop GUARDED_BY(_mutex) = false;
     std::thread _thread;
 };
 
@@ -123,19 +124,20 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
     service.replSetName = opts.replSet;
     command::ServiceEntryPoint entryPoint(service);
     // A one-member replica set: transactions, and retryable writes recorded per session
-    // (txn::RetryableWriteHooks: each statement's record in its write's batch, src/txn/README.md).
-    std::unique_ptr<command::SessionTransactions> transactions;
-    std::unique_ptr<txn::RetryableWriteHooks> retryableWrites;
+    // (command::RetryableWriteHooks: each statement's record in its write's batch,
+    // src/txn/README.md).
+    std::unique_ptr<txn::SessionTransactions> transactions;
+    std::unique_ptr<command::RetryableWriteHooks> retryableWrites;
     if (role == "shard") {
         // A shard takes part in its routers' transactions (participant mode, set up with its
         // sharding state below).
-        transactions = std::make_unique<command::SessionTransactions>(engine.get());
+        transactions = std::make_unique<txn::SessionTransactions>(engine.get());
         service.transactions = transactions.get();
     }
     if (!opts.replSet.empty()) {
-        transactions = std::make_unique<command::SessionTransactions>(engine.get());
+        transactions = std::make_unique<txn::SessionTransactions>(engine.get());
         service.transactions = transactions.get();
-        retryableWrites = std::make_unique<txn::RetryableWriteHooks>(
+        retryableWrites = std::make_unique<command::RetryableWriteHooks>(
             service, [&entryPoint](std::string_view db, const bson::BsonObj& cmd) {
                 bson::BsonObj reply = entryPoint.runCommand(db, cmd, nullptr);
                 if (reply["ok"].trueValue()) return Status::OK();

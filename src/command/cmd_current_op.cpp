@@ -8,8 +8,8 @@
 #include "command/current_op.h"
 #include "command/generic_args.h"
 #include "command/registry.h"
-#include "command/transactions.h"
 #include "query/matcher.h"
+#include "txn/session_transactions.h"
 
 namespace tessera::command {
 
@@ -82,7 +82,8 @@ class CurrentOpCommand final : public Command {
     bool adminOnly() const override { return true; }
     Status run(OperationContext& opCtx, const CommandRequest& request,
                bson::BsonBuilder& reply) override {
-        SessionTransactions* transactions = opCtx.service ? opCtx.service->transactions : nullptr;
+        txn::SessionTransactions* transactions =
+            opCtx.service ? opCtx.service->transactions : nullptr;
         if (!transactions) {
             return Status(ErrorCodes::CommandNotFound,
                           "currentOp lists transactions, migrations and range deletions; this "

@@ -6,6 +6,7 @@
 #include "command/opcounters.h"
 #include "command/registry.h"
 #include "command/server_info.h"
+#include "txn/logical_sessions.h"
 
 namespace tessera::command {
 namespace {
@@ -67,7 +68,7 @@ class HelloCommand : public Command {
         reply.appendInt32("maxMessageSizeBytes", kMaxMessageSizeBytes);
         reply.appendInt32("maxWriteBatchSize", kMaxWriteBatchSize);
         reply.appendDate("localTime", wallClockMillis());
-        reply.appendInt32("logicalSessionTimeoutMinutes", kLogicalSessionTimeoutMinutes);
+        reply.appendInt32("logicalSessionTimeoutMinutes", txn::kLogicalSessionTimeoutMinutes);
         reply.appendInt64("connectionId", opCtx.client ? opCtx.client->connectionId : 0);
         reply.appendInt32("minWireVersion", kMinWireVersion);
         reply.appendInt32("maxWireVersion", kMaxWireVersion);

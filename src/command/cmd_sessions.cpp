@@ -4,11 +4,14 @@
 #include <cstring>
 #include <random>
 
+#include "base/mutex.h"
 #include "command/registry.h"
 #include "command/reply_util.h"
+#include "command/router_transaction_hooks.h"
 #include "command/server_info.h"
-#include "command/transactions.h"
 #include "storage/engine.h"
+#include "txn/logical_sessions.h"
+#include "txn/session_transactions.h"
 
 namespace tessera::command {
 namespace {
@@ -16,7 +19,7 @@ namespace {
 // Aborts the unfinished transactions of the sessions in `ids` ([{id: UUID}, ...]).
 void endTransactionsOf(OperationContext& opCtx, bson::BsonElement ids) {
     if (!opCtx.service || !ids.isArray()) return;
-    SessionTransactions* node = opCtx.service->transactions;
+    txn::SessionTransactions* node = opCtx.service->transactions;
     RouterTransactionHooks* router = opCtx.service->routerTransactions;
     if (!node && !router) return;
     for (bson::BsonElement e : ids.objValue()) {
@@ -48,7 +51,7 @@ class EndTransactionCommand : public Command {
         if (!opCtx.transactionSession) {
             return Status(ErrorCodes::NoSuchTransaction, "no transaction is in progress");
         }
-        if (!_commit) return SessionTransactions::abort(*opCtx.transactionSession);
+        if (!_commit) return txn::SessionTransactions::abort(*opCtx.transactionSession);
         std::optional<Timestamp> commitTs;
         if (bson::BsonElement ts = request.body["commitTimestamp"]; !ts.eoo()) {
             if (!opCtx.service->transactions->participantMode()) {
@@ -80,7 +83,7 @@ class EndTransactionCommand : public Command {
 // prepareTransaction {coordinator: {shard, host}, notifyCoordinatorWhenDurable?} (internal: a
 // shard's part of a router's two-phase commit): the storage transaction stops taking writes and
 // is prepared, durably before the reply — or, with notifyCoordinatorWhenDurable, written only
-// and synced after the reply, then the coordinator is told (SessionTransactions::
+// and synced after the reply, then the coordinator is told (txn::SessionTransactions::
 // preparedUnsynced); the reply's prepareTimestamp is what the coordinator takes the maximum of.
 // The coordinator is recorded with the prepared transaction: the participant asks it for a
 // decision that is late.
@@ -98,7 +101,7 @@ class PrepareTransactionCommand : public Command {
         if (!opCtx.transactionSession) {
             return Status(ErrorCodes::NoSuchTransaction, "no transaction is in progress");
         }
-        SessionTransactions::Coordinator coordinator;
+        txn::SessionTransactions::Coordinator coordinator;
         if (bson::BsonElement c = request.body["coordinator"]; !c.eoo()) {
             if (!c.isObject() || c.objValue()["shard"].type() != bson::BsonType::String ||
                 c.objValue()["host"].type() != bson::BsonType::String) {
@@ -112,27 +115,28 @@ class PrepareTransactionCommand : public Command {
         // the coordinator told then (its decision waits for that: src/txn/README.md "Staged
         // commit").
         const bool notify = request.body["notifyCoordinatorWhenDurable"].trueValue();
-        SessionTransactions& transactions = *opCtx.service->transactions;
+        txn::SessionTransactions& transactions = *opCtx.service->transactions;
         if (notify && (coordinator.host.empty() || !transactions.preparedUnsynced())) {
             return Status(ErrorCodes::InvalidOptions,
                           "notifyCoordinatorWhenDurable needs a coordinator and a shard that "
                           "notifies it");
         }
-        TransactionSession& session = *opCtx.transactionSession;
-        ASSIGN_OR_RETURN(Timestamp ts, SessionTransactions::prepare(session, coordinator, !notify));
-        const bool prepared = session.state == TransactionState::kPrepared;
+        txn::TransactionSession& session = *opCtx.transactionSession;
+        ASSIGN_OR_RETURN(Timestamp ts,
+                         txn::SessionTransactions::prepare(session, coordinator, !notify));
+        const bool prepared = session.state == txn::TransactionState::kPrepared;
         if (prepared && notify) {
             transactions.preparedUnsynced()(session.lsid, session.txnNumber, coordinator, ts);
         } else if (prepared && !session.prepareSynced) {
             // Prepared unsynced earlier (or recovered after a restart): whoever asks for a
             // synced prepare — a resolution of the staged commit — counts on it being durable.
             TRY_STATUS(opCtx.service->engine->syncWal());
-            std::lock_guard lk(session.stateMutex);
+            MutexLock lk(session.stateMutex);
             session.prepareSynced = true;
         }
         reply.appendTimestamp("prepareTimestamp", ts.value);
         // A participant without writes finished at its prepare: the coordinator skips it.
-        reply.appendBool("readOnly", session.state == TransactionState::kCommitted);
+        reply.appendBool("readOnly", session.state == txn::TransactionState::kCommitted);
         return Status::OK();
     }
 };
@@ -188,7 +192,7 @@ class StartSessionCommand : public Command {
         reply.startObject("id");
         appendUuid(reply, "id", uuid);
         reply.end();
-        reply.appendInt32("timeoutMinutes", kLogicalSessionTimeoutMinutes);
+        reply.appendInt32("timeoutMinutes", txn::kLogicalSessionTimeoutMinutes);
         return Status::OK();
     }
 };

@@ -176,7 +176,7 @@ Status checkReadConcern(BsonView body, const Command& command, ReadConcernLevel*
     return Status::OK();
 }
 
-Status checkWriteConcern(BsonView body) {
+Status checkWriteConcern(BsonView body, bool replicaSetMember) {
     BsonElement wc = body["writeConcern"];
     if (wc.eoo() || wc.isNull()) return Status::OK();
     if (wc.type() != BsonType::Object) {
@@ -191,12 +191,11 @@ Status checkWriteConcern(BsonView body) {
                 if (e.numberLong() < 0) {
                     return Status(ErrorCodes::FailedToParse, "w cannot be a negative value");
                 }
-                if (e.numberLong() > 1) {
+                if (e.numberLong() > 1 && !replicaSetMember) {
                     return Status(
                         ErrorCodes::UnsatisfiableWriteConcern,
                         "Not enough data-bearing nodes: w: " + std::to_string(e.numberLong()) +
-                            " asks for more members than a Tessera process has (one; "
-                            "replication is not implemented yet)");
+                            " asks for more members than a standalone has (one)");
                 }
             } else if (e.type() == BsonType::String) {
                 if (e.stringValue() != "majority") {
@@ -339,10 +338,25 @@ bool takesReadConcern(std::string_view name) {
     return name == "find" || name == "aggregate" || name == "count" || name == "distinct";
 }
 
+std::optional<bson::BsonObj> unsatisfiableWriteConcernError(BsonView body) {
+    BsonElement wc = body["writeConcern"];
+    if (!wc.isObject()) return std::nullopt;
+    BsonElement w = wc.objValue()["w"];
+    if (!w.isNumber() || w.numberLong() <= 1) return std::nullopt;
+    bson::BsonBuilder b;
+    b.appendInt32("code", static_cast<int>(ErrorCodes::UnsatisfiableWriteConcern));
+    b.append("codeName", codeName(static_cast<int>(ErrorCodes::UnsatisfiableWriteConcern)));
+    b.append("errmsg", "Not enough data-bearing nodes: w: " + std::to_string(w.numberLong()) +
+                           " asks for more members than this replica set has (one; replication "
+                           "is not implemented yet)");
+    return b.obj();
+}
+
 Status checkGenericArguments(const CommandRequest& request, const Command& command,
-                             ClusterRole role, ReadConcernLevel* readConcern,
-                             bool transactionStatement, bool gossipsClusterTime,
-                             bool snapshotReads) {
+                             const GenericArgsRules& rules, bool transactionStatement,
+                             ReadConcernLevel* readConcern) {
+    const ClusterRole role = rules.role;
+    const bool gossipsClusterTime = rules.gossipsClusterTime;
     *readConcern = ReadConcernLevel::kLocal;
     BsonView body = request.body;
     for (BsonElement e : body) {
@@ -371,9 +385,10 @@ Status checkGenericArguments(const CommandRequest& request, const Command& comma
     TRY_STATUS(checkApiParameters(body, command));
     // A transaction's read concern is the transaction's (service_entry_point.cpp checks it).
     if (!transactionStatement) {
-        TRY_STATUS(checkReadConcern(body, command, readConcern, gossipsClusterTime, snapshotReads));
+        TRY_STATUS(
+            checkReadConcern(body, command, readConcern, gossipsClusterTime, rules.snapshotReads));
     }
-    TRY_STATUS(checkWriteConcern(body));
+    TRY_STATUS(checkWriteConcern(body, rules.replicaSetMember));
     if (role == ClusterRole::kRouter) TRY_STATUS(checkReadPreference(body));
     return Status::OK();
 }

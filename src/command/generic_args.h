@@ -48,29 +48,47 @@ bool takesReadConcern(std::string_view commandName);
 // writeConcernMajorityJournalDefault).
 bool writeConcernWaitsForJournal(bson::BsonView body);
 
-// Checks the generic arguments of `request` for `command` on a process of `role`, before
-// anything runs:
+// What a process's role lets the generic arguments of its requests ask for (RolePolicy).
+struct GenericArgsRules {
+    ClusterRole role = ClusterRole::kStandalone;
+    // Replies carry the cluster time, and $clusterTime / afterClusterTime are taken.
+    bool gossipsClusterTime = false;
+    // readConcern {level: "snapshot"} outside a transaction (the process has a cluster time).
+    bool snapshotReads = false;
+    // A member of a replica set (a --replSet node, a shard, the config server, a router in
+    // front of shards) runs a write whose `w` asks for more members than it has and reports
+    // writeConcernError UnsatisfiableWriteConcern, as MongoDB's primary does; a standalone
+    // refuses it before it runs.
+    bool replicaSetMember = false;
+};
+
+// Checks the generic arguments of `request` for `command` under `rules`, before anything runs:
 //  - kShardOnly fields anywhere but on a shard, and kRefused fields: InvalidOptions (72), or
 //    the feature's own error;
 //  - apiVersion must be "1" (APIVersionError 322); apiStrict / apiDeprecationErrors need it
 //    (4886600); apiStrict: true refuses commands outside API version 1 (APIStrictError 323);
-//  - readConcern: level local, available, majority or linearizable (majority and linearizable
-//    only on the reads of takesReadConcern); where the process has a cluster time
-//    (`snapshotReads`: a --replSet node, a shard, a router) also snapshot, with an optional
+//  - readConcern (not for a transaction's statement, whose read concern is the transaction's):
+//    level local, available, majority or linearizable (majority and linearizable only on the
+//    reads of takesReadConcern); with `snapshotReads` also snapshot, with an optional
 //    atClusterTime, on the reads of takesSnapshotReadConcern (elsewhere InvalidOptions; on
 //    getMore and killCursors it is what the cursor does already: level local);
 //    afterClusterTime only where it gossips cluster time; afterOpTime is refused;
-//  - writeConcern: w 0, 1 or "majority" (every process is a one-member set: majority is this
-//    process, journaled), j, fsync, wtimeout; w > 1 is UnsatisfiableWriteConcern (100), a tag
-//    UnknownReplWriteConcern (79), an unknown field 40415;
+//  - writeConcern: w a number, or "majority" (every process is a one-member set: majority is
+//    this process, journaled), j, fsync, wtimeout; w > 1 runs and reports
+//    unsatisfiableWriteConcernError() on a replica set member, and is UnsatisfiableWriteConcern
+//    (100) on a standalone; a tag UnknownReplWriteConcern (79), an unknown field 40415;
 //  - $readPreference (or the legacy $queryOptions.$readPreference), on a router: every shard is
 //    one member, its primary, so "secondary" (and "nearest" with tags no primary has) cannot be
 //    satisfied: FailedToSatisfyReadPreference (133). A standalone, a shard or the config server
 //    ignores it as mongod does.
 // On success `*readConcern` is the level asked for (local when none).
 Status checkGenericArguments(const CommandRequest& request, const Command& command,
-                             ClusterRole role, ReadConcernLevel* readConcern,
-                             bool transactionStatement = false, bool gossipsClusterTime = false,
-                             bool snapshotReads = false);
+                             const GenericArgsRules& rules, bool transactionStatement,
+                             ReadConcernLevel* readConcern);
+
+// The writeConcernError a one-member replica set reports after running a command whose
+// writeConcern asks for more members than one ({code: 100, codeName, errmsg}, as MongoDB's
+// "Not enough data-bearing nodes"), or nullopt when the write concern can be met.
+std::optional<bson::BsonObj> unsatisfiableWriteConcernError(bson::BsonView body);
 
 }  // namespace tessera::command

@@ -1,4 +1,4 @@
-#include "txn/retryable_write_record.h"
+#include "command/retryable_write_record.h"
 
 #include <memory>
 #include <string>
@@ -10,10 +10,9 @@
 #include "query/matcher.h"
 #include "txn/session_records.h"
 
-namespace tessera::txn {
+namespace tessera::command {
 namespace {
 
-using command::CommandRequest;
 using Op = storage::WriteObserver::Op;
 
 // What cmd_find_and_modify.cpp answers, rebuilt from the one write it made. Must stay in step
@@ -22,24 +21,24 @@ using Op = storage::WriteObserver::Op;
 struct FindAndModifyArgs {
     bool remove = false;
     bool returnNew = false;
-    std::shared_ptr<command::exec::ProjectionStage::Fn> projection;  // null: no `fields`
+    std::shared_ptr<exec::ProjectionStage::Fn> projection;  // null: no `fields`
 };
 
 std::optional<FindAndModifyArgs> parseFindAndModify(const CommandRequest& request) {
     bson::BsonView body = request.body;
     FindAndModifyArgs args;
-    auto remove = command::boolArgument(body["remove"], "findAndModify");
-    auto returnNew = command::boolArgument(body["new"], "findAndModify");
-    auto fields = command::optionalObject(body, "fields", "findAndModify");
+    auto remove = boolArgument(body["remove"], "findAndModify");
+    auto returnNew = boolArgument(body["new"], "findAndModify");
+    auto fields = optionalObject(body, "fields", "findAndModify");
     // Invalid arguments fail the command before any write: no scope needed.
     if (!remove.isOK() || !returnNew.isOK() || !fields.isOK()) return std::nullopt;
     args.remove = remove.getValue();
     args.returnNew = returnNew.getValue();
     if (!fields.getValue().isEmpty()) {
-        auto projection = command::exec::makeProjection(fields.getValue());
+        auto projection = exec::makeProjection(fields.getValue());
         if (!projection.isOK()) return std::nullopt;
         args.projection =
-            std::make_shared<command::exec::ProjectionStage::Fn>(std::move(projection.getValue()));
+            std::make_shared<exec::ProjectionStage::Fn>(std::move(projection.getValue()));
     }
     return args;
 }
@@ -67,7 +66,7 @@ bson::BsonObj findAndModifyReply(const FindAndModifyArgs& args, Op op, bson::Bso
     if (value && args.projection) {
         auto sw = (*args.projection)(*value, query::MatchDetails{});
         // The command fails after its write with this error: that is its reply.
-        if (!sw.isOK()) return command::errorReply(sw.getStatus());
+        if (!sw.isOK()) return errorReply(sw.getStatus());
         projected = std::move(sw.getValue());
         value = *projected;
     }
@@ -82,10 +81,10 @@ bson::BsonObj findAndModifyReply(const FindAndModifyArgs& args, Op op, bson::Bso
 
 }  // namespace
 
-std::optional<command::StatementResult> StatementRecorder::executed(int32_t stmtId) const {
+std::optional<StatementResult> StatementRecorder::executed(int32_t stmtId) const {
     std::optional<bson::BsonObj> result = _executed.find(stmtId);
     if (!result) return std::nullopt;
-    return command::StatementResult::fromBson(*result);
+    return StatementResult::fromBson(*result);
 }
 
 void StatementRecorder::beginStatement(int32_t stmtId, Kind kind, bool recordable) {
@@ -106,7 +105,7 @@ void StatementRecorder::onWrite(const storage::CollectionInfo&, Op op, bson::Bso
                                 bson::BsonView after,
                                 std::vector<std::pair<std::string, std::string>>* out) {
     if (!_current || !_current->recordable) return;
-    command::StatementResult r;
+    StatementResult r;
     r.n = 1;
     if (_current->kind == Kind::kUpdate) {
         r.nModified = op == Op::kUpdate ? 1 : 0;
@@ -120,16 +119,16 @@ void StatementRecorder::onWrite(const storage::CollectionInfo&, Op op, bson::Bso
     // that committed.
     _current->result = r.toBson();
     out->emplace_back(
-        statementRecordKey(_lsid, _current->stmtId),
+        txn::statementRecordKey(_lsid, _current->stmtId),
         txn::statementRecordValue(_lsid, _txnNumber, _current->stmtId, *_current->result));
 }
 
 void FindAndModifyRecorder::onWrite(const storage::CollectionInfo&, Op op, bson::BsonView before,
                                     bson::BsonView after,
                                     std::vector<std::pair<std::string, std::string>>* out) {
-    out->emplace_back(
-        statementRecordKey(_lsid, kWholeCommand),
-        txn::statementRecordValue(_lsid, _txnNumber, kWholeCommand, _reply(op, before, after)));
+    out->emplace_back(txn::statementRecordKey(_lsid, txn::kWholeCommand),
+                      txn::statementRecordValue(_lsid, _txnNumber, txn::kWholeCommand,
+                                                _reply(op, before, after)));
 }
 
 bson::BsonObj replayedWholeReply(const bson::BsonObj& recorded) {
@@ -151,4 +150,4 @@ std::unique_ptr<FindAndModifyRecorder> findAndModifyRecorder(const CommandReques
         });
 }
 
-}  // namespace tessera::txn
+}  // namespace tessera::command

@@ -14,29 +14,29 @@
 #include "storage/write_observer.h"
 #include "txn/transaction_table.h"
 
-namespace tessera::txn {
+namespace tessera::command {
 
 // The per-statement state of one retryable insert/update/delete on a shard: the operation's
-// command::RetryableStatements (which statements an earlier attempt of the same txnNumber
+// RetryableStatements (which statements an earlier attempt of the same txnNumber
 // executed) and the write-unit observer that records each statement it executes in the
 // statement's own document write batch (statementRecordKey), so the write and the proof
 // that it ran are durable together: a crash in between cannot make a retry apply it twice.
-class StatementRecorder final : public command::RetryableStatements, public storage::WriteObserver {
+class StatementRecorder final : public RetryableStatements, public storage::WriteObserver {
   public:
-    StatementRecorder(std::string lsid, int64_t txnNumber, ExecutedView executed)
+    StatementRecorder(std::string lsid, int64_t txnNumber, txn::ExecutedView executed)
         : _lsid(std::move(lsid)), _txnNumber(txnNumber), _executed(std::move(executed)) {}
 
-    std::optional<command::StatementResult> executed(int32_t stmtId) const override;
+    std::optional<StatementResult> executed(int32_t stmtId) const override;
     void beginStatement(int32_t stmtId, Kind kind, bool recordable) override;
     void endStatement(const Status& outcome) override;
     void onWrite(const storage::CollectionInfo&, Op op, bson::BsonView before, bson::BsonView after,
                  std::vector<std::pair<std::string, std::string>>* out) override;
 
     // The statements this attempt executed and recorded (for TransactionTable::finish).
-    const ExecutedStatements& newlyExecuted() const { return _new; }
+    const txn::ExecutedStatements& newlyExecuted() const { return _new; }
     // Its single-document statements answered with WouldChangeOwningShard: their router moves
     // the document and records them (TransactionTable::finish's `moving`).
-    const std::vector<StmtId>& moving() const { return _moving; }
+    const std::vector<txn::StmtId>& moving() const { return _moving; }
 
   private:
     struct Current {
@@ -47,9 +47,9 @@ class StatementRecorder final : public command::RetryableStatements, public stor
     };
     std::string _lsid;
     int64_t _txnNumber;
-    ExecutedView _executed;  // by earlier attempts
-    ExecutedStatements _new;
-    std::vector<StmtId> _moving;
+    txn::ExecutedView _executed;  // by earlier attempts
+    txn::ExecutedStatements _new;
+    std::vector<txn::StmtId> _moving;
     std::optional<Current> _current;
 };
 
@@ -76,7 +76,7 @@ bson::BsonObj replayedWholeReply(const bson::BsonObj& recorded);
 
 // The recorder of a retryable findAndModify, or nullptr when its arguments do not parse (the
 // command then fails before any write).
-std::unique_ptr<FindAndModifyRecorder> findAndModifyRecorder(const command::CommandRequest& request,
+std::unique_ptr<FindAndModifyRecorder> findAndModifyRecorder(const CommandRequest& request,
                                                              std::string lsid, int64_t txnNumber);
 
-}  // namespace tessera::txn
+}  // namespace tessera::command

@@ -17,6 +17,5 @@ constexpr std::string_view kTesseraVersion = "0.1.0";
 constexpr int kMaxBsonObjectSize = 16 * 1024 * 1024;
 constexpr int kMaxMessageSizeBytes = 48'000'000;
 constexpr int kMaxWriteBatchSize = 100'000;
-constexpr int kLogicalSessionTimeoutMinutes = 30;
 
 }  // namespace tessera::command

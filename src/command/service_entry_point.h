@@ -6,11 +6,12 @@
 
 namespace tessera::command {
 
-// The command layer's entry: turns one wire request into a command run and its reply document.
-// It owns the rules every command shares — `$db` and command lookup, admin-only and test-only
-// commands, generic arguments (maxTimeMS, lsid, txnNumber), the failCommand failpoint, error
-// reply shape ({ok: 0, errmsg, code, codeName, ...}) and op counters — so commands only parse their
-// own arguments.
+// The command layer's entry: turns one wire request into a command run and its reply document,
+// through named phases (entry_point_phases.h: parse → admit → checkOut → run → endStatement →
+// reply) that read the role's RolePolicy. It owns the rules every command shares — `$db` and
+// command lookup, admin-only and test-only commands, generic arguments (maxTimeMS, lsid,
+// txnNumber), the failCommand failpoint, error reply shape ({ok: 0, errmsg, code, codeName, ...})
+// and op counters — so commands only parse their own arguments.
 class ServiceEntryPoint : public net::RequestHandler {
   public:
     explicit ServiceEntryPoint(ServiceContext& service) : _service(service) {}
@@ -45,19 +46,10 @@ class ServiceEntryPoint : public net::RequestHandler {
     bson::BsonObj runCommand(std::string_view db, bson::BsonView body, ClientState* client);
 
   private:
-    // Shards, routers and the config server take lsid/txnNumber (retryable writes); a
-    // standalone refuses them as mongod does.
-    bool acceptsSessions() const {
-        return _service.role != ClusterRole::kStandalone || !_service.replSetName.empty();
-    }
-    // nullopt only with `inlineExecution`, when the request would have waited.
+    // Runs the request's phases (entry_point_phases.h). nullopt only with `inlineExecution`,
+    // when the request would have waited.
     std::optional<bson::BsonObj> execute(CommandRequest& request, ClientState& client,
                                          bool* closeConnection, bool inlineExecution = false);
-    // A write concern that asks for the journal (j, fsync, w: "majority") is met here, once per
-    // command after all its writes (and the role's records of them): the commands' writes are
-    // not synced one by one, and concurrent commands share one WAL sync (Engine::syncWal).
-    // Routers hold no data: their shards meet the write concern they forward.
-    Status awaitJournal(const CommandRequest& request) const;
 
     ServiceContext& _service;
 };

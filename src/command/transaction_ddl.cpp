@@ -1,8 +1,8 @@
 #include "command/transaction_ddl.h"
 
-#include "command/transactions.h"
 #include "storage/engine.h"
 #include "storage/transaction.h"
+#include "txn/session_transactions.h"
 
 namespace tessera::command {
 

@@ -1,10 +1,11 @@
 #include "txn/local_participant.h"
 
-#include "command/transactions.h"
+#include "base/mutex.h"
+#include "txn/session_transactions.h"
 
 namespace tessera::txn {
 
-using command::SessionTransactions;
+using txn::SessionTransactions;
 
 StatusWith<LocalParticipant::Prepared> LocalParticipant::prepare(
     const std::string& lsid, int64_t txnNumber, const std::string& coordinatorShard,
@@ -14,8 +15,8 @@ StatusWith<LocalParticipant::Prepared> LocalParticipant::prepare(
         _transactions.beginStatement(lsid, txnNumber, false, std::nullopt, "prepareTransaction"));
     ASSIGN_OR_RETURN(Timestamp ts, SessionTransactions::prepare(
                                        *session, {coordinatorShard, coordinatorHost}, false));
-    std::lock_guard lk(session->stateMutex);
-    return Prepared{ts, session->state == command::TransactionState::kCommitted};
+    MutexLock lk(session->stateMutex);
+    return Prepared{ts, session->state == txn::TransactionState::kCommitted};
 }
 
 Status LocalParticipant::commit(const std::string& lsid, int64_t txnNumber, Timestamp commitTs) {

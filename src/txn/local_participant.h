@@ -8,21 +8,20 @@
 
 #include "base/hlc.h"
 #include "base/status.h"
-#include "command/transactions.h"
+#include "txn/session_transactions.h"
 
 namespace tessera::txn {
 
 // The coordinating shard's own part of a transaction, reached in process instead of through its
-// network endpoint (README.md "Two-phase commit"): the same session checkout and state changes
-// as prepareTransaction / commitTransaction / abortTransaction arriving from the network
+// network endpoint (docs/protocols/two-phase-commit.md): the same session checkout and state
+// changes as prepareTransaction / commitTransaction / abortTransaction arriving from the network
 // (command/transactions.h), without the hop. Also lists the transactions prepared on this shard
 // whose decision is late (participant recovery).
 class LocalParticipant {
   public:
     // `shardName` gives this shard's name in the cluster, empty while it is not known (then no
     // participant is local).
-    LocalParticipant(command::SessionTransactions& transactions,
-                     std::function<std::string()> shardName)
+    LocalParticipant(txn::SessionTransactions& transactions, std::function<std::string()> shardName)
         : _transactions(transactions), _shardName(std::move(shardName)) {}
 
     std::string shardName() const { return _shardName(); }
@@ -44,7 +43,7 @@ class LocalParticipant {
     Status abort(const std::string& lsid, int64_t txnNumber);
 
     // The transactions prepared here for longer than `age`, still undecided.
-    std::vector<command::SessionTransactions::PreparedTransaction> preparedLongerThan(
+    std::vector<txn::SessionTransactions::PreparedTransaction> preparedLongerThan(
         std::chrono::milliseconds age);
     // Whether a prepared transaction committed here since the last call without being journaled
     // (SessionTransactions::takeUnsyncedCommits): the caller syncs the WAL.
@@ -52,7 +51,7 @@ class LocalParticipant {
     void noteUnsyncedCommit() { _transactions.noteUnsyncedCommit(); }
 
   private:
-    command::SessionTransactions& _transactions;
+    txn::SessionTransactions& _transactions;
     std::function<std::string()> _shardName;
 };
 

@@ -59,7 +59,7 @@ std::optional<StatementRecord> parseStatementRecord(bson::BsonView record);
 
 // Adopts into `table` the statement records among `records` (side records a transaction
 // committed: the records of a retryable write that a router carried out in a transaction of
-// its own, command::SessionTransactions::onSideRecordsCommitted); other keys are skipped.
+// its own, txn::SessionTransactions::onSideRecordsCommitted); other keys are skipped.
 // Returns how many it adopted.
 size_t adoptStatementRecords(const std::vector<std::pair<std::string, std::string>>& records,
                              TransactionTable& table);

@@ -1,40 +1,10 @@
-#include "command/transactions.h"
-
-#include <array>
+#include "txn/session_transactions.h"
 
 #include "base/log.h"
 #include "base/op_id.h"
-#include "command/command.h"
-#include "command/server_info.h"
 #include "storage/engine.h"
 
-namespace tessera::command {
-
-bool allowedInTransaction(std::string_view name) {
-    static constexpr std::array<std::string_view, 17> kAllowed = {
-        "find",
-        "getMore",
-        "killCursors",
-        "aggregate",
-        "distinct",
-        "insert",
-        "update",
-        "delete",
-        "findAndModify",
-        "findandmodify",
-        "commitTransaction",
-        "abortTransaction",
-        "prepareTransaction",
-        "bulkWrite",
-        "create",  // transaction_ddl.h
-        "createIndexes",
-        "_shardsvrRecordRetryableWrite",  // a shard's; src/shard/transaction_commands.cpp
-    };
-    for (std::string_view n : kAllowed) {
-        if (n == name) return true;
-    }
-    return false;
-}
+namespace tessera::txn {
 
 namespace {
 
@@ -63,107 +33,13 @@ std::vector<std::pair<std::string, std::string>> commitRecordOf(const std::strin
 
 }  // namespace
 
-bool isTransactionEndCommand(std::string_view name) {
-    return name == "commitTransaction" || name == "abortTransaction" ||
-           name == "prepareTransaction";
-}
-
-StatusWith<TransactionArgs> parseTransactionArgs(const CommandRequest& request,
-                                                 const OperationContext& opCtx) {
-    TransactionArgs args;
-    bson::BsonView body = request.body;
-    bson::BsonElement autocommit = body["autocommit"];
-    bson::BsonElement start = body["startTransaction"];
-    bool txnCommand = isTransactionEndCommand(request.commandName);
-    if (autocommit.eoo()) {
-        if (!start.eoo()) {
-            return Status(ErrorCodes::InvalidOptions,
-                          "'startTransaction' requires 'autocommit' to be false");
-        }
-        if (txnCommand) {
-            return Status(ErrorCodes::InvalidOptions,
-                          std::string(request.commandName) +
-                              " must be run within a transaction (autocommit: false)");
-        }
-        return args;
-    }
-    if (autocommit.type() != bson::BsonType::Bool || autocommit.boolValue()) {
-        return Status(ErrorCodes::InvalidOptions, "Specifying autocommit=true is not allowed.");
-    }
-    if (!opCtx.lsid || !body.hasField("txnNumber")) {
-        return Status(ErrorCodes::InvalidOptions,
-                      "'autocommit' is only allowed with a session (lsid) and a txnNumber");
-    }
-    args.statement = true;
-    if (!start.eoo()) {
-        if (start.type() != bson::BsonType::Bool || !start.boolValue()) {
-            return Status(ErrorCodes::InvalidOptions,
-                          "'startTransaction' must be true when present");
-        }
-        args.start = true;
-    }
-    if (!allowedInTransaction(request.commandName)) {
-        return Status(ErrorCodes::OperationNotSupportedInTransaction,
-                      "Cannot run '" + std::string(request.commandName) +
-                          "' in a multi-document transaction.");
-    }
-    if (args.start && txnCommand) {
-        return Status(ErrorCodes::InvalidOptions,
-                      std::string(request.commandName) + " cannot start a transaction");
-    }
-    if (body.hasField("writeConcern") && !txnCommand) {
-        return Status(ErrorCodes::InvalidOptions,
-                      "Cannot set a write concern on a statement of a multi-document transaction; "
-                      "set it on commitTransaction or abortTransaction");
-    }
-    bson::BsonElement rc = body["readConcern"];
-    if (!rc.eoo()) {
-        if (!args.start) {
-            return Status(ErrorCodes::InvalidOptions,
-                          "Only the first command in a transaction may specify a readConcern");
-        }
-        if (!rc.isObject()) {
-            return Status(ErrorCodes::TypeMismatch,
-                          "BSON field 'readConcern' is the wrong type, expected type 'object'");
-        }
-        std::string_view level = "local";
-        for (bson::BsonElement e : rc.objValue()) {
-            if (e.fieldName() == "level" && e.type() == bson::BsonType::String) {
-                level = e.stringValue();
-            } else if (e.fieldName() == "afterClusterTime" &&
-                       e.type() == bson::BsonType::Timestamp) {
-                // A node waited for it before the transaction begins (execute); a router reads
-                // at or after it.
-                args.afterClusterTime = Timestamp{e.timestampValue()};
-            } else if (e.fieldName() == "atClusterTime" && e.type() == bson::BsonType::Timestamp) {
-                args.atClusterTime = Timestamp{e.timestampValue()};
-            } else if (e.fieldName() != "provenance") {
-                return Status(ErrorCodes::InvalidOptions,
-                              "readConcern." + std::string(e.fieldName()) +
-                                  " is not supported in a transaction by this Tessera version");
-            }
-        }
-        if (level != "local" && level != "majority" && level != "snapshot") {
-            return Status(ErrorCodes::InvalidOptions,
-                          "The readConcern level must be either 'local', 'majority' or "
-                          "'snapshot' in a multi-document transaction");
-        }
-        args.readConcernLocal = level == "local";
-        if (args.atClusterTime && level != "snapshot") {
-            return Status(ErrorCodes::InvalidOptions,
-                          "readConcern.atClusterTime is only valid with level 'snapshot'");
-        }
-    }
-    return args;
-}
-
 SessionTransactions::SessionTransactions(storage::Engine* engine,
                                          std::chrono::milliseconds idleSessionLimit)
     : _engine(engine), _idleSessionLimit(idleSessionLimit), _reaper([this] { reapLoop(); }) {}
 
 SessionTransactions::~SessionTransactions() {
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         _stopping = true;
     }
     _wake.notify_all();
@@ -172,7 +48,7 @@ SessionTransactions::~SessionTransactions() {
 
 std::shared_ptr<SessionTransactions::Session> SessionTransactions::sessionFor(
     const std::string& lsid) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     auto& s = _sessions[lsid];
     if (!s) {
         s = std::make_shared<Session>();
@@ -183,7 +59,7 @@ std::shared_ptr<SessionTransactions::Session> SessionTransactions::sessionFor(
 
 std::shared_ptr<SessionTransactions::Session> SessionTransactions::setAsideFor(
     const std::string& lsid, int64_t txnNumber) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     auto it = _setAside.find({lsid, txnNumber});
     return it == _setAside.end() ? nullptr : it->second;
 }
@@ -212,7 +88,7 @@ SessionTransactions::Checkout SessionTransactions::checkOutFor(
 std::shared_ptr<SessionTransactions::Session> SessionTransactions::takePreparedLocked(
     Session& live) {
     auto prepared = std::make_shared<Session>();
-    std::lock_guard lk(prepared->stateMutex);
+    MutexLock lk(prepared->stateMutex);
     prepared->lsid = live.lsid;
     prepared->txnNumber = live.txnNumber;
     prepared->state = live.state;
@@ -235,7 +111,7 @@ std::shared_ptr<SessionTransactions::Session> SessionTransactions::takePreparedL
 
 void SessionTransactions::setAside(std::shared_ptr<Session> prepared) {
     if (!prepared) return;
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     _setAside[{prepared->lsid, prepared->txnNumber}] = std::move(prepared);
 }
 
@@ -248,7 +124,7 @@ StatusWith<SessionTransactions::Checkout> SessionTransactions::beginStatement(
     // published once that lock is released, before the session is.
     std::shared_ptr<Session> setAsideNow;
     SetAsideOnExit publish{this, &setAsideNow};
-    std::unique_lock lk(session->stateMutex);
+    UniqueLock lk(session->stateMutex);
     session->lastUse = std::chrono::steady_clock::now();
     std::string number = std::to_string(txnNumber);
     if (txnNumber < session->txnNumber) {
@@ -332,7 +208,7 @@ Status SessionTransactions::beginRetryableWrite(const std::string& lsid, int64_t
     }
     std::shared_ptr<Session> setAsideNow;  // published after the state lock, before the session
     SetAsideOnExit publish{this, &setAsideNow};
-    std::unique_lock lk(s.stateMutex);
+    UniqueLock lk(s.stateMutex);
     std::string number = std::to_string(txnNumber);
     if (txnNumber < s.txnNumber) {
         return Status(ErrorCodes::TransactionTooOld,
@@ -366,7 +242,7 @@ Status SessionTransactions::beginRetryableWrite(const std::string& lsid, int64_t
 
 void SessionTransactions::restoreRetryableWrite(const std::string& lsid, int64_t txnNumber) {
     std::shared_ptr<Session> s = sessionFor(lsid);
-    std::lock_guard lk(s->stateMutex);
+    MutexLock lk(s->stateMutex);
     if (txnNumber <= s->txnNumber || s->state == State::kPrepared) return;
     s->txnNumber = txnNumber;
     s->state = State::kNone;
@@ -389,7 +265,7 @@ StatusWith<size_t> SessionTransactions::recoverPrepared() {
             std::unique_lock held(live->checkout);
             std::shared_ptr<Session> older;
             {
-                std::lock_guard lk(live->stateMutex);
+                MutexLock lk(live->stateMutex);
                 if (live->state == State::kPrepared) {
                     if (live->txnNumber > txnNumber) {
                         s = std::make_shared<Session>();
@@ -403,7 +279,7 @@ StatusWith<size_t> SessionTransactions::recoverPrepared() {
             }
             setAside(std::move(older));
         }
-        std::lock_guard lk(s->stateMutex);
+        MutexLock lk(s->stateMutex);
         s->txnNumber = txnNumber;
         s->state = State::kPrepared;
         s->prepareTs = r.prepareTs;
@@ -435,7 +311,7 @@ StatusWith<size_t> SessionTransactions::restoreCommitted() {
             return Status(ErrorCodes::InternalError, "a malformed transaction commit record");
         }
         std::shared_ptr<Session> s = sessionFor(key.substr(kCommittedRecordPrefix.size()));
-        std::lock_guard lk(s->stateMutex);
+        MutexLock lk(s->stateMutex);
         // A newer transaction or retryable write of the session (restored first) wins; the
         // record is still deleted when the session expires.
         s->commitRecorded = true;
@@ -449,7 +325,7 @@ StatusWith<size_t> SessionTransactions::restoreCommitted() {
 }
 
 void SessionTransactions::abortAfterFailure(Session& session, const Status& status) {
-    std::lock_guard lk(session.stateMutex);
+    MutexLock lk(session.stateMutex);
     if (session.state != State::kInProgress) return;
     if (session.txn) session.txn->abort();
     session.txn.reset();
@@ -460,7 +336,7 @@ void SessionTransactions::abortAfterFailure(Session& session, const Status& stat
 
 StatusWith<Timestamp> SessionTransactions::commit(Session& session,
                                                   std::optional<Timestamp> commitTs) {
-    std::lock_guard lk(session.stateMutex);
+    MutexLock lk(session.stateMutex);
     if (session.state == State::kCommitted) return session.commitTs;
     if (session.state == State::kPrepared && !commitTs) {
         return Status(ErrorCodes::InvalidOptions,
@@ -500,7 +376,7 @@ StatusWith<Timestamp> SessionTransactions::commit(Session& session,
 }
 
 Status SessionTransactions::abort(Session& session) {
-    std::lock_guard lk(session.stateMutex);
+    MutexLock lk(session.stateMutex);
     if (session.state == State::kCommitted) {
         return Status(ErrorCodes::TransactionCommitted, "Cannot abort transaction " +
                                                             std::to_string(session.txnNumber) +
@@ -529,7 +405,7 @@ StatusWith<bool> SessionTransactions::committedElseAbort(const std::string& lsid
     }
     Session& session = *checkout.getValue();
     {
-        std::lock_guard lk(session.stateMutex);
+        MutexLock lk(session.stateMutex);
         if (session.state == State::kPrepared) {
             return Status(ErrorCodes::PreparedTransactionInProgress,
                           "Transaction " + std::to_string(txnNumber) +
@@ -544,7 +420,7 @@ StatusWith<bool> SessionTransactions::committedElseAbort(const std::string& lsid
 
 StatusWith<Timestamp> SessionTransactions::prepare(Session& session, const Coordinator& coordinator,
                                                    bool synced) {
-    std::lock_guard lk(session.stateMutex);
+    MutexLock lk(session.stateMutex);
     if (session.state == State::kPrepared) return session.prepareTs;
     if (session.state != State::kInProgress || !session.txn) {
         return Status(ErrorCodes::NoSuchTransaction,
@@ -583,7 +459,7 @@ StatusWith<Timestamp> SessionTransactions::prepare(Session& session, const Coord
 }
 
 std::vector<std::shared_ptr<SessionTransactions::Session>> SessionTransactions::allSessions() {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     std::vector<std::shared_ptr<Session>> sessions;
     sessions.reserve(_sessions.size() + _setAside.size());
     for (const auto& [lsid, s] : _sessions) sessions.push_back(s);
@@ -597,7 +473,7 @@ std::vector<SessionTransactions::PreparedTransaction> SessionTransactions::prepa
     auto before = std::chrono::steady_clock::now() - age;
     std::vector<PreparedTransaction> out;
     for (const std::shared_ptr<Session>& s : sessions) {
-        std::lock_guard lk(s->stateMutex);
+        MutexLock lk(s->stateMutex);
         if (s->state != State::kPrepared || s->preparedAt > before) continue;
         out.push_back({s->lsid, s->txnNumber, {s->coordinatorShard, s->coordinatorHost}});
     }
@@ -607,17 +483,17 @@ std::vector<SessionTransactions::PreparedTransaction> SessionTransactions::prepa
 void SessionTransactions::endSession(const std::string& lsid) {
     std::shared_ptr<Session> s;
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         auto it = _sessions.find(lsid);
         if (it == _sessions.end()) return;
         s = it->second;
     }
     Checkout session(s);  // waits for an operation still running in it
-    std::lock_guard lk(session->stateMutex);
+    MutexLock lk(session->stateMutex);
     // Only its coordinator's decision ends a prepared transaction: the session stays.
     if (session->state == State::kPrepared) return;
     {
-        std::lock_guard all(_mutex);
+        MutexLock all(_mutex);
         auto it = _sessions.find(lsid);
         if (it != _sessions.end() && it->second == s) _sessions.erase(it);
     }
@@ -629,7 +505,7 @@ void SessionTransactions::endSession(const std::string& lsid) {
 void SessionTransactions::killAll() {
     std::vector<std::string> ids;
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         for (const auto& [id, s] : _sessions) ids.push_back(id);
     }
     for (const std::string& id : ids) endSession(id);
@@ -649,21 +525,21 @@ bool SessionTransactions::abortIfDoomedLocked(Session& s) {
 size_t SessionTransactions::abortDoomed() {
     std::vector<std::shared_ptr<Session>> sessions;
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         for (const auto& [id, s] : _sessions) sessions.push_back(s);
     }
     size_t aborted = 0;
     for (const auto& s : sessions) {
         std::unique_lock busy(s->checkout, std::try_to_lock);
         if (!busy) continue;  // its statement fails at its next write, the reaper ends it after
-        std::lock_guard state(s->stateMutex);
+        MutexLock state(s->stateMutex);
         if (abortIfDoomedLocked(*s)) ++aborted;
     }
     return aborted;
 }
 
 void SessionTransactions::reapLoop() {
-    std::unique_lock lk(_mutex);
+    UniqueLock lk(_mutex);
     while (!_stopping) {
         _wake.wait_for(lk, std::chrono::milliseconds(500));
         if (_stopping) break;
@@ -673,7 +549,7 @@ void SessionTransactions::reapLoop() {
             std::unique_lock busy(s.checkout, std::try_to_lock);
             bool decided = false;
             if (busy) {
-                std::lock_guard state(s.stateMutex);
+                MutexLock state(s.stateMutex);
                 decided = s.state != State::kPrepared;
             }
             it = decided ? _setAside.erase(it) : std::next(it);
@@ -689,7 +565,7 @@ void SessionTransactions::reapLoop() {
             bool expired = false;
             bool recorded = false;
             {
-                std::lock_guard state(s.stateMutex);
+                MutexLock state(s.stateMutex);
                 abortIfDoomedLocked(s);
                 if (s.state == State::kInProgress && now - s.started > kLifetimeLimit) {
                     log::info("TXN", 5611901, "Aborting a transaction that exceeded its lifetime",
@@ -721,4 +597,4 @@ void SessionTransactions::reapLoop() {
     }
 }
 
-}  // namespace tessera::command
+}  // namespace tessera::txn

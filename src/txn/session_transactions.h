@@ -14,28 +14,27 @@
 #include <vector>
 
 #include "base/hlc.h"
+#include "base/mutex.h"
 #include "base/status.h"
 #include "bson/bson_builder.h"
 #include "bson/bson_obj.h"
-#include "command/server_info.h"
 #include "storage/transaction.h"
+#include "txn/logical_sessions.h"
 
 namespace tessera::storage {
 class Engine;
 class WriteUnit;
 }  // namespace tessera::storage
 
-namespace tessera::command {
-
-struct CommandRequest;
+namespace tessera::txn {
 
 enum class TransactionState { kNone, kInProgress, kPrepared, kCommitted, kAborted };
 
 // One logical session's transaction state (SessionTransactions).
 struct TransactionSession {
-    std::string lsid;           // lsid.id, 16 bytes
-    std::timed_mutex checkout;  // held by the operation using the session
-    std::mutex stateMutex;      // guards what the reaper reads and changes below
+    std::string lsid;     // lsid.id, 16 bytes
+    TimedMutex checkout;  // held by the operation using the session
+    Mutex stateMutex;     // guards what the reaper reads and changes below
     int64_t txnNumber = -1;
     TransactionState state = TransactionState::kNone;
     std::string abortReason;
@@ -92,7 +91,7 @@ struct TransactionSession {
 //   prepared. It does not wait for that decision: the prepared transaction is set aside (kept by
 //   (lsid, txnNumber), its commit, abort and prepare reach it there) and the new one begins
 //   beside it. A read of the new one that meets the prepared one's documents waits for its
-//   decision as any reader does (storage/README.md "Two-phase commit"). A
+//   decision as any reader does (storage/docs/protocols/two-phase-commit.md). A
 //   transaction a statement error aborted may be started again under the same txnNumber
 //   (MongoDB's rule for shards: the router retries a first statement after StaleConfig).
 class SessionTransactions {
@@ -152,7 +151,7 @@ class SessionTransactions {
         explicit Checkout(std::shared_ptr<Session> s) : _session(std::move(s)) {
             _lock = std::unique_lock(_session->checkout);
         }
-        Checkout(std::shared_ptr<Session> s, std::unique_lock<std::timed_mutex> held)
+        Checkout(std::shared_ptr<Session> s, std::unique_lock<TimedMutex> held)
             : _session(std::move(s)), _lock(std::move(held)) {}
         Session* operator->() const { return _session.get(); }
         Session& operator*() const { return *_session; }
@@ -160,7 +159,7 @@ class SessionTransactions {
 
       private:
         std::shared_ptr<Session> _session;
-        std::unique_lock<std::timed_mutex> _lock;
+        std::unique_lock<TimedMutex> _lock;
     };
 
     // Checks the session out for one statement of transaction `txnNumber` and prepares it:
@@ -289,69 +288,15 @@ class SessionTransactions {
     SideRecordsCommitted _sideRecordsCommitted;
     PreparedSideRecordsRecovered _preparedSideRecordsRecovered;
     PreparedUnsynced _preparedUnsynced;
-    std::mutex _mutex;
-    std::unordered_map<std::string, std::shared_ptr<Session>> _sessions;
+    Mutex _mutex;
+    std::unordered_map<std::string, std::shared_ptr<Session>> _sessions GUARDED_BY(_mutex);
     // The prepared transactions set aside, by (lsid, txnNumber); dropped by the reaper once
     // decided.
-    std::map<std::pair<std::string, int64_t>, std::shared_ptr<Session>> _setAside;
-    std::condition_variable _wake;
-    bool _stopping = false;
+    std::map<std::pair<std::string, int64_t>, std::shared_ptr<Session>> _setAside
+        GUARDED_BY(_mutex);
+    CondVar _wake;
+    bool _stopping GUARDED_BY(_mutex) = false;
     std::thread _reaper;
 };
 
-// A statement of a multi-document transaction: `autocommit: false` with lsid and txnNumber
-// (commitTransaction, abortTransaction and prepareTransaction included). What it asks for.
-struct TransactionArgs {
-    bool statement = false;  // autocommit: false is present
-    bool start = false;
-    std::optional<Timestamp> atClusterTime;
-    std::optional<Timestamp> afterClusterTime;
-    // The first statement's read concern level is local (or none was given): the transaction
-    // may create collections (transaction_ddl.h).
-    bool readConcernLocal = true;
-};
-// A shard's reply to the first statement of a router's transaction that named no atClusterTime
-// (only a lower bound, afterClusterTime) carries the timestamp the shard's snapshot reads at: the
-// router reads at it on every later participant (router/transaction_router.h).
-inline constexpr std::string_view kTransactionReadTimestampField = "transactionReadTimestamp";
-struct OperationContext;
-// Checks a request's transaction fields (MongoDB's rules: autocommit false only, with lsid and
-// txnNumber; readConcern only on the first statement; no writeConcern but on the end commands).
-StatusWith<TransactionArgs> parseTransactionArgs(const CommandRequest& request,
-                                                 const OperationContext& opCtx);
-// commitTransaction, abortTransaction, prepareTransaction: they end (a phase of) a transaction
-// and never start one.
-bool isTransactionEndCommand(std::string_view name);
-
-// The router's side of transactions (router/transaction_router.h), which the entry point hands
-// each statement of a transaction on a router process.
-class RouterTransactionHooks {
-  public:
-    virtual ~RouterTransactionHooks() = default;
-    // Checks the router's session out for the statement (a second statement of the session
-    // waits) and makes its transaction the one the statement's shard requests join. Errors:
-    // TransactionTooOld, NoSuchTransaction, ... as on a shard.
-    virtual Status beginStatement(OperationContext& opCtx, const TransactionArgs& args,
-                                  std::string_view commandName) = 0;
-    // Ends the statement begun on this thread: a failed statement aborts the transaction on
-    // every participant. Called exactly once after a successful beginStatement.
-    virtual void endStatement(OperationContext& opCtx, const Status& status) = 0;
-    // commitTransaction / abortTransaction of the statement's transaction (run between
-    // beginStatement and endStatement); `cmd` is the client's command.
-    virtual Status commit(OperationContext& opCtx, bson::BsonView cmd,
-                          bson::BsonBuilder& reply) = 0;
-    virtual Status abort(OperationContext& opCtx, bson::BsonBuilder& reply) = 0;
-    // Fields a successful reply of the statement carries (the recoveryToken), appended before
-    // endStatement.
-    virtual void appendToReply(OperationContext& opCtx, bson::BsonBuilder& reply) = 0;
-    // endSessions / killSessions: forgets the session, aborting its unfinished transaction.
-    virtual void endSession(const std::string& lsid) = 0;
-    // killAllSessions: endSession of every session this router knows.
-    virtual void killAll() = 0;
-};
-
-// Whether `commandName` may run inside a multi-document transaction (MongoDB's list, less what
-// Tessera refuses: DDL inside a transaction).
-bool allowedInTransaction(std::string_view commandName);
-
-}  // namespace tessera::command
+}  // namespace tessera::txn

@@ -1,10 +1,11 @@
 // SessionTransactions::currentOps(): the open transactions of a shard or --replSet node, as
 // currentOp reports them (current_op.h).
 
-#include "command/transactions.h"
+#include "base/mutex.h"
 #include "storage/transaction.h"
+#include "txn/session_transactions.h"
 
-namespace tessera::command {
+namespace tessera::txn {
 namespace {
 
 int64_t wallMillisAt(std::chrono::steady_clock::time_point t) {
@@ -23,7 +24,7 @@ std::vector<bson::BsonObj> SessionTransactions::currentOps() {
         // A statement holds the session checked out; a report never waits for one.
         bool active = !s->checkout.try_lock();
         if (!active) s->checkout.unlock();
-        std::lock_guard lk(s->stateMutex);
+        MutexLock lk(s->stateMutex);
         if (s->state != State::kInProgress && s->state != State::kPrepared) continue;
         bool prepared = s->state == State::kPrepared;
         bson::BsonBuilder b;
@@ -57,4 +58,4 @@ std::vector<bson::BsonObj> SessionTransactions::currentOps() {
     return ops;
 }
 
-}  // namespace tessera::command
+}  // namespace tessera::txn

@@ -7,6 +7,7 @@
 
 #include "base/failpoint.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "base/wall_clock.h"
 #include "bson/bson_builder.h"
 #include "net/remote_client.h"
@@ -179,12 +180,12 @@ struct TransactionCoordinator::Record {
 };
 
 struct TransactionCoordinator::Coordination {
-    std::mutex mutex;
-    std::condition_variable cv;
-    bool finished = false;
-    bool givenUp = false;  // unclaim(): no outcome, the waiters claim again
-    Status outcome = Status::OK();
-    Timestamp commitTs;
+    Mutex mutex;
+    CondVar cv;
+    bool finished GUARDED_BY(mutex) = false;
+    bool givenUp GUARDED_BY(mutex) = false;  // unclaim(): no outcome, the waiters claim again
+    Status outcome GUARDED_BY(mutex) = Status::OK();
+    Timestamp commitTs GUARDED_BY(mutex);
 };
 
 TransactionCoordinator::TransactionCoordinator(storage::Engine& engine, net::RemoteClient& client)
@@ -193,7 +194,7 @@ TransactionCoordinator::TransactionCoordinator(storage::Engine& engine, net::Rem
 TransactionCoordinator::~TransactionCoordinator() { stop(); }
 
 void TransactionCoordinator::start() {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     if (_recovery.joinable()) return;
     _stopping = false;
     _recovery = std::thread([this] { recoveryLoop(); });
@@ -205,7 +206,7 @@ void TransactionCoordinator::start() {
 
 void TransactionCoordinator::stop() {
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         _stopping = true;
     }
     _wake.notify_all();
@@ -218,9 +219,10 @@ void TransactionCoordinator::stop() {
 }
 
 void TransactionCoordinator::deliveryLoop() {
-    std::unique_lock lk(_mutex);
+    UniqueLock lk(_mutex);
     for (;;) {
-        _deliveryQueued.wait(lk, [&] { return _stopping || !_deliveries.empty(); });
+        _deliveryQueued.wait(lk,
+                             [&]() REQUIRES(_mutex) { return _stopping || !_deliveries.empty(); });
         if (_deliveries.empty()) return;  // stopping, and every queued delivery finished
         std::function<void()> job = std::move(_deliveries.front());
         _deliveries.pop_front();
@@ -232,7 +234,7 @@ void TransactionCoordinator::deliveryLoop() {
 
 void TransactionCoordinator::runOnDeliveryThread(std::function<void()> job) {
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         if (!_deliverers.empty()) {
             _deliveries.push_back(std::move(job));
             job = nullptr;
@@ -287,7 +289,7 @@ void TransactionCoordinator::finishUnguarded(const Record& decided,
 
 std::shared_ptr<TransactionCoordinator::Coordination> TransactionCoordinator::claim(
     const std::string& key, bool* owner) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     auto [it, added] = _active.try_emplace(key);
     if (added) {
         it->second = std::make_shared<Coordination>();
@@ -300,7 +302,7 @@ std::shared_ptr<TransactionCoordinator::Coordination> TransactionCoordinator::cl
 
 void TransactionCoordinator::publish(Coordination& c, Status outcome, Timestamp commitTs) {
     {
-        std::lock_guard lk(c.mutex);
+        MutexLock lk(c.mutex);
         if (c.finished) return;
         c.finished = true;
         c.outcome = std::move(outcome);
@@ -312,11 +314,11 @@ void TransactionCoordinator::publish(Coordination& c, Status outcome, Timestamp 
 void TransactionCoordinator::unclaim(const std::string& key,
                                      const std::shared_ptr<Coordination>& c) {
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         _active.erase(key);
     }
     {
-        std::lock_guard lk(c->mutex);
+        MutexLock lk(c->mutex);
         c->finished = true;
         c->givenUp = true;
     }
@@ -347,7 +349,7 @@ std::optional<Status> TransactionCoordinator::claimAndLoad(const std::string& ke
 void TransactionCoordinator::release(const std::string& key, const std::shared_ptr<Coordination>& c,
                                      Status outcome, Timestamp commitTs) {
     publish(*c, std::move(outcome), commitTs);
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     _active.erase(key);
 }
 
@@ -367,8 +369,8 @@ Status TransactionCoordinator::coordinate(const std::string& lsid, int64_t txnNu
 
 std::optional<Status> TransactionCoordinator::awaitOutcome(Coordination& c, Timestamp* commitTs) {
     // A retried commit while the first attempt (or recovery) still runs: its outcome.
-    std::unique_lock lk(c.mutex);
-    c.cv.wait(lk, [&] { return c.finished; });
+    UniqueLock lk(c.mutex);
+    c.cv.wait(lk, [&]() REQUIRES(c.mutex) { return c.finished; });
     if (c.givenUp) return std::nullopt;
     *commitTs = c.commitTs;
     return c.outcome;
@@ -420,7 +422,7 @@ Status TransactionCoordinator::answerDecided(const std::string& key,
                                              const std::shared_ptr<Coordination>& c, Record record,
                                              Timestamp* commitTs) {
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         _stagedAt.erase(key);
         _votes.erase(key);
     }
@@ -518,7 +520,7 @@ TransactionCoordinator::Staged TransactionCoordinator::stage(
     staged.readOnly = prepared.getValue().readOnly;
     bool votesComplete = false;
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         const auto now = std::chrono::steady_clock::now();
         _stagedAt[key] = now;
         if (!staged.readOnly) {  // a read-only own part: the router decides
@@ -580,7 +582,7 @@ void TransactionCoordinator::participantDurable(const std::string& lsid, int64_t
     std::string key = recordKey(lsid, txnNumber);
     bool complete = false;
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         DurableVotes& votes = _votes[key];
         if (votes.durable.empty() && !votes.staged) votes.since = std::chrono::steady_clock::now();
         votes.durable[shard] = prepareTs;
@@ -612,7 +614,7 @@ void TransactionCoordinator::decideIfDurable(const std::string& lsid, int64_t tx
                                              const std::string& key) {
     std::optional<RouterDecision> decision;
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         decision = takeReadyDecisionLocked(key);
     }
     if (!decision) return;  // another notice's thread took it
@@ -837,7 +839,7 @@ bool TransactionCoordinator::deliver(const Record& record) {
 
 void TransactionCoordinator::recoveryLoop() {
     auto nextScan = std::chrono::steady_clock::now();  // at startup: what a crash left
-    std::unique_lock lk(_mutex);
+    UniqueLock lk(_mutex);
     while (!_stopping) {
         bool scan = std::chrono::steady_clock::now() >= nextScan;
         std::vector<std::string> pending(_pending.begin(), _pending.end());
@@ -863,12 +865,12 @@ void TransactionCoordinator::recoveryLoop() {
                              "\"}");
         }
         lk.lock();
-        _wake.wait_for(lk, kRecoveryInterval, [&] { return _stopping; });
+        _wake.wait_for(lk, kRecoveryInterval, [&]() REQUIRES(_mutex) { return _stopping; });
     }
 }
 
 void TransactionCoordinator::markDone(const Record& record) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     _failures.erase(record.key);
     _doneToWrite.emplace_back(record.key, std::string(record.toBson().bytes()));
     _pending.erase(record.key);
@@ -877,7 +879,7 @@ void TransactionCoordinator::markDone(const Record& record) {
 void TransactionCoordinator::writeDone() {
     std::vector<std::pair<std::string, std::string>> done;
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         done.swap(_doneToWrite);
     }
     // Only answers retries and lets the records be forgotten: if it is lost, a full scan
@@ -886,7 +888,7 @@ void TransactionCoordinator::writeDone() {
 }
 
 bool TransactionCoordinator::doneUnwritten(const std::string& key) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     for (const auto& [k, v] : _doneToWrite) {
         if (k == key) return true;
     }
@@ -896,7 +898,7 @@ bool TransactionCoordinator::doneUnwritten(const std::string& key) {
 std::vector<BsonObj> TransactionCoordinator::currentOps() {
     std::vector<std::string> keys;
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         keys.assign(_pending.begin(), _pending.end());
     }
     std::vector<BsonObj> ops;
@@ -920,7 +922,7 @@ std::vector<BsonObj> TransactionCoordinator::currentOps() {
                  r.decision == Decision::kNone ? "waitingForVotes" : "waitingForDecisionAcks");
         b.appendBool("staged", r.staged);
         {
-            std::lock_guard lk(_mutex);
+            MutexLock lk(_mutex);
             if (auto f = _failures.find(key); f != _failures.end()) {
                 b.appendInt32("attempts", f->second.attempts);
                 b.startObject("lastError")
@@ -945,7 +947,7 @@ std::vector<BsonObj> TransactionCoordinator::currentOps() {
 }
 
 void TransactionCoordinator::settle(const std::string& key) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     _failures.erase(key);
     _pending.erase(key);
 }
@@ -977,7 +979,7 @@ void TransactionCoordinator::recoverRecord(const std::string& key) {
 }
 
 void TransactionCoordinator::noteStepFailed(const std::string& key, const Status& failure) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     StepFailures& f = _failures[key];
     ++f.attempts;
     f.lastError = failure;
@@ -992,7 +994,7 @@ void TransactionCoordinator::noteStepFailed(const std::string& key, const Status
 }
 
 bool TransactionCoordinator::mayRetryNow(const std::string& key) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     auto it = _failures.find(key);
     return it == _failures.end() || std::chrono::steady_clock::now() >= it->second.notBefore;
 }
@@ -1019,7 +1021,7 @@ void TransactionCoordinator::recoverClaimed(const std::string& key,
     if (record.staged && record.decision == Decision::kNone) {
         bool young = false;
         {
-            std::lock_guard lk(_mutex);
+            MutexLock lk(_mutex);
             auto it = _stagedAt.find(key);
             young = it != _stagedAt.end() &&
                     std::chrono::steady_clock::now() - it->second < kResolveStagedAfter;
@@ -1039,7 +1041,7 @@ void TransactionCoordinator::recoverClaimed(const std::string& key,
         return;
     }
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         _stagedAt.erase(key);
         _votes.erase(key);
     }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/hlc.h"
+#include "base/mutex.h"
 #include "base/op_id.h"
 #include "base/status.h"
 #include "bson/bson_obj.h"
@@ -31,8 +32,8 @@ class RemoteClient;
 namespace tessera::txn {
 
 // The two-phase commit of a router's transaction with several participants, run by one of them
-// (MongoDB's TransactionCoordinator; README.md "Two-phase commit"). Its state is a durable side
-// record per transaction, so that the decision outlives a crash of any process:
+// (MongoDB's TransactionCoordinator; docs/protocols/two-phase-commit.md). Its state is a durable
+// side record per transaction, so that the decision outlives a crash of any process:
 //
 //   1. prepareTransaction {coordinator} to every other participant, in parallel (each makes its
 //      part durable before it answers);
@@ -56,10 +57,10 @@ namespace tessera::txn {
 //   5. {done: true}, written in batches each second: kept to answer a retried commit, forgotten
 //      after 30 minutes.
 //
-// Routers stage their commits instead (stage(), decideStaged(); README.md "Staged commit"): the
-// router prepares the other participants itself and answers its client once every part is
-// prepared with writes; a staged record without decision is resolved by the coordination above
-// run on it (every participant prepared again), never aborted blindly.
+// Routers stage their commits instead (stage(), decideStaged(); docs/protocols/two-phase-commit.md
+// "Staged commit"): the router prepares the other participants itself and answers its client once
+// every part is prepared with writes; a staged record without decision is resolved by the
+// coordination above run on it (every participant prepared again), never aborted blindly.
 //
 // Recovery (a background thread: every record at startup and each minute, the coordinations not
 // settled each second): a record without decision is aborted (no participant can have been told
@@ -93,9 +94,9 @@ class TransactionCoordinator {
     Status coordinate(const std::string& lsid, int64_t txnNumber,
                       const std::vector<Participant>& participants, Timestamp* commitTs);
 
-    // Staged commit (README.md "Staged commit"), the router's fast path: the router sends
-    // prepareTransaction to the other participants itself and stage() here, all at once.
-    // stage() writes the record {participants, staged} and prepares this shard's own part
+    // Staged commit (docs/protocols/two-phase-commit.md "Staged commit"), the router's fast path:
+    // the router sends prepareTransaction to the other participants itself and stage() here, all at
+    // once. stage() writes the record {participants, staged} and prepares this shard's own part
     // after it in the same log, and answers this part's prepare. A record found already (a
     // retried commit) is resolved instead and its outcome returned (`decided`).
     struct Staged {
@@ -120,10 +121,10 @@ class TransactionCoordinator {
     };
     Status decideStaged(const std::string& lsid, int64_t txnNumber, const RouterDecision& decision,
                         Timestamp* commitTs);
-    // Staged commits without journal (README.md "Staged commit", step 2): the router asks the
-    // other participants to answer their prepare once written and to sync it after, and sends
-    // no decision when every part wrote; this coordinator decides commit itself once each other
-    // participant told it its part is durable.
+    // Staged commits without journal (docs/protocols/two-phase-commit.md "Staged commit", step 2):
+    // the router asks the other participants to answer their prepare once written and to sync it
+    // after, and sends no decision when every part wrote; this coordinator decides commit itself
+    // once each other participant told it its part is durable.
     //
     // On a participant (prepareTransaction {notifyCoordinatorWhenDurable}, whose part wrote):
     // syncs the WAL, then tells `coordinator` with participantDurable — on a delivery thread
@@ -263,26 +264,26 @@ class TransactionCoordinator {
 
     storage::Engine& _engine;
     net::RemoteClient& _client;
-    std::mutex _mutex;
-    std::condition_variable _wake;  // stop, and the recovery threads' periodic rounds
+    Mutex _mutex;
+    CondVar _wake;  // stop, and the recovery threads' periodic rounds
     // One delivery queued: wakes one delivery thread, not every thread waiting on _wake (on two
     // cores, six threads woken per commit competed with the reply it was queued before).
-    std::condition_variable _deliveryQueued;
-    std::map<std::string, std::shared_ptr<Coordination>> _active;
+    CondVar _deliveryQueued;
+    std::map<std::string, std::shared_ptr<Coordination>> _active GUARDED_BY(_mutex);
     // Coordinations claimed since startup and not settled: what the recovery thread looks at
     // each second (instead of reading every record, done ones included).
-    std::set<std::string> _pending;
+    std::set<std::string> _pending GUARDED_BY(_mutex);
     KeyedOpIds _opIds;  // currentOp's ids of the pending coordinations
     // When this process staged each record not yet decided: the recovery thread resolves one
     // after kResolveStagedAfter (one staged before a restart is not here: resolved at once).
-    std::map<std::string, std::chrono::steady_clock::time_point> _stagedAt;
+    std::map<std::string, std::chrono::steady_clock::time_point> _stagedAt GUARDED_BY(_mutex);
     // Records whose steps failed: how often, the last error, and when recovery may retry.
     struct StepFailures {
         int attempts = 0;
         Status lastError;
         std::chrono::steady_clock::time_point notBefore;
     };
-    std::map<std::string, StepFailures> _failures;  // guarded by _mutex
+    std::map<std::string, StepFailures> _failures GUARDED_BY(_mutex);
     // Per staged record (or notice that came first): what decides its commit without the
     // router (participantDurable).
     struct DurableVotes {
@@ -299,7 +300,7 @@ class TransactionCoordinator {
     // Decides `key`'s commit when its votes are complete.
     void decideIfDurable(const std::string& lsid, int64_t txnNumber, const std::string& key);
     std::vector<std::pair<std::string, std::string>> _doneToWrite;  // markDone()
-    bool _stopping = false;
+    bool _stopping GUARDED_BY(_mutex) = false;
     std::thread _recovery;
     std::thread _participantRecovery;
     LocalParticipant* _local = nullptr;

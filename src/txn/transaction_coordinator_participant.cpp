@@ -1,5 +1,5 @@
 // The participant's side of the two-phase commits other shards coordinate
-// (transaction_coordinator.h, README.md "Two-phase commit" and "Staged commit"): the notice that
+// (transaction_coordinator.h, docs/protocols/two-phase-commit.md): the notice that
 // a part prepared unsynced for a staged commit is durable, and participant recovery — asking the
 // coordinator of a part whose decision is late, and journaling the commits acknowledged
 // unsynced.
@@ -9,10 +9,11 @@
 
 #include "base/failpoint.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "bson/bson_builder.h"
-#include "command/transactions.h"
 #include "net/remote_client.h"
 #include "storage/engine.h"
+#include "txn/session_transactions.h"
 #include "txn/transaction_coordinator.h"
 
 namespace tessera::txn {
@@ -75,7 +76,7 @@ void TransactionCoordinator::notifyWhenDurable(const std::string& lsid, int64_t 
 
 void TransactionCoordinator::participantRecoveryLoop() {
     auto nextAsk = std::chrono::steady_clock::now();
-    std::unique_lock lk(_mutex);
+    UniqueLock lk(_mutex);
     while (!_stopping) {
         lk.unlock();
         // Commits acknowledged to their coordinators before they were journaled
@@ -100,8 +101,8 @@ void TransactionCoordinator::participantRecoveryLoop() {
             nextAsk = std::chrono::steady_clock::now() + kAskCoordinatorAfter;
         }
         lk.lock();
-        _wake.wait_for(lk, command::SessionTransactions::kSyncCommitsWithin,
-                       [&] { return _stopping; });
+        _wake.wait_for(lk, txn::SessionTransactions::kSyncCommitsWithin,
+                       [&]() REQUIRES(_mutex) { return _stopping; });
     }
     lk.unlock();
     if (_local && _local->takeUnsyncedCommits()) (void)_engine.syncWal();  // a clean stop

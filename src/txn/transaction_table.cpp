@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/mutex.h"
+
 namespace tessera::txn {
 
 Status TransactionTable::tooOld(int64_t txnNumber, int64_t newest) {
@@ -14,7 +16,7 @@ Status TransactionTable::tooOld(int64_t txnNumber, int64_t newest) {
 
 void TransactionTable::restore(const std::string& lsid, int64_t txnNumber, StmtId stmtId,
                                bson::BsonObj result) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     Session& s = _sessions[lsid];
     if (txnNumber < s.txnNumber) return;
     if (txnNumber > s.txnNumber) s.startNumber(txnNumber);
@@ -23,9 +25,9 @@ void TransactionTable::restore(const std::string& lsid, int64_t txnNumber, StmtI
 
 bool TransactionTable::adopt(const std::string& lsid, int64_t txnNumber, StmtId stmtId,
                              bson::BsonObj result) {
-    std::unique_lock lk(_mutex);
+    UniqueLock lk(_mutex);
     // An expiring session's records are being deleted: adopted after, so that they stay.
-    _finished.wait(lk, [&] {
+    _finished.wait(lk, [&]() REQUIRES(_mutex) {
         auto it = _sessions.find(lsid);
         return it == _sessions.end() || !it->second.expiring;
     });
@@ -66,7 +68,7 @@ size_t ExecutedView::size() const { return _table->executedCount(_lsid, _txnNumb
 std::optional<bson::BsonObj> TransactionTable::executedResult(const std::string& lsid,
                                                               int64_t txnNumber,
                                                               StmtId stmtId) const {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     auto it = _sessions.find(lsid);
     if (it == _sessions.end() || it->second.txnNumber != txnNumber) return std::nullopt;
     auto st = it->second.statements.find(stmtId);
@@ -75,7 +77,7 @@ std::optional<bson::BsonObj> TransactionTable::executedResult(const std::string&
 }
 
 size_t TransactionTable::executedCount(const std::string& lsid, int64_t txnNumber) const {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     auto it = _sessions.find(lsid);
     if (it == _sessions.end() || it->second.txnNumber != txnNumber) return 0;
     return it->second.statements.size();
@@ -83,7 +85,7 @@ size_t TransactionTable::executedCount(const std::string& lsid, int64_t txnNumbe
 
 StatusWith<ExecutedView> TransactionTable::begin(const std::string& lsid, int64_t txnNumber,
                                                  Clock::time_point deadline, bool mayWait) {
-    std::unique_lock lk(_mutex);
+    UniqueLock lk(_mutex);
     for (;;) {
         Session& s = _sessions[lsid];
         if (txnNumber < s.txnNumber) return tooOld(txnNumber, s.txnNumber);
@@ -122,7 +124,7 @@ StatusWith<ExecutedView> TransactionTable::begin(const std::string& lsid, int64_
 void TransactionTable::finish(const std::string& lsid, int64_t txnNumber,
                               const ExecutedStatements& executed,
                               const std::vector<StmtId>& moving) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     auto it = _sessions.find(lsid);
     if (it == _sessions.end() || it->second.txnNumber != txnNumber) return;
     Session& s = it->second;
@@ -140,7 +142,7 @@ void TransactionTable::finish(const std::string& lsid, int64_t txnNumber,
 
 StatusWith<uint64_t> TransactionTable::claimMove(const std::string& lsid, int64_t txnNumber,
                                                  StmtId stmtId) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     auto it = _sessions.find(lsid);
     if (it == _sessions.end()) return uint64_t{0};
     Session& s = it->second;
@@ -163,7 +165,7 @@ StatusWith<uint64_t> TransactionTable::claimMove(const std::string& lsid, int64_
 }
 
 uint64_t TransactionTable::holdMove(const std::string& lsid, int64_t txnNumber, StmtId stmtId) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     Session& s = _sessions[lsid];
     if (txnNumber < s.txnNumber) return 0;
     if (txnNumber > s.txnNumber) s.startNumber(txnNumber);
@@ -177,7 +179,7 @@ uint64_t TransactionTable::holdMove(const std::string& lsid, int64_t txnNumber, 
 void TransactionTable::releaseMove(const std::string& lsid, int64_t txnNumber, StmtId stmtId,
                                    uint64_t token) {
     if (token == 0) return;
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     auto it = _sessions.find(lsid);
     if (it == _sessions.end() || it->second.txnNumber != txnNumber) return;
     auto m = it->second.moving.find(stmtId);
@@ -188,7 +190,7 @@ void TransactionTable::releaseMove(const std::string& lsid, int64_t txnNumber, S
 
 StatusWith<bool> TransactionTable::executed(const std::string& lsid, int64_t txnNumber,
                                             StmtId stmtId, Clock::time_point deadline) {
-    std::unique_lock lk(_mutex);
+    UniqueLock lk(_mutex);
     for (;;) {
         auto it = _sessions.find(lsid);
         if (it == _sessions.end()) return false;
@@ -214,7 +216,7 @@ size_t TransactionTable::expireIdle(Clock::time_point idleSince,
                                     const std::function<void(const std::string&)>& forget) {
     std::vector<std::string> idle;
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         for (auto& [lsid, s] : _sessions) {
             if (s.running || s.expiring || !s.moving.empty() || s.lastUse >= idleSince) continue;
             s.expiring = true;
@@ -223,14 +225,14 @@ size_t TransactionTable::expireIdle(Clock::time_point idleSince,
     }
     // Outside the mutex: other sessions go on while the records are deleted.
     for (const std::string& lsid : idle) forget(lsid);
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     for (const std::string& lsid : idle) _sessions.erase(lsid);
     if (!idle.empty()) _finished.notify_all();
     return idle.size();
 }
 
 std::vector<std::pair<std::string, int64_t>> TransactionTable::newestTxnNumbers() const {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     std::vector<std::pair<std::string, int64_t>> out;
     out.reserve(_sessions.size());
     for (const auto& [lsid, s] : _sessions) {
@@ -240,19 +242,19 @@ std::vector<std::pair<std::string, int64_t>> TransactionTable::newestTxnNumbers(
 }
 
 size_t TransactionTable::size() const {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     return _sessions.size();
 }
 
 size_t TransactionTable::movingStatements() const {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     size_t n = 0;
     for (const auto& [lsid, s] : _sessions) n += s.moving.size();
     return n;
 }
 
 size_t TransactionTable::retriesWaitingForMove() const {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     return _waitingForMove;
 }
 

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "bson/bson_obj.h"
 
@@ -134,7 +135,7 @@ class TransactionTable {
                       const std::function<void(const std::string& lsid)>& forget);
 
     // Each session's newest txnNumber (to order it with the session's transactions after a
-    // restart: command::SessionTransactions::restoreRetryableWrite).
+    // restart: txn::SessionTransactions::restoreRetryableWrite).
     std::vector<std::pair<std::string, int64_t>> newestTxnNumbers() const;
 
     size_t size() const;
@@ -174,12 +175,12 @@ class TransactionTable {
     static bool isMoving(Session& s, std::optional<StmtId> stmtId, Clock::time_point now,
                          Clock::time_point* wakeAt);
 
-    mutable std::mutex _mutex;
-    std::condition_variable _finished;
-    std::map<std::string, Session> _sessions;
+    mutable Mutex _mutex;
+    CondVar _finished;
+    std::map<std::string, Session> _sessions GUARDED_BY(_mutex);
     const Clock::duration _unclaimedMoveLimit;
-    uint64_t _nextMoveToken = 1;
-    size_t _waitingForMove = 0;
+    uint64_t _nextMoveToken GUARDED_BY(_mutex) = 1;
+    size_t _waitingForMove GUARDED_BY(_mutex) = 0;
 };
 
 }  // namespace tessera::txn

@@ -13,8 +13,11 @@ const { Long, Timestamp } = BSON;
 async function outcome(promise) {
     try {
         const r = await promise;
+        if (r.writeConcernError) return { ok: r.ok, reply: r, wce: r.writeConcernError.code };
         return { ok: r.ok, reply: r };
     } catch (e) {
+        // The command ran, and its write concern could not be met (the driver may throw it).
+        if (e.name === 'MongoWriteConcernError') return { ok: 1, wce: e.code, message: e.message };
         return { code: e.originalError?.code ?? e.code, message: e.message };
     }
 }
@@ -34,8 +37,9 @@ describeWithCluster(
             await (await router()).db(db).collection('c').insertMany([{ _id: 1 }, { _id: 2 }, { _id: 3 }]);
         });
 
-        // [field value, command, expected]: expected is 'ok' or a server error code. The
-        // txnNumbers grow: a session's retryable writes and transactions share one order.
+        // [field value, command, expected]: expected is 'ok', a server error code, or 'wce <code>'
+        // (it ran, and its reply has that writeConcernError). The txnNumbers grow: a session's
+        // retryable writes and transactions share one order.
         const generic = [
             ['maxTimeMS', { find: 'c', maxTimeMS: 5000 }, 'ok'],
             ['comment', { find: 'c', comment: 'audit' }, 'ok'],
@@ -58,7 +62,9 @@ describeWithCluster(
             ['readConcern majority on a write', { insert: 'c', documents: [{ _id: 11 }], readConcern: { level: 'majority' } }, 72],
             ['writeConcern majority', { insert: 'c', documents: [{ _id: 12 }], writeConcern: { w: 'majority' } }, 'ok'],
             ['writeConcern j', { insert: 'c', documents: [{ _id: 13 }], writeConcern: { w: 1, j: true, wtimeout: 100 } }, 'ok'],
-            ['writeConcern w: 2', { insert: 'c', documents: [{ _id: 14 }], writeConcern: { w: 2 } }, 100],
+            // As a replica set primary does: the write runs, then its write concern fails.
+            ['writeConcern w: 2', { insert: 'c', documents: [{ _id: 14 }], writeConcern: { w: 2 } }, 'wce 100'],
+            ['writeConcern w: 2 on a read', { find: 'c', writeConcern: { w: 2 } }, 100],
             ['writeConcern tag', { insert: 'c', documents: [{ _id: 15 }], writeConcern: { w: 'dc1' } }, 79],
             ['writeConcern unknown field', { insert: 'c', documents: [{ _id: 16 }], writeConcern: { w: 1, x: 1 } }, 40415],
             ['$readPreference secondaryPreferred', { find: 'c', $readPreference: { mode: 'secondaryPreferred' } }, 'ok'],
@@ -83,13 +89,13 @@ describeWithCluster(
             const wrong = [];
             for (const [label, cmd, expected] of generic) {
                 const got = await run(cmd);
-                const gotKey = got.code === undefined ? 'ok' : got.code;
+                const gotKey = got.wce !== undefined ? `wce ${got.wce}` : got.code === undefined ? 'ok' : got.code;
                 if (gotKey !== expected) wrong.push(`${label}: expected ${expected}, got ${JSON.stringify(got)}`);
             }
             assert.deepEqual(wrong, []);
             // What the writes that succeeded wrote, once each.
             const c = (await router()).db(db).collection('c');
-            assert.deepEqual((await c.find({ _id: { $gte: 10 } }).sort({ _id: 1 }).toArray()).map((d) => d._id), [10, 12, 13]);
+            assert.deepEqual((await c.find({ _id: { $gte: 10 } }).sort({ _id: 1 }).toArray()).map((d) => d._id), [10, 12, 13, 14]);
         });
 
         test('a shard reached directly gossips cluster time, as a router does, and refuses what a router refuses', async () => {
@@ -103,7 +109,7 @@ describeWithCluster(
             assert.equal(viaRouter.ok, 1, JSON.stringify(viaRouter));
             assert.ok(viaRouter.reply.operationTime && viaRouter.reply.$clusterTime, JSON.stringify(viaRouter));
             const wc = await outcome(shard.db(db).command({ insert: 'c', documents: [{ _id: 99 }], writeConcern: { w: 3 } }));
-            assert.equal(wc.code, 100, JSON.stringify(wc));
+            assert.equal(wc.wce, 100, JSON.stringify(wc));
         });
 
         // The router's own commands: an unknown field is refused, not dropped.
