@@ -4,6 +4,7 @@
 #include <map>
 
 #include "base/log.h"
+#include "base/mutex.h"
 #include "base/wall_clock.h"
 #include "bson/bson_builder.h"
 #include "config/chunk_ops.h"
@@ -234,7 +235,7 @@ Status ConfigServerImpl::writeChunk(const ChunkRecord& chunk, const placement::U
 StatusWith<std::string> ConfigServerImpl::addShard(const std::string& host,
                                                    std::optional<std::string> name) {
     TRY_STATUS(net::parseHostAndPort(host).getStatus());
-    std::lock_guard lock(_shardsMutex);
+    MutexLock lock(_shardsMutex);
     auto ping = _remote.runCommand(host, "admin", bson::fromJson(R"({"ping": 1})"));
     if (!ping.isOK()) {
         return Status(ErrorCodes::OperationFailed,

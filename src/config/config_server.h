@@ -38,7 +38,7 @@ class ConfigServer final : public command::RoleState {
     // The implementation, for the _configsvr* commands.
     ConfigServerImpl& impl() { return *_impl; }
     // The command hooks of the config process (service.hooks): retryable writes of the catalog
-    // (txn::RetryableWriteHooks), so that a client's retried write through a router's `config`
+    // (command::RetryableWriteHooks), so that a client's retried write through a router's `config`
     // passthrough is applied at most once.
     command::CommandHooks* hooks();
 

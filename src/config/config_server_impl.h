@@ -12,19 +12,21 @@
 #include <vector>
 
 #include "base/failpoint.h"
+#include "base/mutex.h"
 #include "base/op_id.h"
 #include "base/status.h"
 #include "bson/bson_builder.h"
 #include "bson/bson_obj.h"
 #include "command/command.h"
+#include "command/retryable_write_hooks.h"
 #include "config/balancer_policy.h"
 #include "config/catalog_docs.h"
+#include "config/coordinator.h"
 #include "config/coordinator_state.h"
 #include "config/ddl_lock_manager.h"
 #include "config/local_client.h"
 #include "net/remote_client.h"
 #include "placement/shard_key_pattern.h"
-#include "txn/retryable_write_hooks.h"
 
 namespace tessera::config {
 
@@ -41,7 +43,8 @@ struct ShardEntry {
     // config.shards {drainingFailures, drainingLastError}: consecutive drain steps (moving a
     // chunk or a database off it) that failed for a reason other than an unreachable shard; at
     // kMaxCoordinatorAttempts the drain has failed and the balancer stops acting on it until
-    // startShardDraining is run again (README.md "When a coordinator fails").
+    // startShardDraining is run again (docs/protocols/ddl-coordinators.md "When a coordinator
+    // fails").
     int drainingFailures = 0;
     bool drainFailed() const;
 };
@@ -58,39 +61,6 @@ struct ZoneRange {
     bson::BsonObj min, max;
     std::string lo, hi;  // encoded bounds
     std::string zone;
-};
-
-// What shardCollection was asked (config_commands.cpp parses it).
-struct ShardCollectionRequest {
-    std::string ns;
-    placement::ShardKeyPattern pattern;
-    bool unique = false;
-    int numInitialChunks = 0;
-    bool simpleCollationGiven = false;  // collation: {locale: "simple"}
-    bool implicitlyCreateIndex = true;
-    std::string primary;  // the database's primary shard
-};
-
-// What shardCollection decided, before it is committed.
-struct ShardCollectionPlan {
-    CollectionRecord coll;
-    std::vector<ChunkRecord> chunks;
-};
-
-// The state and operations of the config server role. DDL is serialized per namespace by
-// `_ddlLocks` (ddl_lock_manager.h: a collection's operations exclude each other, a database's
-// exclude every operation in it, independent namespaces run in parallel); the recovery of
-// coordinators at startup takes the same locks per coordinator.
-// What one migration measured, for config.changelog's moveChunk.from (MongoDB's "step i of 6").
-struct MigrationSteps {
-    std::array<int64_t, 6> millis{-1, -1, -1, -1, -1, -1};
-    std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
-    std::optional<std::chrono::steady_clock::time_point> criticalSectionStarted;
-    int64_t criticalSectionMillis = -1;
-    int64_t docsCloned = 0;
-    int64_t bytesCloned = 0;
-    void done(int step);  // step 1..6 ended now
-    void criticalSectionEnded();
 };
 
 // config.settings {_id: "balancer", mode, roundIntervalMillis, activeWindow: {start, stop},
@@ -110,18 +80,10 @@ struct BalancerSettings {
     bool runsNow() const;
 };
 
-// How a resumed coordinator ended.
-enum class CoordinatorOutcome {
-    kFinished,   // its operation took effect
-    kAborted,    // undone: the placement is as before
-    kAbandoned,  // failed kMaxCoordinatorAttempts times: released and forgotten
-    kGone,       // its document was gone (another run settled it)
-};
-
-// Runs one best-effort step of abandoning a coordinator: its failure is logged, never stops the
-// others.
-using BestEffort = std::function<void(std::string_view what, const std::function<Status()>& step)>;
-
+// The state and operations of the config server role. DDL is serialized per namespace by
+// `_ddlLocks` (ddl_lock_manager.h: a collection's operations exclude each other, a database's
+// exclude every operation in it, independent namespaces run in parallel); each long operation
+// is a Coordinator (coordinator.h) run, and resumed, under the same locks.
 class ConfigServerImpl {
   public:
     explicit ConfigServerImpl(command::ServiceContext& service);
@@ -207,30 +169,14 @@ class ConfigServerImpl {
     // While `fp` is on (and not shutting down), waits.
     void pauseWhileSet(FailPoint& fp);
     std::string serverName() const;
+    // Throws when the failpoint coordinatorStepThrows is on for `type` (data {type}, or none:
+    // every type): the test of a coordinator step that fails (README.md "When a coordinator
+    // fails"). Coordinators call it before each persisted step.
+    void coordinatorStep(std::string_view type);
 
   private:
     StatusWith<bson::BsonObj> createDatabaseLocked(const std::string& db,
                                                    std::optional<std::string> primary);
-    Status dropCollectionLocked(const std::string& ns, bool* dropped);
-
-    // Placement DDL (ddl_collections.cpp, README.md "Placement DDL").
-    Status saveState(const PlacementDdlState& state);
-    // Persists the coordinator document, then enters the critical section of state.target on
-    // every shard of state.shards (undone, and the document removed, if one fails).
-    Status beginPlacementDdl(PlacementDdlState& state);
-    // Exits every critical section of the coordinator and removes its document.
-    Status endPlacementDdl(PlacementDdlState& state);
-    Status shardCollectionLocked(const ShardCollectionRequest& req);
-    StatusWith<ShardCollectionPlan> decideShardCollection(const ShardCollectionRequest& req,
-                                                          PlacementDdlState& state);
-    Status finishShardCollection(PlacementDdlState& state);
-    Status abortShardCollection(PlacementDdlState& state);
-    Status dropShardedCollection(PlacementDdlState& state);
-    Status dropDatabaseSteps(PlacementDdlState& state);
-    StatusWith<CoordinatorOutcome> recoverPlacementDdl(PlacementDdlState& state);
-    // Finishes (the entry names the new uuid) or undoes a refine's commit and removes its
-    // coordinator document.
-    StatusWith<CoordinatorOutcome> finishRefine(const bson::BsonObj& state);
 
     // ---- Coordinators that fail (coordinator_recovery.cpp, README.md "When a coordinator
     // fails").
@@ -238,43 +184,20 @@ class ConfigServerImpl {
     // counted first; abandoned once it has failed kMaxCoordinatorAttempts times. LockBusy when
     // a live operation holds it.
     StatusWith<CoordinatorOutcome> recoverCoordinator(const bson::BsonObj& doc);
-    // What the phase and the catalog say to do with a resumed coordinator (no locks, no
-    // counting: recoverCoordinator's step).
-    StatusWith<CoordinatorOutcome> resumeCoordinator(const bson::BsonObj& doc);
-    // Releases what a coordinator holds, leaves its placement old or new, records its failure
-    // in config.changelog (`<type>.abandoned`) and removes its document.
+    // Releases what a coordinator holds (Coordinator::abandon), leaves its placement old or
+    // new, records its failure in config.changelog (`<type>.abandoned`) and removes its
+    // document.
     void abandonCoordinator(const bson::BsonObj& doc, const Status& why, int attempts);
-    void abandonMoveRange(const bson::BsonObj& doc, const BestEffort& step);
-    void abandonMovePrimary(const bson::BsonObj& doc, const BestEffort& step);
-    void abandonRefine(const bson::BsonObj& doc, const BestEffort& step);
-    void abandonPlacementDdl(const bson::BsonObj& doc, const BestEffort& step);
-    // The live run of coordinator `id` (started under `lock`): an exception becomes its status;
-    // when it fails midway (its document is still there) the locks are released and it is
-    // retried as recovery retries it, with back-off, and the reply is its final outcome.
-    Status runCoordinator(const std::string& id, DdlLockManager::Guard& lock,
-                          const std::function<Status()>& body);
-    // Throws when the failpoint coordinatorStepThrows is on for `type` (data {type}, or none:
-    // every type): the test of all of the above.
-    void coordinatorStep(std::string_view type);
+    // The live run of `coordinator` (started under `lock`, its document written or about to
+    // be): an exception becomes its status; when it fails midway (its document is still there)
+    // the locks are released and it is retried as recovery retries it, with back-off, and the
+    // reply is its final outcome.
+    Status runCoordinator(Coordinator& coordinator, DdlLockManager::Guard& lock);
     // Sleeps `total` unless the process shuts down first (then false).
     bool sleepUnlessShutdown(std::chrono::milliseconds total);
     Status splitAt(ShardedCollection& coll, size_t index, std::vector<bson::BsonObj> points);
     StatusWith<bson::BsonObj> medianKey(const ShardedCollection& coll, size_t index);
 
-    // Migration coordinator (ddl_move_range.cpp).
-    Status saveState(const MoveRangeState& state);
-    Status saveState(const MovePrimaryState& state);
-    Status runMoveRange(MoveRangeState state);
-    // `steps`: the durations measured by this process (null after a restart).
-    Status finishMoveRange(MoveRangeState& state, MigrationSteps* steps = nullptr);
-    // config.settings {_id: "migration", foregroundP99Factor} (default 3).
-    double migrationBudgetFactor();
-    Status abortMoveRange(MoveRangeState& state, const Status& cause);
-    Status commitMoveRange(const MoveRangeState& state);
-    StatusWith<bool> moveRangeCommitted(const MoveRangeState& state);
-    Status runMovePrimary(MovePrimaryState state);
-    Status finishMovePrimary(MovePrimaryState& state);
-    Status abortMovePrimary(MovePrimaryState& state);
     void recoverCoordinators();
 
     // The balancer (balancer_scheduler.cpp).
@@ -305,9 +228,9 @@ class ConfigServerImpl {
     command::ServiceContext& _service;
     LocalClient _local;
     net::RemoteClient _remote;
-    txn::RetryableWriteHooks _retryableWrites;
+    command::RetryableWriteHooks _retryableWrites;
     DdlLockManager _ddlLocks;
-    std::mutex _shardsMutex;  // addShard: one registration at a time
+    Mutex _shardsMutex;  // addShard: one registration at a time
     std::atomic<bool> _shutdown{false};
     std::thread _recovery;
     std::thread _balancer;

@@ -1,5 +1,5 @@
 // Resuming, retrying and, as a last resort, abandoning the coordinators of
-// config.system.coordinators (README.md "Coordinators" and "When a coordinator fails"): each
+// config.system.coordinators (docs/protocols/ddl-coordinators.md): each
 // document is resumed under the DDL locks its operation takes, so recovery runs next to new DDL
 // on other namespaces; a step that throws or fails for a reason other than an unreachable shard
 // counts as an attempt (counted in the document before it runs), and after
@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "bson/bson_builder.h"
 #include "config/config_server_impl.h"
+#include "config/coordinator.h"
 
 namespace tessera::config {
 
@@ -37,26 +38,6 @@ BsonObj errorDoc(const Status& s) {
     return b.obj();
 }
 
-// What a coordinator document locks: a collection (its ns) or a database.
-struct CoordinatorTarget {
-    std::string name;
-    bool database = false;
-    bool known = true;
-};
-
-CoordinatorTarget targetOf(BsonView doc) {
-    std::string_view type = doc["type"].stringValue();
-    if (type == "moveRange" || type == "refineCollectionShardKey") {
-        return {std::string(doc["ns"].stringValue()), false};
-    }
-    if (type == "shardCollection" || type == "dropCollection") {
-        return {std::string(doc["target"].stringValue()), false};
-    }
-    if (type == "movePrimary") return {std::string(doc["db"].stringValue()), true};
-    if (type == "dropDatabase") return {std::string(doc["target"].stringValue()), true};
-    return {"", false, false};
-}
-
 // Runs `step`, turning an exception into its status.
 template <typename Fn>
 auto guarded(std::string_view what, Fn&& step) -> decltype(step()) {
@@ -81,69 +62,23 @@ void ConfigServerImpl::coordinatorStep(std::string_view type) {
     }
 }
 
-StatusWith<CoordinatorOutcome> ConfigServerImpl::resumeCoordinator(const BsonObj& doc) {
-    std::string_view type = doc["type"].stringValue();
-    coordinatorStep(type);
-    if (type == "moveRange") {
-        ASSIGN_OR_RETURN(MoveRangeState st, MoveRangeState::parse(doc));
-        ASSIGN_OR_RETURN(bool committed, moveRangeCommitted(st));
-        switch (recoveryAction(st.phase, committed)) {
-            case RecoveryAction::kAbort: {
-                Status s =
-                    abortMoveRange(st, Status(ErrorCodes::Interrupted,
-                                              "migration interrupted by a config server restart"));
-                if (!s.is(ErrorCodes::Interrupted)) return s;
-                return CoordinatorOutcome::kAborted;
-            }
-            case RecoveryAction::kFinishCommit:
-                st.phase = CoordinatorPhase::kCommitted;
-                TRY_STATUS(finishMoveRange(st));
-                return CoordinatorOutcome::kFinished;
-            case RecoveryAction::kForget:
-                TRY_STATUS(_local.remove("system.coordinators", idQuery(st.id), false).getStatus());
-                return CoordinatorOutcome::kFinished;
-        }
-        return CoordinatorOutcome::kFinished;
-    }
-    if (type == "refineCollectionShardKey") return finishRefine(doc);
-    if (type == "movePrimary") {
-        ASSIGN_OR_RETURN(MovePrimaryState st, MovePrimaryState::parse(doc));
-        ASSIGN_OR_RETURN(auto dbDoc, _local.findOne("databases", idQuery(st.db)));
-        bool committed = dbDoc && (*dbDoc)["primary"].stringValue() == st.to;
-        switch (recoveryAction(st.phase, committed)) {
-            case RecoveryAction::kAbort:
-                TRY_STATUS(abortMovePrimary(st));
-                return CoordinatorOutcome::kAborted;
-            case RecoveryAction::kFinishCommit:
-                st.phase = CoordinatorPhase::kCommitted;
-                TRY_STATUS(finishMovePrimary(st));
-                return CoordinatorOutcome::kFinished;
-            case RecoveryAction::kForget:
-                TRY_STATUS(_local.remove("system.coordinators", idQuery(st.id), false).getStatus());
-                return CoordinatorOutcome::kFinished;
-        }
-        return CoordinatorOutcome::kFinished;
-    }
-    ASSIGN_OR_RETURN(PlacementDdlState st, PlacementDdlState::parse(doc));
-    return recoverPlacementDdl(st);
-}
-
 StatusWith<CoordinatorOutcome> ConfigServerImpl::recoverCoordinator(const BsonObj& listed) {
     std::string id(listed["_id"].stringValue());
     // The locks first, then the document again: a live operation may have finished (and removed
     // it) while we waited.
-    const CoordinatorTarget target = targetOf(listed);
-    if (!target.known) {
+    const std::optional<CoordinatorTarget> target = Coordinator::targetOf(listed);
+    if (!target) {
         log::warning("SHARDING", 9122, "Unknown coordinator type; left in place",
                      "{\"id\":\"" + log::jsonEscape(id) + "\"}");
         return CoordinatorOutcome::kGone;
     }
     DdlLockManager::Guard lock;
-    if (target.database) {
-        ASSIGN_OR_RETURN(lock, _ddlLocks.lockDatabase(target.name, "recovery of " + id, kLockWait));
+    if (target->database) {
+        ASSIGN_OR_RETURN(lock,
+                         _ddlLocks.lockDatabase(target->name, "recovery of " + id, kLockWait));
     } else {
         ASSIGN_OR_RETURN(lock,
-                         _ddlLocks.lockCollection(target.name, "recovery of " + id, kLockWait));
+                         _ddlLocks.lockCollection(target->name, "recovery of " + id, kLockWait));
     }
     ASSIGN_OR_RETURN(auto current, _local.findOne("system.coordinators", idQuery(id)));
     if (!current) return CoordinatorOutcome::kGone;
@@ -171,7 +106,12 @@ StatusWith<CoordinatorOutcome> ConfigServerImpl::recoverCoordinator(const BsonOb
               "{\"id\":\"" + log::jsonEscape(id) +
                   "\",\"attempt\":" + std::to_string(recovery.attempts + 1) + "}");
     StatusWith<CoordinatorOutcome> outcome =
-        guarded("coordinator " + id, [&] { return resumeCoordinator(doc); });
+        guarded("coordinator " + id, [&]() -> StatusWith<CoordinatorOutcome> {
+            coordinatorStep(doc["type"].stringValue());
+            ASSIGN_OR_RETURN(std::unique_ptr<Coordinator> coordinator,
+                             Coordinator::fromDocument(*this, doc));
+            return coordinator->recover();
+        });
     if (!outcome.isOK()) {
         const Status& s = outcome.getStatus();
         BsonBuilder u;
@@ -213,30 +153,28 @@ void ConfigServerImpl::abandonCoordinator(const BsonObj& doc, const Status& why,
                              log::jsonEscape(what) + "\",\"error\":" + errorJson(s) + "}");
         }
     };
-    if (type == "moveRange") {
-        abandonMoveRange(doc, bestEffort);
-    } else if (type == "movePrimary") {
-        abandonMovePrimary(doc, bestEffort);
-    } else if (type == "refineCollectionShardKey") {
-        abandonRefine(doc, bestEffort);
+    auto coordinator =
+        guarded("coordinator " + id, [&] { return Coordinator::fromDocument(*this, doc); });
+    if (coordinator.isOK()) {
+        coordinator.getValue()->abandon(bestEffort);
     } else {
-        abandonPlacementDdl(doc, bestEffort);
+        bestEffort("read the coordinator document", [&] { return coordinator.getStatus(); });
     }
     BsonBuilder details;
     details.append("coordinator", id)
         .appendElementAs(doc["phase"], "phase")
         .appendInt32("attempts", attempts)
         .appendObject("error", errorDoc(why));
-    const CoordinatorTarget target = targetOf(doc);
-    logChange(std::string(type) + ".abandoned", target.name, details.obj());
+    const std::optional<CoordinatorTarget> target = Coordinator::targetOf(doc);
+    logChange(std::string(type) + ".abandoned", target ? target->name : id, details.obj());
     bestEffort("remove the coordinator document", [&] {
         return _local.remove("system.coordinators", idQuery(id), false).getStatus();
     });
 }
 
-Status ConfigServerImpl::runCoordinator(const std::string& id, DdlLockManager::Guard& lock,
-                                        const std::function<Status()>& body) {
-    Status first = guarded("coordinator " + id, body);
+Status ConfigServerImpl::runCoordinator(Coordinator& coordinator, DdlLockManager::Guard& lock) {
+    const std::string id = coordinator.id();
+    Status first = guarded("coordinator " + id, [&] { return coordinator.run(); });
     if (first.isOK()) return first;
     auto doc = guarded("coordinator bookkeeping",
                        [&] { return _local.findOne("system.coordinators", idQuery(id)); });
@@ -339,6 +277,7 @@ std::vector<BsonObj> ConfigServerImpl::coordinatorCurrentOps() {
     for (const BsonObj& doc : docs.getValue()) {
         const std::string id(doc["_id"].stringValue());
         const std::string type(doc["type"].stringValue());
+        const std::optional<CoordinatorTarget> target = Coordinator::targetOf(doc);
         keys.push_back(id);
         BsonBuilder b;
         b.append("type", "op")
@@ -346,9 +285,9 @@ std::vector<BsonObj> ConfigServerImpl::coordinatorCurrentOps() {
             .append("desc", type + " coordinator")
             .appendBool("active", true)
             .append("op", "command")
-            .append("ns", targetOf(doc).name)
+            .append("ns", target ? target->name : "")
             .append("coordinator", id);
-        b.startObject("command").append(type, targetOf(doc).name).end();
+        b.startObject("command").append(type, target ? target->name : "").end();
         if (doc["phase"].type() == bson::BsonType::String) {
             b.appendElementAs(doc["phase"], "currentPhase");
         }

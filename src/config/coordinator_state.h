@@ -12,7 +12,7 @@
 namespace tessera::config {
 
 // Persisted state of the config server's long-running DDL coordinators, one document each in
-// config.system.coordinators (src/cluster/README.md "Migration"). The coordinator writes the
+// config.system.coordinators (docs/protocols/migration.md). The coordinator writes the
 // document before each phase's side effects are made durable elsewhere, so that a restarted
 // config server can decide from the phase (and the catalog) whether to abort or to finish.
 
@@ -70,8 +70,8 @@ std::string movePrimaryCoordinatorId(std::string_view db);
 // {_id: "<type>-<target>", type, target, shards: [...], created: [...], phase}: the coordinators
 // of shardCollection (target: ns), dropCollection (ns) and dropDatabase (db). Each holds writes
 // to `target` on `shards` with a critical section from before it reads anything to decide
-// placement until its commit is visible (src/config/README.md "Placement DDL"): the entered
-// sections are exited on every path that removes the document. `created`: shards on which
+// placement until its commit is visible (docs/protocols/ddl-coordinators.md "Placement DDL"): the
+// entered sections are exited on every path that removes the document. `created`: shards on which
 // shardCollection created the collection (an abort drops those copies again, when empty).
 // Phases used: kStart (sections may be entered), kCommitted (catalog written), kCleaned.
 struct PlacementDdlState {
@@ -103,7 +103,8 @@ enum class RecoveryAction {
 // the recipient's data is then the only owned copy and must not be deleted.
 RecoveryAction recoveryAction(CoordinatorPhase phase, bool catalogNamesRecipient);
 
-// ---- When a coordinator's step fails (README.md "When a coordinator fails")
+// ---- When a coordinator's step fails (docs/protocols/ddl-coordinators.md "When a coordinator
+// fails")
 //
 // A step that fails because a shard or the network is away is retried for as long as it takes
 // (transient: it is not the coordinator's fault, and giving up could leave a critical section

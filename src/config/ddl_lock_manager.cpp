@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/mutex.h"
 #include "command/namespace_util.h"
 
 namespace tessera::config {
@@ -42,7 +43,7 @@ void DdlLockManager::Guard::release() {
 
 Status DdlLockManager::acquire(const std::string& name, Mode mode, const std::string& reason,
                                Clock::time_point deadline) {
-    std::unique_lock lock(_mutex);
+    UniqueLock lock(_mutex);
     const auto self = std::this_thread::get_id();
     if (auto held = _locks.find(name); held != _locks.end()) {
         const auto& holders = held->second.holders;
@@ -88,7 +89,7 @@ Status DdlLockManager::acquire(const std::string& name, Mode mode, const std::st
 }
 
 void DdlLockManager::releaseOne(const std::string& name, Mode mode, const std::string& reason) {
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     auto it = _locks.find(name);
     if (it == _locks.end()) return;
     LockState& st = it->second;
@@ -138,13 +139,13 @@ StatusWith<DdlLockManager::Guard> DdlLockManager::lockCollection(const std::stri
 }
 
 int DdlLockManager::databaseWaiters(const std::string& db) const {
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     auto it = _locks.find(databaseLockName(db));
     return it == _locks.end() ? 0 : it->second.waiters;
 }
 
 std::vector<std::string> DdlLockManager::describeHeld() const {
-    std::lock_guard lock(_mutex);
+    MutexLock lock(_mutex);
     std::vector<std::string> out;
     for (const auto& [name, st] : _locks) {
         for (const std::string& r : st.reasons) {

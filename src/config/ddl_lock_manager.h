@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace tessera::config {
@@ -81,12 +82,12 @@ class DdlLockManager {
         bool unused() const { return shared == 0 && !exclusive && waiters == 0; }
     };
     Status acquire(const std::string& name, Mode mode, const std::string& reason,
-                   Clock::time_point deadline);
-    void releaseOne(const std::string& name, Mode mode, const std::string& reason);
+                   Clock::time_point deadline) EXCLUDES(_mutex);
+    void releaseOne(const std::string& name, Mode mode, const std::string& reason) EXCLUDES(_mutex);
 
-    mutable std::mutex _mutex;
-    std::condition_variable _released;
-    std::map<std::string, LockState> _locks;  // guarded by _mutex; entries erased when free
+    mutable Mutex _mutex;
+    CondVar _released;
+    std::map<std::string, LockState> _locks GUARDED_BY(_mutex);  // entries erased when free
 };
 
 }  // namespace tessera::config

@@ -20,6 +20,7 @@
 #include "bson/bson_builder.h"
 #include "config/chunk_ops.h"
 #include "config/config_server_impl.h"
+#include "config/refine_shard_key_coordinator.h"
 #include "config/shard_requests.h"
 
 namespace tessera::config {
@@ -28,21 +29,10 @@ using bson::BsonBuilder;
 using bson::BsonObj;
 using bson::BsonView;
 
-TESSERA_FAIL_POINT_DEFINE(refineShardKeyHangAfterNewChunks);
-TESSERA_FAIL_POINT_DEFINE(refineShardKeyHangAfterCommit);
-
 namespace {
 
-constexpr std::string_view kRefineType = "refineCollectionShardKey";
-
 std::string refineCoordinatorId(const std::string& ns) {
-    return std::string(kRefineType) + "-" + ns;
-}
-
-BsonObj uuidQuery(const placement::Uuid& uuid) {
-    BsonBuilder q;
-    appendUuid(q, "uuid", uuid);
-    return q.obj();
+    return std::string(RefineShardKeyCoordinator::kType) + "-" + ns;
 }
 
 }  // namespace
@@ -116,47 +106,17 @@ Status ConfigServerImpl::refineCollectionShardKey(const std::string& ns, BsonVie
     next.lastmodMillis = wallClockMillis();
     BsonBuilder state;
     state.appendString("_id", refineCoordinatorId(ns))
-        .appendString("type", kRefineType)
+        .appendString("type", RefineShardKeyCoordinator::kType)
         .appendString("ns", ns);
     appendUuid(state, "oldUuid", coll.coll.uuid);
     appendUuid(state, "newUuid", next.uuid);
     state.appendObject("suffix", suffix);
     const BsonObj stateDoc = state.obj();
     TRY_STATUS(_local.insert("system.coordinators", stateDoc));
-    TRY_STATUS(runCoordinator(refineCoordinatorId(ns), lock, [&]() -> Status {
-        for (const ChunkRecord& c : coll.chunks) {
-            ChunkRecord r = c;
-            r.id = bson::ObjectId::generate();
-            ASSIGN_OR_RETURN(r.min, newPattern.extendRangeBound(c.min));
-            ASSIGN_OR_RETURN(r.max, newPattern.extendRangeBound(c.max));
-            r.jumbo = false;
-            TRY_STATUS(writeChunk(r, next.uuid, /*insert=*/true));
-        }
-        pauseWhileSet(refineShardKeyHangAfterNewChunks);
-        coordinatorStep(kRefineType);
-        ASSIGN_OR_RETURN(auto current, _local.findOne("collections", idQuery(ns)));
-        if (!current) return Status(ErrorCodes::NamespaceNotSharded, ns + " is not sharded");
-        // The new identity and key; every other field (noBalance, per-collection balancer
-        // settings) as it was.
-        const BsonObj made = makeCollectionDoc(next);
-        BsonBuilder entry;
-        for (const bson::BsonElement& e : made) {
-            if (e.fieldName() != "noBalance") entry.appendElement(e);
-        }
-        for (const bson::BsonElement& e : *current) {
-            if (!made.hasField(e.fieldName()) || e.fieldName() == "noBalance") {
-                entry.appendElement(e);
-            }
-        }
-        TRY_STATUS(_local.update("collections", idQuery(ns), entry.obj()).getStatus());
-        pauseWhileSet(refineShardKeyHangAfterCommit);
-        ASSIGN_OR_RETURN(CoordinatorOutcome outcome, finishRefine(stateDoc));
-        if (outcome != CoordinatorOutcome::kFinished) {
-            return Status(ErrorCodes::ConflictingOperationInProgress,
-                          "refineCollectionShardKey of " + ns + " did not commit");
-        }
-        return Status::OK();
-    }));
+    RefineShardKeyCoordinator coordinator(
+        *this, stateDoc,
+        RefineShardKeyCoordinator::Live{std::move(coll.chunks), std::move(next), newPattern});
+    TRY_STATUS(runCoordinator(coordinator, lock));
     flushRoutingTable(std::vector<std::string>(holders.begin(), holders.end()), ns);
     BsonBuilder details;
     details.appendObject("oldKey", oldKey)
@@ -166,71 +126,6 @@ Status ConfigServerImpl::refineCollectionShardKey(const std::string& ns, BsonVie
     log::info("SHARDING", 9150, "Refined a shard key",
               "{\"ns\":\"" + log::jsonEscape(ns) + "\",\"key\":" + newKey.toJson() + "}");
     return Status::OK();
-}
-
-StatusWith<CoordinatorOutcome> ConfigServerImpl::finishRefine(const BsonObj& state) {
-    coordinatorStep(kRefineType);
-    std::string ns(state["ns"].stringValue());
-    ASSIGN_OR_RETURN(placement::Uuid oldUuid, uuidFromElement(state["oldUuid"]));
-    ASSIGN_OR_RETURN(placement::Uuid newUuid, uuidFromElement(state["newUuid"]));
-    ASSIGN_OR_RETURN(auto entry, _local.findOne("collections", idQuery(ns)));
-    bool committed = false;
-    if (entry) {
-        auto uuid = uuidFromElement((*entry)["uuid"]);
-        committed = uuid.isOK() && uuid.getValue() == newUuid;
-    }
-    if (!committed) {
-        // Interrupted before the switch: the new chunks were never visible.
-        TRY_STATUS(_local.remove("chunks", uuidQuery(newUuid)).getStatus());
-        TRY_STATUS(_local.remove("system.coordinators", idQuery(state["_id"].stringValue()), false)
-                       .getStatus());
-        return CoordinatorOutcome::kAborted;
-    }
-    TRY_STATUS(_local.remove("chunks", uuidQuery(oldUuid)).getStatus());
-    // Zone ranges are bounds of the key too: extended the same way (idempotent: a full bound is
-    // kept as it is).
-    ASSIGN_OR_RETURN(placement::ShardKeyPattern pattern,
-                     placement::ShardKeyPattern::parse((*entry)["key"].objValue()));
-    BsonBuilder tq;
-    tq.appendString("ns", ns);
-    ASSIGN_OR_RETURN(std::vector<BsonObj> tags, _local.find("tags", tq.obj()));
-    for (const BsonObj& t : tags) {
-        auto min = pattern.extendRangeBound(t["min"].objValue());
-        auto max = pattern.extendRangeBound(t["max"].objValue());
-        if (!min.isOK() || !max.isOK()) {
-            log::warning("SHARDING", 9151, "A zone range is not a prefix of the refined key; left",
-                         "{\"ns\":\"" + log::jsonEscape(ns) + "\",\"range\":" + t.toJson() + "}");
-            continue;
-        }
-        BsonBuilder set;
-        set.startObject("$set")
-            .appendObject("min", min.getValue())
-            .appendObject("max", max.getValue())
-            .end();
-        BsonBuilder id;
-        id.appendElementAs(t["_id"], "_id");  // an ObjectId (updateZoneKeyRange), or any value
-        TRY_STATUS(_local.update("tags", id.obj(), set.obj(), false).getStatus());
-    }
-    TRY_STATUS(_local.remove("system.coordinators", idQuery(state["_id"].stringValue()), false)
-                   .getStatus());
-    return CoordinatorOutcome::kFinished;
-}
-
-void ConfigServerImpl::abandonRefine(const BsonObj& doc, const BestEffort& step) {
-    // No shard holds anything for a refine: the catalog names one uuid, whose chunks are the
-    // placement; the other uuid's chunks are removed (invisible either way), the zones keep
-    // their bounds (the balancer extends a prefix bound when it reads it).
-    step("remove the chunks of the uuid the catalog does not name", [&]() -> Status {
-        ASSIGN_OR_RETURN(placement::Uuid oldUuid, uuidFromElement(doc["oldUuid"]));
-        ASSIGN_OR_RETURN(placement::Uuid newUuid, uuidFromElement(doc["newUuid"]));
-        ASSIGN_OR_RETURN(auto entry,
-                         _local.findOne("collections", idQuery(doc["ns"].stringValue())));
-        if (!entry) return Status::OK();
-        ASSIGN_OR_RETURN(placement::Uuid current, uuidFromElement((*entry)["uuid"]));
-        if (current == newUuid) return _local.remove("chunks", uuidQuery(oldUuid)).getStatus();
-        if (current == oldUuid) return _local.remove("chunks", uuidQuery(newUuid)).getStatus();
-        return Status::OK();
-    });
 }
 
 Status ConfigServerImpl::clearJumboFlag(const std::string& ns, std::optional<BsonObj> find,

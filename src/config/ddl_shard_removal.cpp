@@ -6,6 +6,7 @@
 #include <map>
 
 #include "base/log.h"
+#include "base/mutex.h"
 #include "bson/bson_builder.h"
 #include "config/config_server_impl.h"
 
@@ -31,7 +32,7 @@ struct DrainState {
 }  // namespace
 
 Status ConfigServerImpl::setShardDraining(const std::string& shardId, bool draining) {
-    std::lock_guard lk(_shardsMutex);
+    MutexLock lk(_shardsMutex);
     ASSIGN_OR_RETURN(std::vector<ShardEntry> shards, allShards());
     auto it = std::find_if(shards.begin(), shards.end(),
                            [&](const ShardEntry& s) { return s.id == shardId; });
@@ -144,7 +145,7 @@ StatusWith<BsonObj> ConfigServerImpl::shardDrainingStatus(const std::string& sha
 }
 
 Status ConfigServerImpl::commitShardRemoval(const std::string& shardId) {
-    std::lock_guard lk(_shardsMutex);
+    MutexLock lk(_shardsMutex);
     ASSIGN_OR_RETURN(std::vector<ShardEntry> shards, allShards());
     ASSIGN_OR_RETURN(DrainState st, drainState(_local, shards, shardId));
     if (!st.draining || !st.done()) {

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "base/log.h"
+#include "base/mutex.h"
 #include "bson/bson_builder.h"
 #include "config/chunk_ops.h"
 #include "config/config_server_impl.h"
@@ -18,7 +19,7 @@ using bson::BsonView;
 
 Status ConfigServerImpl::updateShardZone(const std::string& shardId, const std::string& zone,
                                          bool add) {
-    std::lock_guard lk(_shardsMutex);
+    MutexLock lk(_shardsMutex);
     if (zone.empty()) return Status(ErrorCodes::BadValue, "zone must be a non-empty string");
     ASSIGN_OR_RETURN(std::vector<BsonObj> shards, _local.find("shards", BsonView()));
     bool found = false;
