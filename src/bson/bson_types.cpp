@@ -97,8 +97,27 @@ Decimal128 Decimal128::fromDouble(double d) {
 
 Decimal128 Decimal128::fromInt64(int64_t v) { return fromString(std::to_string(v)); }
 
+namespace {
+
+// IEEE 754-2008: a coefficient above 10^34 - 1 is non-canonical and its value is zero (libbson
+// prints the coefficient as it is up to 2^113, a 35th digit no reader accepts). Such a decimal
+// reads as zero with its sign and exponent, as MongoDB's decimal library reads it.
+bson_decimal128_t canonical(uint64_t low, uint64_t high) {
+    constexpr uint64_t kMaxCoefficientHigh = 0x1ed09bead87c0ull;  // 10^34 - 1, high 49 bits
+    constexpr uint64_t kMaxCoefficientLow = 0x378d8e63ffffffffull;
+    const bool firstForm = (high & 0x6000000000000000ull) != 0x6000000000000000ull;
+    const uint64_t coefficientHigh = high & 0x1ffffffffffffull;
+    if (firstForm && (coefficientHigh > kMaxCoefficientHigh ||
+                      (coefficientHigh == kMaxCoefficientHigh && low > kMaxCoefficientLow))) {
+        return bson_decimal128_t{0, high & 0xfffe000000000000ull};
+    }
+    return bson_decimal128_t{low, high};
+}
+
+}  // namespace
+
 std::string Decimal128::toString() const {
-    bson_decimal128_t dec{low, high};
+    bson_decimal128_t dec = canonical(low, high);
     char buf[BSON_DECIMAL128_STRING];
     bson_decimal128_to_string(&dec, buf);
     return buf;

@@ -69,4 +69,24 @@ TEST(Compare, ObjectsCompareFieldNamesAndLength) {
 }
 
 }  // namespace
+
+// A coefficient above 10^34 - 1 is non-canonical: its value is zero (IEEE 754-2008), as
+// MongoDB reads it; it was printed with a 35th digit that the keystring could not decode.
+TEST(Decimal128Canonical, ANonCanonicalCoefficientReadsAsZero) {
+    // Coefficient 2^113 - 2^64 (above 10^34 - 1, below 2^113), exponent 6735 - 6176 = 559.
+    Decimal128 d;
+    d.high = (uint64_t{0x1a4f} << 49) | (0x2000000000000ull - 1);
+    d.low = 0;
+    EXPECT_EQ(d.toString().find_first_not_of("0E+-0123456789"), std::string::npos);
+    EXPECT_EQ(d.toString()[0], '0') << d.toString();
+    Decimal128 zero = Decimal128::fromString("0");
+    bson::BsonBuilder a, b;
+    a.appendDecimal("x", d);
+    b.appendDecimal("x", zero);
+    EXPECT_EQ(compareElementValues(a.obj().firstElement(), b.obj().firstElement()), 0);
+    // The largest canonical coefficient is still itself.
+    Decimal128 max = Decimal128::fromString("9999999999999999999999999999999999");
+    EXPECT_EQ(max.toString(), "9999999999999999999999999999999999");
+}
+
 }  // namespace tessera::bson
