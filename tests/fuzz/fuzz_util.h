@@ -3,6 +3,7 @@
 // Shared by the fuzz targets: the input as one validated BSON document, sample documents to run
 // parsed filters, updates and expressions against, and a check that aborts (the fuzzer's crash).
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
@@ -22,6 +23,32 @@ inline void check(bool cond) {
 inline std::optional<bson::BsonView> inputDocument(const uint8_t* data, size_t size) {
     if (!bson::validateBson(data, size, bson::kMaxParseDepth).isOK()) return std::nullopt;
     return bson::BsonView(data);
+}
+
+// Whether `doc` holds a {$range: [start, end, …]} spanning more than kMaxFuzzRange values. Such
+// an array is legitimate up to the 32 MiB value cap (~2.8 M numbers, about a second in a release
+// build), but the fuzz build's instrumentation makes it ~100 times slower, every sample document
+// evaluates it again, and a $reduce that nests its accumulator ({in: {a: ["$$value"]}}) copies
+// a growing value per element — quadratic (a known limit: expression values have no depth bound
+// yet). Beyond a few thousand elements an input outlasts the 10 s per-input timeout without
+// being a hang.
+constexpr double kMaxFuzzRange = 2000;
+inline bool hasLargeRange(bson::BsonView doc, int depth = 0) {
+    if (depth > bson::kMaxParseDepth) return true;
+    for (const bson::BsonElement& e : doc) {
+        if (e.fieldName() == "$range" && e.isArray()) {
+            double bounds[2] = {0, 0};
+            int i = 0;
+            for (const bson::BsonElement& b : e.objValue()) {
+                if (i == 2) break;
+                if (b.isNumber()) bounds[i] = b.numberDouble();
+                ++i;
+            }
+            if (!(std::abs(bounds[1] - bounds[0]) <= kMaxFuzzRange)) return true;
+        }
+        if ((e.isObject() || e.isArray()) && hasLargeRange(e.objValue(), depth + 1)) return true;
+    }
+    return false;
 }
 
 // Documents of every shape a filter, an update or an expression meets: scalars of each type,
