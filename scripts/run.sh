@@ -12,7 +12,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 scripts/setup.sh
-scripts/build.sh release
+scripts/build.sh release tessera  # the server only; scripts/test.sh builds the rest
 
 dbpath="${TESSERA_DBPATH:-$HOME/.tessera/cluster}"
 mkdir -p "$dbpath"
