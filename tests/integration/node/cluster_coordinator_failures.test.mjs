@@ -7,14 +7,13 @@
 // coordinator) and `rangeDeletionThrows` (a shard's range deleter).
 import assert from 'node:assert/strict';
 import { uniqueDbName } from './harness.mjs';
-import { describeWithCluster, waitFor } from './cluster_harness.mjs';
+import { describeWithCluster, waitFor, settle } from './cluster_harness.mjs';
 
 describeWithCluster('coordinators whose steps fail', (ctx) => {
     const test = ctx.test;
     const c = () => ctx.cluster;
     const admin = async (cmd) => (await c().router()).db('admin').command(cmd);
     const cfgAdmin = async (cmd) => (await c().config()).db('admin').command(cmd);
-    const settle = (p) => p.then((reply) => ({ reply }), (error) => ({ error }));
     const shardIds = async () => (await admin({ listShards: 1 })).shards.map((s) => s._id).sort();
     const configPid = () => Number(/config .*pid (\d+)/.exec(c().stdout)[1]);
 

@@ -13,7 +13,7 @@
 import assert from 'node:assert/strict';
 import { MaxKey } from 'mongodb';
 import { uniqueDbName } from './harness.mjs';
-import { describeWithManualCluster, waitFor } from './cluster_harness.mjs';
+import { describeWithManualCluster, waitFor, settle } from './cluster_harness.mjs';
 
 const withTimeout = (promise, ms, what) => {
     let timer;
@@ -22,9 +22,6 @@ const withTimeout = (promise, ms, what) => {
     });
     return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 };
-
-/** Resolves a command promise to {reply} or {error} (never rejects). */
-const settle = (promise) => promise.then((reply) => ({ reply }), (error) => ({ error }));
 
 describeWithManualCluster('crash recovery of migrations and movePrimary (kill -9)', (ctx) => {
     const test = ctx.test;

@@ -9,10 +9,7 @@
 // exact) must hold. Also: startShardDraining / stopShardDraining.
 import assert from 'node:assert/strict';
 import { uniqueDbName } from './harness.mjs';
-import { describeWithManualCluster, waitFor } from './cluster_harness.mjs';
-
-/** Resolves a command promise to {reply} or {error} (never rejects). */
-const settle = (promise) => promise.then((reply) => ({ reply }), (error) => ({ error }));
+import { describeWithManualCluster, waitFor, settle } from './cluster_harness.mjs';
 
 describeWithManualCluster('crash recovery of DDL coordinators, recluster, drains and balancer migrations (kill -9)', (ctx) => {
     const test = ctx.test;

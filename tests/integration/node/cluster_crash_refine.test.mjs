@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { MinKey } from 'mongodb';
 import { uniqueDbName } from './harness.mjs';
-import { describeWithManualCluster, waitFor } from './cluster_harness.mjs';
+import { describeWithManualCluster, waitFor, settle } from './cluster_harness.mjs';
 
 const isMinKey = (v) => v instanceof MinKey || v?._bsontype === 'MinKey';
 
@@ -17,7 +17,6 @@ describeWithManualCluster('kill -9 of the config server during a refine of a zon
     const admin = async (cmd) => (await c().router()).db('admin').command(cmd);
     const cfgAdmin = async (cmd) => (await c().config()).db('admin').command(cmd);
     const cfg = async () => (await c().router()).db('config');
-    const settle = (p) => p.then((reply) => ({ reply }), (error) => ({ error }));
 
     /** A collection {customerId: 1}, 300 orders, two zones on the two first shards. */
     async function zoned(prefix) {

@@ -947,3 +947,6 @@ export function describeWithManualCluster(name, body, options = {}) {
         body(ctx);
     });
 }
+
+/** Resolves a command promise to {reply} or {error} (never rejects): a held command's outcome. */
+export const settle = (promise) => promise.then((reply) => ({ reply }), (error) => ({ error }));
