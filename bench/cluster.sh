@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Router overhead, measured in one run on one machine (issue 4's targets):
+# Router overhead, measured in one run on one machine (issue 4's targets, issue 42's):
 #   1. targeted point reads and inserts through a router, as a ratio of the same operations sent
 #      straight to the shard that owns the data (target >= 0.7);
-#   2. the first operation through a stale router as a ratio of a normal one (target <= 2).
+#   2. the first operation through a stale router as a ratio of a normal one (target <= 2);
+#   3. a plain read of both shards at one cluster time against each shard at its own latest
+#      time (target <= 1.1), and the worst wait a prepared transaction causes it
+#      (bench/scatter_reads.mjs; the cluster runs with --enableTestCommands for its failpoint).
 # Starts `tessera up --shards 2 --routers 2` on loopback ports, writes a markdown report and
 # stops the cluster. See bench/README.md.
 set -euo pipefail
@@ -71,7 +74,7 @@ done
 
 log "starting tessera up --shards 2 --routers 2 --port $BASE"
 "$BUILD_DIR/tessera" up --shards 2 --routers 2 --port "$BASE" --dbpath "$WORK/data" \
-    >"$WORK/up.out" 2>&1 &
+    --enableTestCommands >"$WORK/up.out" 2>&1 &
 UP_PID=$!
 deadline=$((SECONDS + 90))
 until grep -q "Connect with" "$WORK/up.out" 2>/dev/null; do
@@ -140,6 +143,10 @@ log "stale router: first operation after a move through the other router"
 node "$ROOT/bench/stale_router.mjs" --a "$ROUTER_A" --b "$ROUTER_B" >"$WORK/stale.out" 2>&1 ||
     { cat "$WORK/stale.out" >&2; exit 1; }
 
+log "scatter reads: one cluster time against each shard's latest time"
+node "$ROOT/bench/scatter_reads.mjs" --a "$ROUTER_A" --b "$ROUTER_B" >"$WORK/scatter.out" 2>&1 ||
+    { cat "$WORK/scatter.out" >&2; exit 1; }
+
 # The median repetition of a phase (by ops/s).
 median_line() {
     local lines
@@ -159,6 +166,7 @@ R_RETRY="$(median_line "$WORK/router-retryable.out")"
 D_POINT="$(median_line "$WORK/direct-point.out")"
 D_INSERT="$(median_line "$WORK/direct-insert.out")"
 STALE="$(grep -F '"tool":"stale_router"' "$WORK/stale.out" | tail -n1)"
+SCATTER="$(grep -F '"tool":"scatter_reads"' "$WORK/scatter.out" | tail -n1)"
 
 ratio() {
     awk -v n="$1" -v d="$2" -v m="$3" -v dir="$4" 'BEGIN { if (d <= 0 || n == "") { print "n/a | n/a"; exit }
@@ -201,6 +209,16 @@ mkdir -p "$(dirname "$OUT")"
          "stale) $(jget "$STALE" control_first_op_p50_us) µs; back-to-back operations" \
          "$(jget "$STALE" normal_op_p50_us) µs."
     echo
+    echo "Plain reads of 100 accounts on both shards, one client, one read at a time (median of" \
+         "$(jget "$SCATTER" repeat) ABBA repetitions' p50): at one cluster time" \
+         "$(jget "$SCATTER" one_p50_us) µs, each shard at its own latest time" \
+         "$(jget "$SCATTER" latest_p50_us) µs. Beside back-to-back cross-shard transfers through" \
+         "the other router: one time p50/p99/worst $(jget "$SCATTER" one_with_transfers_p50_us)/" \
+         "$(jget "$SCATTER" one_with_transfers_p99_us)/$(jget "$SCATTER" one_with_transfers_max_us) µs" \
+         "($(jget "$SCATTER" one_transfers) transfers), latest times" \
+         "$(jget "$SCATTER" latest_with_transfers_p50_us)/$(jget "$SCATTER" latest_with_transfers_p99_us)/" \
+         "$(jget "$SCATTER" latest_with_transfers_max_us) µs ($(jget "$SCATTER" latest_transfers) transfers)."
+    echo
     echo "Routed/direct per repetition: point reads $(per_rep router-point direct-point);" \
          "inserts $(per_rep router-insert direct-insert)."
     echo
@@ -209,6 +227,8 @@ mkdir -p "$(dirname "$OUT")"
     echo "| routed point reads >= 0.7 x direct | $(ratio "$(jget "$R_POINT" ops_per_sec)" "$(jget "$D_POINT" ops_per_sec)" 0.7 ge) |"
     echo "| routed inserts >= 0.7 x direct | $(ratio "$(jget "$R_INSERT" ops_per_sec)" "$(jget "$D_INSERT" ops_per_sec)" 0.7 ge) |"
     echo "| first op through a stale router <= 2 x normal (the control) | $(ratio "$(jget "$STALE" first_op_p50_us)" "$(jget "$STALE" control_first_op_p50_us)" 2 le) |"
+    echo "| plain read of two shards at one cluster time <= 1.1 x each at its latest time | $(ratio "$(jget "$SCATTER" one_p50_us)" "$(jget "$SCATTER" latest_p50_us)" 1.1 le) |"
+    echo "| (for reference) worst read beside transfers, one time / latest times | $(ratio "$(jget "$SCATTER" one_with_transfers_max_us)" "$(jget "$SCATTER" latest_with_transfers_max_us)" 1.1 le) |"
     echo "| (for reference) stale first op / back-to-back op | $(ratio "$(jget "$STALE" first_op_p50_us)" "$(jget "$STALE" normal_op_p50_us)" 2 le) |"
 } >"$OUT"
 log "report written to $OUT"

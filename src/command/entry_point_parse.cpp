@@ -125,6 +125,32 @@ Status chooseSnapshotTime(Invocation& inv) {
     return Status::OK();
 }
 
+// A router's read that reaches several shards: every shard reads at the one cluster time the
+// router chose (kReadAtClusterTimeField), waiting until it is readable here as a snapshot read's
+// atClusterTime does; the read concern's level keeps its meaning (majority still reads only
+// what is journaled: run() syncs first). The cursor keeps the time for its getMores.
+Status readAtRouterTime(Invocation& inv) {
+    bson::BsonElement at = inv.request.body[kReadAtClusterTimeField];
+    if (at.eoo()) return Status::OK();
+    if (at.type() != bson::BsonType::Timestamp || at.timestampValue() == 0) {
+        return Status(ErrorCodes::InvalidOptions,
+                      std::string(kReadAtClusterTimeField) + " must be a non-zero Timestamp");
+    }
+    if (!isRestartableRead(inv.request) || inv.txnArgs.statement ||
+        inv.readConcern == ReadConcernLevel::kSnapshot ||
+        inv.readConcern == ReadConcernLevel::kLinearizable) {
+        return Status(ErrorCodes::InvalidOptions,
+                      std::string(kReadAtClusterTimeField) +
+                          " is taken by find, count, distinct and aggregate outside a "
+                          "transaction, at readConcern local, available or majority");
+    }
+    Timestamp ts{at.timestampValue()};
+    HybridLogicalClock::global().advanceTo(ts);
+    TRY_STATUS(inv.service.engine->openSnapshot(ts).getStatus());
+    inv.opCtx.readAtClusterTime = ts;
+    return Status::OK();
+}
+
 // failCommand (test commands only): blocks, closes the connection, fails the command, or gives
 // its successful reply a writeConcernError.
 void applyFailCommand(Invocation& inv) {
@@ -235,6 +261,7 @@ void admit(Invocation& inv) {
     if (inv.readConcern == ReadConcernLevel::kSnapshot) {
         if (Status s = chooseSnapshotTime(inv); !s.isOK()) return inv.endWithError(s);
     }
+    if (Status s = readAtRouterTime(inv); !s.isOK()) return inv.endWithError(s);
     if (inv.policy.clusterTime == RolePolicy::ClusterTime::kRouter) {
         observeClusterTime(inv.request.body);
     }

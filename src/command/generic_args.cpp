@@ -303,6 +303,8 @@ const std::vector<GenericArgument>& genericArguments() {
         {"stmtIds", K::kShardOnly,
          "the client's statement ids of a router's sub-batch of a retryable insert, update or "
          "delete"},
+        {kReadAtClusterTimeField, K::kShardOnly,
+         "the one cluster time a router reads every shard of a multi-shard read at"},
         {"$audit", K::kRefused, "audit metadata of MongoDB's processes"},
         {"$client", K::kRefused, "client metadata relayed by mongos"},
         {"mayBypassWriteBlocking", K::kRefused, "MongoDB's user write blocking"},

@@ -43,6 +43,13 @@ bool takesSnapshotReadConcern(std::string_view commandName);
 // The reads that take a read concern other than "local": find, aggregate, count, distinct.
 bool takesReadConcern(std::string_view commandName);
 
+// The one cluster time a router reads every shard of a read that reaches several at (a
+// kShardOnly Timestamp on find, aggregate, count and distinct outside a transaction, at
+// readConcern local, available or majority): each shard reads at exactly that time and waits
+// for the transactions prepared at or before it, so no reader sees part of a cross-shard
+// transaction (src/router/README.md "One time for every shard").
+inline constexpr std::string_view kReadAtClusterTimeField = "$readAtClusterTime";
+
 // Whether `body`'s writeConcern asks for the journal: j: true, fsync: true or w: "majority"
 // (the majority of a one-member set is this process, journaled: MongoDB's
 // writeConcernMajorityJournalDefault).

@@ -204,7 +204,8 @@ std::optional<bson::BsonObj> ServiceEntryPoint::runInline(const net::Request& re
     CommandRequest cmd = commandRequestOf(*request.msg);
     Command* command = _service.registry->find(cmd.commandName);
     if (!command || !command->runsInline(_service, cmd) || waitsForDurability(cmd.body) ||
-        cmd.body.hasField("autocommit")) {  // a transaction's statement may wait for its session
+        cmd.body.hasField("autocommit") ||  // a transaction's statement may wait for its session
+        cmd.body.hasField(kReadAtClusterTimeField)) {  // waits until its time is readable
         return std::nullopt;
     }
     if (_service.engine && _service.engine->preparedTransactionCount() > 0) {

@@ -268,7 +268,7 @@ class ClusterAggregateCommand final : public command::Command {
         };
         RoutedOptions options;
         options.createDbIfMissing = touchesOther;  // $out/$merge create the database
-        auto routed = runRouted(opCtx, router, ns, makeRequests, options);
+        auto routed = runRoutedRead(opCtx, router, ns, makeRequests, options);
         if (routed.getStatus().is(ErrorCodes::NamespaceNotFound)) {
             // No such database: the pipeline runs over no documents, built (so parsed and
             // validated) as a shard builds it; stages that make documents ($documents) still

@@ -49,7 +49,7 @@ StatusWith<std::vector<ShardResponse>> routeByFilter(
         for (const ShardId& s : shards) out.push_back({s, attachVersion(body, info, s)});
         return out;
     };
-    ASSIGN_OR_RETURN(auto responses, runRouted(opCtx, router, ns, makeRequests));
+    ASSIGN_OR_RETURN(auto responses, runRoutedRead(opCtx, router, ns, makeRequests));
     for (const ShardResponse& r : responses) TRY_STATUS(shardResponseStatus(r));
     return responses;
 }

@@ -139,7 +139,7 @@ class ClusterFindCommand final : public command::Command {
             for (const ShardId& s : shards) out.push_back({s, attachVersion(body, info, s)});
             return out;
         };
-        auto routed = runRouted(opCtx, router, ns, makeRequests);
+        auto routed = runRoutedRead(opCtx, router, ns, makeRequests);
         if (routed.getStatus().is(ErrorCodes::NamespaceNotFound)) {
             // No such database: the answer of a missing collection, after the same parsing of
             // the filter, sort and projection that a shard would do (a bad filter is an error,

@@ -45,6 +45,21 @@ StatusWith<query::CollatorPtr> collatorArgument(bson::BsonView body);
 StatusWith<placement::TargetingResult> targetRead(const placement::RoutingTable& table,
                                                   bson::BsonView filter, bool simpleCollation);
 
+// runRouted for a read (find, count, distinct, aggregate). When a round reaches more than one
+// shard outside a transaction at readConcern local, available, majority or none, every shard
+// reads at one cluster time: this router's clock, drawn anew for the round — after every commit
+// it acknowledged or heard of, and, the clock ticking with the wall clock's microsecond, after
+// every commit acknowledged anywhere before the read began — sent as kReadAtClusterTimeField.
+// A shard waits on the transactions prepared at or before it, so the read sees every
+// cross-shard transaction whole or not at all. A shard that received a migrated range after the
+// time refuses it (SnapshotUnavailable): the cursors the others opened are killed and the read
+// runs again at a later time. A read of one shard reads at that shard's latest time, as before.
+StatusWith<std::vector<ShardResponse>> runRoutedRead(
+    command::OperationContext& opCtx, Router& router, std::string_view ns,
+    const std::function<StatusWith<std::vector<ShardRequest>>(const CollectionRoutingInfo&)>&
+        makeRequests,
+    const RoutedOptions& options = {});
+
 // An error reply of one shard (network failure or ok: 0) as a Status naming the shard.
 Status shardResponseStatus(const ShardResponse& r);
 

@@ -1,7 +1,10 @@
 #include <algorithm>
 #include <array>
 
+#include "base/failpoint.h"
+#include "base/hlc.h"
 #include "command/exec/find_request.h"
+#include "command/generic_args.h"
 #include "router/cluster_find.h"
 #include "router/transaction_router.h"
 
@@ -63,6 +66,73 @@ StatusWith<query::CollatorPtr> collatorArgument(bson::BsonView body) {
     bson::BsonElement c = body["collation"];
     if (c.eoo()) return query::CollatorPtr();
     return query::Collator::fromArgument(c);
+}
+
+// The way reads went before one cluster time (each shard at its own latest time), kept for
+// bench/scatter_reads.mjs to measure what the one time costs, in the same run: never for users.
+TESSERA_FAIL_POINT_DEFINE(readEachShardAtItsLatestTime);
+
+namespace {
+
+// Whether a read reaching several shards gets one cluster time from this router: not inside a
+// transaction (it has its own), not at readConcern snapshot (the entry point chose its time) or
+// linearizable.
+bool readsAtOneRouterTime(const command::OperationContext& opCtx, bson::BsonView body) {
+    if (opCtx.routerStatement || opCtx.readAtClusterTime) return false;
+    if (readEachShardAtItsLatestTime.shouldFail()) return false;
+    bson::BsonElement rc = body["readConcern"];
+    if (!rc.isObject()) return true;
+    bson::BsonElement level = rc.objValue()["level"];
+    if (level.eoo()) return true;
+    std::string_view name = level.type() == bson::BsonType::String ? level.stringValue() : "";
+    return name == "local" || name == "available" || name == "majority";
+}
+
+BsonObj withReadTime(bson::BsonView cmd, Timestamp at) {
+    BsonBuilder b;
+    for (bson::BsonElement e : cmd) {
+        if (e.fieldName() != command::kReadAtClusterTimeField) b.appendElement(e);
+    }
+    b.appendTimestamp(command::kReadAtClusterTimeField, at.value);
+    return b.obj();
+}
+
+bool refusedAsTooOld(const ShardResponse& r) {
+    return r.status.isOK() && !r.reply["ok"].trueValue() &&
+           r.reply["code"].numberInt() == static_cast<int>(ErrorCodes::SnapshotUnavailable);
+}
+
+// A shard's refusal of a time older than a range it received, retried this often at a later one.
+constexpr int kReadTimeAttempts = 5;
+
+}  // namespace
+
+StatusWith<std::vector<ShardResponse>> runRoutedRead(
+    command::OperationContext& opCtx, Router& router, std::string_view ns,
+    const std::function<StatusWith<std::vector<ShardRequest>>(const CollectionRoutingInfo&)>&
+        makeRequests,
+    const RoutedOptions& options) {
+    for (int attempt = 1;; ++attempt) {
+        bool oneTime = false;  // of the last round runRouted ran
+        auto timed =
+            [&](const CollectionRoutingInfo& info) -> StatusWith<std::vector<ShardRequest>> {
+            ASSIGN_OR_RETURN(std::vector<ShardRequest> requests, makeRequests(info));
+            oneTime = requests.size() > 1 && readsAtOneRouterTime(opCtx, requests.front().cmd);
+            if (oneTime) {
+                Timestamp at = HybridLogicalClock::global().next();
+                for (ShardRequest& r : requests) r.cmd = withReadTime(r.cmd, at);
+            }
+            return requests;
+        };
+        ASSIGN_OR_RETURN(std::vector<ShardResponse> responses,
+                         runRouted(opCtx, router, ns, timed, options));
+        if (!oneTime || attempt >= kReadTimeAttempts ||
+            std::none_of(responses.begin(), responses.end(), refusedAsTooOld)) {
+            return responses;
+        }
+        // The refusing shard's reply advanced this router's clock past the range it received.
+        (void)cursorsFromResponses(router, responses);  // kills what the others opened
+    }
 }
 
 StatusWith<placement::TargetingResult> targetRead(const placement::RoutingTable& table,

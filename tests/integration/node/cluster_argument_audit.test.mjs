@@ -79,6 +79,7 @@ describeWithCluster(
             ['databaseVersion from a client', { find: 'c', databaseVersion: { uuid: new BSON.UUID(), timestamp: new Timestamp({ t: 1, i: 1 }), lastMod: 1 } }, 72],
             ['$clusterTime', { find: 'c', $clusterTime: { clusterTime: new Timestamp({ t: 1, i: 1 }), signature: {} } }, 'ok'],
             ['stmtIds', { insert: 'c', documents: [{ _id: 17 }], stmtIds: [0] }, 72],
+            ['$readAtClusterTime from a client', { find: 'c', $readAtClusterTime: new Timestamp({ t: 1, i: 1 }) }, 72],
             ['$audit', { find: 'c', $audit: {} }, 72],
             ['$client', { find: 'c', $client: {} }, 72],
             ['mayBypassWriteBlocking', { insert: 'c', documents: [{ _id: 18 }], mayBypassWriteBlocking: true }, 72],
@@ -110,6 +111,23 @@ describeWithCluster(
             assert.ok(viaRouter.reply.operationTime && viaRouter.reply.$clusterTime, JSON.stringify(viaRouter));
             const wc = await outcome(shard.db(db).command({ insert: 'c', documents: [{ _id: 99 }], writeConcern: { w: 3 } }));
             assert.equal(wc.wce, 100, JSON.stringify(wc));
+            // The one cluster time a router reads several shards at: a shard takes it on reads
+            // outside a transaction, at a level that has no time of its own, and nowhere else.
+            const at = got.reply.operationTime;
+            const timed = await outcome(shard.db(db).command({ find: 'c', $readAtClusterTime: at }));
+            assert.equal(timed.ok, 1, JSON.stringify(timed));
+            assert.equal(timed.reply.cursor.atClusterTime?.toString(), at.toString(), JSON.stringify(timed));
+            for (const cmd of [
+                { insert: 'c', documents: [{ _id: 98 }], $readAtClusterTime: at },
+                { find: 'c', readConcern: { level: 'snapshot' }, $readAtClusterTime: at },
+                { find: 'c', readConcern: { level: 'linearizable' }, $readAtClusterTime: at },
+                { find: 'c', $readAtClusterTime: new Timestamp({ t: 0, i: 0 }) },
+                { aggregate: 'c', pipeline: [{ $out: 'd' }], cursor: {}, $readAtClusterTime: at },
+            ]) {
+                const refused = await outcome(shard.db(db).command(cmd));
+                assert.equal(refused.code, 72, `${JSON.stringify(cmd)}: ${JSON.stringify(refused)}`);
+            }
+            assert.equal(await shard.db(db).collection('c').countDocuments({ _id: 98 }), 0);
         });
 
         // The router's own commands: an unknown field is refused, not dropped.
