@@ -186,10 +186,19 @@ StatusWith<DatabaseInfo> CatalogCache::getDatabase(std::string_view db, bool cre
         if (!entry->stale && entry->info) return *entry->info;
     }
     MutexLock refresh(entry->refreshMutex);
-    uint64_t marks;
     {
         MutexLock lock(_mutex);
         if (!entry->stale && entry->info) return *entry->info;
+    }
+    return refreshDatabase(db, *entry, createIfMissing);
+}
+
+StatusWith<DatabaseInfo> CatalogCache::refreshDatabase(std::string_view db, DbEntry& entryRef,
+                                                       bool createIfMissing) {
+    DbEntry* entry = &entryRef;
+    uint64_t marks;
+    {
+        MutexLock lock(_mutex);
         marks = entry->staleMarks;
     }
     const std::string& configHost = _shards.configHost();
@@ -262,15 +271,25 @@ StatusWith<CollectionRoutingInfo> CatalogCache::getCollectionRoutingInfo(std::st
         }
     }
     MutexLock refresh(entry->refreshMutex);
-    std::shared_ptr<const RoutingTable> cached;
-    bool forceFull;
-    uint64_t marks;
     {
         MutexLock lock(_mutex);
         if (!entry->stale) {
             result.table = entry->table;
             return result;
         }
+    }
+    ASSIGN_OR_RETURN(result.table, refreshCollection(ns, *entry));
+    return result;
+}
+
+StatusWith<std::shared_ptr<const RoutingTable>> CatalogCache::refreshCollection(
+    std::string_view ns, CollEntry& entryRef) {
+    CollEntry* entry = &entryRef;
+    std::shared_ptr<const RoutingTable> cached;
+    bool forceFull;
+    uint64_t marks;
+    {
+        MutexLock lock(_mutex);
         cached = entry->table;
         forceFull = entry->forceFull;
         marks = entry->staleMarks;
@@ -363,8 +382,39 @@ StatusWith<CollectionRoutingInfo> CatalogCache::getCollectionRoutingInfo(std::st
     entry->uuid = table ? uuid : std::nullopt;
     entry->forceFull = false;
     entry->stale = entry->staleMarks != marks;
-    result.table = table;
-    return result;
+    return table;
+}
+
+void CatalogCache::refreshAnnouncedCollection(std::string_view ns) {
+    std::shared_ptr<CollEntry> entry;
+    {
+        MutexLock lock(_mutex);
+        auto it = _colls.find(ns);
+        if (it == _colls.end()) return;  // never looked up here: the first lookup loads it
+        entry = it->second;
+    }
+    MutexLock refresh(entry->refreshMutex);
+    if (refreshCollection(ns, *entry).isOK()) {
+        MutexLock lock(_mutex);
+        ++_stats.announcedRefreshes;
+    }
+}
+
+void CatalogCache::refreshAnnouncedDatabase(std::string_view db) {
+    std::shared_ptr<DbEntry> entry;
+    {
+        MutexLock lock(_mutex);
+        auto it = _dbs.find(db);
+        if (it == _dbs.end() || isInternalDb(db)) return;
+        entry = it->second;
+    }
+    MutexLock refresh(entry->refreshMutex);
+    // A database that is gone (dropped) is an outcome too: its entry says so now.
+    auto refreshed = refreshDatabase(db, *entry, false);
+    if (refreshed.isOK() || refreshed.getStatus().is(ErrorCodes::NamespaceNotFound)) {
+        MutexLock lock(_mutex);
+        ++_stats.announcedRefreshes;
+    }
 }
 
 void CatalogCache::onStaleShardVersion(std::string_view ns,

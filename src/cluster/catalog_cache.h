@@ -100,6 +100,13 @@ class CatalogCache {
     // After StaleDbVersion for `db`.
     void onStaleDatabaseVersion(std::string_view db,
                                 const std::optional<placement::DatabaseVersion>& wanted);
+    // A placement change the config service announced (pushed to routers after its commit):
+    // the cached entry of `ns` (or of `db`) is read again from the config service now, by the
+    // caller, while lookups go on with the cached one until the new one is installed — the
+    // next operation finds it current instead of learning from a shard's stale error. Nothing
+    // when the entry was never looked up here.
+    void refreshAnnouncedCollection(std::string_view ns);
+    void refreshAnnouncedDatabase(std::string_view db);
     void invalidateDatabase(std::string_view db);    // and its collections
     void invalidateCollection(std::string_view ns);  // full reload next time
     void invalidateAll();                            // flushRouterConfig: 1
@@ -110,6 +117,7 @@ class CatalogCache {
         int64_t fullCollectionRefreshes = 0;
         int64_t incrementalCollectionRefreshes = 0;
         int64_t changedChunksApplied = 0;  // stale errors resolved without the config service
+        int64_t announcedRefreshes = 0;    // refreshes after a pushed placement change
         int64_t numDatabaseEntries = 0;    // cached now
         int64_t numCollectionEntries = 0;
         // Wall-clock millis of the newest placement read from the config service (0: never).
@@ -120,6 +128,11 @@ class CatalogCache {
   private:
     struct DbEntry;
     struct CollEntry;
+    // Read from the config service and installed; the caller holds the entry's refreshMutex.
+    StatusWith<DatabaseInfo> refreshDatabase(std::string_view db, DbEntry& entry,
+                                             bool createIfMissing);
+    StatusWith<std::shared_ptr<const placement::RoutingTable>> refreshCollection(
+        std::string_view ns, CollEntry& entry);
     net::RemoteClient& _client;
     ShardRegistry& _shards;
     mutable Mutex _mutex;

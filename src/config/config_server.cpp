@@ -99,6 +99,7 @@ void ConfigServerImpl::shutdown() {
     _shutdown.store(true);
     if (_recovery.joinable()) _recovery.join();
     if (_balancer.joinable()) _balancer.join();
+    _routerNotifier.stop();
 }
 
 std::string ConfigServerImpl::serverName() const {
@@ -162,6 +163,7 @@ StatusWith<BsonObj> ConfigServerImpl::runOnShard(const std::string& shardId, std
 
 void ConfigServerImpl::flushRoutingTable(const std::vector<std::string>& shardIds,
                                          const std::string& ns) {
+    _routerNotifier.collectionChanged(ns);
     BsonBuilder b;
     b.appendString("_flushRoutingTableCacheUpdates", ns);
     BsonObj cmd = b.obj();
@@ -176,6 +178,7 @@ void ConfigServerImpl::flushRoutingTable(const std::vector<std::string>& shardId
 
 void ConfigServerImpl::flushDatabase(const std::vector<std::string>& shardIds,
                                      const std::string& db) {
+    _routerNotifier.databaseChanged(db);
     BsonBuilder b;
     b.appendString("_flushDatabaseCacheUpdates", db);
     BsonObj cmd = b.obj();

@@ -25,6 +25,7 @@
 #include "config/coordinator_state.h"
 #include "config/ddl_lock_manager.h"
 #include "config/local_client.h"
+#include "config/router_notifier.h"
 #include "net/remote_client.h"
 #include "placement/shard_key_pattern.h"
 
@@ -155,7 +156,8 @@ class ConfigServerImpl {
     StatusWith<bson::BsonObj> runOnShard(const std::string& shardId, std::string_view db,
                                          bson::BsonView cmd,
                                          std::chrono::milliseconds timeout = {});
-    // Best effort: logs failures.
+    // After a placement commit: the shards that hold `ns` (or `db`) reload it (best effort: logs
+    // failures) and every router is told in the background (RouterNotifier).
     void flushRoutingTable(const std::vector<std::string>& shardIds, const std::string& ns);
     void flushDatabase(const std::vector<std::string>& shardIds, const std::string& db);
     void logChange(std::string_view what, std::string_view ns, bson::BsonView details);
@@ -228,6 +230,7 @@ class ConfigServerImpl {
     command::ServiceContext& _service;
     LocalClient _local;
     net::RemoteClient _remote;
+    RouterNotifier _routerNotifier{_local};
     command::RetryableWriteHooks _retryableWrites;
     DdlLockManager _ddlLocks;
     Mutex _shardsMutex;  // addShard: one registration at a time

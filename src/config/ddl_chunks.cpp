@@ -72,6 +72,7 @@ Status ConfigServerImpl::splitAt(ShardedCollection& coll, size_t index,
     details.appendInt64("number", static_cast<int64_t>(split.inserted.size() + 1));
     details.appendString("owningShard", split.updated.shard);
     logChange("split", coll.coll.ns, details.obj());
+    _routerNotifier.collectionChanged(coll.coll.ns);
     coll.chunks[index] = split.updated;
     for (ChunkRecord& c : split.inserted) coll.chunks.push_back(std::move(c));
     sortChunks(coll.pattern, coll.chunks);
@@ -233,6 +234,7 @@ Status ConfigServerImpl::mergeChunks(const std::string& ns, BsonView min, BsonVi
         .appendInt64("numChunks", static_cast<int64_t>(merge.removed.size() + 1))
         .appendString("owningShard", merge.merged.shard);
     logChange("merge", ns, details.obj());
+    _routerNotifier.collectionChanged(ns);
     return Status::OK();
 }
 

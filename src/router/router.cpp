@@ -14,6 +14,7 @@
 #include "cluster/chunk_delta.h"
 #include "command/server_info.h"
 #include "placement/stale_info.h"
+#include "router/placement_announcements.h"
 #include "router/router_commands.h"
 #include "router/router_cursor_manager.h"
 #include "router/router_util.h"
@@ -78,6 +79,7 @@ Router::Router(std::string configHost, std::string selfHost)
       _catalog(_client, _shards),
       _cursors(std::make_unique<RouterCursorManager>()),
       _transactions(std::make_unique<TransactionRouter>(*this)),
+      _announcements(std::make_unique<PlacementAnnouncements>(_catalog)),
       _selfHost(std::move(selfHost)) {}
 
 Router::~Router() { stopBackgroundTasks(); }
@@ -109,6 +111,7 @@ void Router::appendServerStatus(BsonBuilder& b) const {
         .appendInt64("countIncrementalRefreshesStarted", s.incrementalCollectionRefreshes)
         .appendInt64("countDatabaseRefreshesStarted", s.databaseRefreshes)
         .appendInt64("countStaleChunkDeltasApplied", s.changedChunksApplied)
+        .appendInt64("countAnnouncedRefreshes", s.announcedRefreshes)
         .end()
         .end();
 }
@@ -127,6 +130,7 @@ void Router::stopBackgroundTasks() {
     }
     _bgCv.notify_all();
     if (_pinger.joinable()) _pinger.join();
+    _announcements->stop();
 }
 
 Status Router::pingOnce() {

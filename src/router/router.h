@@ -23,6 +23,7 @@ namespace tessera::router {
 using cluster::CollectionRoutingInfo;
 using placement::ShardId;
 
+class PlacementAnnouncements;
 class RouterCursorManager;
 class TransactionRouter;
 
@@ -37,6 +38,7 @@ class Router final : public command::RoleState {
     cluster::CatalogCache& catalog() { return _catalog; }
     RouterCursorManager& cursors() { return *_cursors; }
     TransactionRouter& transactions() { return *_transactions; }
+    PlacementAnnouncements& announcements() { return *_announcements; }
     const std::string& configHost() const { return _shards.configHost(); }
     const std::string& selfHost() const { return _selfHost; }
 
@@ -58,6 +60,7 @@ class Router final : public command::RoleState {
     cluster::CatalogCache _catalog;
     std::unique_ptr<RouterCursorManager> _cursors;
     std::unique_ptr<TransactionRouter> _transactions;
+    std::unique_ptr<PlacementAnnouncements> _announcements;
     std::string _selfHost;
 
     // The config.mongos pinger (startBackgroundTasks).

@@ -3,9 +3,11 @@
 // that the operation changed is invalidated after success.
 
 #include <chrono>
+#include <set>
 
 #include "bson/bson_builder.h"
 #include "command/registry.h"
+#include "router/placement_announcements.h"
 #include "router/router_commands.h"
 #include "router/router_util.h"
 
@@ -399,6 +401,46 @@ Status flushRouterConfig(OperationContext& opCtx, const CommandRequest& request,
     return Status::OK();
 }
 
+// The names of a string array argument `field` (absent: none).
+StatusWith<std::set<std::string>> namesArgument(const CommandRequest& request,
+                                                std::string_view field) {
+    std::set<std::string> names;
+    bson::BsonElement e = request.body[field];
+    if (e.eoo()) return names;
+    if (e.type() != BsonType::Array) {
+        return Status(ErrorCodes::TypeMismatch, "BSON field '" + std::string(request.commandName) +
+                                                    "." + std::string(field) +
+                                                    "' is the wrong type, expected type 'array'");
+    }
+    for (bson::BsonElement n : e.objValue()) {
+        if (n.type() != BsonType::String || n.stringValue().empty()) {
+            return Status(ErrorCodes::TypeMismatch, "'" + std::string(request.commandName) + "." +
+                                                        std::string(field) +
+                                                        "' holds non-empty strings");
+        }
+        names.emplace(n.stringValue());
+    }
+    return names;
+}
+
+// _routerPlacementChanged: 1, databases: [db...], collections: ["db.coll"...] — the config
+// service's push after a placement commit (placement_announcements.h): the cached entries are
+// refreshed in the background; the reply does not wait for them.
+Status routerPlacementChanged(OperationContext& opCtx, const CommandRequest& request,
+                              BsonBuilder&) {
+    TRY_STATUS(checkKnownFields(request, {"databases", "collections"}));
+    ASSIGN_OR_RETURN(auto databases, namesArgument(request, "databases"));
+    ASSIGN_OR_RETURN(auto collections, namesArgument(request, "collections"));
+    for (const std::string& ns : collections) {
+        size_t dot = ns.find('.');
+        if (dot == std::string::npos || dot == 0 || dot + 1 == ns.size()) {
+            return Status(ErrorCodes::InvalidNamespace, "invalid namespace '" + ns + "'");
+        }
+    }
+    Router::get(opCtx).announcements().announce(databases, collections);
+    return Status::OK();
+}
+
 // getShardVersion: ns, fullMetadata? → the router's cached version.
 Status getShardVersion(OperationContext& opCtx, const CommandRequest& request, BsonBuilder& reply) {
     TRY_STATUS(checkKnownFields(request, {"fullMetadata"}));
@@ -596,6 +638,7 @@ void registerRouterAdminCommands(command::CommandRegistry& registry) {
     registry.add(
         makeRouterCommand("flushRouterConfig", {"flushrouterconfig"}, true, flushRouterConfig));
     registry.add(makeRouterCommand("getShardVersion", {"getshardversion"}, true, getShardVersion));
+    registry.add(makeRouterCommand("_routerPlacementChanged", {}, true, routerPlacementChanged));
     registry.add(
         makeRouterCommand("balancerStart", {}, true, balancerCommand("_configsvrBalancerStart")));
     registry.add(
