@@ -92,9 +92,9 @@ std::optional<size_t> pickFirstMatch(const std::vector<bson::BsonObj>& docs, bso
 
 bson::BsonObj filterWithId(bson::BsonView filter, bson::BsonElement id) {
     bson::BsonBuilder b;
+    b.startObject("_id").appendElementAs(id, "$eq").end();
     b.startArray("$and");
     b.append("0", filter);
-    b.startObject("1").appendElementAs(id, "_id").end();
     b.end();
     return b.obj();
 }

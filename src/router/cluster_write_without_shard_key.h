@@ -14,7 +14,7 @@
 // does not pin one shard (update/delete with multi: false, findAndModify):
 //   1. find {filter, sort, limit: 1, projection: _id + shard key + sort fields} on every shard the
 //      filter may match on; the first document in sort order (any, without sort) wins;
-//   2. the write goes to the shard that returned it with filter {$and: [filter, {_id: <id>}]};
+//   2. the write goes to the shard that returned it with filter {_id: {$eq: <id>}, $and: [filter]};
 //      when it matches nothing (the document changed in between), both phases run again.
 // An update that may change the shard key reads the whole document instead and is refused
 // (InvalidOptions 72) when the new key belongs to another shard: moving a document between
@@ -35,7 +35,9 @@ bson::BsonObj twoPhaseFindCommand(std::string_view coll, bson::BsonView filter, 
 // nullopt when empty. Without sort: the first.
 std::optional<size_t> pickFirstMatch(const std::vector<bson::BsonObj>& docs, bson::BsonView sort);
 
-// {$and: [filter, {_id: <id>}]}.
+// {_id: {$eq: <id>}, $and: [filter]}: the `_id` at the top, so that the shard sees a lookup of
+// one `_id` (its io thread runs it, command::filterPinsId) and `$eq` matches a regex `_id` as a
+// value, not as a pattern.
 bson::BsonObj filterWithId(bson::BsonView filter, bson::BsonElement id);
 
 // When `u` (update argument; `arrayFilters` may be empty) applied to `doc` gives a shard key
@@ -47,7 +49,7 @@ Status checkShardKeyChange(const placement::RoutingTable& table, bson::BsonView 
 
 // Where an upsert that matched nothing inserts (MongoDB 8.0 builds the document on the router):
 // the document built from the filter's equalities and `u` (as the shard will build it), its
-// shard's id, and the filter to send there: {$and: [filter, {_id: <the document's _id>}]} so
+// shard's id, and the filter to send there: filterWithId(filter, <the document's _id>) so
 // that the shard builds the same document.
 struct UpsertTarget {
     ShardId shard;

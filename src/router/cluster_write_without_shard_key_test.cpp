@@ -54,7 +54,7 @@ TEST(TwoPhaseWrite, PicksTheFirstInSortOrderAcrossShards) {
 TEST(TwoPhaseWrite, FilterWithId) {
     bson::BsonObj id = obj(R"({"_id": 7})");
     EXPECT_EQ(filterWithId(obj(R"({"y": 1})"), id["_id"]),
-              obj(R"({"$and": [{"y": 1}, {"_id": 7}]})"));
+              obj(R"({"_id": {"$eq": 7}, "$and": [{"y": 1}]})"));
 }
 
 TEST(TwoPhaseWrite, ShardKeyChangeToAnotherShardIsRefused) {
