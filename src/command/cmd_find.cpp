@@ -15,12 +15,16 @@ namespace {
 class FindCommand final : public Command {
   public:
     std::string_view name() const override { return "find"; }
-    // A lookup by `_id` (bounded: one key of the unique `_id` index) on a collection, not a
+    // A lookup by `_id` (bounded: one key of the unique `_id` index), or a find of one document
+    // (limit 1: findOne, a router's read phase of a write without shard key; bounded by
+    // ExecContext::kInlineWorkBudget, past which the pool runs it again), on a collection, not a
     // tailable cursor.
     bool runsInline(const ServiceContext& service, const CommandRequest& request) const override {
         bson::BsonView body = request.body;
+        bson::BsonElement limit = body["limit"];
+        const bool one = limit.isNumber() && (limit.numberDouble() == 1 || limit.numberDouble() == -1);
         return !body["tailable"].trueValue() && !body["awaitData"].trueValue() &&
-               filterPinsId(body["filter"]) &&
+               (one || filterPinsId(body["filter"])) &&
                isExistingCollection(service, request.db, request.firstElement());
     }
 

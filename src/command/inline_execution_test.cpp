@@ -7,6 +7,7 @@
 
 #include "command/crud_test_util.h"
 #include "command/opcounters.h"
+#include "command/registry.h"
 #include "command/service_entry_point.h"
 #include "storage/collection_writer.h"
 #include "storage/transaction.h"
@@ -95,6 +96,41 @@ TEST_F(InlineExecutionTest, WhatMayRunLongOrWaitGoesToThePool) {
                     .objValue()["firstBatch"]
                     .objValue()
                     .isEmpty());
+}
+
+// A find of one document (limit 1: findOne, a router's read phase of a write without shard key)
+// runs inline while it stays within the io thread's work budget; one that would examine more
+// stops before answering (ExecContext::kInlineWorkBudget) and is left to the pool, which answers
+// it whole.
+TEST_F(InlineExecutionTest, AFindOfOneDocumentRunsInlineWithinTheWorkBudget) {
+    std::string docs = R"({"insert": "c", "documents": [)";
+    for (int i = 0; i < 200; ++i) {
+        docs += (i ? "," : "") + std::string(R"({"_id": )") + std::to_string(100 + i) +
+                R"(, "g": )" + std::to_string(i) + "}";
+    }
+    ASSERT_TRUE(run(docs + "]}").ok());
+    auto early = runInline(R"({"find": "c", "filter": {"g": 3}, "limit": 1, "singleBatch": true})");
+    ASSERT_TRUE(early);
+    EXPECT_EQ((*early)["cursor"].objValue()["firstBatch"].toString(false),
+              R"([ { "_id" : 103, "g" : 3 } ])");
+    auto negative = runInline(R"({"find": "c", "filter": {"g": 4}, "limit": -1})");
+    ASSERT_TRUE(negative);
+    EXPECT_EQ((*negative)["cursor"].objValue()["firstBatch"].toString(false),
+              R"([ { "_id" : 104, "g" : 4 } ])");
+    // The 191st document of a scan: past the budget, so the pool runs it, and finds it.
+    const char* late = R"({"find": "c", "filter": {"g": 190}, "limit": 1})";
+    EXPECT_FALSE(runInline(late));
+    EXPECT_EQ(run(late).reply["cursor"].objValue()["firstBatch"].toString(false),
+              R"([ { "_id" : 290, "g" : 190 } ])");
+    // With an index the same document is one key away: inline.
+    registerIndexCommands(registry);
+    ASSERT_TRUE(run(R"({"createIndexes": "c", "indexes": [{"key": {"g": 1}, "name": "g_1"}]})").ok());
+    auto indexed = runInline(late);
+    ASSERT_TRUE(indexed);
+    EXPECT_EQ((*indexed)["cursor"].objValue()["firstBatch"].toString(false),
+              R"([ { "_id" : 290, "g" : 190 } ])");
+    // More than one document is still the pool's.
+    EXPECT_FALSE(runInline(R"({"find": "c", "filter": {"g": 190}, "limit": 2})"));
 }
 
 // A write of a document a transaction holds must wait for the transaction, whose commit may

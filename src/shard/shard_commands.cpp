@@ -82,6 +82,11 @@ class RetryableWriteStatusCommand final : public ShardCommand {
     bool supportsRetryableWrite() const override { return true; }  // it reads the txnNumber
     // Sent on the collection's database, in the same round as the read phase's finds.
     bool adminOnly() const override { return false; }
+    // One lookup in the session table: the io thread answers it, unless an attempt of the
+    // statement runs (InlineWouldBlock: the pool waits for it).
+    bool runsInline(const command::ServiceContext&, const CommandRequest&) const override {
+        return true;
+    }
     Status run(OperationContext& opCtx, const CommandRequest& request,
                bson::BsonBuilder& reply) override {
         ASSIGN_OR_RETURN(ShardingState * state, shardingStateOf(opCtx));
@@ -98,7 +103,8 @@ class RetryableWriteStatusCommand final : public ShardCommand {
         }
         ASSIGN_OR_RETURN(bool executed,
                          state->transactions().executed(*opCtx.lsid, *opCtx.txnNumber,
-                                                        stmtId.numberInt(), deadline));
+                                                        stmtId.numberInt(), deadline,
+                                                        !opCtx.inlineExecution));
         reply.appendBool("executed", executed);
         return Status::OK();
     }

@@ -189,7 +189,8 @@ void TransactionTable::releaseMove(const std::string& lsid, int64_t txnNumber, S
 }
 
 StatusWith<bool> TransactionTable::executed(const std::string& lsid, int64_t txnNumber,
-                                            StmtId stmtId, Clock::time_point deadline) {
+                                            StmtId stmtId, Clock::time_point deadline,
+                                            bool mayWait) {
     UniqueLock lk(_mutex);
     for (;;) {
         auto it = _sessions.find(lsid);
@@ -201,6 +202,9 @@ StatusWith<bool> TransactionTable::executed(const std::string& lsid, int64_t txn
         Clock::time_point wakeAt = deadline;
         const bool moving = isMoving(it->second, stmtId, now, &wakeAt);
         if (!s.running && !s.expiring && !moving) return s.statements.count(stmtId) > 0;
+        if (!mayWait) {
+            return Status(ErrorCodes::InlineWouldBlock, "an attempt of the statement runs");
+        }
         if (now >= deadline) {
             return Status(ErrorCodes::MaxTimeMSExpired,
                           "timed out waiting for a concurrent execution of the same retryable "

@@ -123,9 +123,9 @@ class TransactionTable {
     // Whether the session executed statement `stmtId` of `txnNumber` (waiting while an attempt
     // runs): the router's check, before it picks a shard for a retried write without a shard key,
     // of whether some shard already applied it. TransactionTooOld when the session has a newer
-    // txnNumber.
+    // txnNumber. Without `mayWait` (an io thread), InlineWouldBlock where it would wait.
     StatusWith<bool> executed(const std::string& lsid, int64_t txnNumber, StmtId stmtId,
-                              Clock::time_point deadline);
+                              Clock::time_point deadline, bool mayWait = true);
 
     // Forgets every session no attempt has used since `idleSince` and none runs: `forget(lsid)`
     // deletes its durable records meanwhile, while the session is expiring — an attempt or an

@@ -94,6 +94,17 @@ TEST(TransactionTable, WithoutWaitingARunningAttemptIsInlineWouldBlock) {
     t.finish("L", 3, {});
 }
 
+TEST(TransactionTable, WithoutWaitingWhetherARunningStatementExecutedIsInlineWouldBlock) {
+    TransactionTable t;
+    ASSERT_TRUE(t.begin("L", 3, soon()).isOK());
+    EXPECT_EQ(t.executed("L", 3, 0, soon(), /*mayWait=*/false).getStatus().code(),
+              static_cast<int>(ErrorCodes::InlineWouldBlock));
+    t.finish("L", 3, ExecutedStatements{{0, bson::BsonObj()}});
+    auto done = t.executed("L", 3, 0, soon(), /*mayWait=*/false);
+    ASSERT_TRUE(done.isOK());
+    EXPECT_TRUE(done.getValue());
+}
+
 TEST(TransactionTable, AConcurrentAttemptTimesOut) {
     TransactionTable t;
     ASSERT_TRUE(t.begin("L", 3, soon()).isOK());

@@ -41,8 +41,12 @@ struct ExecContext {
     uint64_t work = 0;
 
     // MaxTimeMSExpired once the operation's deadline has passed; checked every 128 units of work
-    // so that the clock is not read per document.
+    // so that the clock is not read per document. On an io thread (OperationContext::
+    // inlineExecution) InlineWouldBlock past kInlineWorkBudget units: a read that turns out
+    // larger than it looked (a findOne whose filter skips many entries) runs again on the pool
+    // rather than hold the io thread's other connections.
     Status checkForInterrupt();
+    static constexpr uint64_t kInlineWorkBudget = 64;
 };
 
 // Counters shown by explain's executionStats.

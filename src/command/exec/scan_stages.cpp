@@ -6,7 +6,13 @@
 namespace tessera::command::exec {
 
 Status ExecContext::checkForInterrupt() {
-    if (opCtx == nullptr || (++work % 128) != 0) return Status::OK();
+    if (opCtx == nullptr) return Status::OK();
+    ++work;
+    if (opCtx->inlineExecution && work > kInlineWorkBudget) {
+        return Status(ErrorCodes::InlineWouldBlock,
+                      "more work than an io thread takes on: the worker pool runs it");
+    }
+    if (work % 128 != 0) return Status::OK();
     return opCtx->checkForInterrupt();
 }
 
