@@ -2,7 +2,9 @@
 // finds and single-statement writes go to their shard from the router's io thread, and a stale
 // router catches up from the chunks the shard's StaleConfig carries (src/cluster/chunk_delta.h),
 // without asking the config service. Checked through a second router that another one made
-// stale, with the data verified on the shards directly.
+// stale — it ignores the config service's pushed placement changes (failpoint
+// routerIgnorePlacementAnnouncements), as a router that missed the push —, with the data verified
+// on the shards directly.
 import assert from 'node:assert/strict';
 import { uniqueDbName } from './harness.mjs';
 import { describeWithCluster } from './cluster_harness.mjs';
@@ -18,6 +20,7 @@ describeWithCluster('router forwarding and stale-version catch-up from the shard
         (await (await routerA()).db('config').collection('shards').find().sort({ _id: 1 }).toArray()).map((s) => s._id);
 
     async function setUp(name) {
+        await (await routerB()).db('admin').command({ configureFailPoint: 'routerIgnorePlacementAnnouncements', mode: 'alwaysOn' });
         const dbName = uniqueDbName(name);
         const ns = `${dbName}.c`;
         const shards = await shardNames();
