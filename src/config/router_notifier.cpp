@@ -22,65 +22,12 @@ net::RemoteClientOptions notifierOptions() {
 
 }  // namespace
 
-RouterNotifier::RouterNotifier(LocalClient& local) : _local(local), _remote(notifierOptions()) {}
+RouterNotifier::RouterNotifier(LocalClient& local)
+    : _local(local),
+      _remote(notifierOptions()),
+      _queue([this](const cluster::PlacementChanges& changes) { send(changes); }) {}
 
-void RouterNotifier::collectionChanged(const std::string& ns) {
-    {
-        MutexLock lock(_mutex);
-        if (_stopping) return;
-        _collections.insert(ns);
-    }
-    wake();
-}
-
-void RouterNotifier::databaseChanged(const std::string& db) {
-    {
-        MutexLock lock(_mutex);
-        if (_stopping) return;
-        _databases.insert(db);
-    }
-    wake();
-}
-
-void RouterNotifier::wake() {
-    {
-        MutexLock lock(_mutex);
-        if (_stopping) return;
-        if (!_thread.joinable()) _thread = std::thread([this] { run(); });
-    }
-    _cv.notify_one();
-}
-
-void RouterNotifier::stop() {
-    std::thread thread;
-    {
-        MutexLock lock(_mutex);
-        _stopping = true;
-        thread = std::move(_thread);
-    }
-    _cv.notify_all();
-    if (thread.joinable()) thread.join();
-}
-
-void RouterNotifier::run() {
-    UniqueLock lock(_mutex);
-    while (true) {
-        _cv.wait(lock, [this]() REQUIRES(_mutex) {
-            return _stopping || !_databases.empty() || !_collections.empty();
-        });
-        if (_stopping) return;
-        std::set<std::string> databases = std::move(_databases);
-        std::set<std::string> collections = std::move(_collections);
-        _databases.clear();
-        _collections.clear();
-        lock.unlock();
-        send(databases, collections);
-        lock.lock();
-    }
-}
-
-void RouterNotifier::send(const std::set<std::string>& databases,
-                          const std::set<std::string>& collections) {
+void RouterNotifier::send(const cluster::PlacementChanges& changes) {
     bson::BsonBuilder live;
     live.startObject("ping").appendDate("$gte", wallClockMillis() - kLiveRouterMillis).end();
     auto routers = _local.find("mongos", live.obj());
@@ -89,11 +36,11 @@ void RouterNotifier::send(const std::set<std::string>& databases,
     b.appendInt32("_routerPlacementChanged", 1);
     b.startArray("databases");
     int i = 0;
-    for (const std::string& db : databases) b.appendString(std::to_string(i++), db);
+    for (const std::string& db : changes.databases) b.appendString(std::to_string(i++), db);
     b.end();
     b.startArray("collections");
     i = 0;
-    for (const std::string& ns : collections) b.appendString(std::to_string(i++), ns);
+    for (const std::string& ns : changes.collections) b.appendString(std::to_string(i++), ns);
     b.end();
     bson::BsonObj cmd = b.obj();
     std::vector<net::RemoteCommand> sends;

@@ -4,16 +4,14 @@
 // shardCollection) the config service tells every router registered in config.mongos — pinged
 // within the last minute — which databases and collections changed (`_routerPlacementChanged`),
 // so that each refreshes them before its next operation there (router/placement_announcements.h).
-// Fire-and-forget from a thread of its own: a commit never waits for a router, announcements
-// made while a round is out are sent together in the next, and a router that is down, slow or
-// misses one is corrected by the shards' stale errors as before (src/config/README.md "Pushed
-// placement").
+// Fire-and-forget from a thread of its own (cluster::PlacementChangeQueue): a commit never waits
+// for a router, announcements made while a round is out are sent together in the next, and a
+// router that is down, slow or misses one is corrected by the shards' stale errors as before
+// (src/config/README.md "Pushed placement").
 
-#include <set>
 #include <string>
-#include <thread>
 
-#include "base/mutex.h"
+#include "cluster/placement_change_queue.h"
 #include "config/local_client.h"
 #include "net/remote_client.h"
 
@@ -22,27 +20,17 @@ namespace tessera::config {
 class RouterNotifier {
   public:
     explicit RouterNotifier(LocalClient& local);
-    ~RouterNotifier() { stop(); }
-    RouterNotifier(const RouterNotifier&) = delete;
-    RouterNotifier& operator=(const RouterNotifier&) = delete;
 
-    void collectionChanged(const std::string& ns) EXCLUDES(_mutex);
-    void databaseChanged(const std::string& db) EXCLUDES(_mutex);
-    void stop() EXCLUDES(_mutex);
+    void collectionChanged(const std::string& ns) { _queue.add({{}, {ns}}); }
+    void databaseChanged(const std::string& db) { _queue.add({{db}, {}}); }
+    void stop() { _queue.stop(); }
 
   private:
-    void wake() EXCLUDES(_mutex);
-    void run() EXCLUDES(_mutex);
-    void send(const std::set<std::string>& databases, const std::set<std::string>& collections);
+    void send(const cluster::PlacementChanges& changes);
 
     LocalClient& _local;
     net::RemoteClient _remote;  // short timeouts: a stopped router delays only the next round
-    Mutex _mutex;
-    CondVar _cv;
-    std::set<std::string> _databases GUARDED_BY(_mutex);
-    std::set<std::string> _collections GUARDED_BY(_mutex);
-    bool _stopping GUARDED_BY(_mutex) = false;
-    std::thread _thread GUARDED_BY(_mutex);
+    cluster::PlacementChangeQueue _queue;  // last: its thread uses the members above
 };
 
 }  // namespace tessera::config

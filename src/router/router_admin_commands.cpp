@@ -429,15 +429,16 @@ StatusWith<std::set<std::string>> namesArgument(const CommandRequest& request,
 Status routerPlacementChanged(OperationContext& opCtx, const CommandRequest& request,
                               BsonBuilder&) {
     TRY_STATUS(checkKnownFields(request, {"databases", "collections"}));
-    ASSIGN_OR_RETURN(auto databases, namesArgument(request, "databases"));
-    ASSIGN_OR_RETURN(auto collections, namesArgument(request, "collections"));
-    for (const std::string& ns : collections) {
+    cluster::PlacementChanges changes;
+    ASSIGN_OR_RETURN(changes.databases, namesArgument(request, "databases"));
+    ASSIGN_OR_RETURN(changes.collections, namesArgument(request, "collections"));
+    for (const std::string& ns : changes.collections) {
         size_t dot = ns.find('.');
         if (dot == std::string::npos || dot == 0 || dot + 1 == ns.size()) {
             return Status(ErrorCodes::InvalidNamespace, "invalid namespace '" + ns + "'");
         }
     }
-    Router::get(opCtx).announcements().announce(databases, collections);
+    Router::get(opCtx).announcements().announce(changes);
     return Status::OK();
 }
 
