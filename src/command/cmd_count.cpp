@@ -39,7 +39,9 @@ class CountCommand final : public Command {
 
         std::string ns = request.db + "." + collName;
         storage::Engine& engine = *opCtx.service->engine;
-        auto snapshot = engine.snapshot(std::nullopt, opCtx.prepareReads);
+        // The operation's snapshot: at its cluster time when it has one (a router's read of
+        // several shards), its transaction's, else the latest.
+        auto snapshot = opCtx.snapshot();
         storage::CollectionPtr coll = engine.getCollection(ns);
         int64_t n = 0;
         if (isViewCollection(coll)) {
@@ -62,10 +64,11 @@ class CountCommand final : public Command {
         if (!coll) {
             ASSIGN_OR_RETURN(auto m, query::Matcher::parse(query));  // still validate
             (void)m;
-        } else if (query.isEmpty() && hint.isEmpty() &&
+        } else if (query.isEmpty() && hint.isEmpty() && !opCtx.readAtClusterTime &&
                    (!ownership || ownership->ownedTotals(engine, *coll))) {
             // The maintained count, less what a shard stores without owning it (kept exactly
-            // by the shard); when it cannot say, the scan below filters orphans out.
+            // by the shard); when it cannot say, the scan below filters orphans out. It is the
+            // latest count: a read at a cluster time scans.
             n = ownership ? ownership->ownedTotals(engine, *coll)->count
                           : engine.stats(*coll).count;
             n = std::max<int64_t>(0, n - skip.value_or(0));

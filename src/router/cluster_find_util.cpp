@@ -76,10 +76,17 @@ namespace {
 
 // Whether a read reaching several shards gets one cluster time from this router: not inside a
 // transaction (it has its own), not at readConcern snapshot (the entry point chose its time) or
-// linearizable.
+// linearizable, and not a count of everything (estimatedDocumentCount: each shard's maintained
+// count, O(1), which exists at its latest time only; a count at a time would scan).
 bool readsAtOneRouterTime(const command::OperationContext& opCtx, bson::BsonView body) {
     if (opCtx.routerStatement || opCtx.readAtClusterTime) return false;
     if (readEachShardAtItsLatestTime.shouldFail()) return false;
+    if (body.firstElement().fieldName() == "count" && !body.hasField("hint")) {
+        bson::BsonElement query = body["query"];
+        if (query.eoo() || query.isNull() || (query.isObject() && query.objValue().isEmpty())) {
+            return false;
+        }
+    }
     bson::BsonElement rc = body["readConcern"];
     if (!rc.isObject()) return true;
     bson::BsonElement level = rc.objValue()["level"];

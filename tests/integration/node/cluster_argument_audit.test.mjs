@@ -128,6 +128,17 @@ describeWithCluster(
                 assert.equal(refused.code, 72, `${JSON.stringify(cmd)}: ${JSON.stringify(refused)}`);
             }
             assert.equal(await shard.db(db).collection('c').countDocuments({ _id: 98 }), 0);
+            // Read at that time, on a shard directly: a later insert is not seen, by a find or by
+            // a count of everything (which then scans instead of answering the latest count).
+            const plain = shard.db(db).collection('plain');
+            await plain.insertOne({ _id: 1 });
+            const before = (await shard.db(db).command({ find: 'plain', filter: {} })).operationTime;
+            await plain.insertOne({ _id: 2 });
+            const seen = await shard.db(db).command({ find: 'plain', filter: {}, $readAtClusterTime: before });
+            assert.deepEqual(seen.cursor.firstBatch.map((d) => d._id), [1]);
+            const counted = await shard.db(db).command({ count: 'plain', $readAtClusterTime: before });
+            assert.equal(counted.n, 1);
+            assert.equal((await shard.db(db).command({ count: 'plain' })).n, 2);
         });
 
         // The router's own commands: an unknown field is refused, not dropped.

@@ -6,7 +6,8 @@
 // reaches several shards read them all at one cluster time, 8 % of such reads saw one account
 // debited and the other not yet credited. What must hold: every read, of every kind (find, its
 // getMores, count, distinct, aggregate), sees the total and every account, and the cluster is
-// consistent afterwards.
+// consistent afterwards; and a document a transaction moves between the shards (deleted on one,
+// inserted on the other) is counted exactly once by every count, distinct and aggregate.
 import assert from 'node:assert/strict';
 import { uniqueDbName } from './harness.mjs';
 import { describeWithCluster } from './cluster_harness.mjs';
@@ -142,6 +143,63 @@ describeWithCluster(
             const final = await (await accounts(1)).find({}).toArray();
             assert.equal(final.reduce((s, d) => s + d.balance, 0), kTotal);
             await ctx.cluster.checkConsistency(ns, kAccounts);
+        });
+
+        test('counts, distinct and aggregates see a document a transaction moves between shards exactly once', async () => {
+            // Tokens sharded by _id: below 1000 on one shard, from 1000 on the other. A transaction
+            // moves a token by deleting it on one side and inserting it (a new _id, the same
+            // name) on the other, so between the two shards' commits a reader of each shard at
+            // its own time could count it twice or not at all.
+            const tokensNs = `${dbName}.tokens`;
+            await admin({ shardCollection: tokensNs, key: { _id: 1 } });
+            await admin({ split: tokensNs, middle: { _id: 1000 } });
+            await admin({ moveChunk: tokensNs, find: { _id: 1000 }, to: shards[1], _waitForDelete: true });
+            await admin({ moveChunk: tokensNs, find: { _id: 0 }, to: shards[0], _waitForDelete: true });
+            const kTokens = 10;
+            await (await router(0)).db(dbName).collection('tokens').insertMany(
+                Array.from({ length: kTokens }, (_, i) => ({ _id: i, name: `t${i}` })));
+            let done = false;
+            let moves = 0;
+            const mover = (async () => {
+                const client = await router(0);
+                const c = client.db(dbName).collection('tokens');
+                for (let n = 0; !done; n++) {
+                    const name = `t${n % kTokens}`;
+                    const session = client.startSession();
+                    try {
+                        await session.withTransaction(async () => {
+                            const doc = await c.findOne({ name }, { session });
+                            await c.deleteOne({ _id: doc._id }, { session });
+                            const to = doc._id < 1000 ? doc._id + 1000 : doc._id - 1000;
+                            await c.insertOne({ _id: to, name }, { session });
+                        });
+                    } finally {
+                        await session.endSession();
+                    }
+                    moves++;
+                }
+            })();
+            const wrong = [];
+            let reads = 0;
+            try {
+                const db = (await router(1)).db(dbName);
+                const c = db.collection('tokens');
+                for (let n = 0; n < 1500; n++) {
+                    const counted = (await db.command({ count: 'tokens', query: { name: { $exists: true } } })).n;
+                    const names = await c.distinct('name');
+                    const [g] = await c.aggregate([{ $group: { _id: null, n: { $sum: 1 } } }]).toArray();
+                    reads += 3;
+                    if (counted !== kTokens || names.length !== kTokens || g.n !== kTokens) {
+                        if (wrong.length < 10) wrong.push(`count ${counted}, distinct ${names.length}, aggregate ${g.n}`);
+                    }
+                }
+            } finally {
+                done = true;
+                await mover;
+            }
+            console.log(`tokens: ${reads} reads beside ${moves} moves between the shards`);
+            assert.deepEqual(wrong, []);
+            assert.ok(moves >= 50, `only ${moves} moves ran beside the reads`);
         });
     },
     { shards: 2, routers: 2 },
