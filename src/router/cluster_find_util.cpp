@@ -126,6 +126,15 @@ StatusWith<std::vector<ShardResponse>> runRoutedRead(
             ASSIGN_OR_RETURN(std::vector<ShardRequest> requests, makeRequests(info));
             oneTime = requests.size() > 1 && readsAtOneRouterTime(opCtx, requests.front().cmd);
             if (oneTime) {
+                // After the client's afterClusterTime too (a causally consistent session's last
+                // operation, which this router's clock may not have seen).
+                bson::BsonElement rc = requests.front().cmd["readConcern"];
+                if (rc.isObject()) {
+                    bson::BsonElement after = rc.objValue()["afterClusterTime"];
+                    if (after.type() == bson::BsonType::Timestamp) {
+                        HybridLogicalClock::global().advanceTo(Timestamp{after.timestampValue()});
+                    }
+                }
                 Timestamp at = HybridLogicalClock::global().next();
                 for (ShardRequest& r : requests) r.cmd = withReadTime(r.cmd, at);
             }

@@ -280,7 +280,12 @@ describeWithCluster(
                 await session.commitTransaction();
                 // Both are known prepared by their own numbers: the first on the high shard (set
                 // aside), the second on the low one (its coordinator, the high shard, holds its
-                // delivery).
+                // delivery). The client heard the second commit once both parts were prepared;
+                // the coordinator decides and commits its own part right after, in the background.
+                const settled = async () =>
+                    JSON.stringify([await preparedOn('high'), await preparedOn('low')]) ===
+                    JSON.stringify([[first], [first + 1]]);
+                await waitFor('the second transaction decided, its delivery held', settled, { timeoutMs: 20000, intervalMs: 50 });
                 assert.deepEqual(await preparedOn('high'), [first]);
                 assert.deepEqual(await preparedOn('low'), [first + 1]);
             } finally {
