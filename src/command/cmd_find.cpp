@@ -22,7 +22,8 @@ class FindCommand final : public Command {
     bool runsInline(const ServiceContext& service, const CommandRequest& request) const override {
         bson::BsonView body = request.body;
         bson::BsonElement limit = body["limit"];
-        const bool one = limit.isNumber() && (limit.numberDouble() == 1 || limit.numberDouble() == -1);
+        const bool one =
+            limit.isNumber() && (limit.numberDouble() == 1 || limit.numberDouble() == -1);
         return !body["tailable"].trueValue() && !body["awaitData"].trueValue() &&
                (one || filterPinsId(body["filter"])) &&
                isExistingCollection(service, request.db, request.firstElement());

@@ -124,7 +124,8 @@ TEST_F(InlineExecutionTest, AFindOfOneDocumentRunsInlineWithinTheWorkBudget) {
               R"([ { "_id" : 290, "g" : 190 } ])");
     // With an index the same document is one key away: inline.
     registerIndexCommands(registry);
-    ASSERT_TRUE(run(R"({"createIndexes": "c", "indexes": [{"key": {"g": 1}, "name": "g_1"}]})").ok());
+    ASSERT_TRUE(
+        run(R"({"createIndexes": "c", "indexes": [{"key": {"g": 1}, "name": "g_1"}]})").ok());
     auto indexed = runInline(late);
     ASSERT_TRUE(indexed);
     EXPECT_EQ((*indexed)["cursor"].objValue()["firstBatch"].toString(false),

@@ -53,12 +53,12 @@ void RouterNotifier::send(const cluster::PlacementChanges& changes) {
     if (sends.empty()) return;
     auto replies = _remote.runCommands(sends);
     for (size_t k = 0; k < replies.size(); ++k) {
-        Status s = replies[k].isOK() ? net::replyStatus(replies[k].getValue())
-                                     : replies[k].getStatus();
+        Status s =
+            replies[k].isOK() ? net::replyStatus(replies[k].getValue()) : replies[k].getStatus();
         if (!s.isOK()) {
             log::info("SHARDING", 9160, "A router missed a placement announcement",
-                       "{\"router\":\"" + log::jsonEscape(sends[k].host) + "\",\"error\":\"" +
-                           log::jsonEscape(s.toString()) + "\"}");
+                      "{\"router\":\"" + log::jsonEscape(sends[k].host) + "\",\"error\":\"" +
+                          log::jsonEscape(s.toString()) + "\"}");
         }
     }
 }

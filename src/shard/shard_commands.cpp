@@ -101,10 +101,9 @@ class RetryableWriteStatusCommand final : public ShardCommand {
             return Status(ErrorCodes::TypeMismatch,
                           "_shardsvrRetryableWriteStatus needs an int stmtId");
         }
-        ASSIGN_OR_RETURN(bool executed,
-                         state->transactions().executed(*opCtx.lsid, *opCtx.txnNumber,
-                                                        stmtId.numberInt(), deadline,
-                                                        !opCtx.inlineExecution));
+        ASSIGN_OR_RETURN(bool executed, state->transactions().executed(
+                                            *opCtx.lsid, *opCtx.txnNumber, stmtId.numberInt(),
+                                            deadline, !opCtx.inlineExecution));
         reply.appendBool("executed", executed);
         return Status::OK();
     }
