@@ -16,20 +16,11 @@
 //    exactly --docs (no orphan or in-flight copy ever counted).
 // Loopback only; stops by itself (each phase fails after --timeout-s).
 
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { mongodb, arg } from './bench_util.mjs';
 
 import { order } from './orders.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const require = createRequire(path.join(here, '..', 'tests', 'integration', 'package.json'));
-const { MongoClient } = require('mongodb');
-
-function arg(name, def) {
-    const i = process.argv.indexOf(`--${name}`);
-    return i > 0 ? process.argv[i + 1] : def;
-}
+const { MongoClient } = mongodb;
 const uri = arg('uri');
 const docs = Number(arg('docs', '2000000'));
 const thirdShard = arg('third-shard', '');

@@ -8,13 +8,9 @@
 // (sharded by {_id: "hashed"} through a router when the target says so) in insertMany calls of
 // 100,000 documents. Loopback only.
 
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { mongodb } from './bench_util.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const require = createRequire(path.join(here, '..', 'tests', 'integration', 'package.json'));
-const { MongoClient } = require('mongodb');
+const { MongoClient } = mongodb;
 
 const args = process.argv.slice(2);
 const opt = (name, def) => {

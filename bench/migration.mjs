@@ -15,20 +15,11 @@
 //    collection, so half of them hit the migrating range.
 // Loopback only.
 
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { mongodb, arg } from './bench_util.mjs';
 
 import { order } from './orders.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const require = createRequire(path.join(here, '..', 'tests', 'integration', 'package.json'));
-const { MongoClient, MaxKey } = require('mongodb');
-
-function arg(name, def) {
-    const i = process.argv.indexOf(`--${name}`);
-    return i > 0 ? process.argv[i + 1] : def;
-}
+const { MongoClient, MaxKey } = mongodb;
 const uri = arg('uri');
 const mb = Number(arg('mb', '128'));
 const clients = Number(arg('clients', '16'));

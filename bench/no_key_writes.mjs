@@ -13,23 +13,13 @@
 // process spent per write (utime + stime from /proc, in µs) in each kind: where the extra goes.
 // Loopback only.
 
-import fs from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { arg, median, mongodb, nowUs, pidsArg, processCpuUs } from './bench_util.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const require = createRequire(path.join(here, '..', 'tests', 'integration', 'package.json'));
-const { MongoClient } = require('mongodb');
-
-function arg(name, def) {
-    const i = process.argv.indexOf(`--${name}`);
-    return i > 0 ? process.argv[i + 1] : def;
-}
+const { MongoClient } = mongodb;
 const uri = arg('uri');
 const ops = Number(arg('ops', 2000));
 const repeat = Number(arg('repeat', 4));
-const pids = Object.fromEntries((arg('pids', '') || '').split(',').filter(Boolean).map((kv) => kv.split('=')));
+const pids = pidsArg();
 if (!uri) {
     console.error('usage: node bench/no_key_writes.mjs --uri ROUTER_URI [--ops 2000] [--repeat 4] [--pids name=PID,...]');
     process.exit(2);
@@ -37,14 +27,7 @@ if (!uri) {
 
 const kOrders = 10000;
 const kCustomers = 1000;
-const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
-const nowUs = () => Number(process.hrtime.bigint() / 1000n);
-const ticksPerSec = 100; // Linux USER_HZ
-function cpuUs(pid) {
-    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / ticksPerSec; // utime, stime
-}
-const cpuAll = () => Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuUs(pid)]));
+const cpuAll = () => Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, processCpuUs(pid)]));
 
 const retryWrites = arg('retryWrites', 'true') === 'true';
 const client = new MongoClient(uri, { maxPoolSize: 1, retryWrites });

@@ -14,18 +14,9 @@
 // in each mode — the worst wait a prepared transaction causes is the worst read with one time
 // less the worst read without it. Loopback only.
 
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { arg, median, mongodb, nowUs, percentile } from './bench_util.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const require = createRequire(path.join(here, '..', 'tests', 'integration', 'package.json'));
-const { MongoClient } = require('mongodb');
-
-function arg(name, def) {
-    const i = process.argv.indexOf(`--${name}`);
-    return i > 0 ? process.argv[i + 1] : def;
-}
+const { MongoClient } = mongodb;
 const uriA = arg('a');
 const uriB = arg('b');
 const reads = Number(arg('reads', 2000));
@@ -37,13 +28,6 @@ if (!uriA || !uriB) {
 
 const kAccounts = 100;
 const kInitial = 1000;
-const sorted = (xs) => [...xs].sort((x, y) => x - y);
-const pct = (xs, p) => {
-    const s = sorted(xs);
-    return s[Math.min(s.length - 1, Math.floor((s.length * p) / 100))];
-};
-const median = (xs) => pct(xs, 50);
-const nowUs = () => Number(process.hrtime.bigint() / 1000n);
 
 const a = new MongoClient(uriA, { maxPoolSize: 1 });
 const b = new MongoClient(uriB, { maxPoolSize: 1 });
@@ -140,8 +124,8 @@ try {
     for (const mode of ['one', 'latest']) {
         const { lat, transfers } = withTransfers[mode];
         result[`${mode}_with_transfers_p50_us`] = median(lat);
-        result[`${mode}_with_transfers_p99_us`] = pct(lat, 99);
-        result[`${mode}_with_transfers_max_us`] = pct(lat, 100);
+        result[`${mode}_with_transfers_p99_us`] = percentile(lat, 99);
+        result[`${mode}_with_transfers_max_us`] = percentile(lat, 100);
         result[`${mode}_transfers`] = transfers;
     }
     console.log(JSON.stringify(result));

@@ -14,18 +14,9 @@
 // (a client's first operation after idling is slower on its own). The median of `samples`
 // back-to-back reads is reported too. Loopback only.
 
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { mongodb, arg, median, nowUs } from './bench_util.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const require = createRequire(path.join(here, '..', 'tests', 'integration', 'package.json'));
-const { MongoClient } = require('mongodb');
-
-function arg(name, def) {
-    const i = process.argv.indexOf(`--${name}`);
-    return i > 0 ? process.argv[i + 1] : def;
-}
+const { MongoClient } = mongodb;
 const uriA = arg('a');
 const uriB = arg('b');
 const rounds = Number(arg('rounds', 9));
@@ -35,11 +26,6 @@ if (!uriA || !uriB) {
     process.exit(2);
 }
 
-const median = (xs) => {
-    const s = [...xs].sort((x, y) => x - y);
-    return s[Math.floor(s.length / 2)];
-};
-const nowUs = () => Number(process.hrtime.bigint() / 1000n);
 
 const a = new MongoClient(uriA, { maxPoolSize: 1 });
 const b = new MongoClient(uriB, { maxPoolSize: 1 });

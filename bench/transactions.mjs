@@ -23,19 +23,9 @@
 //                                    [--pids config=1,shard0=2,... --clk-tck 100]
 //                                    [--write-concern 1|majority]
 
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { mongodb, arg, median, nowUs, percentile, pidsArg, processCpuUs } from './bench_util.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const require = createRequire(path.join(here, '..', 'tests', 'integration', 'package.json'));
-const { MongoClient } = require('mongodb');
-
-function arg(name, def) {
-    const i = process.argv.indexOf(`--${name}`);
-    return i > 0 ? process.argv[i + 1] : def;
-}
+const { MongoClient } = mongodb;
 const uri = arg('uri');
 const clients = Number(arg('clients', 8));
 const seconds = Number(arg('seconds', 5));
@@ -45,12 +35,7 @@ const docs = Number(arg('docs', 2000));
 const only = arg('only');
 // name -> pid of the cluster's processes whose CPU each phase reports; clock ticks per second
 // of /proc/PID/stat's utime and stime (`getconf CLK_TCK`).
-const pids = Object.fromEntries(
-    (arg('pids', '') || '')
-        .split(',')
-        .filter(Boolean)
-        .map((kv) => kv.split('=')),
-);
+const pids = pidsArg();
 const clkTck = Number(arg('clk-tck', 100));
 // The write concern of every commit and plain update: the server's default when absent (w: 1,
 // unjournaled), or `majority` — journaled on Tessera, MongoDB's implicit default since 5.0 and
@@ -64,21 +49,12 @@ if (!uri || !(clients > 0) || !['1', 'majority', undefined].includes(writeConcer
     process.exit(2);
 }
 
-const nowUs = () => Number(process.hrtime.bigint() / 1000n);
-const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))];
-const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
 
-// CPU time used so far, in µs: per process of --pids (user + system, from /proc/PID/stat; the
-// fields after the command name, which may hold spaces, start at the state, field 3) and of
-// this client.
+// CPU time used so far, in µs: per process of --pids (processCpuUs) and of this client.
 function cpuNow() {
     const self = process.cpuUsage();
     const used = { client: self.user + self.system };
-    for (const [name, pid] of Object.entries(pids)) {
-        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        used[name] = ((Number(fields[11]) + Number(fields[12])) * 1e6) / clkTck; // utime, stime
-    }
+    for (const [name, pid] of Object.entries(pids)) used[name] = processCpuUs(pid, clkTck);
     return used;
 }
 
