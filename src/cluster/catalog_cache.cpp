@@ -193,13 +193,12 @@ StatusWith<DatabaseInfo> CatalogCache::getDatabase(std::string_view db, bool cre
     return refreshDatabase(db, *entry, createIfMissing);
 }
 
-StatusWith<DatabaseInfo> CatalogCache::refreshDatabase(std::string_view db, DbEntry& entryRef,
+StatusWith<DatabaseInfo> CatalogCache::refreshDatabase(std::string_view db, DbEntry& entry,
                                                        bool createIfMissing) {
-    DbEntry* entry = &entryRef;
     uint64_t marks;
     {
         MutexLock lock(_mutex);
-        marks = entry->staleMarks;
+        marks = entry.staleMarks;
     }
     const std::string& configHost = _shards.configHost();
     ASSIGN_OR_RETURN(auto docs, findAll(_client, configHost, kConfigDb, "databases", idFilter(db)));
@@ -222,8 +221,8 @@ StatusWith<DatabaseInfo> CatalogCache::refreshDatabase(std::string_view db, DbEn
     MutexLock lock(_mutex);
     ++_stats.databaseRefreshes;
     _stats.lastRefreshMillis = wallClockMillis();
-    entry->info = info;
-    entry->stale = !info || entry->staleMarks != marks;
+    entry.info = info;
+    entry.stale = !info || entry.staleMarks != marks;
     if (!info) {
         return Status(ErrorCodes::NamespaceNotFound, "database " + std::string(db) + " not found");
     }
@@ -282,17 +281,16 @@ StatusWith<CollectionRoutingInfo> CatalogCache::getCollectionRoutingInfo(std::st
     return result;
 }
 
-StatusWith<std::shared_ptr<const RoutingTable>> CatalogCache::refreshCollection(
-    std::string_view ns, CollEntry& entryRef) {
-    CollEntry* entry = &entryRef;
+StatusWith<std::shared_ptr<const RoutingTable>> CatalogCache::refreshCollection(std::string_view ns,
+                                                                                CollEntry& entry) {
     std::shared_ptr<const RoutingTable> cached;
     bool forceFull;
     uint64_t marks;
     {
         MutexLock lock(_mutex);
-        cached = entry->table;
-        forceFull = entry->forceFull;
-        marks = entry->staleMarks;
+        cached = entry.table;
+        forceFull = entry.forceFull;
+        marks = entry.staleMarks;
     }
 
     const std::string& configHost = _shards.configHost();
@@ -300,7 +298,7 @@ StatusWith<std::shared_ptr<const RoutingTable>> CatalogCache::refreshCollection(
     std::optional<placement::Uuid> uuid;
     {
         MutexLock lock(_mutex);
-        uuid = entry->uuid;
+        uuid = entry.uuid;
     }
     bool incremental = false;
     Status last = Status::OK();
@@ -378,10 +376,10 @@ StatusWith<std::shared_ptr<const RoutingTable>> CatalogCache::refreshCollection(
     } else {
         ++_stats.fullCollectionRefreshes;
     }
-    entry->table = table;
-    entry->uuid = table ? uuid : std::nullopt;
-    entry->forceFull = false;
-    entry->stale = entry->staleMarks != marks;
+    entry.table = table;
+    entry.uuid = table ? uuid : std::nullopt;
+    entry.forceFull = false;
+    entry.stale = entry.staleMarks != marks;
     return table;
 }
 
