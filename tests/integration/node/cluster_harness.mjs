@@ -950,3 +950,17 @@ export function describeWithManualCluster(name, body, options = {}) {
 
 /** Resolves a command promise to {reply} or {error} (never rejects): a held command's outcome. */
 export const settle = (promise) => promise.then((reply) => ({ reply }), (error) => ({ error }));
+
+/** Moves `amount` from account `from` to account `to` of `collection` (balances in `balance`) in
+ *  one transaction (withTransaction, with `options`) through `client`. */
+export async function transferInTransaction(client, collection, from, to, amount, options = {}) {
+    const session = client.startSession();
+    try {
+        await session.withTransaction(async () => {
+            await collection.updateOne({ _id: from }, { $inc: { balance: -amount } }, { session });
+            await collection.updateOne({ _id: to }, { $inc: { balance: amount } }, { session });
+        }, options);
+    } finally {
+        await session.endSession();
+    }
+}

@@ -10,7 +10,7 @@
 // inserted on the other) is counted exactly once by every count, distinct and aggregate.
 import assert from 'node:assert/strict';
 import { uniqueDbName } from './harness.mjs';
-import { describeWithCluster } from './cluster_harness.mjs';
+import { describeWithCluster, transferInTransaction } from './cluster_harness.mjs';
 
 const kAccounts = 4;
 const kInitial = 1000;
@@ -31,16 +31,7 @@ describeWithCluster(
 
         async function transfer(i, from, to, amount) {
             const client = await router(i);
-            const c = client.db(dbName).collection('accounts');
-            const session = client.startSession();
-            try {
-                await session.withTransaction(async () => {
-                    await c.updateOne({ _id: from }, { $inc: { balance: -amount } }, { session });
-                    await c.updateOne({ _id: to }, { $inc: { balance: amount } }, { session });
-                });
-            } finally {
-                await session.endSession();
-            }
+            await transferInTransaction(client, client.db(dbName).collection('accounts'), from, to, amount);
         }
 
         test('setup: one chunk per account, the accounts alternating between the two shards', async () => {

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { Long, MongoServerError, Timestamp } from 'mongodb';
 import mongoose from 'mongoose';
 import { uniqueDbName } from './harness.mjs';
-import { describeWithCluster, waitFor } from './cluster_harness.mjs';
+import { describeWithCluster, transferInTransaction, waitFor } from './cluster_harness.mjs';
 
 const kAccounts = 8;
 const kInitial = 1000;
@@ -48,16 +48,7 @@ describeWithCluster(
         // Moves `amount` from account `from` to account `to` in a transaction on router `i`.
         async function transfer(i, from, to, amount, options = {}) {
             const client = await router(i);
-            const c = client.db(dbName).collection('accounts');
-            const session = client.startSession();
-            try {
-                await session.withTransaction(async () => {
-                    await c.updateOne({ _id: from }, { $inc: { balance: -amount } }, { session });
-                    await c.updateOne({ _id: to }, { $inc: { balance: amount } }, { session });
-                }, options);
-            } finally {
-                await session.endSession();
-            }
+            await transferInTransaction(client, client.db(dbName).collection('accounts'), from, to, amount, options);
         }
 
         test('setup: accounts 0-3 on one shard, 4-7 on the other', async () => {
