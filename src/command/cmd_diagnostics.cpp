@@ -10,6 +10,7 @@
 
 #include "base/log.h"
 #include "base/wall_clock.h"
+#include "command/cursor_manager.h"
 #include "command/opcounters.h"
 #include "command/registry.h"
 #include "command/server_info.h"
@@ -78,6 +79,16 @@ class ServerStatusCommand : public Command {
             .appendBool("supportsCommittedReads", true)
             .appendBool("persistent", true)
             .end();
+        if (svc.cursors) {
+            // MongoDB's metrics.cursor.open.total: this process's open cursors.
+            reply.startObject("metrics")
+                .startObject("cursor")
+                .startObject("open")
+                .appendInt64("total", static_cast<int64_t>(svc.cursors->numOpenCursors()))
+                .end()
+                .end()
+                .end();
+        }
         if (svc.appendRoleServerStatus) svc.appendRoleServerStatus(reply);
         return Status::OK();
     }

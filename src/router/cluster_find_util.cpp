@@ -104,14 +104,6 @@ BsonObj withReadTime(bson::BsonView cmd, Timestamp at) {
     return b.obj();
 }
 
-bool refusedAsTooOld(const ShardResponse& r) {
-    return r.status.isOK() && !r.reply["ok"].trueValue() &&
-           r.reply["code"].numberInt() == static_cast<int>(ErrorCodes::SnapshotUnavailable);
-}
-
-// A shard's refusal of a time older than a range it received, retried this often at a later one.
-constexpr int kReadTimeAttempts = 5;
-
 }  // namespace
 
 StatusWith<std::vector<ShardResponse>> runRoutedRead(
@@ -119,36 +111,30 @@ StatusWith<std::vector<ShardResponse>> runRoutedRead(
     const std::function<StatusWith<std::vector<ShardRequest>>(const CollectionRoutingInfo&)>&
         makeRequests,
     const RoutedOptions& options) {
-    for (int attempt = 1;; ++attempt) {
-        bool oneTime = false;  // of the last round runRouted ran
-        auto timed =
-            [&](const CollectionRoutingInfo& info) -> StatusWith<std::vector<ShardRequest>> {
-            ASSIGN_OR_RETURN(std::vector<ShardRequest> requests, makeRequests(info));
-            oneTime = requests.size() > 1 && readsAtOneRouterTime(opCtx, requests.front().cmd);
-            if (oneTime) {
-                // After the client's afterClusterTime too (a causally consistent session's last
-                // operation, which this router's clock may not have seen).
-                bson::BsonElement rc = requests.front().cmd["readConcern"];
-                if (rc.isObject()) {
-                    bson::BsonElement after = rc.objValue()["afterClusterTime"];
-                    if (after.type() == bson::BsonType::Timestamp) {
-                        HybridLogicalClock::global().advanceTo(Timestamp{after.timestampValue()});
-                    }
+    bool oneTime = false;  // of the round runRouted runs now
+    auto timed = [&](const CollectionRoutingInfo& info) -> StatusWith<std::vector<ShardRequest>> {
+        ASSIGN_OR_RETURN(std::vector<ShardRequest> requests, makeRequests(info));
+        oneTime = requests.size() > 1 && readsAtOneRouterTime(opCtx, requests.front().cmd);
+        if (oneTime) {
+            // After the client's afterClusterTime too (a causally consistent session's last
+            // operation, which this router's clock may not have seen).
+            bson::BsonElement rc = requests.front().cmd["readConcern"];
+            if (rc.isObject()) {
+                bson::BsonElement after = rc.objValue()["afterClusterTime"];
+                if (after.type() == bson::BsonType::Timestamp) {
+                    HybridLogicalClock::global().advanceTo(Timestamp{after.timestampValue()});
                 }
-                Timestamp at = HybridLogicalClock::global().next();
-                for (ShardRequest& r : requests) r.cmd = withReadTime(r.cmd, at);
             }
-            return requests;
-        };
-        ASSIGN_OR_RETURN(std::vector<ShardResponse> responses,
-                         runRouted(opCtx, router, ns, timed, options));
-        if (!oneTime || attempt >= kReadTimeAttempts ||
-            std::none_of(responses.begin(), responses.end(), refusedAsTooOld)) {
-            return responses;
+            // After every reply seen so far: a shard's refusal of an earlier round's time
+            // (SnapshotUnavailable) advanced the clock past the range it received.
+            Timestamp at = HybridLogicalClock::global().next();
+            for (ShardRequest& r : requests) r.cmd = withReadTime(r.cmd, at);
         }
-        // The refusing shard's reply advanced this router's clock past the range it received.
-        (void)cursorsFromResponses(router, responses);  // kills what the others opened
-    }
+        return requests;
+    };
+    RoutedOptions timedOptions = options;
+    timedOptions.readTimeChosenByRouter = [&oneTime] { return oneTime; };
+    return runRouted(opCtx, router, ns, timed, timedOptions);
 }
 
 StatusWith<placement::TargetingResult> targetRead(const placement::RoutingTable& table,

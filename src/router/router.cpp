@@ -254,6 +254,32 @@ bool noteStaleError(Router& router, BsonView reply) {
     return stale;
 }
 
+namespace {
+
+// The cursors the replies of a round about to be run again opened (a read's other shards, when
+// one was stale or refused the time): killed now rather than left to the shards' idle reaper.
+// Not in a transaction, whose cursors end with it.
+void killCursorsOpenedBy(const command::OperationContext& opCtx, Router& router,
+                         const std::vector<ShardResponse>& responses) {
+    if (opCtx.routerStatement) return;
+    std::vector<net::RemoteCommand> kills;
+    for (const ShardResponse& r : responses) {
+        if (!r.status.isOK() || !r.reply["ok"].trueValue()) continue;
+        bson::BsonElement cursor = r.reply["cursor"];
+        if (!cursor.isObject() || cursor.objValue()["id"].numberLong() == 0) continue;
+        std::string_view ns = cursor.objValue()["ns"].stringValue();
+        size_t dot = ns.find('.');
+        if (dot == std::string_view::npos) continue;
+        BsonBuilder kill;
+        kill.append("killCursors", ns.substr(dot + 1));
+        kill.startArray("cursors").appendInt64("0", cursor.objValue()["id"].numberLong()).end();
+        kills.push_back({r.host, std::string(ns.substr(0, dot)), kill.obj()});
+    }
+    if (!kills.empty()) (void)router.client().runCommands(kills);
+}
+
+}  // namespace
+
 StatusWith<std::vector<ShardResponse>> runRouted(
     command::OperationContext& opCtx, Router& router, std::string_view ns,
     const std::function<StatusWith<std::vector<ShardRequest>>(const CollectionRoutingInfo&)>&
@@ -283,14 +309,17 @@ StatusWith<std::vector<ShardResponse>> runRouted(
                 snapshotTooOld = true;
             }
         }
-        // A transaction's first statement at a read timestamp a shard cannot serve (it received
-        // a migrated range later): again at a later one.
+        // A read time a shard cannot serve (it received a migrated range later): again at a later
+        // one — a transaction's first statement restarted, or the router's next read time.
         if (snapshotTooOld && round + 1 < kMaxStaleRetries &&
-            restartTransactionAtLaterTime(opCtx)) {
+            (restartTransactionAtLaterTime(opCtx) ||
+             (options.readTimeChosenByRouter && options.readTimeChosenByRouter()))) {
+            killCursorsOpenedBy(opCtx, router, responses);
             continue;
         }
         if (!stale || round + 1 >= kMaxStaleRetries) return responses;
         if (options.retryOnStale && !options.retryOnStale(responses)) return responses;
+        killCursorsOpenedBy(opCtx, router, responses);
         // A shard that could not say which version it wants (vWanted absent: it is in a
         // critical section, or does not know its placement yet) needs time, not a refresh of
         // ours: from the third round on, back off (20, 40, ... 320 ms; ~2.5 s in all).

@@ -118,9 +118,16 @@ bool noteStaleError(Router& router, bson::BsonView reply);
 //      retries only the stale items itself and passes a predicate returning false).
 // Returns the responses of the last round. Stale errors left after 10 rounds are returned as
 // they are (they then reach the client, as in MongoDB).
+//
+// A round whose replies are SnapshotUnavailable (a shard received a migrated range after the
+// round's read time) runs again when the time may move: a transaction's first statement (the
+// router restarts it at a later time), or a read whose time this router chose for the round
+// (`readTimeChosenByRouter` true: makeRequests draws a later one next round). Outside a
+// transaction, the cursors a discarded round opened on the other shards are killed.
 struct RoutedOptions {
     bool createDbIfMissing = false;
     std::function<bool(const std::vector<ShardResponse>&)> retryOnStale;  // null: always retry
+    std::function<bool()> readTimeChosenByRouter;                         // null: never
 };
 StatusWith<std::vector<ShardResponse>> runRouted(
     command::OperationContext& opCtx, Router& router, std::string_view ns,

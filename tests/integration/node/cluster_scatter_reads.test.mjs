@@ -131,6 +131,13 @@ describeWithCluster(
             assert.deepEqual(wrong, [], `${wrongReads} plain reads saw part of a transfer or of a migration`);
             assert.ok(transfers >= 100, `only ${transfers} transfers ran beside the reads`);
             assert.ok(migrations >= 4, `only ${migrations} migrations ran beside the reads`);
+            // Every cursor a read opened is gone: read to its end, or killed by the router when
+            // its round was discarded (a shard stale, or refusing the time, mid-migration).
+            for (const name of shards) {
+                const shard = await ctx.cluster.shardByName(name);
+                const open = (await shard.db('admin').command({ serverStatus: 1 })).metrics.cursor.open.total;
+                assert.equal(open, 0, `${open} cursors left open on ${name}`);
+            }
             const final = await (await accounts(1)).find({}).toArray();
             assert.equal(final.reduce((s, d) => s + d.balance, 0), kTotal);
             await ctx.cluster.checkConsistency(ns, kAccounts);
