@@ -209,6 +209,8 @@ struct OperationContext {
     std::optional<int64_t> txnNumber;
     // Extra fields appended to an error reply (e.g. keyPattern/keyValue of DuplicateKey).
     bson::BsonObj errorExtraInfo;
+    // Fields the role's hooks add to a successful reply (a shard's kRetryableWriteExecutedField).
+    bson::BsonObj replyExtraFields;
     // The role's admission of this operation (set by CommandHooks::beforeCommand), or null.
     std::unique_ptr<OperationAdmission> admission;
     // Every collection writer the operation opens takes this unit: its observers add to the
@@ -269,18 +271,15 @@ struct OperationContext {
 // A command: MongoDB's name, arguments and reply shape. Implementations live one (or a small
 // family) per file and are registered explicitly (see registry.h), never through static
 // initializers (the linker would drop them from static libraries).
-// One exchange with one remote that settles a command (Command::planForward).
-// What a command keeps from planForward to completeForward (ForwardPlan::state): its subclass.
+// The exchanges with remotes that settle a command (Command::planForward): one round, sent
+// together. What a command keeps from round to round (ForwardPlan::state): its subclass.
 struct ForwardPlanState {
     virtual ~ForwardPlanState() = default;
 };
 
 struct ForwardPlan {
-    std::string host;                         // "host:port"
-    std::string db;                           // the remote command's $db
-    bson::BsonObj cmd;                        // without $db
-    std::shared_ptr<ForwardPlanState> state;  // the command's own, for completeForward
-    bool idempotent = false;                  // a read (net::ForwardRequest::idempotent)
+    std::vector<net::ForwardExchange> exchanges;  // the round; moved out when it is sent
+    std::shared_ptr<ForwardPlanState> state;      // the command's own, for completeForward
 };
 
 class Command {
@@ -310,21 +309,24 @@ class Command {
                        bson::BsonBuilder& reply) = 0;
 
     // The forwarding fast path (ServiceEntryPoint::tryForward; the router's targeted finds and
-    // single-statement writes): when one exchange with one remote settles the request, the
-    // command returns it here and the network layer performs it without a thread waiting.
-    // Called on an io thread after the generic checks: must not block (cached state only), and
-    // returns nullopt whenever it cannot decide without blocking — run() then does the work.
+    // single-statement writes, and its writes without shard key): when exchanges with remotes
+    // settle the request, the command returns the first round here and the network layer
+    // performs it without a thread waiting. Called on an io thread after the generic checks:
+    // must not block (cached state only), and returns nullopt whenever it cannot decide without
+    // blocking — run() then does the work.
     virtual std::optional<ForwardPlan> planForward(OperationContext&, const CommandRequest&) {
         return std::nullopt;
     }
-    // With the remote's reply (or the exchange's failure): appends the reply fields and returns
-    // the status exactly as run() would have, or nullopt when the reply does not settle the
-    // request (a stale placement version); run() then runs as if nothing had been forwarded,
-    // so nullopt is only allowed when the remote applied nothing. Must not block.
+    // With each exchange's reply (or failure), in the round's order: appends the reply fields
+    // and returns the status exactly as run() would have; or returns nullopt after putting the
+    // next round in `plan.exchanges` (a later step of the command); or returns nullopt with no
+    // exchanges when the replies do not settle the request (a stale placement version) — then
+    // planForward is asked again, and failing that run() runs as if nothing had been forwarded,
+    // so that is only allowed when the remotes applied nothing. Must not block.
     virtual std::optional<Status> completeForward(OperationContext&, const CommandRequest&,
                                                   ForwardPlan&,
-                                                  const StatusWith<bson::BsonObj>& remote,
-                                                  bson::BsonBuilder& reply) {
+                                                  const std::vector<StatusWith<bson::BsonObj>>&,
+                                                  bson::BsonBuilder&) {
         return std::nullopt;
     }
 };

@@ -43,6 +43,7 @@ bson::BsonObj successReply(Invocation& inv, bson::BsonView fields,
                            const std::optional<bson::BsonObj>& concernError) {
     bson::BsonBuilder b;
     for (bson::BsonElement e : fields) b.appendElement(e);
+    for (bson::BsonElement e : inv.opCtx.replyExtraFields) b.appendElement(e);
     if (concernError) appendWriteConcernError(inv, b, *concernError);
     b.appendDouble("ok", 1.0);
     return b.obj();

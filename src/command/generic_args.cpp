@@ -305,6 +305,8 @@ const std::vector<GenericArgument>& genericArguments() {
          "delete"},
         {kReadAtClusterTimeField, K::kShardOnly,
          "the one cluster time a router reads every shard of a multi-shard read at"},
+        {kRetryableWriteStatusField, K::kShardOnly,
+         "a router's question, with a find, whether this shard executed a retryable statement"},
         {"$audit", K::kRefused, "audit metadata of MongoDB's processes"},
         {"$client", K::kRefused, "client metadata relayed by mongos"},
         {"mayBypassWriteBlocking", K::kRefused, "MongoDB's user write blocking"},

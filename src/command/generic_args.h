@@ -50,6 +50,15 @@ bool takesReadConcern(std::string_view commandName);
 // transaction (src/router/README.md "One time for every shard").
 inline constexpr std::string_view kReadAtClusterTimeField = "$readAtClusterTime";
 
+// A router's write without shard key asks, with its read phase's find, whether this shard
+// executed the client's retryable statement already: a kShardOnly object {lsid: {id: UUID},
+// txnNumber: long, stmtId: int} on `find` only (InvalidOptions otherwise); the find's reply then
+// carries kRetryableWriteExecutedField (bool). A shard that did gets the write, which it answers
+// from its record, so a retry is never applied on a second shard
+// (src/router/cluster_write_without_shard_key.h).
+inline constexpr std::string_view kRetryableWriteStatusField = "$retryableWriteStatus";
+inline constexpr std::string_view kRetryableWriteExecutedField = "retryableWriteExecuted";
+
 // Whether `body`'s writeConcern asks for the journal: j: true, fsync: true or w: "majority"
 // (the majority of a one-member set is this process, journaled: MongoDB's
 // writeConcernMajorityJournalDefault).

@@ -68,8 +68,8 @@ struct ForwardState final : net::HandlerState {
     CommandRequest request;  // views the connection's message, alive until the reply is sent
     OperationContext opCtx;
     Command* command = nullptr;
-    ForwardPlan plan;   // its cmd moved into the net::ForwardRequest
-    int exchanges = 0;  // completed so far
+    ForwardPlan plan;  // its round moved into the net::ForwardRequest
+    int rounds = 0;    // completed so far
     std::chrono::steady_clock::time_point started;
 };
 
@@ -131,10 +131,11 @@ std::optional<net::ForwardRequest> ServiceEntryPoint::tryForward(const net::Requ
         state->started = std::chrono::steady_clock::now();
         std::optional<ForwardPlan> plan = command->planForward(opCtx, state->request);
         if (!plan) return std::nullopt;
+        if (plan->exchanges.empty()) return std::nullopt;
         state->command = command;
-        net::ForwardRequest forward{std::move(plan->host), std::move(plan->db),
-                                    std::move(plan->cmd), nullptr, plan->idempotent};
+        net::ForwardRequest forward{std::move(plan->exchanges), nullptr};
         state->plan = std::move(*plan);
+        state->plan.exchanges.clear();
         forward.state = std::move(state);
         return forward;
     } catch (const std::exception&) {
@@ -142,24 +143,26 @@ std::optional<net::ForwardRequest> ServiceEntryPoint::tryForward(const net::Requ
     }
 }
 
-net::ForwardOutcome ServiceEntryPoint::completeForward(const net::Request&, net::ClientContext&,
-                                                       net::ForwardRequest& forward,
-                                                       const StatusWith<bson::BsonObj>& remote) {
+net::ForwardOutcome ServiceEntryPoint::completeForward(
+    const net::Request&, net::ClientContext&, net::ForwardRequest& forward,
+    const std::vector<StatusWith<bson::BsonObj>>& remotes) {
     std::shared_ptr<net::HandlerState> keep = forward.state;  // this handler's ForwardState
     auto& state = static_cast<ForwardState&>(*keep);
     net::ForwardOutcome outcome;
     try {
         bson::BsonBuilder reply;
         std::optional<Status> status =
-            state.command->completeForward(state.opCtx, state.request, state.plan, remote, reply);
+            state.command->completeForward(state.opCtx, state.request, state.plan, remotes, reply);
         if (!status) {
-            if (++state.exchanges >= kMaxForwards) return outcome;
-            std::optional<ForwardPlan> plan =
-                state.command->planForward(state.opCtx, state.request);
-            if (!plan) return outcome;
-            outcome.next = net::ForwardRequest{std::move(plan->host), std::move(plan->db),
-                                               std::move(plan->cmd), keep, plan->idempotent};
-            state.plan = std::move(*plan);
+            if (++state.rounds >= kMaxForwardRounds) return outcome;
+            if (state.plan.exchanges.empty()) {  // not settled: plan again from the start
+                std::optional<ForwardPlan> plan =
+                    state.command->planForward(state.opCtx, state.request);
+                if (!plan || plan->exchanges.empty()) return outcome;
+                state.plan = std::move(*plan);
+            }
+            outcome.next = net::ForwardRequest{std::move(state.plan.exchanges), keep};
+            state.plan.exchanges.clear();
             return outcome;
         }
         countRequest(state.request);

@@ -23,12 +23,15 @@ class ServiceEntryPoint : public net::RequestHandler {
     // generic arguments) leaves the request to handleRequest, which reports it.
     std::optional<net::ForwardRequest> tryForward(const net::Request& request,
                                                   net::ClientContext& client) override;
-    // A request the remote did not settle (stale version) is planned again with what the
-    // command learnt (at most kMaxForwards exchanges), then left to handleRequest.
-    net::ForwardOutcome completeForward(const net::Request& request, net::ClientContext& client,
-                                        net::ForwardRequest& forward,
-                                        const StatusWith<bson::BsonObj>& remote) override;
-    static constexpr int kMaxForwards = 3;
+    // The command's next round, or, for a request the remotes did not settle (stale version),
+    // a new plan with what the command learnt; at most kMaxForwardRounds rounds, then the
+    // request is left to handleRequest (a command asks for another round only when nothing was
+    // applied, Command::completeForward).
+    net::ForwardOutcome completeForward(
+        const net::Request& request, net::ClientContext& client, net::ForwardRequest& forward,
+        const std::vector<StatusWith<bson::BsonObj>>& remotes) override;
+    // Three attempts of a write without shard key (a read round and a write round each).
+    static constexpr int kMaxForwardRounds = 6;
     // Internal commands (`_configsvr*`, `_shardsvr*`, `_flush*`: DDL coordination, migration
     // steps, placement refreshes) run on the control lane: they wait on other processes, and
     // those wait on this process's workers (a DDL holder needs the shards' refreshes, which read

@@ -39,12 +39,58 @@ std::optional<ForwardRequest> callTryForward(RequestHandler& handler, const Requ
 
 ForwardOutcome callCompleteForward(RequestHandler& handler, const Request& request,
                                    ClientContext& client, ForwardRequest& forward,
-                                   const StatusWith<bson::BsonObj>& remote) {
+                                   const std::vector<StatusWith<bson::BsonObj>>& remotes) {
     try {
-        return handler.completeForward(request, client, forward, remote);
+        return handler.completeForward(request, client, forward, remotes);
     } catch (...) {
         return {errorReply(statusFromCurrentException("command")), std::nullopt};
     }
+}
+
+asio::awaitable<StatusWith<bson::BsonObj>> runExchange(AsyncRemoteClient& remotes,
+                                                       const ForwardExchange& e) {
+    return remotes.runCommand(e.host, e.db, e.cmd,
+                              e.idempotent ? AsyncRemoteClient::Exchange::kIdempotent
+                                           : AsyncRemoteClient::Exchange::kOnce);
+}
+
+// The round's exchanges at once, on the calling coroutine's io thread; their results in order.
+asio::awaitable<std::vector<StatusWith<bson::BsonObj>>> runRound(
+    AsyncRemoteClient& remotes, const std::vector<ForwardExchange>& round) {
+    std::vector<StatusWith<bson::BsonObj>> results;
+    if (round.size() == 1) {  // the common case: no coroutine to spawn
+        results.push_back(co_await runExchange(remotes, round.front()));
+        co_return results;
+    }
+    // Each exchange in its own coroutine on this (single-threaded) executor; the last to end
+    // cancels the timer this one waits on. The exchanges outlive nothing they reference: this
+    // coroutine, which owns `round` through its caller, returns only after all of them ended.
+    auto executor = co_await asio::this_coro::executor;
+    struct Gather {
+        explicit Gather(asio::any_io_executor ex, size_t n)
+            : results(n, Status(ErrorCodes::InternalError, "exchange did not end")),
+              pending(n),
+              done(ex, asio::steady_timer::time_point::max()) {}
+        std::vector<StatusWith<bson::BsonObj>> results;
+        size_t pending;
+        asio::steady_timer done;
+    };
+    auto gather = std::make_shared<Gather>(executor, round.size());
+    for (size_t i = 0; i < round.size(); ++i) {
+        asio::co_spawn(
+            executor,
+            [&remotes, &e = round[i], gather, i]() -> asio::awaitable<void> {
+                gather->results[i] = co_await runExchange(remotes, e);
+            },
+            [gather](std::exception_ptr) {  // a throw leaves the slot's InternalError
+                if (--gather->pending == 0) gather->done.cancel();
+            });
+    }
+    while (gather->pending > 0) {
+        asio::error_code ec;
+        co_await gather->done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    co_return std::move(gather->results);
 }
 
 // A reply that cannot fit in a message becomes an error (the command layer bounds batches, so
@@ -242,13 +288,11 @@ asio::awaitable<bson::BsonObj> Connection::runCommand(const Request& request) {
     if (_server.remotes && !request.isLegacyOpQuery) {
         // The forwarding fast path: the exchanges run on this io thread, no worker waits.
         std::optional<ForwardRequest> forward = callTryForward(handler, request, client);
-        while (forward) {
-            StatusWith<bson::BsonObj> remote = co_await _server.remotes->runCommand(
-                forward->host, forward->db, forward->cmd,
-                forward->idempotent ? AsyncRemoteClient::Exchange::kIdempotent
-                                    : AsyncRemoteClient::Exchange::kOnce);
+        while (forward && !forward->exchanges.empty()) {
+            std::vector<StatusWith<bson::BsonObj>> remotes =
+                co_await runRound(*_server.remotes, forward->exchanges);
             ForwardOutcome outcome =
-                callCompleteForward(handler, request, client, *forward, remote);
+                callCompleteForward(handler, request, client, *forward, remotes);
             if (outcome.reply) co_return std::move(*outcome.reply);
             forward = std::move(outcome.next);
         }

@@ -24,7 +24,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// The remote: {ok: 1, from: "B", cmd: <name>, db: <$db>, echo: <body>}. `{sleep: ms}` sleeps.
+// The remote: {ok: 1, from: "B", cmd: <name>, db: <$db>, echo: <body>}. `{sleep: ms}` sleeps;
+// `{block: 1}`, or any command with a `block` field, waits at the gate.
 class RemoteHandler : public RequestHandler {
   public:
     bson::BsonObj handleRequest(const Request& request, ClientContext&) override {
@@ -34,7 +35,7 @@ class RemoteHandler : public RequestHandler {
             std::this_thread::sleep_for(
                 std::chrono::milliseconds(msg.body.firstElement().numberLong()));
         }
-        if (msg.commandName() == "block") gate.wait();
+        if (msg.commandName() == "block" || msg.body.hasField("block")) gate.wait();
         bson::BsonBuilder b;
         b.append("ok", 1.0).append("from", "B");
         b.append("cmd", msg.commandName()).append("db", msg.database()).append("echo", msg.body);
@@ -65,29 +66,58 @@ class ForwardingHandler : public RequestHandler {
         std::string_view name = request.msg->commandName();
         if (name == "throwTry") throw std::runtime_error("tryForward boom");
         if (name.substr(0, 3) != "fwd" && name != "sleep" && name != "block") return std::nullopt;
-        ForwardRequest forward;
-        forward.host = name == "fwdDown" ? downHost : remoteHost;
-        forward.db = "remoteDb";
+        ForwardExchange exchange;
+        exchange.host = name == "fwdDown" ? downHost : remoteHost;
+        exchange.db = "remoteDb";
         bson::BsonBuilder cmd;
         for (const auto& e : request.msg->body) {
             if (e.fieldName() != "$db") cmd.appendElement(e);
         }
-        forward.cmd = cmd.obj();
+        exchange.cmd = cmd.obj();
+        ForwardRequest forward;
+        forward.exchanges.push_back(exchange);
+        if (name == "fwdRound") {  // the same to the remote again, and to nowhere
+            forward.exchanges.push_back(exchange);
+            exchange.host = downHost;
+            forward.exchanges.push_back(exchange);
+        }
         forward.state = std::make_shared<ExchangeCount>();
         return forward;
     }
 
     ForwardOutcome completeForward(const Request& request, ClientContext&, ForwardRequest& forward,
-                                   const StatusWith<bson::BsonObj>& remote) override {
+                                   const std::vector<StatusWith<bson::BsonObj>>& remotes) override {
         completeCalls.fetch_add(1);
         recordThread(ioThreads);
         std::string_view name = request.msg->commandName();
         int& exchanges = static_cast<ExchangeCount&>(*forward.state).n;
         ++exchanges;
         if (name == "fwdThrow") throw std::runtime_error("completeForward boom");
+        if (remotes.size() != forward.exchanges.size()) {
+            bson::BsonBuilder b;
+            b.append("ok", 0.0).append("errmsg", "not one result per exchange");
+            return {b.obj(), std::nullopt};
+        }
+        const StatusWith<bson::BsonObj>& remote = remotes.front();
         if (name == "fwdDown") {
             bson::BsonBuilder b;
             b.append("ok", 1.0).append("remoteCode", remote.getStatus().code());
+            return {b.obj(), std::nullopt};
+        }
+        if (name == "fwdRound") {
+            bson::BsonBuilder b;
+            b.append("ok", 1.0);
+            b.startArray("results");
+            for (size_t i = 0; i < remotes.size(); ++i) {
+                if (remotes[i].isOK()) {
+                    b.append(std::to_string(i), remotes[i].getValue());
+                } else {
+                    b.startObject(std::to_string(i))
+                        .append("code", static_cast<int>(remotes[i].getStatus().code()))
+                        .end();
+                }
+            }
+            b.end();
             return {b.obj(), std::nullopt};
         }
         if (name == "fwdFallback") return {};
@@ -96,7 +126,7 @@ class ForwardingHandler : public RequestHandler {
             ForwardRequest next = forward;
             bson::BsonBuilder cmd;
             cmd.append("second", 1);
-            next.cmd = cmd.obj();
+            next.exchanges.front().cmd = cmd.obj();
             return {std::nullopt, std::move(next)};
         }
         bson::BsonBuilder b;
@@ -194,6 +224,46 @@ TEST_F(ForwardTest, CompleteForwardMayAskForASecondExchange) {
     EXPECT_EQ(remoteHandler.calls.load(), 2);
     EXPECT_EQ(handler.completeCalls.load(), 2);
     EXPECT_EQ(handler.handleCalls.load(), 0);
+}
+
+// A round of three exchanges (two to the remote, one to a host nobody listens on) runs them
+// together and hands completeForward every result, in the round's order.
+TEST_F(ForwardTest, ARoundHandsEveryResultInOrder) {
+    bson::BsonBuilder cmd;
+    cmd.append("fwdRound", 1).append("x", 7);
+    bson::BsonObj reply = run(cmd.obj());
+    ASSERT_TRUE(reply["results"].isArray()) << reply.toJson();
+    std::vector<bson::BsonElement> results;
+    for (bson::BsonElement e : reply["results"].objValue()) results.push_back(e);
+    ASSERT_EQ(results.size(), 3u) << reply.toJson();
+    for (int i = 0; i < 2; ++i) {
+        EXPECT_EQ(results[i].objValue()["from"].stringValue(), "B") << reply.toJson();
+        EXPECT_EQ(results[i].objValue()["echo"].objValue()["x"].numberInt(), 7);
+    }
+    EXPECT_EQ(results[2].objValue()["code"].numberInt(),
+              static_cast<int>(ErrorCodes::HostUnreachable))
+        << reply.toJson();
+    EXPECT_EQ(remoteHandler.calls.load(), 2);
+    EXPECT_EQ(handler.completeCalls.load(), 1);
+    EXPECT_EQ(handler.handleCalls.load(), 0);
+}
+
+// Both exchanges of a round wait at the remote's gate at the same time: they are in flight
+// together, not one after the other.
+TEST_F(ForwardTest, ARoundsExchangesAreInFlightTogether) {
+    bson::BsonBuilder cmd;
+    cmd.append("fwdRound", 1).append("block", 1);
+    const bson::BsonObj body = cmd.obj();
+    std::thread client([&] {
+        RemoteClient c;
+        auto reply = c.runCommand(_a->host(), "test", body);
+        EXPECT_TRUE(reply.isOK()) << reply.getStatus().toString();
+    });
+    const bool together = remoteHandler.gate.awaitWaiters(2);
+    remoteHandler.gate.open();
+    client.join();
+    EXPECT_TRUE(together);
+    EXPECT_EQ(remoteHandler.calls.load(), 2);
 }
 
 TEST_F(ForwardTest, NeitherReplyNorNextRunsHandleRequestOnAWorker) {

@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "bson/bson_obj.h"
@@ -42,20 +43,26 @@ struct Request {
 
 // One exchange with one remote that the network layer performs for the handler, without a
 // thread waiting for it (RequestHandler::tryForward).
-struct ForwardRequest {
-    std::string host;                     // "host:port"
-    std::string db;                       // the remote command's $db
-    bson::BsonObj cmd;                    // without $db
-    std::shared_ptr<HandlerState> state;  // the handler's, for completeForward
+struct ForwardExchange {
+    std::string host;   // "host:port"
+    std::string db;     // the remote command's $db
+    bson::BsonObj cmd;  // without $db
     // A read: may be sent again when a pooled connection turns out to be closed
     // (AsyncRemoteClient::Exchange::kIdempotent). Writes are sent at most once.
     bool idempotent = false;
 };
 
-// What a forwarded exchange led to (RequestHandler::completeForward).
+// One round of exchanges, sent together (to several remotes at once, e.g. the read phase of a
+// router's write without shard key); completeForward gets every reply of the round at once.
+struct ForwardRequest {
+    std::vector<ForwardExchange> exchanges;  // at least one
+    std::shared_ptr<HandlerState> state;     // the handler's, for completeForward
+};
+
+// What a round of forwarded exchanges led to (RequestHandler::completeForward).
 struct ForwardOutcome {
     std::optional<bson::BsonObj> reply;  // the request's reply
-    std::optional<ForwardRequest> next;  // else: one more exchange (e.g. after a stale version)
+    std::optional<ForwardRequest> next;  // else: one more round (e.g. after a stale version)
 };
 
 // The contract between the network layer and the command layer.
@@ -69,12 +76,12 @@ class RequestHandler {
     virtual std::optional<ForwardRequest> tryForward(const Request&, ClientContext&) {
         return std::nullopt;
     }
-    // On an io thread, with the remote's reply body or the exchange's failure: the reply to send,
-    // another exchange to make instead, or neither to run handleRequest as if nothing had been
-    // forwarded. The last two only when the remote applied nothing (e.g. a stale version). Must
-    // not block. Never throws.
+    // On an io thread, with each exchange's reply body or failure (in the round's order): the
+    // reply to send, another round to make, or neither to run handleRequest as if nothing had
+    // been forwarded. The last only when the remotes applied nothing (e.g. a stale version).
+    // Must not block. Never throws.
     virtual ForwardOutcome completeForward(const Request&, ClientContext&, ForwardRequest&,
-                                           const StatusWith<bson::BsonObj>&) {
+                                           const std::vector<StatusWith<bson::BsonObj>>&) {
         return {};
     }
     // Only with ServerOptions::inlineRequests, on an io thread, before the pool: the reply of a

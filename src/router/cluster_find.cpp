@@ -90,9 +90,9 @@ class ClusterFindCommand final : public command::Command {
     std::optional<Status> completeForward(command::OperationContext& opCtx,
                                           const command::CommandRequest&,
                                           command::ForwardPlan& plan,
-                                          const StatusWith<BsonObj>& remote,
+                                          const std::vector<StatusWith<BsonObj>>& remotes,
                                           BsonBuilder& reply) override {
-        return completeFindForward(opCtx, plan, remote, reply);
+        return completeFindForward(opCtx, plan, remotes, reply);
     }
 
     Status run(command::OperationContext& opCtx, const command::CommandRequest& request,

@@ -7,6 +7,7 @@
 #include "router/cluster_find.h"
 #include "router/cluster_write_commands.h"
 #include "router/cluster_write_move.h"
+#include "router/cluster_write_without_shard_key.h"
 #include "router/transaction_router.h"
 
 namespace tessera::router {
@@ -28,17 +29,19 @@ struct WriteForward final : command::ForwardPlanState {
     WriteKind kind;
     bool sharded = false;
     bool ordered = true;
+    bool retryable = false;  // the client's command has a txnNumber
 };
 
-// The plan for `cmd` to `shard`, or nullopt when the shard's host is not cached. The command is
-// encoded once, as run() would send it: `cmd` (without the router-only fields of a client's
-// body when `clientBody`: reads::shardBody), the placement version (attachVersion), `$db`.
-std::optional<ForwardPlan> planFor(Router& router, const std::string& db,
-                                   const CollectionRoutingInfo& info, const ShardId& shard,
-                                   bson::BsonView cmd, bool clientBody, std::string* host) {
+// The exchange of `cmd` with `shard`, or nullopt when the shard's host is not cached. The
+// command is encoded once, as run() would send it: `cmd` (without the router-only fields of a
+// client's body when `clientBody`: reads::shardBody), the placement version (attachVersion),
+// `$db`.
+std::optional<net::ForwardExchange> exchangeFor(Router& router, const std::string& db,
+                                                const CollectionRoutingInfo& info,
+                                                const ShardId& shard, bson::BsonView cmd,
+                                                bool clientBody) {
     std::optional<std::string> cached = router.shards().cachedHostOf(shard);
     if (!cached) return std::nullopt;
-    *host = *cached;
     bson::BsonBuilder b;
     for (bson::BsonElement e : cmd) {
         std::string_view name = e.fieldName();
@@ -48,10 +51,19 @@ std::optional<ForwardPlan> planFor(Router& router, const std::string& db,
     }
     appendPlacementVersion(b, info, shard);
     b.append("$db", db);
+    return net::ForwardExchange{*cached, db, b.obj(), false};
+}
+
+// A plan of the one exchange of `cmd` with `shard` (exchangeFor), its host in `*host`.
+std::optional<ForwardPlan> planFor(Router& router, const std::string& db,
+                                   const CollectionRoutingInfo& info, const ShardId& shard,
+                                   bson::BsonView cmd, bool clientBody, std::string* host) {
+    std::optional<net::ForwardExchange> exchange =
+        exchangeFor(router, db, info, shard, cmd, clientBody);
+    if (!exchange) return std::nullopt;
+    *host = exchange->host;
     ForwardPlan plan;
-    plan.host = *cached;
-    plan.db = db;
-    plan.cmd = b.obj();
+    plan.exchanges.push_back(std::move(*exchange));
     return plan;
 }
 
@@ -66,6 +78,117 @@ ShardResponse responseOf(const ShardId& shard, const std::string& host,
         observeShardReply(r.reply);
     }
     return r;
+}
+
+// A write without shard key (one update or delete statement: cluster_write_without_shard_key.h)
+// whose rounds the io thread sends: the read round, then the write round, both again when the
+// document changed in between.
+struct NoKeyWriteForward final : command::ForwardPlanState {
+    explicit NoKeyWriteForward(CollectionRoutingInfo i) : info(std::move(i)) {}
+    CollectionRoutingInfo info;
+    TwoPhaseWrite write;
+    std::optional<TwoPhaseSteps> steps;  // over `info` and `write` (this object never moves)
+    std::string db;
+    WriteKind kind = WriteKind::kUpdate;
+    bool ordered = true;
+    bool retryable = false;
+    std::vector<ShardRequest> round;  // the requests in flight, and their hosts
+    std::vector<std::string> hosts;
+    bool writing = false;  // the round in flight is the write round
+    int attempts = 0;      // write rounds that found the document changed
+};
+
+// Puts `requests` in flight: `plan`'s next round. False when a shard's host is not cached.
+bool setRound(Router& router, NoKeyWriteForward& state, std::vector<ShardRequest> requests,
+              ForwardPlan& plan) {
+    plan.exchanges.clear();
+    state.hosts.clear();
+    for (const ShardRequest& r : requests) {
+        std::optional<std::string> host = router.shards().cachedHostOf(r.shard);
+        if (!host) return false;
+        state.hosts.push_back(*host);
+        // Reads may be sent again on a fresh connection; the write at most once.
+        plan.exchanges.push_back(net::ForwardExchange{*host, state.db, r.cmd, !state.writing});
+    }
+    state.round = std::move(requests);
+    return true;
+}
+
+// As runShardedWriteBatch ends: a retriable failure of a retryable write fails the command,
+// for the driver to retry.
+Status finishNoKeyWrite(const NoKeyWriteForward& state, const WriteBatchMerger& merger,
+                        bson::BsonBuilder& reply) {
+    if (state.retryable) {
+        if (std::optional<Status> retriable = merger.firstRetriableError()) return *retriable;
+    }
+    merger.appendReply(reply, state.ordered);
+    return Status::OK();
+}
+
+std::optional<ForwardPlan> planNoKeyWriteForward(command::OperationContext& opCtx,
+                                                 const command::CommandRequest& request,
+                                                 WriteKind kind, std::string coll,
+                                                 CollectionRoutingInfo info, bson::BsonView stmt,
+                                                 std::vector<ShardId> shards, bool ordered) {
+    // The cases that need the router to build or move a document run on a worker (run()).
+    if (kind == WriteKind::kUpdate &&
+        (stmt["upsert"].trueValue() ||
+         updateMayChangeShardKey(info.table->shardKeyPattern(), stmt["u"]))) {
+        return std::nullopt;
+    }
+    Router& router = Router::get(opCtx);
+    auto state = std::make_shared<NoKeyWriteForward>(std::move(info));
+    state->db = request.db;
+    state->kind = kind;
+    state->ordered = ordered;
+    state->retryable = opCtx.txnNumber.has_value();
+    // The views stay valid: the request's message lives until its reply is sent.
+    state->write = statementTwoPhaseWrite(request.body, writeStatementsField(kind), std::move(coll),
+                                          stmt, 0, std::move(shards));
+    state->steps.emplace(state->info, state->write);
+    ForwardPlan plan;
+    if (!setRound(router, *state, state->steps->readRound(), plan)) return std::nullopt;
+    plan.state = std::move(state);
+    return plan;
+}
+
+std::optional<Status> completeNoKeyWriteForward(
+    command::OperationContext& opCtx, ForwardPlan& plan,
+    const std::vector<StatusWith<bson::BsonObj>>& remotes, bson::BsonBuilder& reply) {
+    auto& state = static_cast<NoKeyWriteForward&>(*plan.state);  // planNoKeyWriteForward's
+    Router& router = Router::get(opCtx);
+    std::vector<ShardResponse> responses;
+    for (size_t i = 0; i < remotes.size(); ++i) {
+        responses.push_back(responseOf(state.round[i].shard, state.hosts[i], remotes[i]));
+    }
+    WriteBatchMerger merger(state.kind);
+    if (!state.writing) {
+        auto next = state.steps->afterRead(router, responses);
+        if (!next.isOK()) {
+            merger.addError(0, next.getStatus());  // as run(): the statement's write error
+            return finishNoKeyWrite(state, merger, reply);
+        }
+        if (next.getValue().stale) return std::nullopt;  // nothing applied: planned again
+        if (!next.getValue().write) return finishNoKeyWrite(state, merger, reply);  // n: 0
+        state.writing = true;
+        if (!setRound(router, state, {*next.getValue().write}, plan)) plan.exchanges.clear();
+        return std::nullopt;  // the write round, or (no host cached) planned again
+    }
+    switch (state.steps->afterWrite(router, responses.front())) {
+        case TwoPhaseSteps::AfterWrite::kStale:
+            return std::nullopt;  // nothing applied: planned again
+        case TwoPhaseSteps::AfterWrite::kChanged:
+            if (++state.attempts >= kTwoPhaseAttempts)
+                return finishNoKeyWrite(state, merger, reply);
+            state.writing = false;
+            if (!setRound(router, state, state.steps->readRound(), plan)) plan.exchanges.clear();
+            return std::nullopt;  // both rounds again
+        case TwoPhaseSteps::AfterWrite::kDone:
+            break;
+    }
+    const ShardResponse& r = responses.front();
+    merger.addResponse({r.shard, {0}}, r, true, true);
+    return finishNoKeyWrite(state, merger, reply);
 }
 
 }  // namespace
@@ -104,13 +227,14 @@ std::optional<ForwardPlan> planFindForward(command::OperationContext& opCtx,
     state->ns = std::move(ns);
     state->batchSize = batchSize;
     plan->state = std::move(state);
-    plan->idempotent = true;
+    plan->exchanges.front().idempotent = true;
     return plan;
 }
 
 std::optional<Status> completeFindForward(command::OperationContext& opCtx, ForwardPlan& plan,
-                                          const StatusWith<bson::BsonObj>& remote,
+                                          const std::vector<StatusWith<bson::BsonObj>>& remotes,
                                           bson::BsonBuilder& reply) {
+    const StatusWith<bson::BsonObj>& remote = remotes.front();
     // A read may run again: run() retries a failed exchange, a stale version or an error
     // reply and reports them its way.
     if (!remote.isOK()) return std::nullopt;
@@ -150,6 +274,10 @@ std::optional<ForwardPlan> planWriteForward(command::OperationContext& opCtx,
     ShardId shard = info->db.primary;
     if (info->isSharded()) {
         StatementTarget t = targetStatement(*info->table, kind, stmt);
+        if (t.mode == StatementTarget::Mode::kWithoutShardKey) {
+            return planNoKeyWriteForward(opCtx, request, kind, coll.getValue(), std::move(*info),
+                                         stmt, std::move(t.shards), ordered.getValue());
+        }
         if (t.mode != StatementTarget::Mode::kShards || t.shards.size() != 1) return std::nullopt;
         shard = t.shards.front();
     }
@@ -162,13 +290,18 @@ std::optional<ForwardPlan> planWriteForward(command::OperationContext& opCtx,
     state->kind = kind;
     state->sharded = info->isSharded();
     state->ordered = ordered.getValue();
+    state->retryable = opCtx.txnNumber.has_value();
     plan->state = std::move(state);
     return plan;
 }
 
 std::optional<Status> completeWriteForward(command::OperationContext& opCtx, ForwardPlan& plan,
-                                           const StatusWith<bson::BsonObj>& remote,
+                                           const std::vector<StatusWith<bson::BsonObj>>& remotes,
                                            bson::BsonBuilder& reply) {
+    if (dynamic_cast<const NoKeyWriteForward*>(plan.state.get())) {
+        return completeNoKeyWriteForward(opCtx, plan, remotes, reply);
+    }
+    const StatusWith<bson::BsonObj>& remote = remotes.front();
     const auto& state = static_cast<const WriteForward&>(*plan.state);  // planWriteForward's
     Router& router = Router::get(opCtx);
     ShardResponse r = responseOf(state.shard, state.host, remote);
@@ -179,7 +312,7 @@ std::optional<Status> completeWriteForward(command::OperationContext& opCtx, For
     if (r.status.isOK() && wouldChangeOwningShardIndex(r.reply) >= 0) return std::nullopt;
     WriteBatchMerger merger(state.kind);
     merger.addResponse({state.shard, {0}}, r, state.ordered);
-    if (!plan.cmd["txnNumber"].eoo()) {
+    if (state.retryable) {
         // As runShardedWriteBatch: a retriable failure fails the command, for the driver to retry.
         if (std::optional<Status> retriable = merger.firstRetriableError()) return *retriable;
     }

@@ -9,6 +9,7 @@
 // client sees exactly what run() alone would answer. See README.md "Forwarding".
 
 #include <optional>
+#include <vector>
 
 #include "command/command.h"
 #include "router/cluster_write_batch.h"
@@ -19,7 +20,7 @@ std::optional<command::ForwardPlan> planFindForward(command::OperationContext& o
                                                     const command::CommandRequest& request);
 std::optional<Status> completeFindForward(command::OperationContext& opCtx,
                                           command::ForwardPlan& plan,
-                                          const StatusWith<bson::BsonObj>& remote,
+                                          const std::vector<StatusWith<bson::BsonObj>>& remotes,
                                           bson::BsonBuilder& reply);
 
 std::optional<command::ForwardPlan> planWriteForward(command::OperationContext& opCtx,
@@ -27,7 +28,7 @@ std::optional<command::ForwardPlan> planWriteForward(command::OperationContext& 
                                                      WriteKind kind);
 std::optional<Status> completeWriteForward(command::OperationContext& opCtx,
                                            command::ForwardPlan& plan,
-                                           const StatusWith<bson::BsonObj>& remote,
+                                           const std::vector<StatusWith<bson::BsonObj>>& remotes,
                                            bson::BsonBuilder& reply);
 
 }  // namespace tessera::router

@@ -250,21 +250,8 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
             if (stop) break;
             bson::BsonView stmt = stmts[i];
             bson::BsonView q = stmt["q"].objValue();
-            TwoPhaseWrite write;
-            write.coll = coll;
-            write.filter = q.copy();
-            if (stmt["sort"].isObject()) write.sort = stmt["sort"].objValue().copy();
-            if (stmt["collation"].isObject()) {
-                bson::BsonBuilder c;
-                c.appendElement(stmt["collation"]);
-                write.collation = c.obj();
-            }
-            if (body["let"].isObject()) {
-                bson::BsonBuilder l;
-                l.appendElement(body["let"]);
-                write.let = l.obj();
-            }
-            write.shards = statements.target(i)->shards;
+            TwoPhaseWrite write =
+                statementTwoPhaseWrite(body, field, coll, stmt, i, statements.target(i)->shards);
             bson::BsonView arrayFilters =
                 stmt["arrayFilters"].isArray() ? stmt["arrayFilters"].objValue() : bson::BsonView();
             if (kind == WriteKind::kUpdate &&
@@ -272,7 +259,7 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
                 write.update = stmt["u"];
                 write.arrayFilters = arrayFilters.copy();
             }
-            auto rewrite = [&](bson::BsonView filter) {
+            auto rewrite = [&](bson::BsonView filter) {  // the upsert's insert below
                 bson::BsonBuilder s;
                 s.append("q", filter);
                 for (bson::BsonElement e : stmt) {
@@ -280,13 +267,6 @@ Status runShardedWriteBatch(OperationContext& opCtx, Router& router, std::string
                 }
                 return s.obj();
             };
-            write.makeWriteCommand = [&](bson::BsonView filter, const ShardId&) {
-                bson::BsonObj s = rewrite(filter);
-                return buildSubCommand(body, field, {s}, true, {i});
-            };
-            write.matched = [](bson::BsonView r) { return r["n"].numberLong(); };
-            write.session = sessionFields(body);
-            write.stmtId = clientStatementId(body, i);
             write.callerMovesDocuments = kind == WriteKind::kUpdate && n == 1;
             auto outcome = runTwoPhaseWrite(opCtx, router, info, db, write);
             if (!outcome.isOK()) {
@@ -443,9 +423,9 @@ class ClusterWriteCommand final : public command::Command {
     }
     std::optional<Status> completeForward(OperationContext& opCtx, const CommandRequest&,
                                           command::ForwardPlan& plan,
-                                          const StatusWith<bson::BsonObj>& remote,
+                                          const std::vector<StatusWith<bson::BsonObj>>& remotes,
                                           bson::BsonBuilder& reply) override {
-        return completeWriteForward(opCtx, plan, remote, reply);
+        return completeWriteForward(opCtx, plan, remotes, reply);
     }
 
     Status run(OperationContext& opCtx, const CommandRequest& request,

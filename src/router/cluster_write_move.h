@@ -34,7 +34,7 @@ int wouldChangeOwningShardIndex(bson::BsonView reply);
 // A client's retryable write (lsid + txnNumber, outside a transaction) that a move carries
 // out: the move's transaction also records it, with the result its client gets, on `shard` —
 // the one that answered WouldChangeOwningShard, which a retry reaches again (or asks, without a
-// shard key: _shardsvrRetryableWriteStatus) — by `_shardsvrRecordRetryableWrite`
+// shard key: a find's $retryableWriteStatus) — by `_shardsvrRecordRetryableWrite`
 // (src/shard/transaction_commands.cpp), the transaction's first command there. The retry is
 // answered from that record instead of running again, which would match nothing (n 0) or
 // insert an upsert's document a second time; a retry that arrives while the move is in flight

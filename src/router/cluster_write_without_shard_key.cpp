@@ -5,6 +5,7 @@
 #include "base/error_codes.h"
 #include "bson/bson_builder.h"
 #include "bson/compare.h"
+#include "command/generic_args.h"
 #include "placement/shard_key_pattern.h"
 #include "query/matcher.h"
 #include "query/update_driver.h"
@@ -157,114 +158,166 @@ bson::BsonObj sessionFields(bson::BsonView body) {
     return b.obj();
 }
 
-StatusWith<TwoPhaseOutcome> runTwoPhaseWrite(const command::OperationContext& opCtx, Router& router,
-                                             const CollectionRoutingInfo& info, std::string_view db,
-                                             const TwoPhaseWrite& write) {
+TwoPhaseWrite statementTwoPhaseWrite(bson::BsonView body, std::string_view field, std::string coll,
+                                     bson::BsonView stmt, size_t index,
+                                     std::vector<ShardId> shards) {
+    TwoPhaseWrite write;
+    write.coll = std::move(coll);
+    write.filter = stmt["q"].objValue().copy();
+    if (stmt["sort"].isObject()) write.sort = stmt["sort"].objValue().copy();
+    if (stmt["collation"].isObject()) {
+        bson::BsonBuilder c;
+        c.appendElement(stmt["collation"]);
+        write.collation = c.obj();
+    }
+    if (body["let"].isObject()) {
+        bson::BsonBuilder l;
+        l.appendElement(body["let"]);
+        write.let = l.obj();
+    }
+    write.shards = std::move(shards);
+    write.makeWriteCommand = [body, field, stmt, index](bson::BsonView filter, const ShardId&) {
+        bson::BsonBuilder s;
+        s.append("q", filter);
+        for (bson::BsonElement e : stmt) {
+            if (e.fieldName() != "q") s.appendElement(e);
+        }
+        bson::BsonObj rewritten = s.obj();
+        return buildSubCommand(body, field, {rewritten}, true, {index});
+    };
+    write.matched = [](bson::BsonView r) { return r["n"].numberLong(); };
+    write.session = sessionFields(body);
+    write.stmtId = clientStatementId(body, index);
+    return write;
+}
+
+TwoPhaseSteps::TwoPhaseSteps(const CollectionRoutingInfo& info, const TwoPhaseWrite& write)
+    : _info(info), _write(write) {
     invariant(info.isSharded());
-    const placement::RoutingTable& table = *info.table;
     bson::BsonObj projection =
-        twoPhaseProjection(table.shardKeyPattern(), write.sort, write.update.has_value());
+        twoPhaseProjection(info.table->shardKeyPattern(), write.sort, write.update.has_value());
     bson::BsonObj find =
         twoPhaseFindCommand(write.coll, write.filter, write.sort, projection,
                             write.collation.firstElement(), write.let.firstElement());
-    TwoPhaseOutcome outcome;
-    // A retryable statement also asks, in the same round, whether a shard executed it already.
-    bson::BsonObj probe;
-    if (!write.session.isEmpty()) {
-        bson::BsonBuilder b;
-        b.appendInt32("_shardsvrRetryableWriteStatus", 1);
-        b.appendElements(write.session);
-        b.appendInt32("stmtId", write.stmtId);
-        probe = b.obj();
+    if (write.session.isEmpty()) {
+        _find = std::move(find);
+        return;
     }
-    // A concurrent write may change the chosen document between the phases: try again a few
-    // times (MongoDB retries until it succeeds or nothing matches).
-    for (int attempt = 0; attempt < 10; ++attempt) {
-        std::vector<ShardRequest> requests;
-        for (const ShardId& s : write.shards) requests.push_back({s, attachVersion(find, info, s)});
-        const size_t numFinds = requests.size();
-        if (!probe.isEmpty()) {
-            for (const ShardId& s : write.shards) requests.push_back({s, probe});
-        }
-        std::vector<ShardResponse> responses = sendToShards(opCtx, router, db, requests);
-        std::optional<ShardId> executedOn;
-        for (size_t i = numFinds; i < responses.size(); ++i) {
-            const ShardResponse& r = responses[i];
-            if (!r.status.isOK()) return r.status;
-            TRY_STATUS(net::replyStatus(r.reply));
-            if (r.reply["executed"].trueValue()) executedOn = r.shard;
-        }
-        responses.erase(responses.begin() + static_cast<std::ptrdiff_t>(numFinds), responses.end());
-        std::vector<bson::BsonObj> docs;
-        std::vector<ShardId> owners;
-        for (const ShardResponse& r : responses) {
-            if (!r.status.isOK()) return r.status;
-            if (!r.reply["ok"].trueValue()) {
-                if (isStaleCode(r.reply["code"].numberInt())) {
-                    noteStaleError(router, r.reply);
-                    outcome.stale = true;
-                    return outcome;
-                }
-                return net::replyStatus(r.reply);
+    // A retryable statement: each find also asks whether its shard executed it already.
+    bson::BsonBuilder b;
+    b.appendElements(find);
+    b.startObject(command::kRetryableWriteStatusField)
+        .appendElement(write.session["lsid"])
+        .appendInt64("txnNumber", write.session["txnNumber"].numberLong())
+        .appendInt32("stmtId", write.stmtId)
+        .end();
+    _find = b.obj();
+}
+
+std::vector<ShardRequest> TwoPhaseSteps::readRound() const {
+    std::vector<ShardRequest> requests;
+    for (const ShardId& s : _write.shards) requests.push_back({s, attachVersion(_find, _info, s)});
+    return requests;
+}
+
+StatusWith<TwoPhaseSteps::AfterRead> TwoPhaseSteps::afterRead(
+    Router& router, const std::vector<ShardResponse>& responses) {
+    invariant(responses.size() == _write.shards.size());
+    AfterRead next;
+    _replaying = false;
+    std::optional<ShardId> executedOn;
+    std::vector<bson::BsonObj> docs;
+    std::vector<ShardId> owners;
+    for (const ShardResponse& r : responses) {
+        if (!r.status.isOK()) return r.status;
+        if (!r.reply["ok"].trueValue()) {
+            if (isStaleCode(r.reply["code"].numberInt())) {
+                noteStaleError(router, r.reply);
+                next.stale = true;
+                return next;
             }
-            bson::BsonElement cursor = r.reply["cursor"];
-            if (!cursor.isObject()) continue;
-            bson::BsonElement batch = cursor.objValue()["firstBatch"];
-            if (!batch.isArray()) continue;
-            for (bson::BsonElement d : batch.objValue()) {
-                if (!d.isObject()) continue;
-                docs.push_back(d.objValue().copy());
-                owners.push_back(r.shard);
-                break;
-            }
+            return net::replyStatus(r.reply);
         }
-        if (executedOn) {
-            // A retry of a statement that shard applied: it answers from its record.
-            bson::BsonObj cmd = write.makeWriteCommand(write.filter, *executedOn);
-            std::vector<ShardResponse> replayed =
-                sendToShards(opCtx, router, db,
-                             {ShardRequest{*executedOn, attachVersion(cmd, info, *executedOn)}});
-            outcome.found = true;
-            outcome.response = std::move(replayed.front());
+        if (r.reply[command::kRetryableWriteExecutedField].trueValue()) executedOn = r.shard;
+        bson::BsonElement cursor = r.reply["cursor"];
+        if (!cursor.isObject()) continue;
+        bson::BsonElement batch = cursor.objValue()["firstBatch"];
+        if (!batch.isArray()) continue;
+        for (bson::BsonElement d : batch.objValue()) {
+            if (!d.isObject()) continue;
+            docs.push_back(d.objValue().copy());
+            owners.push_back(r.shard);
+            break;
+        }
+    }
+    if (executedOn) {
+        // A retry of a statement that shard applied: it answers from its record.
+        bson::BsonObj cmd = _write.makeWriteCommand(_write.filter, *executedOn);
+        next.write = ShardRequest{*executedOn, attachVersion(cmd, _info, *executedOn)};
+        _replaying = true;
+        return next;
+    }
+    std::optional<size_t> pick = pickFirstMatch(docs, _write.sort);
+    if (!pick) return next;  // nothing matches anywhere
+    const bson::BsonObj& doc = docs[*pick];
+    const ShardId& owner = owners[*pick];
+    // A retryable write the shard would accept only if the new key stayed on it: refused here
+    // already. A non-retryable one is the shard's to refuse (IllegalOperation first, in
+    // MongoDB's order of checks).
+    bool retryable = !_write.session.isEmpty();
+    if (_write.update && retryable && !_write.callerMovesDocuments) {
+        TRY_STATUS(
+            checkShardKeyChange(*_info.table, doc, *_write.update, _write.arrayFilters, owner));
+    }
+    bson::BsonObj cmd = _write.makeWriteCommand(filterWithId(_write.filter, doc["_id"]), owner);
+    next.write = ShardRequest{owner, attachVersion(cmd, _info, owner)};
+    return next;
+}
+
+TwoPhaseSteps::AfterWrite TwoPhaseSteps::afterWrite(Router& router, const ShardResponse& r) const {
+    if (_replaying || !r.status.isOK()) return AfterWrite::kDone;  // a replay is the answer
+    int code = r.reply["ok"].trueValue() ? 0 : r.reply["code"].numberInt();
+    bool staleItem = false;
+    if (bson::BsonElement wes = r.reply["writeErrors"]; wes.isArray()) {
+        for (bson::BsonElement we : wes.objValue()) {
+            if (we.isObject() && isStaleCode(we.objValue()["code"].numberInt())) staleItem = true;
+        }
+    }
+    if (isStaleCode(code) || staleItem) {
+        noteStaleError(router, r.reply);
+        return AfterWrite::kStale;
+    }
+    if (code == 0 && _write.matched(r.reply) == 0 && !r.reply.hasField("writeErrors")) {
+        return AfterWrite::kChanged;
+    }
+    return AfterWrite::kDone;
+}
+
+StatusWith<TwoPhaseOutcome> runTwoPhaseWrite(const command::OperationContext& opCtx, Router& router,
+                                             const CollectionRoutingInfo& info, std::string_view db,
+                                             const TwoPhaseWrite& write) {
+    TwoPhaseSteps steps(info, write);
+    TwoPhaseOutcome outcome;
+    for (int attempt = 0; attempt < kTwoPhaseAttempts; ++attempt) {
+        std::vector<ShardResponse> responses = sendToShards(opCtx, router, db, steps.readRound());
+        ASSIGN_OR_RETURN(TwoPhaseSteps::AfterRead next, steps.afterRead(router, responses));
+        if (next.stale) {
+            outcome.stale = true;
             return outcome;
         }
-        std::optional<size_t> pick = pickFirstMatch(docs, write.sort);
-        if (!pick) return outcome;  // nothing matches anywhere
-        const bson::BsonObj& doc = docs[*pick];
-        const ShardId& owner = owners[*pick];
-        // A retryable write the shard would accept only if the new key stayed on it: refused
-        // here already. A non-retryable one is the shard's to refuse (IllegalOperation first,
-        // in MongoDB's order of checks).
-        bool retryable = !write.session.isEmpty();
-        if (write.update && retryable && !write.callerMovesDocuments) {
-            TRY_STATUS(checkShardKeyChange(table, doc, *write.update, write.arrayFilters, owner));
-        }
-        bson::BsonObj cmd = write.makeWriteCommand(filterWithId(write.filter, doc["_id"]), owner);
-        std::vector<ShardResponse> wrote =
-            sendToShards(opCtx, router, db, {ShardRequest{owner, attachVersion(cmd, info, owner)}});
-        ShardResponse& r = wrote.front();
-        if (r.status.isOK()) {
-            int code = r.reply["ok"].trueValue() ? 0 : r.reply["code"].numberInt();
-            bool staleItem = false;
-            if (bson::BsonElement wes = r.reply["writeErrors"]; wes.isArray()) {
-                for (bson::BsonElement we : wes.objValue()) {
-                    if (we.isObject() && isStaleCode(we.objValue()["code"].numberInt())) {
-                        staleItem = true;
-                    }
-                }
-            }
-            if (isStaleCode(code) || staleItem) {
-                noteStaleError(router, r.reply);
+        if (!next.write) return outcome;  // nothing matches anywhere
+        std::vector<ShardResponse> wrote = sendToShards(opCtx, router, db, {*next.write});
+        switch (steps.afterWrite(router, wrote.front())) {
+            case TwoPhaseSteps::AfterWrite::kStale:
                 outcome.stale = true;
                 return outcome;
-            }
-            if (code == 0 && write.matched(r.reply) == 0 && !r.reply.hasField("writeErrors")) {
+            case TwoPhaseSteps::AfterWrite::kChanged:
                 continue;  // changed under us: run both phases again
-            }
+            case TwoPhaseSteps::AfterWrite::kDone:
+                outcome.found = true;
+                outcome.response = std::move(wrote.front());
+                return outcome;
         }
-        outcome.found = true;
-        outcome.response = std::move(r);
-        return outcome;
     }
     return outcome;  // kept changing: report no match
 }

@@ -80,21 +80,68 @@ struct TwoPhaseWrite {
     std::function<bson::BsonObj(bson::BsonView filter, const ShardId& shard)> makeWriteCommand;
     std::function<int64_t(bson::BsonView reply)> matched;
     // A retryable statement: {lsid, txnNumber} of the client and the statement's id (the
-    // client's index; txn::kWholeCommand, -1, for findAndModify). Phase 1 asks the shards, with
-    // the same fields, whether they executed that statement; one that did gets the write, which
-    // it answers from its record, so a retry is never applied on a second shard.
+    // client's index; txn::kWholeCommand, -1, for findAndModify). Phase 1's finds ask the shards
+    // whether they executed that statement (command::kRetryableWriteStatusField); one that did
+    // gets the write, which it answers from its record, so a retry is never applied on a second
+    // shard.
     bson::BsonObj session;
     int32_t stmtId = -1;
 };
+// The write of statement `index` of a client's update or delete command `body` (its statements
+// in `field`): filter, sort, collation, let, the phase-2 command (the statement with the filter it
+// is given, as buildSubCommand sends it) and the retryable statement's session. The caller adds
+// what an update that may change the shard key needs. `body` and `stmt` must outlive it.
+TwoPhaseWrite statementTwoPhaseWrite(bson::BsonView body, std::string_view field, std::string coll,
+                                     bson::BsonView stmt, size_t index,
+                                     std::vector<ShardId> shards);
+
 struct TwoPhaseOutcome {
     bool stale = false;  // a stale placement error was noted: refresh and run it again
     bool found = false;  // a document matched and the write reply is in `response`
     ShardResponse response;
 };
+
+// The protocol one round at a time, for runTwoPhaseWrite below (a worker waiting on each round)
+// and for the router's forwarding path (cluster_forward.cpp: the rounds sent from the io thread,
+// no thread waiting). Holds `info` and `write` by reference: both outlive it.
+class TwoPhaseSteps {
+  public:
+    TwoPhaseSteps(const CollectionRoutingInfo& info, const TwoPhaseWrite& write);
+
+    // The read round: the find to each shard (versions attached; for a retryable statement with
+    // command::kRetryableWriteStatusField).
+    std::vector<ShardRequest> readRound() const;
+
+    // What the read round's responses (in readRound's order) lead to.
+    struct AfterRead {
+        bool stale = false;                 // noted: refresh and run it again
+        std::optional<ShardRequest> write;  // the write round; neither: nothing matches
+    };
+    StatusWith<AfterRead> afterRead(Router& router, const std::vector<ShardResponse>& responses);
+
+    // What the write round's response leads to.
+    enum class AfterWrite {
+        kDone,     // the statement's reply
+        kStale,    // noted: refresh and run it again (nothing was applied)
+        kChanged,  // the document changed between the rounds: run both again
+    };
+    AfterWrite afterWrite(Router& router, const ShardResponse& response) const;
+
+  private:
+    const CollectionRoutingInfo& _info;
+    const TwoPhaseWrite& _write;
+    bson::BsonObj _find;
+    bool _replaying = false;  // the write round replays a statement a shard executed already
+};
+
 // Network errors and shard errors other than stale are returned in `response` (found = true)
 // or as the status (phase 1).
 StatusWith<TwoPhaseOutcome> runTwoPhaseWrite(const command::OperationContext& opCtx, Router& router,
                                              const CollectionRoutingInfo& info, std::string_view db,
                                              const TwoPhaseWrite& write);
+
+// A concurrent write may change the chosen document between the phases: both run again, a few
+// times (MongoDB retries until it succeeds or nothing matches), then it reports no match.
+inline constexpr int kTwoPhaseAttempts = 10;
 
 }  // namespace tessera::router

@@ -96,9 +96,9 @@ class PassthroughCommand final : public command::Command {
     std::optional<Status> completeForward(OperationContext& opCtx,
                                           const command::CommandRequest& request,
                                           command::ForwardPlan& plan,
-                                          const StatusWith<BsonObj>& remote,
+                                          const std::vector<StatusWith<BsonObj>>& remotes,
                                           BsonBuilder& reply) override {
-        return _inner->completeForward(opCtx, request, plan, remote, reply);
+        return _inner->completeForward(opCtx, request, plan, remotes, reply);
     }
 
   private:

@@ -71,44 +71,6 @@ class FlushCommand final : public ShardCommand {
     bool _database;
 };
 
-// {_shardsvrRetryableWriteStatus: 1, lsid, txnNumber, stmtId} → {executed: bool}: whether this
-// shard executed statement `stmtId` (-1: a findAndModify, recorded whole) of the session's
-// txnNumber. A router asks it, next to the read phase of a retryable write without shard key
-// (src/router/cluster_write_without_shard_key.h), so that a retry goes to the shard that applied
-// the statement (which replays its result) and never to a second one.
-class RetryableWriteStatusCommand final : public ShardCommand {
-  public:
-    std::string_view name() const override { return "_shardsvrRetryableWriteStatus"; }
-    bool supportsRetryableWrite() const override { return true; }  // it reads the txnNumber
-    // Sent on the collection's database, in the same round as the read phase's finds.
-    bool adminOnly() const override { return false; }
-    // One lookup in the session table: the io thread answers it, unless an attempt of the
-    // statement runs (InlineWouldBlock: the pool waits for it).
-    bool runsInline(const command::ServiceContext&, const CommandRequest&) const override {
-        return true;
-    }
-    Status run(OperationContext& opCtx, const CommandRequest& request,
-               bson::BsonBuilder& reply) override {
-        ASSIGN_OR_RETURN(ShardingState * state, shardingStateOf(opCtx));
-        if (!opCtx.lsid || !opCtx.txnNumber) {
-            return Status(ErrorCodes::InvalidOptions,
-                          "_shardsvrRetryableWriteStatus needs lsid and txnNumber");
-        }
-        auto deadline =
-            opCtx.deadline.value_or(std::chrono::steady_clock::now() + std::chrono::seconds(60));
-        bson::BsonElement stmtId = request.body["stmtId"];
-        if (stmtId.type() != bson::BsonType::Int32) {
-            return Status(ErrorCodes::TypeMismatch,
-                          "_shardsvrRetryableWriteStatus needs an int stmtId");
-        }
-        ASSIGN_OR_RETURN(bool executed, state->transactions().executed(
-                                            *opCtx.lsid, *opCtx.txnNumber, stmtId.numberInt(),
-                                            deadline, !opCtx.inlineExecution));
-        reply.appendBool("executed", executed);
-        return Status::OK();
-    }
-};
-
 // Records (or removes) an entered critical section in config.criticalSections {_id: key,
 // reason, block: "writes" | "all"}.
 Status persistCriticalSection(command::ServiceContext& service, const std::string& key,
@@ -234,7 +196,6 @@ class CriticalSectionCommand final : public ShardCommand {
 
 void registerShardServerCommands(command::CommandRegistry& registry) {
     registry.add(std::make_unique<SetShardIdentityCommand>());
-    registry.add(std::make_unique<RetryableWriteStatusCommand>());
     registry.add(std::make_unique<FlushCommand>("_flushRoutingTableCacheUpdates", false));
     registry.add(
         std::make_unique<FlushCommand>("_flushRoutingTableCacheUpdatesWithWriteConcern", false));

@@ -7,6 +7,7 @@
 #include "base/mutex.h"
 #include "bson/validate.h"
 #include "cluster/catalog_cache.h"
+#include "command/generic_args.h"
 #include "command/retryable_write_record.h"
 #include "command/service_entry_point.h"
 #include "command/write_ops_util.h"
@@ -107,6 +108,40 @@ std::string stripReplicaSetName(const std::string& connectionString) {
 }
 
 constexpr std::string_view kIdentityId = "shardIdentity";
+
+// A find's command::kRetryableWriteStatusField: whether this shard executed the statement
+// (TransactionTable::executed; InlineWouldBlock on an io thread where it would wait).
+StatusWith<bool> retryableWriteExecuted(txn::TransactionTable& transactions,
+                                        OperationContext& opCtx, const CommandRequest& request,
+                                        bson::BsonElement question) {
+    const std::string field(command::kRetryableWriteStatusField);
+    if (request.commandName != "find") {
+        return Status(ErrorCodes::InvalidOptions, field + " is only taken by find");
+    }
+    if (!question.isObject()) {
+        return Status(ErrorCodes::TypeMismatch, field + " must be {lsid, txnNumber, stmtId}");
+    }
+    bson::BsonView q = question.objValue();
+    bson::BsonElement lsid = q["lsid"];
+    bson::BsonElement id = lsid.isObject() ? lsid.objValue()["id"] : bson::BsonElement();
+    bson::BsonElement txnNumber = q["txnNumber"];
+    bson::BsonElement stmtId = q["stmtId"];
+    if (id.type() != bson::BsonType::BinData || txnNumber.type() != bson::BsonType::Int64 ||
+        txnNumber.numberLong() < 0 || stmtId.type() != bson::BsonType::Int32) {
+        return Status(ErrorCodes::TypeMismatch,
+                      field + " must be {lsid: {id: UUID}, txnNumber: long, stmtId: int}");
+    }
+    for (bson::BsonElement e : q) {
+        if (e.fieldName() != "lsid" && e.fieldName() != "txnNumber" && e.fieldName() != "stmtId") {
+            return Status(ErrorCodes::InvalidOptions,
+                          field + " has an unknown field '" + std::string(e.fieldName()) + "'");
+        }
+    }
+    auto deadline =
+        opCtx.deadline.value_or(std::chrono::steady_clock::now() + std::chrono::seconds(60));
+    return transactions.executed(std::string(id.binaryValue().data), txnNumber.numberLong(),
+                                 stmtId.numberInt(), deadline, !opCtx.inlineExecution);
+}
 
 }  // namespace
 
@@ -306,6 +341,14 @@ Status ShardingState::setShardIdentity(const std::string& shardName, const std::
 
 Status ShardingState::beforeCommand(OperationContext& opCtx, const CommandRequest& request,
                                     const command::Command&) {
+    if (bson::BsonElement question = request.body[command::kRetryableWriteStatusField];
+        !question.eoo()) {
+        ASSIGN_OR_RETURN(bool executed,
+                         retryableWriteExecuted(*_transactions, opCtx, request, question));
+        bson::BsonBuilder b;
+        b.appendBool(command::kRetryableWriteExecutedField, executed);
+        opCtx.replyExtraFields = b.obj();
+    }
     auto admission = std::make_unique<ShardAdmission>();
     auto id = identity();
     if (!id || isLocalOnlyDb(request.db)) {

@@ -170,7 +170,7 @@ class CoordinateCommitCommand final : public ShardCommand {
 // abort, in this shard's TransactionTable from its commit on. A router sends it to the shard
 // that answered the write with WouldChangeOwningShard, in the transaction that moves the
 // document (src/router/cluster_write_move.h), as the transaction's first command there: a
-// retry reaches that shard again, or asks it (_shardsvrRetryableWriteStatus), and is answered
+// retry reaches that shard again, or asks it ($retryableWriteStatus on a find), and is answered
 // from the record instead of running again — also while the move is in flight: the statement
 // is claimed for this transaction (txn::TransactionTable::claimMove), its retries wait for the
 // commit, or for the abort and then run it. WriteConflict when the statement has a record

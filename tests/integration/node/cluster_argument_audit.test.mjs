@@ -80,6 +80,7 @@ describeWithCluster(
             ['$clusterTime', { find: 'c', $clusterTime: { clusterTime: new Timestamp({ t: 1, i: 1 }), signature: {} } }, 'ok'],
             ['stmtIds', { insert: 'c', documents: [{ _id: 17 }], stmtIds: [0] }, 72],
             ['$readAtClusterTime from a client', { find: 'c', $readAtClusterTime: new Timestamp({ t: 1, i: 1 }) }, 72],
+            ['$retryableWriteStatus from a client', { find: 'c', $retryableWriteStatus: { lsid: { id: new BSON.UUID() }, txnNumber: BSON.Long.fromNumber(1), stmtId: 0 } }, 72],
             ['$audit', { find: 'c', $audit: {} }, 72],
             ['$client', { find: 'c', $client: {} }, 72],
             ['mayBypassWriteBlocking', { insert: 'c', documents: [{ _id: 18 }], mayBypassWriteBlocking: true }, 72],
@@ -128,6 +129,25 @@ describeWithCluster(
                 assert.equal(refused.code, 72, `${JSON.stringify(cmd)}: ${JSON.stringify(refused)}`);
             }
             assert.equal(await shard.db(db).collection('c').countDocuments({ _id: 98 }), 0);
+            // A router's question, with the read phase's find of a write without shard key,
+            // whether this shard executed a retryable statement: on find only, in its shape.
+            const question = { lsid: { id: new BSON.UUID() }, txnNumber: BSON.Long.fromNumber(3), stmtId: 0 };
+            const asked = await outcome(shard.db(db).command({ find: 'c', filter: { _id: 1 }, limit: 1, $retryableWriteStatus: question }));
+            assert.equal(asked.ok, 1, JSON.stringify(asked));
+            assert.equal(asked.reply.retryableWriteExecuted, false, JSON.stringify(asked));
+            for (const [cmd, code] of [
+                [{ insert: 'c', documents: [{ _id: 97 }], $retryableWriteStatus: question }, 72],
+                [{ count: 'c', $retryableWriteStatus: question }, 72],
+                [{ ping: 1, $retryableWriteStatus: question }, 72],
+                [{ find: 'c', $retryableWriteStatus: { ...question, stmtId: 'x' } }, 14],
+                [{ find: 'c', $retryableWriteStatus: { ...question, txnNumber: 3 } }, 14],
+                [{ find: 'c', $retryableWriteStatus: { ...question, extra: 1 } }, 72],
+                [{ find: 'c', $retryableWriteStatus: 1 }, 14],
+            ]) {
+                const refused = await outcome(shard.db(db).command(cmd));
+                assert.equal(refused.code, code, `${JSON.stringify(cmd)}: ${JSON.stringify(refused)}`);
+            }
+            assert.equal(await shard.db(db).collection('c').countDocuments({ _id: 97 }), 0);
             // Read at that time, on a shard directly: a later insert is not seen, by a find or by
             // a count of everything (which then scans instead of answering the latest count).
             const plain = shard.db(db).collection('plain');

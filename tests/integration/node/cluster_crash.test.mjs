@@ -11,7 +11,7 @@
 // movePrimary has no failpoints: the new primary is SIGSTOPped, which holds the coordinator in
 // phase "cloning" (it waits for _shardsvrCloneDatabase) deterministically.
 import assert from 'node:assert/strict';
-import { MaxKey } from 'mongodb';
+import { Long, MaxKey } from 'mongodb';
 import { uniqueDbName } from './harness.mjs';
 import { describeWithManualCluster, waitFor, settle } from './cluster_harness.mjs';
 
@@ -536,6 +536,43 @@ describeWithManualCluster('crash recovery of migrations and movePrimary (kill -9
             const retry = await admin({ movePrimary: setup.dbName, to: setup.to });
             assert.equal(retry.ok, 1, JSON.stringify(retry));
             await checkUnsharded(setup, setup.to, setup.from);
+        } finally {
+            await restoreCluster();
+        }
+    });
+
+    // The router forwards a single write from its io thread (src/router/README.md "Forwarding").
+    // When the shard dies under it, the outcome is unknown: a retryable write's command then fails
+    // as a whole with RetryableWriteError (a write error would never be retried by a driver), and
+    // the retry after the restart applies it once.
+    test('a shard killed under a forwarded retryable write: RetryableWriteError, then applied once', async () => {
+        try {
+            const dbName = uniqueDbName('crfwd');
+            const client = await c().router();
+            const db = client.db(dbName);
+            assert.equal((await admin({ enableSharding: dbName })).ok, 1);
+            assert.equal((await admin({ shardCollection: `${dbName}.c`, key: { _id: 1 } })).ok, 1);
+            await db.collection('c').insertOne({ _id: 1, n: 0 });
+            const shard = c().shardProc((await configDoc('databases', dbName)).primary);
+            // A pooled server session may carry txnNumbers of earlier writes: one far above them.
+            const session = client.startSession();
+            const cmd = { update: 'c', updates: [{ q: { _id: 1 }, u: { $inc: { n: 1 } } }], txnNumber: Long.fromNumber(1000) };
+            try {
+                shard.sigstop();
+                const sent = settle(db.command(cmd, { session }));
+                await c().kill9(shard);
+                const { reply, error } = await sent;
+                assert.ok(error, `the write's outcome is unknown: an error, not ${JSON.stringify(reply)}`);
+                assert.ok(error.errorLabels?.includes('RetryableWriteError'), `${error} ${JSON.stringify(error.errorLabels)}`);
+                await c().restart(shard);
+                for (let i = 0; i < 2; i++) {
+                    const retry = await db.command(cmd, { session });
+                    assert.deepEqual([retry.n, retry.nModified, retry.writeErrors], [1, 1, undefined], JSON.stringify(retry));
+                }
+                assert.equal((await db.collection('c').findOne({ _id: 1 })).n, 1, 'applied once');
+            } finally {
+                await session.endSession();
+            }
         } finally {
             await restoreCluster();
         }

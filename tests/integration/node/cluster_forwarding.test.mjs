@@ -94,4 +94,66 @@ describeWithCluster('router forwarding and stale-version catch-up from the shard
         assert.equal((await missing.insertOne({ _id: 1 })).acknowledged, true);
         assert.deepEqual(await missing.findOne({ _id: 1 }), { _id: 1 });
     });
+
+    // Writes without the shard key run their two rounds (a find on each shard, then the write
+    // where the document is) from the io thread too (src/router/README.md "Forwarding").
+    test('writes without the shard key through a stale router: each applied once, on the owner', async () => {
+        const { dbName, ns, shards, b } = await setUp('fwdnokey');
+        await (await routerA()).db(dbName).collection('c').updateMany({}, [{ $set: { tag: { $concat: ['t', { $toString: '$k' }] } } }]);
+        assert.equal((await adminA({ moveRange: ns, min: { k: 100 }, toShard: shards[1] })).ok, 1);
+        // B still places k >= 100 on the first shard: its read round meets a stale version.
+        let up = await b.updateOne({ tag: 't150' }, { $inc: { v: 1 } });
+        assert.deepEqual([up.matchedCount, up.modifiedCount], [1, 1]);
+        up = await b.updateOne({ tag: 't50' }, { $inc: { v: 2 } });
+        assert.deepEqual([up.matchedCount, up.modifiedCount], [1, 1]);
+        assert.equal((await b.deleteOne({ tag: 't151' })).deletedCount, 1);
+        assert.equal((await b.deleteOne({ tag: 't151' })).deletedCount, 0, 'gone');
+        up = await b.updateOne({ tag: 'none' }, { $inc: { v: 1 } });
+        assert.deepEqual([up.matchedCount, up.modifiedCount], [0, 0]);
+        // With a sort: the first in sort order over both shards.
+        up = await b.updateOne({ v: 0 }, { $set: { first: true } }, { sort: { k: -1 } });
+        assert.equal(up.modifiedCount, 1);
+        assert.deepEqual((await b.find({ first: true }).toArray()).map((d) => d.k), [199]);
+        // Raw commands, not retryable (no txnNumber), ordered and not.
+        const raw = await (await routerB()).db(dbName).command({ update: 'c', updates: [{ q: { tag: 't60' }, u: { $set: { raw: 1 } } }], ordered: false });
+        assert.deepEqual([raw.n, raw.nModified], [1, 1], JSON.stringify(raw));
+        const bad = await (await routerB()).db(dbName).command({ update: 'c', updates: [{ q: { tag: { $bogus: 1 } }, u: { $set: { raw: 1 } } }] });
+        assert.equal(bad.writeErrors?.[0]?.code, 2, JSON.stringify(bad));
+
+        const onNew = (await ctx.cluster.shardByName(shards[1])).db(dbName).collection('c');
+        const onOld = (await ctx.cluster.shardByName(shards[0])).db(dbName).collection('c');
+        assert.equal((await onNew.findOne({ _id: 150 })).v, 1, 'on the new owner');
+        assert.equal((await onOld.findOne({ _id: 50 })).v, 2);
+        assert.equal(await onNew.countDocuments({ _id: 151 }), 0);
+        assert.equal((await onOld.findOne({ _id: 60 })).raw, 1);
+        await ctx.cluster.checkConsistency(ns, 199);
+    });
+
+    // Four clients on both routers take the same documents at once: a document chosen by two
+    // read rounds is written by one, the other finds it changed (n 0) and runs both rounds
+    // again. Every document is taken exactly once and every take reports it.
+    test('concurrent writes without the shard key race for the same documents: each taken once', async () => {
+        const { dbName, ns } = await setUp('fwdrace');
+        const kDocs = 200;
+        const takers = [];
+        for (let i = 0; i < 4; i++) {
+            const router = i % 2 === 0 ? await routerA() : await routerB();
+            const c = router.db(dbName).collection('c');
+            takers.push((async () => {
+                const taken = [];
+                for (;;) {
+                    const up = await c.updateOne({ owner: { $exists: false } }, { $set: { owner: i } });
+                    if (up.matchedCount === 0) break;
+                    assert.equal(up.modifiedCount, 1);
+                    taken.push(i);
+                }
+                return taken.length;
+            })());
+        }
+        const counts = await Promise.all(takers);
+        assert.equal(counts.reduce((a, b) => a + b, 0), kDocs, `takes per client ${counts}`);
+        const c = (await routerA()).db(dbName).collection('c');
+        assert.equal(await c.countDocuments({ owner: { $exists: true } }), kDocs);
+        await ctx.cluster.checkConsistency(ns, kDocs);
+    });
 }, { shards: 2, routers: 2 });

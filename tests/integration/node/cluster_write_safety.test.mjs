@@ -414,11 +414,12 @@ describeWithCluster(
             const recorded = shard.startSession(); // only its id is used: the write's session
             const of = (txnNumber) => ({ lsid: recorded.id, txnNumber: BSON.Long.fromNumber(txnNumber), stmtId: 0 });
             const record = (txnNumber, extra = {}) => ({ _shardsvrRecordRetryableWrite: 1, of: of(txnNumber), result: { n: 1, nModified: 1 }, ...extra });
-            // Asked as the router's retry asks: with the recorded session.
-            const asker = shard.startSession();
-            asker.serverSession.id = recorded.serverSession.id;
-            const executed = async (txnNumber) =>
-                (await db.command({ _shardsvrRetryableWriteStatus: 1, txnNumber: BSON.Long.fromNumber(txnNumber), stmtId: 0 }, { session: asker })).executed;
+            // Asked as the router's write without shard key asks: with its read phase's find.
+            const executed = async (txnNumber) => {
+                const reply = await db.command({ find: 'orders', filter: { _id: 'none' }, limit: 1, singleBatch: true, $retryableWriteStatus: of(txnNumber) });
+                assert.equal(typeof reply.retryableWriteExecuted, 'boolean', JSON.stringify(reply));
+                return reply.retryableWriteExecuted;
+            };
             const txnSession = shard.startSession();
             // The commands in one transaction of txnSession, ended by `end` (the driver's
             // commitTransaction / abortTransaction): each command's reply or error.
@@ -457,7 +458,7 @@ describeWithCluster(
                 assert.equal(reply.ok, 1, `${reply}`);
                 assert.equal(await executed(4), true);
             } finally {
-                for (const s of [recorded, asker, txnSession]) await s.endSession();
+                for (const s of [recorded, txnSession]) await s.endSession();
             }
         });
 

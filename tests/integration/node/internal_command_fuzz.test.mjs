@@ -76,7 +76,7 @@ const CONFIG_COMMANDS = [
 
 const SHARD_COMMANDS = [
     { _shardsvrSetShardIdentity: 1, shardName: 'shard9', configsvrConnectionString: '127.0.0.1:1', clusterId: new ObjectId() },
-    { _shardsvrRetryableWriteStatus: 1, lsid: { id: new Binary(Buffer.alloc(16), 4) }, txnNumber: new Long(1), stmtId: 0 },
+    { find: 'c', filter: {}, limit: 1, $retryableWriteStatus: { lsid: { id: new Binary(Buffer.alloc(16), 4) }, txnNumber: new Long(1), stmtId: 0 } },
     { _flushRoutingTableCacheUpdates: 'fuzz.c' },
     { _flushRoutingTableCacheUpdatesWithWriteConcern: 'keep.c' },
     { _flushDatabaseCacheUpdates: 'keep' },
