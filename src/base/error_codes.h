@@ -37,6 +37,7 @@ namespace tessera {
     X(RoleNotFound, 31)                                                                        \
     X(ConflictingUpdateOperators, 40)                                                          \
     X(CursorNotFound, 43)                                                                      \
+    X(QueryPlanKilled, 175)                                                                    \
     X(NamespaceExists, 48)                                                                     \
     X(MaxTimeMSExpired, 50)                                                                    \
     X(ShardKeyNotFound, 61)                                                                    \

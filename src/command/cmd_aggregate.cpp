@@ -149,8 +149,10 @@ class AggregateCommand final : public Command {
             fillBatch(opCtx, *exec, batchSize.value_or(kDefaultFirstBatchSize), batch, &exhausted));
         int64_t cursorId = 0;
         if (!exhausted) {
-            cursorId =
-                opCtx.service->cursors->registerCursor(ns, std::move(exec), false, opCtx.lsid);
+            std::optional<CursorSource> source;
+            if (coll) source = CursorSource{coll->ns(), coll->uuid};
+            cursorId = opCtx.service->cursors->registerCursor(ns, std::move(exec), false,
+                                                              opCtx.lsid, std::move(source));
         }
         exec::appendCursor(reply, "firstBatch", batch, cursorId, ns, opCtx.readAtClusterTime);
         return Status::OK();

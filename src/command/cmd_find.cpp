@@ -61,8 +61,8 @@ class FindCommand final : public Command {
         TRY_STATUS(fillBatch(opCtx, *exec, batchSize, batch, &exhausted));
         int64_t cursorId = 0;
         if (!exhausted && !req.singleBatch && !missing) {
-            cursorId = opCtx.service->cursors->registerCursor(ns, std::move(exec),
-                                                              req.noCursorTimeout, opCtx.lsid);
+            cursorId = opCtx.service->cursors->registerCursor(
+                ns, std::move(exec), req.noCursorTimeout, opCtx.lsid, CursorSource{ns, coll->uuid});
         }
         exec::appendCursor(reply, "firstBatch", batch, cursorId, ns, opCtx.readAtClusterTime);
         return Status::OK();

@@ -2,6 +2,7 @@
 #include "command/cursor_manager.h"
 #include "command/exec/find_request.h"
 #include "command/reply_util.h"
+#include "storage/engine.h"
 
 namespace tessera::command {
 namespace {
@@ -38,6 +39,17 @@ class GetMoreCommand final : public Command {
         std::string ns = request.db + "." + coll;
 
         ASSIGN_OR_RETURN(PinnedCursor cursor, opCtx.service->cursors->pin(id, ns));
+        if (const std::optional<CursorSource>& source = cursor->source) {
+            storage::CollectionPtr now = opCtx.service->engine->getCollection(source->ns);
+            if (!now || now->uuid != source->uuid) {
+                cursor.markExhausted();
+                return Status(ErrorCodes::QueryPlanKilled,
+                              "PlanExecutor error during getMore :: caused by :: collection " +
+                                  source->ns +
+                                  (now ? " was dropped and created again" : " was dropped") +
+                                  " (or renamed) since the cursor opened");
+            }
+        }
         bson::BsonArrayBuilder batch;
         bool exhausted = false;
         Status s = fillBatch(opCtx, *cursor->exec, batchSize, batch, &exhausted);

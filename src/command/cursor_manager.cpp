@@ -35,9 +35,11 @@ uint64_t splitmix64(uint64_t& state) {
 }  // namespace
 
 int64_t CursorManager::registerCursor(std::string ns, std::unique_ptr<exec::PlanExecutor> exec,
-                                      bool noCursorTimeout, std::optional<std::string> lsid) {
+                                      bool noCursorTimeout, std::optional<std::string> lsid,
+                                      std::optional<CursorSource> source) {
     auto cursor = std::make_unique<ClientCursor>();
     cursor->ns = std::move(ns);
+    cursor->source = std::move(source);
     cursor->exec = std::move(exec);
     cursor->noCursorTimeout = noCursorTimeout;
     cursor->lsid = std::move(lsid);

@@ -20,9 +20,19 @@ struct OperationContext;
 
 // An open cursor: the executor (with its snapshot) of a find/aggregate whose results did not fit
 // in the first batch.
+// The collection an open cursor reads (a view's: its backing collection): when it is dropped,
+// renamed or replaced ($out) before a getMore, the getMore fails with QueryPlanKilled (175) as in
+// MongoDB, instead of returning documents of a collection that is gone from the cursor's
+// snapshot.
+struct CursorSource {
+    std::string ns;
+    std::string uuid;  // CollectionInfo::uuid
+};
+
 struct ClientCursor {
     int64_t id = 0;
-    std::string ns;  // "db.coll" as the reply's cursor.ns
+    std::string ns;                      // "db.coll" as the reply's cursor.ns
+    std::optional<CursorSource> source;  // none: a collectionless pipeline, a find on a view
     std::unique_ptr<exec::PlanExecutor> exec;
     bool noCursorTimeout = false;
     std::optional<std::string> lsid;
@@ -75,7 +85,8 @@ class CursorManager {
     // Takes ownership of an executor and returns the new cursor id.
     int64_t registerCursor(std::string ns, std::unique_ptr<exec::PlanExecutor> exec,
                            bool noCursorTimeout = false,
-                           std::optional<std::string> lsid = std::nullopt);
+                           std::optional<std::string> lsid = std::nullopt,
+                           std::optional<CursorSource> source = std::nullopt);
 
     // Pins cursor `id` for a getMore on namespace `ns`. Errors: CursorNotFound (43) "cursor id
     // 123 not found", Unauthorized (13) when `ns` is not the cursor's namespace, CursorInUse

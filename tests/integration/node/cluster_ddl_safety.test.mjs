@@ -261,6 +261,38 @@ describeWithCluster(
 
         // --- 11. the router's serverStatus counts what its clients do -----------------------------
 
+        // DDL × open cursors: a cursor over both shards (one cluster time, src/router/README.md)
+        // whose collection or database is dropped through the other router fails with
+        // QueryPlanKilled, as in MongoDB, once the router goes back to a shard for more, instead
+        // of reading a collection that is gone. (What the router read before the drop it may
+        // still return: each shard's first batch, and whole results a shard getMore brought.)
+        test('a scatter cursor whose collection is dropped fails its getMore with QueryPlanKilled', async () => {
+            const dbName = `ddlcur_${Date.now()}`;
+            const [s0, s1] = await shardNames();
+            assert.equal((await admin({ enableSharding: dbName, primaryShard: s0 })).ok, 1);
+            const open = async (name) => {
+                const ns = `${dbName}.${name}`;
+                assert.equal((await admin({ shardCollection: ns, key: { x: 1 } })).ok, 1);
+                await (await router()).db(dbName).collection(name).insertMany(Array.from({ length: 60 }, (_, i) => ({ _id: i, x: i })));
+                assert.equal((await admin({ split: ns, middle: { x: 30 } })).ok, 1);
+                assert.equal((await admin({ moveChunk: ns, find: { x: 30 }, to: s1, _waitForDelete: true })).ok, 1);
+                const cursor = (await router()).db(dbName).collection(name).find({}, { batchSize: 4 });
+                assert.notEqual(await cursor.next(), null);
+                return cursor;
+            };
+            const killed = (err) => err.code === 175 && err.codeName === 'QueryPlanKilled';
+            const drain = async (cursor) => { while (await cursor.next()) { /* to the end */ } };
+            const dropped = await open('dropped');
+            const other = await open('other');
+            const kept = await open('kept');
+            await (await router(1)).db(dbName).collection('dropped').drop();
+            await assert.rejects(drain(dropped), killed, 'dropped');
+            assert.equal((await kept.toArray()).length, 59, 'the other collection\'s cursor reads on');
+            // A cursor of a collection in a database dropped as a whole.
+            await (await router(1)).db(dbName).dropDatabase();
+            await assert.rejects(drain(other), killed, 'dropDatabase');
+        });
+
         test("the router's serverStatus counts operations and has a sharding section", async () => {
             const client = await router(1);
             const before = (await client.db('admin').command({ serverStatus: 1 })).opcounters;

@@ -274,6 +274,53 @@ describeWithServer(
             assert.equal((await a.toArray()).length, 28);
             await b.close();
         });
+
+        // DDL × open cursors: a getMore after the collection it reads was dropped, renamed or
+        // replaced fails with QueryPlanKilled (175), as in MongoDB; other cursors go on.
+        test('a getMore after its collection was dropped, renamed or replaced is QueryPlanKilled', async () => {
+            const docs = Array.from({ length: 30 }, (_, i) => ({ _id: i }));
+            const opened = async (c, kind) => {
+                await c.insertMany(docs);
+                const cursor = kind === 'find'
+                    ? c.find({}, { batchSize: 5, sort: { _id: 1 } })
+                    : c.aggregate([{ $sort: { _id: 1 } }], { cursor: { batchSize: 5 } });
+                assert.equal((await cursor.next())._id, 0);
+                return cursor;
+            };
+            const killed = (err) => err instanceof MongoServerError && err.code === 175 && err.codeName === 'QueryPlanKilled';
+            const drain = async (cursor) => { while (await cursor.next()) { /* read to the end */ } };
+            const db = ctx.client.db(dbName);
+            for (const kind of ['find', 'aggregate']) {
+                const dropped = coll();
+                const survivor = coll();
+                const a = await opened(dropped, kind);
+                const b = await opened(survivor, kind);
+                await dropped.drop();
+                await assert.rejects(drain(a), killed, `${kind}: dropped`);
+                assert.equal((await b.toArray()).length, 29, `${kind}: another collection's cursor goes on`);
+
+                const renamed = coll();
+                const c = await opened(renamed, kind);
+                await renamed.rename(`${renamed.collectionName}_moved`);
+                await assert.rejects(drain(c), killed, `${kind}: renamed`);
+
+                const replaced = coll();
+                const d = await opened(replaced, kind);
+                await replaced.drop();
+                await replaced.insertOne({ _id: 'new' });
+                await assert.rejects(drain(d), killed, `${kind}: dropped and created again`);
+                // The killed cursor is gone: a later getMore of it is CursorNotFound.
+                await assert.rejects(db.command({ getMore: d.id, collection: replaced.collectionName }), (err) => err.code === 43);
+            }
+            // A view's cursor reads its backing collection: dropping that kills it too.
+            const base = coll();
+            await base.insertMany(docs);
+            await db.createCollection(`${base.collectionName}_v`, { viewOn: base.collectionName, pipeline: [{ $match: {} }] });
+            const v = db.collection(`${base.collectionName}_v`).aggregate([{ $sort: { _id: 1 } }], { cursor: { batchSize: 5 } });
+            assert.equal((await v.next())._id, 0);
+            await base.drop();
+            await assert.rejects(drain(v), killed, 'view over a dropped collection');
+        });
     },
     { clientOptions: { monitorCommands: true } },
 );
