@@ -2,6 +2,7 @@
 #include "command/cursor_manager.h"
 #include "command/exec/find_request.h"
 #include "command/reply_util.h"
+#include "command/transaction_ddl.h"
 #include "storage/engine.h"
 
 namespace tessera::command {
@@ -40,7 +41,8 @@ class GetMoreCommand final : public Command {
 
         ASSIGN_OR_RETURN(PinnedCursor cursor, opCtx.service->cursors->pin(id, ns));
         if (const std::optional<CursorSource>& source = cursor->source) {
-            storage::CollectionPtr now = opCtx.service->engine->getCollection(source->ns);
+            // As find looked it up: a collection created by the cursor's transaction counts.
+            storage::CollectionPtr now = lookupCollection(opCtx, source->ns);
             if (!now || now->uuid != source->uuid) {
                 cursor.markExhausted();
                 return Status(ErrorCodes::QueryPlanKilled,

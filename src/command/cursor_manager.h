@@ -18,8 +18,6 @@ namespace tessera::command {
 
 struct OperationContext;
 
-// An open cursor: the executor (with its snapshot) of a find/aggregate whose results did not fit
-// in the first batch.
 // The collection an open cursor reads (a view's: its backing collection): when it is dropped,
 // renamed or replaced ($out) before a getMore, the getMore fails with QueryPlanKilled (175) as in
 // MongoDB, instead of returning documents of a collection that is gone from the cursor's
@@ -29,6 +27,8 @@ struct CursorSource {
     std::string uuid;  // CollectionInfo::uuid
 };
 
+// An open cursor: the executor (with its snapshot) of a find/aggregate whose results did not fit
+// in the first batch.
 struct ClientCursor {
     int64_t id = 0;
     std::string ns;                      // "db.coll" as the reply's cursor.ns

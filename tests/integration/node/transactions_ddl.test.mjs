@@ -87,6 +87,28 @@ describeWithServer(
             });
         }
 
+        // A cursor remembers the collection it reads and fails once that is dropped
+        // (QueryPlanKilled): a collection the cursor's own transaction created is not dropped.
+        test('cursors over a collection the transaction created read every batch', async () => {
+            const client = await connect();
+            const name = `cur${++n}`;
+            const db = client.db(dbName);
+            const s = client.startSession();
+            try {
+                s.startTransaction();
+                await db.createCollection(name, { session: s });
+                await db.collection(name).insertMany(Array.from({ length: 20 }, (_, i) => ({ _id: i })), { session: s });
+                const found = await db.collection(name).find({}, { batchSize: 3, session: s }).toArray();
+                assert.equal(found.length, 20);
+                const aggregated = await db.collection(name).aggregate([{ $sort: { _id: -1 } }], { batchSize: 3, session: s }).toArray();
+                assert.equal(aggregated.length, 20);
+                await s.commitTransaction();
+            } finally {
+                await s.endSession();
+            }
+            assert.equal(await db.collection(name).countDocuments(), 20);
+        });
+
         test('indexes on a collection the transaction created, while it is empty', async () => {
             const client = await connect();
             const name = `idx${++n}`;
