@@ -169,16 +169,8 @@ class ClusterFindAndModifyCommand final : public command::Command {
             write.coll = coll;
             write.filter = query;
             if (body["sort"].isObject()) write.sort = body["sort"].objValue().copy();
-            if (body["collation"].isObject()) {
-                bson::BsonBuilder c;
-                c.appendElement(body["collation"]);
-                write.collation = c.obj();
-            }
-            if (body["let"].isObject()) {
-                bson::BsonBuilder l;
-                l.appendElement(body["let"]);
-                write.let = l.obj();
-            }
+            write.collation = objectFieldOf(body, "collation");
+            write.let = objectFieldOf(body, "let");
             write.shards = simple ? t.shards : table.shards();
             if (keyChange) {
                 write.update = update;

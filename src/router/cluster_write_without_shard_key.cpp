@@ -158,6 +158,14 @@ bson::BsonObj sessionFields(bson::BsonView body) {
     return b.obj();
 }
 
+bson::BsonObj objectFieldOf(bson::BsonView body, std::string_view name) {
+    bson::BsonElement e = body[name];
+    if (!e.isObject()) return bson::BsonObj();
+    bson::BsonBuilder b;
+    b.appendElement(e);
+    return b.obj();
+}
+
 TwoPhaseWrite statementTwoPhaseWrite(bson::BsonView body, std::string_view field, std::string coll,
                                      bson::BsonView stmt, size_t index,
                                      std::vector<ShardId> shards) {
@@ -165,16 +173,8 @@ TwoPhaseWrite statementTwoPhaseWrite(bson::BsonView body, std::string_view field
     write.coll = std::move(coll);
     write.filter = stmt["q"].objValue().copy();
     if (stmt["sort"].isObject()) write.sort = stmt["sort"].objValue().copy();
-    if (stmt["collation"].isObject()) {
-        bson::BsonBuilder c;
-        c.appendElement(stmt["collation"]);
-        write.collation = c.obj();
-    }
-    if (body["let"].isObject()) {
-        bson::BsonBuilder l;
-        l.appendElement(body["let"]);
-        write.let = l.obj();
-    }
+    write.collation = objectFieldOf(stmt, "collation");
+    write.let = objectFieldOf(body, "let");
     write.shards = std::move(shards);
     write.makeWriteCommand = [body, field, stmt, index](bson::BsonView filter, const ShardId&) {
         bson::BsonBuilder s;

@@ -87,6 +87,10 @@ struct TwoPhaseWrite {
     bson::BsonObj session;
     int32_t stmtId = -1;
 };
+// {name: <body's object field `name`>} (TwoPhaseWrite::collation, ::let), or empty when `body`
+// has no such object.
+bson::BsonObj objectFieldOf(bson::BsonView body, std::string_view name);
+
 // The write of statement `index` of a client's update or delete command `body` (its statements
 // in `field`): filter, sort, collation, let, the phase-2 command (the statement with the filter it
 // is given, as buildSubCommand sends it) and the retryable statement's session. The caller adds
