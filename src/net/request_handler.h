@@ -70,7 +70,8 @@ class RequestHandler {
   public:
     virtual ~RequestHandler() = default;
     // Only with ServerOptions::forwardRequests, on an io thread, before handleRequest: a request
-    // that one exchange with one remote settles (the router's targeted reads and single writes).
+    // that rounds of exchanges with remotes settle (the router's targeted reads and single
+    // writes: one exchange; its writes without shard key: a find on each shard, then the write).
     // Must not block: no storage, no network, no waiting on a lock held across such work.
     // nullopt: run handleRequest as usual. Never throws.
     virtual std::optional<ForwardRequest> tryForward(const Request&, ClientContext&) {
