@@ -11,6 +11,7 @@ PACKAGES=(
     build-essential cmake ninja-build ccache pkg-config clang libclang-rt-14-dev llvm
     librocksdb-dev libbson-dev libmongoc-dev libasio-dev libssl-dev libpcre2-dev libicu-dev
     libgtest-dev libgmock-dev libbenchmark-dev libgoogle-perftools-dev
+    libraft-dev libuv1-dev liblz4-dev
     python3-pymongo python3-pytest
     nodejs npm
     clang-format
