@@ -17,6 +17,7 @@ extern "C" {
 #include "base/log.h"
 #include "base/mutex.h"
 #include "repl/loop_thread.h"
+#include "repl/nodelay_transport.h"
 #include "repl/raft_fsm.h"
 #include "repl/raft_io_guard.h"
 
@@ -121,7 +122,7 @@ class RaftGroup final : public Group {
     FsmAdapter _fsm;
     std::shared_ptr<LoopThread> _loopThread;
     uv_timer_t _statusTimer{};
-    raft_uv_transport _transport{};
+    NodelayTransport _transport;  // libraft's TCP transport with TCP_NODELAY
     raft_io _io{};
     RaftIoGuard _guard;  // between libraft and its io: see raft_io_guard.h
     raft _raft{};
@@ -175,11 +176,11 @@ Status RaftGroup::initialize() {
     _statusTimer.data = this;
     uv_timer_init(loop, &_statusTimer);
     _stage = Stage::kTimer;
-    if (int rv = raft_uv_tcp_init(&_transport, loop); rv != 0) {
+    if (int rv = raft_uv_tcp_init(_transport.inner(), loop); rv != 0) {
         return statusFromRaft(rv, "raft_uv_tcp_init");
     }
     _stage = Stage::kTransport;
-    if (int rv = raft_uv_init(&_io, loop, _options.dir.c_str(), &_transport); rv != 0) {
+    if (int rv = raft_uv_init(&_io, loop, _options.dir.c_str(), _transport.transport()); rv != 0) {
         return statusFromRaft(rv, std::string("raft_uv_init: ") + _io.errmsg);
     }
     _stage = Stage::kIo;
@@ -231,7 +232,7 @@ void RaftGroup::beginClose() {
         return;
     }
     if (_stage >= Stage::kIo) raft_uv_close(&_io);
-    if (_stage >= Stage::kTransport) raft_uv_tcp_close(&_transport);
+    if (_stage >= Stage::kTransport) raft_uv_tcp_close(_transport.inner());
     if (_stage >= Stage::kTimer) {
         uv_close(reinterpret_cast<uv_handle_t*>(&_statusTimer), &RaftGroup::onTimerClosed);
     } else {
@@ -439,7 +440,7 @@ void RaftGroup::onDrainTimer(uv_timer_t* handle) {
 void RaftGroup::onRaftClosed(raft* instance) {
     auto* self = static_cast<RaftGroup*>(instance->data);
     raft_uv_close(&self->_io);
-    raft_uv_tcp_close(&self->_transport);
+    raft_uv_tcp_close(self->_transport.inner());
     uv_close(reinterpret_cast<uv_handle_t*>(&self->_statusTimer), &RaftGroup::onTimerClosed);
 }
 
