@@ -2,7 +2,7 @@
 # Smoke test of the bench tools (registered with ctest as bench_smoke): each tool runs briefly,
 # succeeds, prints its JSON lines and cleans up; the load generator fails cleanly without a
 # server and, when Debian's python3-pymongo is present, runs every phase against fake_mongod.py
-# and reports a missing document as an error. Bounded to ~20 s.
+# and reports a missing document as an error. Bounded to ~25 s.
 # usage: smoke_test.sh BENCH_BIN_DIR
 set -uo pipefail
 BIN="$1"
@@ -38,6 +38,16 @@ check "rocksdb_limit exits 0" test $? -eq 0
 check "rocksdb_limit reports fillrandom" json_ok "$WORK/rocks" rocksdb_limit fillrandom
 check "rocksdb_limit reports readrandom" json_ok "$WORK/rocks" rocksdb_limit readrandom
 check "rocksdb_limit removes its directory" test -z "$(ls -A "$WORK/rdb")"
+
+mkdir "$WORK/raft"
+# A base port away from the servers' (27017…) and the ephemeral range's start; 2 groups use +11..+33.
+RAFT_PORT=$((20000 + RANDOM % 10000))
+timeout 60 "$BIN/raft_limit" --threads 4 --seconds 0.5 --value-size 100 --dir "$WORK/raft" \
+    --base-port "$RAFT_PORT" --json >"$WORK/raftout" 2>&1
+check "raft_limit exits 0" test $? -eq 0
+check "raft_limit reports group1" json_ok "$WORK/raftout" raft_limit group1
+check "raft_limit reports group3" json_ok "$WORK/raftout" raft_limit group3
+check "raft_limit removes its directory" test -z "$(ls -A "$WORK/raft")"
 
 if [[ -x "$BIN/tessera_loadgen" ]]; then
     timeout 30 "$BIN/tessera_loadgen" --uri "mongodb://127.0.0.1:1" --timeout-ms 300 \
