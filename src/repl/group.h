@@ -119,6 +119,12 @@ class Group {
     // Hands leadership to `id` (0: the most caught-up voter); `done` once it moved or timed out.
     virtual void transferLeadership(MemberId id, Done done) = 0;
 
+    // Appends an empty entry and calls `done` once it is committed and everything before it is
+    // applied here: proof that this member led after the call began, with every entry committed
+    // before it applied — what a linearizable read waits for, so that a deposed leader cannot
+    // serve one. Fails as propose() does.
+    virtual void barrier(Done done) = 0;
+
     virtual GroupStatus status() const = 0;
 
     // Leaves the group's network and stops its thread (idempotent; the destructor calls it).

@@ -278,6 +278,31 @@ TEST_F(GroupTest, ALeaderStoppedIsReplacedAndKeepsEveryAcknowledgedEntryAndComes
     for (MemberId id : {1, 2, 3}) EXPECT_EQ(_machines[id]->outOfOrder(), 0) << id;
 }
 
+TEST_F(GroupTest, ABarrierProvesLeadershipAndALeaderCutOffFromItsMajorityCannotPassOne) {
+    auto all = members({1, 2, 3});
+    for (MemberId id : {1, 2, 3}) startMember(id, all);
+    MemberId leader = waitForLeader();
+    ASSERT_TRUE(proposeAndWait(leader, "x").isOK());
+    Status passed = changeAndWait([&](Group::Done d) { _groups[leader]->barrier(std::move(d)); });
+    EXPECT_TRUE(passed.isOK()) << passed.toString();
+    MemberId follower = leader == 1 ? 2 : 1;
+    Status onFollower =
+        changeAndWait([&](Group::Done d) { _groups[follower]->barrier(std::move(d)); });
+    EXPECT_EQ(onFollower.code(), static_cast<int>(ErrorCodes::NotWritablePrimary));
+
+    // Alone, the leader still believes it leads for a while; a barrier asked now must not
+    // succeed: it fails once the leader notices it lost its majority and steps down.
+    for (MemberId id : {1, 2, 3}) {
+        if (id != leader) stopMember(id);
+    }
+    Status deposed = changeAndWait([&](Group::Done d) { _groups[leader]->barrier(std::move(d)); });
+    EXPECT_FALSE(deposed.isOK());
+    EXPECT_TRUE(deposed.code() == static_cast<int>(ErrorCodes::InterruptedDueToReplStateChange) ||
+                deposed.code() == static_cast<int>(ErrorCodes::NotWritablePrimary))
+        << deposed.toString();
+    EXPECT_TRUE(waitFor([&] { return _groups[leader]->status().role != Role::kLeader; }));
+}
+
 TEST_F(GroupTest, LeadershipTransfersToTheNamedMember) {
     auto all = members({1, 2, 3});
     for (MemberId id : {1, 2, 3}) startMember(id, all);

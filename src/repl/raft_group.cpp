@@ -78,6 +78,10 @@ struct ChangeRequest {
     RaftGroup* owner = nullptr;
     Member member;  // addMember: given its role once added
 };
+struct BarrierRequest {
+    struct raft_barrier req {};
+    Group::Done done;
+};
 struct TransferRequest {
     struct raft_transfer req {};
     Group::Done done;
@@ -96,6 +100,7 @@ class RaftGroup final : public Group {
     void addMember(Member member, Done done) override;
     void removeMember(MemberId id, Done done) override;
     void transferLeadership(MemberId id, Done done) override;
+    void barrier(Done done) override;
     GroupStatus status() const override {
         MutexLock lk(_statusMutex);
         return _status;
@@ -397,6 +402,28 @@ void RaftGroup::removeMember(MemberId id, Done done) {
                 c->owner->finishChange(c, status);
             });
             if (rv != 0) finishChange(change, rv);
+        },
+        [shared] {
+            (*shared)(Status(ErrorCodes::InterruptedAtShutdown, "replication group stopped"));
+        });
+}
+
+void RaftGroup::barrier(Done done) {
+    auto shared = std::make_shared<Done>(std::move(done));
+    post(
+        [this, shared] {
+            auto* request = new BarrierRequest;
+            request->req.data = request;
+            request->done = std::move(*shared);
+            int rv = raft_barrier(&_raft, &request->req, [](struct raft_barrier* req, int status) {
+                auto* r = static_cast<BarrierRequest*>(req->data);
+                r->done(status == 0 ? Status::OK() : statusFromRaft(status, "barrier"));
+                delete r;
+            });
+            if (rv != 0) {
+                request->done(statusFromRaft(rv, "barrier"));
+                delete request;
+            }
         },
         [shared] {
             (*shared)(Status(ErrorCodes::InterruptedAtShutdown, "replication group stopped"));
