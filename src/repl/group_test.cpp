@@ -370,6 +370,24 @@ TEST_F(GroupTest, AMemberBehindTheLeadersLogCatchesUpFromASnapshot) {
     EXPECT_GT(_machines[lagging]->restores(), 0) << "caught up from the log alone";
 }
 
+TEST_F(GroupTest, AMemberThatCannotStartSaysWhyAndLeavesNothingRunning) {
+    startMember(1, members({1}));
+    ASSERT_EQ(waitForLeader(), 1u);
+    // A second member on the same address: its listener cannot bind.
+    RecordingMachine machine;
+    GroupOptions options;
+    options.dir = _root / "second";
+    options.self = 2;
+    options.selfAddress = member(1).address;
+    options.bootstrap = {Member{2, member(1).address, MemberRole::kVoter}};
+    auto started = Group::start(std::move(options), machine);
+    ASSERT_FALSE(started.isOK());
+    EXPECT_NE(started.getStatus().reason().find("raft_start"), std::string::npos)
+        << started.getStatus().toString();
+    // The first member is unaffected.
+    EXPECT_TRUE(proposeAndWait(1, "still").isOK());
+}
+
 TEST_F(GroupTest, StoppingCompletesEveryProposalInFlight) {
     auto all = members({1, 2, 3});
     for (MemberId id : {1, 2, 3}) startMember(id, all);
