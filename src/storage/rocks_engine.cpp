@@ -297,6 +297,18 @@ RocksEngine::~RocksEngine() {
 
 rocksdb::Status RocksEngine::write(const rocksdb::WriteOptions& options,
                                    rocksdb::WriteBatch* batch) {
+    if (CommitLog* log = _commitLog.load()) {
+        // Written by applyCommitted once the group has it. The group's error code does not
+        // survive rocksdb::Status yet (src/repl/README.md, "Plan" 5).
+        Status committed = log->commit(std::string_view(batch->Data()));
+        if (!committed.isOK()) return rocksdb::Status::Aborted(committed.toString());
+        return rocksdb::Status::OK();
+    }
+    return writeDirect(options, batch);
+}
+
+rocksdb::Status RocksEngine::writeDirect(const rocksdb::WriteOptions& options,
+                                         rocksdb::WriteBatch* batch) {
 #if defined(TESSERA_UNDER_TSAN)
     static Mutex oneAtATime;  // see the declaration
     MutexLock lk(oneAtATime);

@@ -19,6 +19,7 @@
 #include "storage/key_locks.h"
 #include "storage/mvcc_iterator.h"
 #include "storage/prepared_transactions.h"
+#include "storage/replication.h"
 #include "storage/visibility.h"
 #include "storage/wal_sync_group.h"
 
@@ -153,6 +154,30 @@ class RocksEngine final : public Engine {
     // The transaction ended without publishing them (abort, failed commit): forgotten.
     void releaseReserved(const std::vector<CollectionPtr>& created);
 
+    // Replication (replication.h, rocks_replication.cpp).
+    void setCommitLog(CommitLog* log) { _commitLog.store(log); }
+    Status applyCommitted(std::string_view batch, uint64_t logIndex, bool fromElsewhere);
+    StatusWith<uint64_t> committedLogIndex() const;
+    // One catalog change of a batch from elsewhere, as the in-memory state follows it.
+    struct FollowedChange {
+        enum class Kind { kPublish, kDrop, kCounts, kNextId } kind = Kind::kPublish;
+        CollectionPtr info;  // kPublish
+        uint64_t id = 0;     // kDrop, kCounts: the collection; kNextId: the next id
+        std::string value;  // kCounts: count(8) | dataSize(8) | ts(8)
+        bool delta = false;  // kCounts: a merge (added) rather than a put (replaces)
+
+        static FollowedChange publish(CollectionPtr info) {
+            return {Kind::kPublish, std::move(info), 0, {}, false};
+        }
+        static FollowedChange drop(uint64_t id) { return {Kind::kDrop, nullptr, id, {}, false}; }
+        static FollowedChange countsOf(uint64_t id, std::string value, bool delta) {
+            return {Kind::kCounts, nullptr, id, std::move(value), delta};
+        }
+        static FollowedChange nextId(uint64_t next) {
+            return {Kind::kNextId, nullptr, next, {}, false};
+        }
+    };
+
   private:
     explicit RocksEngine(const EngineOptions& options);
     Status openDb();
@@ -184,6 +209,9 @@ class RocksEngine final : public Engine {
     StatusWith<WriterParts> writerParts(const CollectionPtr& coll, bool mayWait);
     std::shared_ptr<CollectionState> stateFor(uint64_t id) const;
     Status writeSync(rocksdb::WriteBatch* batch);
+    // RocksDB's write itself, under write() and applyCommitted().
+    rocksdb::Status writeDirect(const rocksdb::WriteOptions& options, rocksdb::WriteBatch* batch);
+    void follow(const std::vector<FollowedChange>& changes) EXCLUDES(_catalogMutex);
     Status syncWalNow();  // one DB::SyncWAL (through _walSync)
     // Adds the deletion of everything of `coll` to `batch` (caller holds its write lock).
     void addDropToBatch(rocksdb::WriteBatch* batch, const CollectionInfo& coll);
@@ -233,6 +261,7 @@ class RocksEngine final : public Engine {
     std::atomic<uint64_t> _nextTransactionId{1};
     Mutex _openTransactionsMutex;
     std::unordered_set<RocksTransaction*> _openTransactions GUARDED_BY(_openTransactionsMutex);
+    std::atomic<CommitLog*> _commitLog{nullptr};  // replication.h; null: written directly
     // Group commit for syncWal(): concurrent callers share one WAL sync.
     WalSyncGroup _walSync{[this] { return syncWalNow(); }};
 };

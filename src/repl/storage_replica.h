@@ -1,0 +1,55 @@
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+
+#include "repl/group.h"
+#include "storage/engine.h"
+#include "storage/replication.h"
+
+namespace tessera::repl {
+
+// One member's storage engine replicated through its group (README.md, "Plan" 5): the engine's
+// commit log (every write becomes one entry, and returns once the group committed and applied
+// it) and the group's state machine (every committed entry is written to the engine, in log
+// order, on every member).
+//
+// An entry is the writing member's id and a sequence number of its own, then the batch. When
+// an entry is applied on the member whose writer still waits for it, the batch is written as is
+// and the writer updates the engine's in-memory state itself; any other entry — another
+// member's, or one whose writer gave up on a leadership change — is applied "from elsewhere".
+class StorageReplica final : public storage::CommitLog, public StateMachine {
+  public:
+    StorageReplica(storage::Engine& engine, MemberId self) : _engine(engine), _self(self) {}
+
+    // The group this replica proposes to: set once it started, before the engine writes; null
+    // before the group stops.
+    void attach(Group* group);
+
+    // storage::CommitLog
+    Status commit(std::string_view batch) override;
+
+    // StateMachine (the group's thread)
+    LogIndex appliedIndex() const override;
+    void apply(LogIndex index, std::string_view entry) override;
+    std::string snapshot(LogIndex index) override;
+    Status restore(LogIndex index, std::string_view snapshot) override;
+
+  private:
+    struct Waiter {
+        bool done = false;
+        Status outcome = Status::OK();
+    };
+
+    storage::Engine& _engine;
+    const MemberId _self;
+    std::mutex _mutex;
+    std::condition_variable _finished;
+    Group* _group = nullptr;                        // guarded by _mutex
+    uint64_t _nextSequence = 0;                     // guarded by _mutex
+    std::unordered_map<uint64_t, Waiter> _waiting;  // guarded by _mutex: sequence → its writer
+};
+
+}  // namespace tessera::repl

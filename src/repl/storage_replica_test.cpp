@@ -1,0 +1,242 @@
+// Storage engines replicated through real groups (libraft over loopback) in one process: the
+// leader's writes reach every member as the same catalog, counts and documents; a follower's
+// engine refuses writes; after the leader stops, another member leads and the stopped one comes
+// back from its own files and catches up.
+#include "repl/storage_replica.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <map>
+#include <thread>
+
+#include "repl/group.h"
+#include "storage/replication.h"
+#include "storage/storage_test_util.h"
+
+namespace tessera::repl {
+namespace {
+
+using namespace std::chrono_literals;
+using storage::test::J;
+using storage::test::TempDir;
+
+int unusedPort() {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    socklen_t len = sizeof(addr);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    ::close(fd);
+    return ntohs(addr.sin_port);
+}
+
+template <typename Pred>
+bool waitFor(Pred pred, std::chrono::milliseconds limit = 20s) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (pred()) return true;
+        std::this_thread::sleep_for(5ms);
+    }
+    return pred();
+}
+
+// What a reader of an engine sees: collections (name, id, indexes), counts, documents.
+std::string view(storage::Engine& e) {
+    std::string out;
+    for (const std::string& db : e.listDatabases()) {
+        for (const storage::CollectionPtr& c : e.listCollections(db)) {
+            out += c->ns() + " id=" + std::to_string(c->id) + " indexes=";
+            for (const auto& index : c->indexes) out += index.name + ",";
+            storage::CollectionStats stats = e.stats(*c);
+            out += " count=" + std::to_string(stats.count) +
+                   " size=" + std::to_string(stats.dataSize) + "\n";
+            auto snap = e.snapshot();
+            auto cursor = snap->scan(*c, true);
+            while (auto r = cursor->next()) out += "  " + r->doc.toJson() + "\n";
+        }
+    }
+    return out;
+}
+
+class StorageReplicaTest : public ::testing::Test {
+  protected:
+    struct Member {
+        std::unique_ptr<storage::Engine> engine;
+        std::unique_ptr<StorageReplica> replica;
+        std::unique_ptr<Group> group;
+    };
+
+    void TearDown() override {
+        for (auto& [id, m] : _members) stopMember(id);
+    }
+
+    std::vector<repl::Member> addresses(std::initializer_list<MemberId> ids) {
+        std::vector<repl::Member> out;
+        for (MemberId id : ids) {
+            if (!_ports.count(id)) _ports[id] = unusedPort();
+            out.push_back({id, "127.0.0.1:" + std::to_string(_ports[id]), MemberRole::kVoter});
+        }
+        return out;
+    }
+
+    void startMember(MemberId id, std::vector<repl::Member> bootstrap) {
+        Member& m = _members[id];
+        std::string root = _dir.path() + "/m" + std::to_string(id);
+        storage::EngineOptions engineOptions;
+        engineOptions.dbpath = root + "/db";
+        engineOptions.clock = &_clocks[id];
+        engineOptions.blockCacheBytes = 16 << 20;
+        std::filesystem::create_directories(engineOptions.dbpath);
+        auto engine = storage::Engine::open(engineOptions);
+        ASSERT_TRUE(engine.isOK()) << engine.getStatus().toString();
+        m.engine = std::move(engine.getValue());
+        m.replica = std::make_unique<StorageReplica>(*m.engine, id);
+        GroupOptions options;
+        options.dir = root + "/log";
+        options.self = id;
+        options.selfAddress = addresses({id})[0].address;
+        options.bootstrap = std::move(bootstrap);
+        options.electionTimeout = 300ms;
+        options.heartbeatInterval = 30ms;
+        auto group = Group::start(std::move(options), *m.replica);
+        ASSERT_TRUE(group.isOK()) << group.getStatus().toString();
+        m.group = std::move(group.getValue());
+        m.replica->attach(m.group.get());
+        storage::setCommitLog(*m.engine, m.replica.get());
+    }
+
+    void stopMember(MemberId id) {
+        Member& m = _members[id];
+        if (!m.group) return;
+        m.group->stop();
+        m.replica->attach(nullptr);
+        storage::setCommitLog(*m.engine, nullptr);
+        m.group.reset();
+        m.replica.reset();
+        m.engine.reset();
+    }
+
+    MemberId waitForLeader() {
+        MemberId leader = 0;
+        EXPECT_TRUE(waitFor([&] {
+            for (auto& [id, m] : _members) {
+                if (m.group && m.group->status().role == Role::kLeader) {
+                    leader = id;
+                    return true;
+                }
+            }
+            return false;
+        }));
+        return leader;
+    }
+
+    // Every running member has applied what the leader has and reads the same.
+    void expectConverged(MemberId leader) {
+        storage::Engine& reference = *_members[leader].engine;
+        auto leaderIndex = storage::committedLogIndex(reference);
+        ASSERT_TRUE(leaderIndex.isOK());
+        for (auto& [id, m] : _members) {
+            if (!m.group) continue;
+            storage::Engine* engine = m.engine.get();
+            EXPECT_TRUE(waitFor([&] {
+                auto index = storage::committedLogIndex(*engine);
+                return index.isOK() && index.getValue() >= leaderIndex.getValue();
+            })) << "member "
+                << id;
+            EXPECT_EQ(view(*m.engine), view(reference)) << "member " << id;
+        }
+    }
+
+    void insertMany(storage::Engine& e, std::string_view ns, int from, int to) {
+        auto w = e.writer(e.getCollection(ns), nullptr);
+        ASSERT_TRUE(w.isOK()) << w.getStatus().toString();
+        for (int i = from; i < to; ++i) {
+            auto r = w.getValue()->insert(
+                J(R"({"_id": )" + std::to_string(i) + R"(, "x": )" + std::to_string(i % 5) + "}"),
+                {});
+            ASSERT_TRUE(r.isOK()) << r.getStatus().toString();
+        }
+    }
+
+    TempDir _dir;
+    std::map<MemberId, int> _ports;
+    std::map<MemberId, HybridLogicalClock> _clocks;
+    std::map<MemberId, Member> _members;
+};
+
+TEST_F(StorageReplicaTest, TheLeadersWritesReachEveryMemberAsTheSameCatalogCountsAndDocuments) {
+    auto all = addresses({1, 2, 3});
+    for (MemberId id : {1, 2, 3}) startMember(id, all);
+    MemberId leader = waitForLeader();
+    ASSERT_NE(leader, 0u);
+    storage::Engine& e = *_members[leader].engine;
+    ASSERT_TRUE(e.createCollection("db.c", bson::BsonObj()).isOK());
+    std::vector<std::thread> writers;
+    for (int t = 0; t < 4; ++t) {
+        writers.emplace_back([&, t] { insertMany(e, "db.c", t * 100, t * 100 + 25); });
+    }
+    for (auto& t : writers) t.join();
+    storage::IndexSpec x;
+    x.name = "x_1";
+    x.keyPattern = J(R"({"x": 1})");
+    ASSERT_TRUE(e.createIndexes("db.c", {x}).isOK());
+    ASSERT_TRUE(e.createCollection("db.tmp", bson::BsonObj()).isOK());
+    ASSERT_TRUE(e.renameCollection("db.tmp", "db.renamed", false).isOK());
+    expectConverged(leader);
+    for (auto& [id, m] : _members) {
+        EXPECT_EQ(m.engine->stats(*m.engine->getCollection("db.c")).count, 100) << id;
+        EXPECT_NE(m.engine->getCollection("db.renamed"), nullptr) << id;
+    }
+}
+
+TEST_F(StorageReplicaTest, AFollowersEngineRefusesWritesAndChangesNothing) {
+    auto all = addresses({1, 2, 3});
+    for (MemberId id : {1, 2, 3}) startMember(id, all);
+    MemberId leader = waitForLeader();
+    ASSERT_TRUE(_members[leader].engine->createCollection("db.c", bson::BsonObj()).isOK());
+    expectConverged(leader);
+    MemberId follower = leader == 1 ? 2 : 1;
+    storage::Engine& f = *_members[follower].engine;
+    auto w = f.writer(f.getCollection("db.c"), nullptr);
+    ASSERT_TRUE(w.isOK());
+    auto r = w.getValue()->insert(J(R"({"_id": "nope"})"), {});
+    ASSERT_FALSE(r.isOK());
+    EXPECT_NE(r.getStatus().reason().find("NotWritablePrimary"), std::string::npos)
+        << r.getStatus().toString();
+    EXPECT_EQ(f.stats(*f.getCollection("db.c")).count, 0);
+    expectConverged(leader);
+}
+
+TEST_F(StorageReplicaTest,
+       AfterTheLeaderStopsAnotherLeadsAndTheStoppedMemberCatchesUpFromItsFiles) {
+    auto all = addresses({1, 2, 3});
+    for (MemberId id : {1, 2, 3}) startMember(id, all);
+    MemberId first = waitForLeader();
+    ASSERT_TRUE(_members[first].engine->createCollection("db.c", bson::BsonObj()).isOK());
+    insertMany(*_members[first].engine, "db.c", 0, 30);
+    expectConverged(first);
+
+    stopMember(first);
+    MemberId second = waitForLeader();
+    ASSERT_NE(second, 0u);
+    ASSERT_NE(second, first);
+    insertMany(*_members[second].engine, "db.c", 30, 60);
+    ASSERT_TRUE(_members[second].engine->dropCollection("db.c").isOK());
+    ASSERT_TRUE(_members[second].engine->createCollection("db.d", bson::BsonObj()).isOK());
+    insertMany(*_members[second].engine, "db.d", 0, 10);
+
+    startMember(first, {});
+    expectConverged(second);
+    EXPECT_EQ(_members[first].engine->getCollection("db.c"), nullptr);
+    EXPECT_EQ(_members[first].engine->stats(*_members[first].engine->getCollection("db.d")).count,
+              10);
+}
+
+}  // namespace
+}  // namespace tessera::repl
