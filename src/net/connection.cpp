@@ -156,6 +156,11 @@ asio::awaitable<void> Connection::serve() {
     while (!_closeRequested) {
         wire::Message message;
         if (co_await readMessage(&message) != ReadResult::kOk) break;
+        if (_server.handOverOpCode != 0 &&
+            static_cast<int32_t>(message.opCode()) == _server.handOverOpCode) {
+            co_await handOver(std::move(message));
+            break;
+        }
         _busy = true;
         const bool keep = co_await handleMessage(std::move(message));
         _busy = false;
@@ -172,6 +177,27 @@ asio::awaitable<void> Connection::serve() {
         }
         return true;
     });
+}
+
+asio::awaitable<void> Connection::handOver(wire::Message message) {
+    // The answer: a bare header of the same opCode, after which the peer writes its own
+    // protocol; it writes nothing before it, so nothing of it sits in _readBuffer.
+    wire::Message ack = wire::Message::allocate(wire::kHeaderSize);
+    uint8_t* h = ack.mutableData();
+    wire::writeInt32LE(h, static_cast<int32_t>(wire::kHeaderSize));
+    wire::writeInt32LE(h + 4, _server.nextRequestId());
+    wire::writeInt32LE(h + 8, message.header().requestId);
+    wire::writeInt32LE(h + 12, _server.handOverOpCode);
+    if (!co_await writeMessage(ack)) co_return;
+    asio::error_code ec;
+    int fd = _socket.release(ec);
+    if (ec) {
+        logFramingError("cannot hand the connection over: " + ec.message());
+        co_return;
+    }
+    std::string body(reinterpret_cast<const char*>(message.data()) + wire::kHeaderSize,
+                     message.size() - wire::kHeaderSize);
+    _server.handOver(fd, std::move(body));
 }
 
 asio::awaitable<Connection::ReadResult> Connection::readMessage(wire::Message* out) {
@@ -205,8 +231,11 @@ asio::awaitable<Connection::ReadResult> Connection::readMessage(wire::Message* o
         co_return ReadResult::kClosed;
     }
     const wire::MsgHeader& h = parsed.getValue();
+    const bool handOver =
+        _firstMessage && _server.handOverOpCode != 0 && h.opCode == _server.handOverOpCode;
+    _firstMessage = false;
     if (h.opCode != static_cast<int32_t>(wire::OpCode::kMsg) &&
-        h.opCode != static_cast<int32_t>(wire::OpCode::kQuery)) {
+        h.opCode != static_cast<int32_t>(wire::OpCode::kQuery) && !handOver) {
         logFramingError("Unsupported opCode " + std::to_string(h.opCode));
         co_return ReadResult::kClosed;
     }

@@ -35,6 +35,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   private:
     enum class ReadResult { kOk, kClosed };
     asio::awaitable<ReadResult> readMessage(wire::Message* out);
+    // ServerOptions::handOverOpCode: answers, then gives the socket away.
+    asio::awaitable<void> handOver(wire::Message message);
     // Returns false when the connection must close (framing error, write failure).
     asio::awaitable<bool> handleMessage(wire::Message message);
     asio::awaitable<bson::BsonObj> runCommand(const Request& request);
@@ -46,6 +48,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     asio::ip::tcp::socket _socket;
     ClientContext _client;
     bool _busy = false;
+    bool _firstMessage = true;  // the only one that may be a hand-over (ServerOptions)
     bool _closeRequested = false;
     // Received bytes not consumed yet: [_readStart, _readEnd) of _readBuffer (allocated on the
     // first read, kReadBufferSize bytes; a larger message is read into its own buffer).

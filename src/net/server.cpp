@@ -48,6 +48,8 @@ struct Server::Impl {
                 options.controlThreads, options.maxConnections) {
         if (options.forwardRequests) state.remotes = std::make_unique<AsyncRemoteClient>(state.ioc);
         state.inlineRequests = options.inlineRequests;
+        state.handOverOpCode = options.handOver ? options.handOverOpCode : 0;
+        state.handOver = options.handOver;
         for (int i = 1; i < options.ioThreads; ++i) {
             state.moreIo.push_back(std::make_unique<asio::io_context>(1));
         }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,12 @@ struct ServerOptions {
     // no hand-off to a worker and back (two thread wake-ups per request); the rest run on the
     // pool as usual. Run such a server with one io thread per core.
     bool inlineRequests = false;
+    // Connections whose first message carries this opCode leave the wire protocol (0: none):
+    // the server answers with a header-only message of the same opCode and hands the socket and
+    // the message's body to `handOver`, which owns the descriptor from then on — how the members
+    // of a replication group reach each other on their one port (src/repl/README.md).
+    int32_t handOverOpCode = 0;
+    std::function<void(int fd, std::string body)> handOver = nullptr;
 };
 
 // For serverStatus `connections`.

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -41,6 +43,8 @@ struct ServerState {
     asio::thread_pool workers;
     asio::thread_pool control;    // RequestHandler::isControlRequest
     bool inlineRequests = false;  // ServerOptions::inlineRequests
+    int32_t handOverOpCode = 0;   // ServerOptions::handOverOpCode
+    std::function<void(int fd, std::string body)> handOver;
     // Set with ServerOptions::forwardRequests: the connections' forwarded exchanges.
     std::unique_ptr<AsyncRemoteClient> remotes;
     const int64_t maxConnections;

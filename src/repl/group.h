@@ -87,6 +87,11 @@ struct GroupOptions {
     // A follower that hears nothing for a random time in [t, 2t) stands for election.
     std::chrono::milliseconds electionTimeout{500};
     std::chrono::milliseconds heartbeatInterval{50};
+    // How members reach each other. false: libraft's own TCP listener at selfAddress (a port of
+    // its own). true: at their main ports — the server hands connections that start with
+    // kHandOverOpCode (handover_transport.h) to acceptStream(), and this member connects to
+    // the others' main ports the same way; selfAddress is then the member's main address.
+    bool handOver = false;
     unsigned snapshotThreshold = 8192;  // entries applied between two snapshots
     unsigned snapshotTrailing = 8192;   // entries kept below a snapshot, for lagging members
     // Called on the group's thread whenever role, term or leader changes.
@@ -126,6 +131,10 @@ class Group {
     virtual void barrier(Done done) = 0;
 
     virtual GroupStatus status() const = 0;
+
+    // With GroupOptions::handOver: a connection from another member, handed over by the server
+    // after the first message (`body`: that message's body). Owns `fd` (closed if unused).
+    virtual void acceptStream(int fd, std::string body) = 0;
 
     // Leaves the group's network and stops its thread (idempotent; the destructor calls it).
     // Proposals still in flight complete with InterruptedAtShutdown.

@@ -7,6 +7,8 @@ extern "C" {
 #include <raft/uv.h>
 }
 
+#include <unistd.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <csignal>
@@ -16,6 +18,7 @@ extern "C" {
 #include "base/error_codes.h"
 #include "base/log.h"
 #include "base/mutex.h"
+#include "repl/handover_transport.h"
 #include "repl/loop_thread.h"
 #include "repl/nodelay_transport.h"
 #include "repl/raft_fsm.h"
@@ -106,6 +109,7 @@ class RaftGroup final : public Group {
         return _status;
     }
     void stop() override;
+    void acceptStream(int fd, std::string body) override;
 
   private:
     enum class Stage { kNone, kTimer, kTransport, kIo, kRaft };
@@ -127,7 +131,8 @@ class RaftGroup final : public Group {
     FsmAdapter _fsm;
     std::shared_ptr<LoopThread> _loopThread;
     uv_timer_t _statusTimer{};
-    NodelayTransport _transport;  // libraft's TCP transport with TCP_NODELAY
+    NodelayTransport _transport;  // libraft's TCP transport with TCP_NODELAY, or…
+    HandoverTransport _handOver;  // …the members' main ports (GroupOptions::handOver)
     raft_io _io{};
     RaftIoGuard _guard;  // between libraft and its io: see raft_io_guard.h
     raft _raft{};
@@ -181,11 +186,17 @@ Status RaftGroup::initialize() {
     _statusTimer.data = this;
     uv_timer_init(loop, &_statusTimer);
     _stage = Stage::kTimer;
-    if (int rv = raft_uv_tcp_init(_transport.inner(), loop); rv != 0) {
-        return statusFromRaft(rv, "raft_uv_tcp_init");
+    raft_uv_transport* transport = nullptr;
+    if (_options.handOver) {
+        transport = _handOver.transport(loop);
+    } else {
+        if (int rv = raft_uv_tcp_init(_transport.inner(), loop); rv != 0) {
+            return statusFromRaft(rv, "raft_uv_tcp_init");
+        }
+        transport = _transport.transport();
     }
     _stage = Stage::kTransport;
-    if (int rv = raft_uv_init(&_io, loop, _options.dir.c_str(), _transport.transport()); rv != 0) {
+    if (int rv = raft_uv_init(&_io, loop, _options.dir.c_str(), transport); rv != 0) {
         return statusFromRaft(rv, std::string("raft_uv_init: ") + _io.errmsg);
     }
     _stage = Stage::kIo;
@@ -237,7 +248,7 @@ void RaftGroup::beginClose() {
         return;
     }
     if (_stage >= Stage::kIo) raft_uv_close(&_io);
-    if (_stage >= Stage::kTransport) raft_uv_tcp_close(_transport.inner());
+    if (_stage >= Stage::kTransport && !_options.handOver) raft_uv_tcp_close(_transport.inner());
     if (_stage >= Stage::kTimer) {
         uv_close(reinterpret_cast<uv_handle_t*>(&_statusTimer), &RaftGroup::onTimerClosed);
     } else {
@@ -464,10 +475,23 @@ void RaftGroup::onDrainTimer(uv_timer_t* handle) {
     raft_close(&self->_raft, &RaftGroup::onRaftClosed);
 }
 
+void RaftGroup::acceptStream(int fd, std::string body) {
+    auto shared = std::make_shared<std::string>(std::move(body));
+    post(
+        [this, fd, shared] {
+            if (!_options.handOver || _closing) {
+                ::close(fd);
+                return;
+            }
+            _handOver.accept(fd, *shared);
+        },
+        [fd] { ::close(fd); });
+}
+
 void RaftGroup::onRaftClosed(raft* instance) {
     auto* self = static_cast<RaftGroup*>(instance->data);
     raft_uv_close(&self->_io);
-    raft_uv_tcp_close(self->_transport.inner());
+    if (!self->_options.handOver) raft_uv_tcp_close(self->_transport.inner());
     uv_close(reinterpret_cast<uv_handle_t*>(&self->_statusTimer), &RaftGroup::onTimerClosed);
 }
 
