@@ -13,9 +13,11 @@
 #include <map>
 #include <thread>
 
+#include "base/error_codes.h"
 #include "repl/group.h"
 #include "storage/replication.h"
 #include "storage/storage_test_util.h"
+#include "storage/transaction.h"
 
 namespace tessera::repl {
 namespace {
@@ -207,8 +209,20 @@ TEST_F(StorageReplicaTest, AFollowersEngineRefusesWritesAndChangesNothing) {
     ASSERT_TRUE(w.isOK());
     auto r = w.getValue()->insert(J(R"({"_id": "nope"})"), {});
     ASSERT_FALSE(r.isOK());
-    EXPECT_NE(r.getStatus().reason().find("NotWritablePrimary"), std::string::npos)
+    EXPECT_EQ(r.getStatus().code(), static_cast<int>(ErrorCodes::NotWritablePrimary))
         << r.getStatus().toString();
+    // DDL too, with the same code.
+    EXPECT_EQ(f.createCollection("db.other", bson::BsonObj()).getStatus().code(),
+              static_cast<int>(ErrorCodes::NotWritablePrimary));
+    EXPECT_EQ(f.getCollection("db.other"), nullptr);
+    // And a transaction's commit.
+    auto txn = f.beginTransaction(std::nullopt, nullptr);
+    ASSERT_TRUE(txn.isOK()) << txn.getStatus().toString();
+    auto tw = txn.getValue()->writer(f.getCollection("db.c"));
+    ASSERT_TRUE(tw.isOK());
+    ASSERT_TRUE(tw.getValue()->insert(J(R"({"_id": "in a transaction"})"), {}).isOK());
+    EXPECT_EQ(txn.getValue()->commit({}, storage::WriteOptions{}).getStatus().code(),
+              static_cast<int>(ErrorCodes::NotWritablePrimary));
     EXPECT_EQ(f.stats(*f.getCollection("db.c")).count, 0);
     expectConverged(leader);
 }

@@ -263,7 +263,7 @@ StatusWith<Timestamp> RocksCollectionWriter::commit(std::string_view movedFrom,
             s = _engine->write(wo, &_batch);
         }
     }
-    if (!s.ok()) return Status(ErrorCodes::InternalError, "storage write failed: " + s.ToString());
+    if (!s.ok()) return RocksEngine::writeFailure(s);
     _state->count.fetch_add(countDelta);
     _state->dataSize.fetch_add(sizeDelta);
     if (newInfo) {
@@ -335,7 +335,7 @@ StatusWith<Timestamp> RocksCollectionWriter::commitIntent(std::string_view moved
         wo.sync = true;
         if (s.ok()) s = _engine->write(wo, &catalog);
         if (!s.ok()) {
-            return Status(ErrorCodes::InternalError, "storage write failed: " + s.ToString());
+            return RocksEngine::writeFailure(s);
         }
         _engine->publish(newInfo);
         _coll = std::move(newInfo);
@@ -591,7 +591,7 @@ rocksdb::Status RocksCollectionWriter::writeBatchOfMany(
 Status RocksCollectionWriter::publishBatchOfMany(const rocksdb::Status& written, int64_t countDelta,
                                                  int64_t sizeDelta) {
     if (!written.ok()) {
-        return Status(ErrorCodes::InternalError, "storage write failed: " + written.ToString());
+        return RocksEngine::writeFailure(written);
     }
     _state->count.fetch_add(countDelta);
     _state->dataSize.fetch_add(sizeDelta);

@@ -298,10 +298,13 @@ RocksEngine::~RocksEngine() {
 rocksdb::Status RocksEngine::write(const rocksdb::WriteOptions& options,
                                    rocksdb::WriteBatch* batch) {
     if (CommitLog* log = _commitLog.load()) {
-        // Written by applyCommitted once the group has it. The group's error code does not
-        // survive rocksdb::Status yet (src/repl/README.md, "Plan" 5).
+        // Written by applyCommitted once the group has it.
         Status committed = log->commit(std::string_view(batch->Data()));
-        if (!committed.isOK()) return rocksdb::Status::Aborted(committed.toString());
+        if (!committed.isOK()) {
+            // writeFailure() reads the code back: "tessera <code>" then the reason.
+            return rocksdb::Status::Aborted("tessera " + std::to_string(committed.code()),
+                                            committed.reason());
+        }
         return rocksdb::Status::OK();
     }
     return writeDirect(options, batch);
@@ -319,7 +322,30 @@ rocksdb::Status RocksEngine::writeDirect(const rocksdb::WriteOptions& options,
 Status RocksEngine::writeSync(rocksdb::WriteBatch* batch) {
     rocksdb::WriteOptions wo;
     wo.sync = true;
-    return fromRocks(write(wo, batch), "catalog write failed");
+    rocksdb::Status s = write(wo, batch);
+    return s.ok() ? Status::OK() : writeFailure(s);
+}
+
+Status RocksEngine::writeFailure(const rocksdb::Status& written) {
+    constexpr std::string_view kPrefix = "tessera ";
+    std::string_view state = written.getState() ? std::string_view(written.getState()) : "";
+    if (written.IsAborted() && state.substr(0, kPrefix.size()) == kPrefix) {
+        // "tessera <code>: <reason>" (rocksdb::Status joins its two messages with ": ").
+        std::string_view rest = state.substr(kPrefix.size());
+        size_t colon = rest.find(": ");
+        int code = 0;
+        for (char c : rest.substr(0, colon)) {
+            if (c < '0' || c > '9') {
+                code = 0;
+                break;
+            }
+            code = code * 10 + (c - '0');
+        }
+        if (code != 0 && colon != std::string_view::npos) {
+            return Status(static_cast<ErrorCodes>(code), std::string(rest.substr(colon + 2)));
+        }
+    }
+    return Status(ErrorCodes::InternalError, "storage write failed: " + written.ToString());
 }
 
 void RocksEngine::putCounts(rocksdb::WriteBatch* batch, uint64_t collId, int64_t count,

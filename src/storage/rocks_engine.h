@@ -154,6 +154,11 @@ class RocksEngine final : public Engine {
     // The transaction ended without publishing them (abort, failed commit): forgotten.
     void releaseReserved(const std::vector<CollectionPtr>& created);
 
+    // The status of a failed write(): "storage write failed: …" (InternalError), or — when the
+    // commit log refused the batch — the log's own error with its code (NotWritablePrimary,
+    // InterruptedDueToReplStateChange), which write() carries inside its rocksdb::Status.
+    static Status writeFailure(const rocksdb::Status& written);
+
     // Replication (replication.h, rocks_replication.cpp).
     void setCommitLog(CommitLog* log) { _commitLog.store(log); }
     Status applyCommitted(std::string_view batch, uint64_t logIndex, bool fromElsewhere);
@@ -163,7 +168,7 @@ class RocksEngine final : public Engine {
         enum class Kind { kPublish, kDrop, kCounts, kNextId } kind = Kind::kPublish;
         CollectionPtr info;  // kPublish
         uint64_t id = 0;     // kDrop, kCounts: the collection; kNextId: the next id
-        std::string value;  // kCounts: count(8) | dataSize(8) | ts(8)
+        std::string value;   // kCounts: count(8) | dataSize(8) | ts(8)
         bool delta = false;  // kCounts: a merge (added) rather than a put (replaces)
 
         static FollowedChange publish(CollectionPtr info) {

@@ -504,7 +504,7 @@ StatusWith<Timestamp> RocksTransaction::writeCommit(
     }
     if (!s.ok()) {
         abortLocked();
-        return Status(ErrorCodes::InternalError, "storage write failed: " + s.ToString());
+        return RocksEngine::writeFailure(s);
     }
     for (const auto& [collId, c] : _counts) {
         c.state->count.fetch_add(c.count);
