@@ -1,6 +1,7 @@
 #include "repl/storage_replica.h"
 
 #include <cstdlib>
+#include <random>
 
 #include "base/error_codes.h"
 #include "base/log.h"
@@ -9,7 +10,8 @@ namespace tessera::repl {
 
 namespace {
 
-constexpr size_t kHeader = 16;  // origin member (8) | origin sequence (8), big-endian
+// origin member (8) | its incarnation (8) | its sequence (8), big-endian; then the batch
+constexpr size_t kHeader = 24;
 
 void put64(std::string& out, uint64_t v) {
     for (int i = 7; i >= 0; --i) out.push_back(static_cast<char>(v >> (8 * i)));
@@ -22,6 +24,12 @@ uint64_t get64(std::string_view in) {
 }
 
 }  // namespace
+
+StorageReplica::StorageReplica(storage::Engine& engine, MemberId self)
+    : _engine(engine), _self(self), _incarnation([] {
+          std::random_device random;
+          return (uint64_t{random()} << 32) | random();
+      }()) {}
 
 void StorageReplica::attach(Group* group) {
     std::lock_guard lk(_mutex);
@@ -43,6 +51,7 @@ Status StorageReplica::commit(std::string_view batch) {
         _waiting[sequence];
     }
     put64(entry, _self);
+    put64(entry, _incarnation);
     put64(entry, sequence);
     entry.append(batch);
     group->propose(std::move(entry), [this, sequence](StatusWith<LogIndex> result) {
@@ -79,12 +88,13 @@ void StorageReplica::apply(LogIndex index, std::string_view entry) {
         std::abort();
     }
     uint64_t origin = get64(entry.substr(0, 8));
-    uint64_t sequence = get64(entry.substr(8, 8));
+    uint64_t incarnation = get64(entry.substr(8, 8));
+    uint64_t sequence = get64(entry.substr(16, 8));
     std::string_view batch = entry.substr(kHeader);
     bool ours = false;
     {
         std::lock_guard lk(_mutex);
-        if (origin == _self) {
+        if (origin == _self && incarnation == _incarnation) {
             auto it = _waiting.find(sequence);
             ours = it != _waiting.end() && !it->second.done;
         }

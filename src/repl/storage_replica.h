@@ -16,13 +16,15 @@ namespace tessera::repl {
 // it) and the group's state machine (every committed entry is written to the engine, in log
 // order, on every member).
 //
-// An entry is the writing member's id and a sequence number of its own, then the batch. When
-// an entry is applied on the member whose writer still waits for it, the batch is written as is
-// and the writer updates the engine's in-memory state itself; any other entry — another
-// member's, or one whose writer gave up on a leadership change — is applied "from elsewhere".
+// An entry is the writing member's id, the writing process's incarnation (random, so that
+// entries of this member's previous run — replayed or committed late — are never taken for a
+// writer of this run), a sequence number of its own, then the batch. When an entry is applied on
+// the process whose writer still waits for it, the batch is written as is and the writer updates
+// the engine's in-memory state itself; any other entry — another member's, an earlier run's, or
+// one whose writer gave up on a leadership change — is applied "from elsewhere".
 class StorageReplica final : public storage::CommitLog, public StateMachine {
   public:
-    StorageReplica(storage::Engine& engine, MemberId self) : _engine(engine), _self(self) {}
+    StorageReplica(storage::Engine& engine, MemberId self);
 
     // The group this replica proposes to: set once it started, before the engine writes; null
     // before the group stops.
@@ -45,6 +47,7 @@ class StorageReplica final : public storage::CommitLog, public StateMachine {
 
     storage::Engine& _engine;
     const MemberId _self;
+    const uint64_t _incarnation;
     std::mutex _mutex;
     std::condition_variable _finished;
     Group* _group = nullptr;                        // guarded by _mutex

@@ -10,7 +10,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include "base/error_codes.h"
@@ -250,6 +253,103 @@ TEST_F(StorageReplicaTest,
     EXPECT_EQ(_members[first].engine->getCollection("db.c"), nullptr);
     EXPECT_EQ(_members[first].engine->stats(*_members[first].engine->getCollection("db.d")).count,
               10);
+}
+
+// A group that only records what is proposed: the test applies entries itself, in the order it
+// chooses.
+class CapturingGroup final : public Group {
+  public:
+    void propose(std::string entry, Applied applied) override {
+        std::lock_guard lk(_m);
+        _entries.push_back(std::move(entry));
+        _cv.notify_all();
+    }
+    void addMember(Member, Done done) override { done(Status::OK()); }
+    void removeMember(MemberId, Done done) override { done(Status::OK()); }
+    void transferLeadership(MemberId, Done done) override { done(Status::OK()); }
+    void barrier(Done done) override { done(Status::OK()); }
+    GroupStatus status() const override { return {}; }
+    void acceptStream(int fd, std::string) override { ::close(fd); }
+    void stop() override {}
+
+    std::string waitForEntry(size_t i) {
+        std::unique_lock lk(_m);
+        EXPECT_TRUE(_cv.wait_for(lk, 20s, [&] { return _entries.size() > i; }));
+        return _entries.size() > i ? _entries[i] : std::string();
+    }
+
+  private:
+    std::mutex _m;
+    std::condition_variable _cv;
+    std::vector<std::string> _entries;
+};
+
+TEST(StorageReplicaIncarnation, AnEntryOfThisMembersEarlierRunIsNeverTakenForAWriterOfThisRun) {
+    auto openEngine = [](const TempDir& dir, HybridLogicalClock& clock) {
+        storage::EngineOptions options;
+        options.dbpath = dir.path();
+        options.clock = &clock;
+        options.blockCacheBytes = 16 << 20;
+        auto opened = storage::Engine::open(options);
+        EXPECT_TRUE(opened.isOK()) << opened.getStatus().toString();
+        std::unique_ptr<storage::Engine> engine = std::move(opened.getValue());
+        EXPECT_TRUE(engine->createCollection("db.c", bson::BsonObj()).isOK());
+        return engine;
+    };
+    // The earlier run of member 1, as another process: its first write (sequence 1) proposed,
+    // not yet applied.
+    TempDir earlierDir;
+    HybridLogicalClock earlierClock;
+    auto earlierEngine = openEngine(earlierDir, earlierClock);
+    CapturingGroup earlierGroup;
+    StorageReplica earlier(*earlierEngine, 1);
+    earlier.attach(&earlierGroup);
+    storage::setCommitLog(*earlierEngine, &earlier);
+    std::thread earlierWriter([&] {
+        auto w = earlierEngine->writer(earlierEngine->getCollection("db.c"), nullptr);
+        ASSERT_TRUE(w.isOK());
+        EXPECT_TRUE(w.getValue()->insert(J(R"({"_id": "from the earlier run"})"), {}).isOK());
+    });
+    std::string earlierEntry = earlierGroup.waitForEntry(0);
+
+    // This run of member 1: its first write is sequence 1 too, and waits.
+    TempDir dir;
+    HybridLogicalClock clock;
+    auto engine = openEngine(dir, clock);
+    auto coll = engine->getCollection("db.c");
+    CapturingGroup group;
+    StorageReplica replica(*engine, 1);
+    replica.attach(&group);
+    storage::setCommitLog(*engine, &replica);
+    std::atomic<bool> written{false};
+    std::thread writer([&] {
+        auto w = engine->writer(coll, nullptr);
+        ASSERT_TRUE(w.isOK());
+        auto r = w.getValue()->insert(J(R"({"_id": "from this run"})"), {});
+        EXPECT_TRUE(r.isOK()) << r.getStatus().toString();
+        written.store(true);
+    });
+    std::string entry = group.waitForEntry(0);
+
+    // The earlier run's entry commits first: applied from elsewhere (followed in memory); this
+    // run's writer is not answered by it.
+    replica.apply(1, earlierEntry);
+    EXPECT_FALSE(written.load());
+    EXPECT_EQ(engine->stats(*coll).count, 1);
+    replica.apply(2, entry);
+    writer.join();
+    EXPECT_TRUE(written.load());
+    EXPECT_EQ(engine->stats(*coll).count, 2);
+    auto snap = engine->snapshot();
+    int seen = 0;
+    auto cursor = snap->scan(*coll, true);
+    while (cursor->next()) ++seen;
+    EXPECT_EQ(seen, 2);
+    storage::setCommitLog(*engine, nullptr);
+
+    earlier.apply(1, earlierEntry);  // the earlier run answers its own writer
+    earlierWriter.join();
+    storage::setCommitLog(*earlierEngine, nullptr);
 }
 
 }  // namespace

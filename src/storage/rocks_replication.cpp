@@ -3,8 +3,6 @@
 // follows in memory.
 #include <rocksdb/write_batch.h>
 
-#include <variant>
-
 #include "storage/catalog_codec.h"
 #include "storage/key_format.h"
 #include "storage/replication.h"
