@@ -2,7 +2,7 @@
 # Smoke test of the bench tools (registered with ctest as bench_smoke): each tool runs briefly,
 # succeeds, prints its JSON lines and cleans up; the load generator fails cleanly without a
 # server and, when Debian's python3-pymongo is present, runs every phase against fake_mongod.py
-# and reports a missing document as an error. Bounded to ~25 s.
+# and reports a missing document as an error. Bounded to ~30 s.
 # usage: smoke_test.sh BENCH_BIN_DIR
 set -uo pipefail
 BIN="$1"
@@ -40,13 +40,15 @@ check "rocksdb_limit reports readrandom" json_ok "$WORK/rocks" rocksdb_limit rea
 check "rocksdb_limit removes its directory" test -z "$(ls -A "$WORK/rdb")"
 
 mkdir "$WORK/raft"
-# A base port away from the servers' (27017…) and the ephemeral range's start; 2 groups use +11..+33.
+# A base port away from the servers' (27017…) and the ephemeral range's start; the groups use
+# +11..+43.
 RAFT_PORT=$((20000 + RANDOM % 10000))
-timeout 60 "$BIN/raft_limit" --threads 4 --seconds 0.5 --value-size 100 --dir "$WORK/raft" \
-    --base-port "$RAFT_PORT" --json >"$WORK/raftout" 2>&1
+timeout 90 "$BIN/raft_limit" --threads 4 --seconds 0.5 --value-size 100 --dir "$WORK/raft" \
+    --base-port "$RAFT_PORT" --failovers 1 --json >"$WORK/raftout" 2>&1
 check "raft_limit exits 0" test $? -eq 0
 check "raft_limit reports group1" json_ok "$WORK/raftout" raft_limit group1
 check "raft_limit reports group3" json_ok "$WORK/raftout" raft_limit group3
+check "raft_limit reports a failover" json_ok "$WORK/raftout" raft_limit failover
 check "raft_limit removes its directory" test -z "$(ls -A "$WORK/raft")"
 
 if [[ -x "$BIN/tessera_loadgen" ]]; then
