@@ -17,38 +17,16 @@
 
 #include "base/error_codes.h"
 #include "repl/recording_machine_for_test.h"
+#include "repl/repl_test_util.h"
 
 namespace tessera::repl {
 namespace {
 
+using testing::kDeadline;
 using testing::RecordingMachine;
+using testing::unusedPort;
+using testing::waitFor;
 using namespace std::chrono_literals;
-
-constexpr auto kDeadline = 20s;
-
-// A loopback port nobody listens on now (the kernel's choice for an ephemeral bind).
-int unusedPort() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = 0;
-    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-    socklen_t len = sizeof(addr);
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    ::close(fd);
-    return ntohs(addr.sin_port);
-}
-
-template <typename Pred>
-bool waitFor(Pred pred, std::chrono::milliseconds limit = kDeadline) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (pred()) return true;
-        std::this_thread::sleep_for(5ms);
-    }
-    return pred();
-}
 
 // Waits for a callback's result.
 template <typename T>

@@ -19,6 +19,7 @@
 #include "repl/group.h"
 #include "repl/handover_transport.h"
 #include "repl/recording_machine_for_test.h"
+#include "repl/repl_test_util.h"
 #include "storage/storage_test_util.h"
 
 namespace tessera::repl {
@@ -26,16 +27,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::RecordingMachine;
-
-template <typename Pred>
-bool waitFor(Pred pred, std::chrono::milliseconds limit = 20s) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (pred()) return true;
-        std::this_thread::sleep_for(5ms);
-    }
-    return pred();
-}
+using testing::waitFor;
 
 // Answers every command with {ok: 1, handled: true}: the member's ordinary clients.
 class PlainHandler : public net::RequestHandler {

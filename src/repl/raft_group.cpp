@@ -32,6 +32,11 @@ constexpr const char* kComponent = "REPL";
 constexpr auto kStatusRefresh = std::chrono::milliseconds(10);
 constexpr auto kDrainLimit = std::chrono::milliseconds(2000);
 
+// What a request made after stop() completes with.
+Status groupStopped() {
+    return Status(ErrorCodes::InterruptedAtShutdown, "replication group stopped");
+}
+
 int raftRole(MemberRole role) {
     switch (role) {
         case MemberRole::kVoter:
@@ -356,9 +361,7 @@ void RaftGroup::propose(std::string entry, Applied applied) {
                 delete request;
             }
         },
-        [done] {
-            (*done)(Status(ErrorCodes::InterruptedAtShutdown, "replication group stopped"));
-        });
+        [done] { (*done)(groupStopped()); });
 }
 
 void RaftGroup::finishChange(ChangeRequest* change, int status) {
@@ -395,9 +398,7 @@ void RaftGroup::addMember(Member member, Done done) {
                               });
             if (rv != 0) finishChange(change, rv);
         },
-        [shared] {
-            (*shared)(Status(ErrorCodes::InterruptedAtShutdown, "replication group stopped"));
-        });
+        [shared] { (*shared)(groupStopped()); });
 }
 
 void RaftGroup::removeMember(MemberId id, Done done) {
@@ -414,9 +415,7 @@ void RaftGroup::removeMember(MemberId id, Done done) {
             });
             if (rv != 0) finishChange(change, rv);
         },
-        [shared] {
-            (*shared)(Status(ErrorCodes::InterruptedAtShutdown, "replication group stopped"));
-        });
+        [shared] { (*shared)(groupStopped()); });
 }
 
 void RaftGroup::barrier(Done done) {
@@ -436,9 +435,7 @@ void RaftGroup::barrier(Done done) {
                 delete request;
             }
         },
-        [shared] {
-            (*shared)(Status(ErrorCodes::InterruptedAtShutdown, "replication group stopped"));
-        });
+        [shared] { (*shared)(groupStopped()); });
 }
 
 void RaftGroup::transferLeadership(MemberId id, Done done) {
@@ -458,9 +455,7 @@ void RaftGroup::transferLeadership(MemberId id, Done done) {
                 delete transfer;
             }
         },
-        [shared] {
-            (*shared)(Status(ErrorCodes::InterruptedAtShutdown, "replication group stopped"));
-        });
+        [shared] { (*shared)(groupStopped()); });
 }
 
 // libraft 0.15 cannot close with log writes in flight: each failed write truncates the log

@@ -18,6 +18,7 @@
 
 #include "base/error_codes.h"
 #include "repl/group.h"
+#include "repl/repl_test_util.h"
 #include "storage/replication.h"
 #include "storage/storage_test_util.h"
 #include "storage/transaction.h"
@@ -28,46 +29,8 @@ namespace {
 using namespace std::chrono_literals;
 using storage::test::J;
 using storage::test::TempDir;
-
-int unusedPort() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-    socklen_t len = sizeof(addr);
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    ::close(fd);
-    return ntohs(addr.sin_port);
-}
-
-template <typename Pred>
-bool waitFor(Pred pred, std::chrono::milliseconds limit = 20s) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (pred()) return true;
-        std::this_thread::sleep_for(5ms);
-    }
-    return pred();
-}
-
-// What a reader of an engine sees: collections (name, id, indexes), counts, documents.
-std::string view(storage::Engine& e) {
-    std::string out;
-    for (const std::string& db : e.listDatabases()) {
-        for (const storage::CollectionPtr& c : e.listCollections(db)) {
-            out += c->ns() + " id=" + std::to_string(c->id) + " indexes=";
-            for (const auto& index : c->indexes) out += index.name + ",";
-            storage::CollectionStats stats = e.stats(*c);
-            out += " count=" + std::to_string(stats.count) +
-                   " size=" + std::to_string(stats.dataSize) + "\n";
-            auto snap = e.snapshot();
-            auto cursor = snap->scan(*c, true);
-            while (auto r = cursor->next()) out += "  " + r->doc.toJson() + "\n";
-        }
-    }
-    return out;
-}
+using testing::unusedPort;
+using testing::waitFor;
 
 class StorageReplicaTest : public ::testing::Test {
   protected:
@@ -154,7 +117,8 @@ class StorageReplicaTest : public ::testing::Test {
                 return index.isOK() && index.getValue() >= leaderIndex.getValue();
             })) << "member "
                 << id;
-            EXPECT_EQ(view(*m.engine), view(reference)) << "member " << id;
+            EXPECT_EQ(storage::test::engineView(*m.engine), storage::test::engineView(reference))
+                << "member " << id;
         }
     }
 

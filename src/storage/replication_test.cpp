@@ -96,27 +96,9 @@ class ReplicationTest : public EngineTest {
         return out;
     }
 
-    // What a reader sees: collections (name, id, indexes), counts, documents.
-    static std::string view(Engine& e) {
-        std::string out;
-        for (const std::string& db : e.listDatabases()) {
-            for (const CollectionPtr& c : e.listCollections(db)) {
-                out += c->ns() + " id=" + std::to_string(c->id) + " indexes=";
-                for (const auto& index : c->indexes) out += index.name + ",";
-                CollectionStats stats = e.stats(*c);
-                out += " count=" + std::to_string(stats.count) +
-                       " size=" + std::to_string(stats.dataSize) + "\n";
-                auto snap = e.snapshot();
-                auto cursor = snap->scan(*c, true);
-                while (auto r = cursor->next()) out += "  " + r->doc.toJson() + "\n";
-            }
-        }
-        return out;
-    }
-
     void expectFollowerEqual() {
         EXPECT_EQ(contents(*follower), contents(*engine));
-        EXPECT_EQ(view(*follower), view(*engine));
+        EXPECT_EQ(test::engineView(*follower), test::engineView(*engine));
         auto leaderIndex = committedLogIndex(*engine);
         auto followerIndex = committedLogIndex(*follower);
         ASSERT_TRUE(leaderIndex.isOK() && followerIndex.isOK());
@@ -174,12 +156,12 @@ TEST_F(ReplicationTest, AFollowerApplyingTheCommittedBatchesIsEqualInBytesCatalo
     EXPECT_GE(_followerClock.current(), engine->lastCommitTimestamp());
 
     // Restarted, the follower reads the same state from its own files.
-    std::string before = view(*follower);
+    std::string before = test::engineView(*follower);
     follower.reset();
     _log.reset();
     setCommitLog(*engine, nullptr);
     openFollower();
-    EXPECT_EQ(view(*follower), before);
+    EXPECT_EQ(test::engineView(*follower), before);
     auto index = committedLogIndex(*follower);
     ASSERT_TRUE(index.isOK());
     EXPECT_GT(index.getValue(), 60u);

@@ -64,6 +64,25 @@ inline std::string indexKey(std::string_view valuesJson, std::vector<bool> desce
     return b.release();
 }
 
+// What a reader of `e` sees, as text: every collection (name, id, indexes), its counts, and its
+// documents at the latest state. Two engines that should be equal compare equal here.
+inline std::string engineView(Engine& e) {
+    std::string out;
+    for (const std::string& db : e.listDatabases()) {
+        for (const CollectionPtr& c : e.listCollections(db)) {
+            out += c->ns() + " id=" + std::to_string(c->id) + " indexes=";
+            for (const auto& index : c->indexes) out += index.name + ",";
+            CollectionStats stats = e.stats(*c);
+            out += " count=" + std::to_string(stats.count) +
+                   " size=" + std::to_string(stats.dataSize) + "\n";
+            auto snap = e.snapshot();
+            auto cursor = snap->scan(*c, true);
+            while (auto r = cursor->next()) out += "  " + r->doc.toJson() + "\n";
+        }
+    }
+    return out;
+}
+
 class EngineTest : public ::testing::Test {
   protected:
     void SetUp() override {
