@@ -121,7 +121,8 @@ class Group {
     // caught up, and then becomes a voter (addMember does all three).
     virtual void addMember(Member member, Done done) = 0;
     virtual void removeMember(MemberId id, Done done) = 0;
-    // Hands leadership to `id` (0: the most caught-up voter); `done` once it moved or timed out.
+    // Hands leadership to `id` (0: the most caught-up voter); `done` once it moved, or with
+    // ExceededTimeLimit when no member took over within the election timeout.
     virtual void transferLeadership(MemberId id, Done done) = 0;
 
     // Appends an empty entry and calls `done` once it is committed and everything before it is

@@ -293,6 +293,16 @@ TEST_F(GroupTest, LeadershipTransfersToTheNamedMember) {
     EXPECT_TRUE(waitFor([&] { return agreedLeader() == target; }));
     ASSERT_TRUE(proposeAndWait(target, "b").isOK());
     EXPECT_TRUE(allHold({"a", "b"}));
+
+    // To a member that is down, leadership cannot move: the transfer says so, and the leader
+    // still leads.
+    MemberId down = target == 3 ? 1 : target + 1;
+    stopMember(down);
+    Status refused = changeAndWait(
+        [&](Group::Done d) { _groups[target]->transferLeadership(down, std::move(d)); });
+    EXPECT_EQ(refused.code(), static_cast<int>(ErrorCodes::ExceededTimeLimit))
+        << refused.toString();
+    EXPECT_TRUE(proposeAndWait(waitForLeader(), "c").isOK());
 }
 
 TEST_F(GroupTest, MembersAddedLaterCatchUpAndVoteAndARemovedMemberStopsReceiving) {

@@ -1,8 +1,5 @@
 #include "repl/loop_thread.h"
 
-#include <condition_variable>
-#include <mutex>
-
 #include "base/log.h"
 
 namespace tessera::repl {
@@ -50,16 +47,16 @@ void LoopThread::post(std::function<void()> task) {
 }
 
 void LoopThread::runSync(const std::function<void()>& task) {
-    std::mutex m;
-    std::condition_variable cv;
+    Mutex m;
+    CondVar cv;
     bool done = false;
     post([&] {
         task();
-        std::lock_guard lk(m);
+        MutexLock lk(m);
         done = true;
         cv.notify_one();
     });
-    std::unique_lock lk(m);
+    UniqueLock lk(m);
     cv.wait(lk, [&] { return done; });
 }
 

@@ -10,9 +10,7 @@ extern "C" {
 #include <unistd.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <csignal>
-#include <mutex>
 #include <utility>
 
 #include "base/error_codes.h"
@@ -93,6 +91,7 @@ struct BarrierRequest {
 struct TransferRequest {
     struct raft_transfer req {};
     Group::Done done;
+    RaftGroup* owner = nullptr;
 };
 
 class RaftGroup final : public Group {
@@ -125,12 +124,15 @@ class RaftGroup final : public Group {
     void waitClosed();
     // Runs `task` on the loop thread; after stop(), runs `orElse` on the caller's instead.
     void post(std::function<void()> task, std::function<void()> orElse);
+    // Runs `start(done)` on the loop thread; after stop(), `done` gets groupStopped() instead.
+    void postWithDone(Done done, std::function<void(Done)> start);
     static void onStatusTimer(uv_timer_t* handle);
     static void onTimerClosed(uv_handle_t* handle);
     static void onDrainTimer(uv_timer_t* handle);
     static void onRaftClosed(raft* instance);
     void refreshStatus();
     void finishChange(ChangeRequest* change, int status);
+    void assignRole(ChangeRequest* change);
 
     GroupOptions _options;
     FsmAdapter _fsm;
@@ -149,9 +151,9 @@ class RaftGroup final : public Group {
     Mutex _queueMutex;
     bool _accepting GUARDED_BY(_queueMutex) = false;  // from open() until stop()
 
-    std::mutex _closedMutex;
-    std::condition_variable _closedCv;
-    bool _closed = false;  // guarded by _closedMutex
+    Mutex _closedMutex;
+    CondVar _closedCv;
+    bool _closed GUARDED_BY(_closedMutex) = false;
 
     mutable Mutex _statusMutex;
     GroupStatus _status GUARDED_BY(_statusMutex);
@@ -266,28 +268,31 @@ void RaftGroup::onTimerClosed(uv_handle_t* handle) {
 }
 
 void RaftGroup::markClosed() {
-    std::lock_guard lk(_closedMutex);
+    MutexLock lk(_closedMutex);
     _closed = true;
     _closedCv.notify_all();
 }
 
 void RaftGroup::waitClosed() {
-    std::unique_lock lk(_closedMutex);
-    _closedCv.wait(lk, [this] { return _closed; });
+    UniqueLock lk(_closedMutex);
+    _closedCv.wait(lk, [this]() REQUIRES(_closedMutex) { return _closed; });
 }
 
 void RaftGroup::post(std::function<void()> task, std::function<void()> orElse) {
     {
         MutexLock lk(_queueMutex);
         if (_accepting) {
-            _loopThread->post([this, task = std::move(task)] {
-                task();
-                refreshStatus();
-            });
+            _loopThread->post(std::move(task));
             return;
         }
     }
     orElse();
+}
+
+void RaftGroup::postWithDone(Done done, std::function<void(Done)> start) {
+    auto shared = std::make_shared<Done>(std::move(done));
+    post([shared, start = std::move(start)] { start(std::move(*shared)); },
+         [shared] { (*shared)(groupStopped()); });
 }
 
 void RaftGroup::onStatusTimer(uv_timer_t* handle) {
@@ -365,97 +370,101 @@ void RaftGroup::propose(std::string entry, Applied applied) {
 }
 
 void RaftGroup::finishChange(ChangeRequest* change, int status) {
+    refreshStatus();  // the new configuration, before the caller hears of it
     change->done(status == 0 ? Status::OK() : statusFromRaft(status, "membership change"));
     delete change;
 }
 
 void RaftGroup::addMember(Member member, Done done) {
-    auto shared = std::make_shared<Done>(std::move(done));
-    post(
-        [this, member, shared] {
-            auto* change = new ChangeRequest;
-            change->req.data = change;
-            change->done = std::move(*shared);
-            change->member = member;
-            change->owner = this;
-            int rv = raft_add(&_raft, &change->req, member.id, member.address.c_str(),
-                              [](raft_change* req, int status) {
-                                  auto* c = static_cast<ChangeRequest*>(req->data);
-                                  auto* self = c->owner;
-                                  if (status != 0 || c->member.role == MemberRole::kSpare) {
-                                      self->finishChange(c, status);
-                                      return;
-                                  }
-                                  // Added as a spare; assigning a voting role first catches it
-                                  // up (libraft's catch-up rounds), then commits the role.
-                                  int rv = raft_assign(
-                                      &self->_raft, &c->req, c->member.id, raftRole(c->member.role),
-                                      [](raft_change* r2, int s2) {
-                                          auto* c2 = static_cast<ChangeRequest*>(r2->data);
-                                          c2->owner->finishChange(c2, s2);
-                                      });
-                                  if (rv != 0) self->finishChange(c, rv);
-                              });
-            if (rv != 0) finishChange(change, rv);
-        },
-        [shared] { (*shared)(groupStopped()); });
+    postWithDone(std::move(done), [this, member](Done d) {
+        auto* change = new ChangeRequest;
+        change->req.data = change;
+        change->done = std::move(d);
+        change->member = member;
+        change->owner = this;
+        int rv = raft_add(&_raft, &change->req, member.id, member.address.c_str(),
+                          [](raft_change* req, int status) {
+                              auto* c = static_cast<ChangeRequest*>(req->data);
+                              if (status != 0 || c->member.role == MemberRole::kSpare) {
+                                  c->owner->finishChange(c, status);
+                                  return;
+                              }
+                              c->owner->assignRole(c);
+                          });
+        if (rv != 0) finishChange(change, rv);
+    });
+}
+
+// Added as a spare: assigning a voting role first catches the member up (libraft's catch-up
+// rounds), then commits the role.
+void RaftGroup::assignRole(ChangeRequest* change) {
+    int rv = raft_assign(&_raft, &change->req, change->member.id, raftRole(change->member.role),
+                         [](raft_change* req, int status) {
+                             auto* c = static_cast<ChangeRequest*>(req->data);
+                             c->owner->finishChange(c, status);
+                         });
+    if (rv != 0) finishChange(change, rv);
 }
 
 void RaftGroup::removeMember(MemberId id, Done done) {
-    auto shared = std::make_shared<Done>(std::move(done));
-    post(
-        [this, id, shared] {
-            auto* change = new ChangeRequest;
-            change->req.data = change;
-            change->done = std::move(*shared);
-            change->owner = this;
-            int rv = raft_remove(&_raft, &change->req, id, [](raft_change* req, int status) {
-                auto* c = static_cast<ChangeRequest*>(req->data);
-                c->owner->finishChange(c, status);
-            });
-            if (rv != 0) finishChange(change, rv);
-        },
-        [shared] { (*shared)(groupStopped()); });
+    postWithDone(std::move(done), [this, id](Done d) {
+        auto* change = new ChangeRequest;
+        change->req.data = change;
+        change->done = std::move(d);
+        change->owner = this;
+        int rv = raft_remove(&_raft, &change->req, id, [](raft_change* req, int status) {
+            auto* c = static_cast<ChangeRequest*>(req->data);
+            c->owner->finishChange(c, status);
+        });
+        if (rv != 0) finishChange(change, rv);
+    });
 }
 
 void RaftGroup::barrier(Done done) {
-    auto shared = std::make_shared<Done>(std::move(done));
-    post(
-        [this, shared] {
-            auto* request = new BarrierRequest;
-            request->req.data = request;
-            request->done = std::move(*shared);
-            int rv = raft_barrier(&_raft, &request->req, [](struct raft_barrier* req, int status) {
-                auto* r = static_cast<BarrierRequest*>(req->data);
-                r->done(status == 0 ? Status::OK() : statusFromRaft(status, "barrier"));
-                delete r;
-            });
-            if (rv != 0) {
-                request->done(statusFromRaft(rv, "barrier"));
-                delete request;
-            }
-        },
-        [shared] { (*shared)(groupStopped()); });
+    postWithDone(std::move(done), [this](Done d) {
+        auto* request = new BarrierRequest;
+        request->req.data = request;
+        request->done = std::move(d);
+        int rv = raft_barrier(&_raft, &request->req, [](struct raft_barrier* req, int status) {
+            auto* r = static_cast<BarrierRequest*>(req->data);
+            r->done(status == 0 ? Status::OK() : statusFromRaft(status, "barrier"));
+            delete r;
+        });
+        if (rv != 0) {
+            request->done(statusFromRaft(rv, "barrier"));
+            delete request;
+        }
+    });
 }
 
 void RaftGroup::transferLeadership(MemberId id, Done done) {
-    auto shared = std::make_shared<Done>(std::move(done));
-    post(
-        [this, id, shared] {
-            auto* transfer = new TransferRequest;
-            transfer->req.data = transfer;
-            transfer->done = std::move(*shared);
-            int rv = raft_transfer(&_raft, &transfer->req, id, [](struct raft_transfer* req) {
-                auto* t = static_cast<TransferRequest*>(req->data);
+    postWithDone(std::move(done), [this, id](Done d) {
+        auto* transfer = new TransferRequest;
+        transfer->req.data = transfer;
+        transfer->done = std::move(d);
+        transfer->owner = this;
+        int rv = raft_transfer(&_raft, &transfer->req, id, [](struct raft_transfer* req) {
+            // Called once the target leads, or after an election timeout without it.
+            auto* t = static_cast<TransferRequest*>(req->data);
+            raft_id leader = 0;
+            const char* address = nullptr;
+            raft_leader(&t->owner->_raft, &leader, &address);
+            t->owner->refreshStatus();
+            if (leader == req->id) {
                 t->done(Status::OK());
-                delete t;
-            });
-            if (rv != 0) {
-                transfer->done(statusFromRaft(rv, "leadership transfer"));
-                delete transfer;
+            } else {
+                // MongoDB's replSetStepDown answers this when no secondary took over in time.
+                t->done(Status(ErrorCodes::ExceededTimeLimit, "leadership did not move to member " +
+                                                                  std::to_string(req->id) +
+                                                                  " within the election timeout"));
             }
-        },
-        [shared] { (*shared)(groupStopped()); });
+            delete t;
+        });
+        if (rv != 0) {
+            transfer->done(statusFromRaft(rv, "leadership transfer"));
+            delete transfer;
+        }
+    });
 }
 
 // libraft 0.15 cannot close with log writes in flight: each failed write truncates the log

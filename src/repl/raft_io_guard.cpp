@@ -1,8 +1,9 @@
 #include "repl/raft_io_guard.h"
 
 #include <cstring>
-#include <mutex>
 #include <unordered_map>
+
+#include "base/mutex.h"
 
 namespace tessera::repl {
 
@@ -10,10 +11,13 @@ namespace {
 
 // The inner io calls its tick, receive and close callbacks with its own pointer; its `data`
 // belongs to whoever created it (the fixture keeps its raft there), so the guard is found here.
-std::mutex registryMutex;
-std::unordered_map<raft_io*, RaftIoGuard*>& registry() {
-    static auto* map = new std::unordered_map<raft_io*, RaftIoGuard*>();
-    return *map;
+struct Registry {
+    Mutex mutex;
+    std::unordered_map<raft_io*, RaftIoGuard*> guards GUARDED_BY(mutex);
+};
+Registry& registry() {
+    static auto* r = new Registry();
+    return *r;
 }
 
 }  // namespace
@@ -22,15 +26,17 @@ RaftIoGuard::RaftIoGuard() = default;
 
 RaftIoGuard::~RaftIoGuard() {
     if (_inner == nullptr) return;
-    std::lock_guard lk(registryMutex);
-    registry().erase(_inner);
+    Registry& r = registry();
+    MutexLock lk(r.mutex);
+    r.guards.erase(_inner);
 }
 
 void RaftIoGuard::wrap(raft_io* inner) {
     _inner = inner;
     {
-        std::lock_guard lk(registryMutex);
-        registry()[inner] = this;
+        Registry& r = registry();
+        MutexLock lk(r.mutex);
+        r.guards[inner] = this;
     }
     _outer.version = inner->version;
     _outer.impl = this;
@@ -55,9 +61,10 @@ void RaftIoGuard::wrap(raft_io* inner) {
 RaftIoGuard* RaftIoGuard::of(raft_io* io) { return static_cast<RaftIoGuard*>(io->impl); }
 
 RaftIoGuard* RaftIoGuard::ofInner(raft_io* inner) {
-    std::lock_guard lk(registryMutex);
-    auto it = registry().find(inner);
-    return it == registry().end() ? nullptr : it->second;
+    Registry& r = registry();
+    MutexLock lk(r.mutex);
+    auto it = r.guards.find(inner);
+    return it == r.guards.end() ? nullptr : it->second;
 }
 
 void RaftIoGuard::copyError() { std::memcpy(_outer.errmsg, _inner->errmsg, sizeof(_outer.errmsg)); }
