@@ -29,10 +29,18 @@ StorageReplica::StorageReplica(storage::Engine& engine, MemberId self)
     : _engine(engine), _self(self), _incarnation([] {
           std::random_device random;
           return (uint64_t{random()} << 32) | random();
-      }()) {}
+      }()) {
+    auto index = storage::committedLogIndex(_engine);
+    if (!index.isOK()) {
+        log::error("REPL", 4300020, "Cannot read the applied log index; the member stops",
+                   "{\"error\":\"" + log::jsonEscape(index.getStatus().toString()) + "\"}");
+        std::abort();
+    }
+    _applied.store(index.getValue());
+}
 
 void StorageReplica::attach(Group* group) {
-    std::lock_guard lk(_mutex);
+    MutexLock lk(_mutex);
     _group = group;
 }
 
@@ -42,7 +50,7 @@ Status StorageReplica::commit(std::string_view batch) {
     uint64_t sequence;
     Group* group;
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         if (_group == nullptr) {
             return Status(ErrorCodes::NotWritablePrimary, "this member takes no part in a group");
         }
@@ -56,7 +64,7 @@ Status StorageReplica::commit(std::string_view batch) {
     entry.append(batch);
     group->propose(std::move(entry), [this, sequence](StatusWith<LogIndex> result) {
         if (result.isOK()) return;  // apply() answered the writer
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         auto it = _waiting.find(sequence);
         if (it == _waiting.end()) return;
         // From here on, if the entry commits after all, it is applied from elsewhere.
@@ -64,22 +72,14 @@ Status StorageReplica::commit(std::string_view batch) {
         it->second.outcome = result.getStatus();
         _finished.notify_all();
     });
-    std::unique_lock lk(_mutex);
-    _finished.wait(lk, [&] { return _waiting[sequence].done; });
+    UniqueLock lk(_mutex);
+    _finished.wait(lk, [&]() REQUIRES(_mutex) { return _waiting[sequence].done; });
     Status outcome = _waiting[sequence].outcome;
     _waiting.erase(sequence);
     return outcome;
 }
 
-LogIndex StorageReplica::appliedIndex() const {
-    auto index = storage::committedLogIndex(_engine);
-    if (!index.isOK()) {
-        log::error("REPL", 4300020, "Cannot read the applied log index; the member stops",
-                   "{\"error\":\"" + log::jsonEscape(index.getStatus().toString()) + "\"}");
-        std::abort();
-    }
-    return index.getValue();
-}
+LogIndex StorageReplica::appliedIndex() const { return _applied.load(); }
 
 void StorageReplica::apply(LogIndex index, std::string_view entry) {
     if (entry.size() < kHeader) {
@@ -93,7 +93,7 @@ void StorageReplica::apply(LogIndex index, std::string_view entry) {
     std::string_view batch = entry.substr(kHeader);
     bool ours = false;
     {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         if (origin == _self && incarnation == _incarnation) {
             auto it = _waiting.find(sequence);
             ours = it != _waiting.end() && !it->second.done;
@@ -108,8 +108,9 @@ void StorageReplica::apply(LogIndex index, std::string_view entry) {
                        log::jsonEscape(applied.toString()) + "\"}");
         std::abort();
     }
+    _applied.store(index);
     if (ours) {
-        std::lock_guard lk(_mutex);
+        MutexLock lk(_mutex);
         Waiter& waiter = _waiting[sequence];
         waiter.done = true;
         waiter.outcome = Status::OK();

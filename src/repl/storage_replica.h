@@ -1,10 +1,10 @@
 #pragma once
 
-#include <condition_variable>
+#include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <unordered_map>
 
+#include "base/mutex.h"
 #include "repl/group.h"
 #include "storage/engine.h"
 #include "storage/replication.h"
@@ -48,11 +48,14 @@ class StorageReplica final : public storage::CommitLog, public StateMachine {
     storage::Engine& _engine;
     const MemberId _self;
     const uint64_t _incarnation;
-    std::mutex _mutex;
-    std::condition_variable _finished;
-    Group* _group = nullptr;                        // guarded by _mutex
-    uint64_t _nextSequence = 0;                     // guarded by _mutex
-    std::unordered_map<uint64_t, Waiter> _waiting;  // guarded by _mutex: sequence → its writer
+    // The engine's committed log index, read once and then kept here: apply() writes it with
+    // each batch, and libraft asks for it before every entry.
+    std::atomic<LogIndex> _applied{0};
+    Mutex _mutex;
+    CondVar _finished;
+    Group* _group GUARDED_BY(_mutex) = nullptr;
+    uint64_t _nextSequence GUARDED_BY(_mutex) = 0;
+    std::unordered_map<uint64_t, Waiter> _waiting GUARDED_BY(_mutex);  // sequence → its writer
 };
 
 }  // namespace tessera::repl
