@@ -87,6 +87,29 @@ StatusWith<uint64_t> committedLogIndex(const Engine& engine) {
     return rocks(engine).committedLogIndex();
 }
 
+// write() carries a commit log's refusal as Aborted("tessera <code>", reason).
+Status RocksEngine::writeFailure(const rocksdb::Status& written) {
+    constexpr std::string_view kPrefix = "tessera ";
+    std::string_view state = written.getState() ? std::string_view(written.getState()) : "";
+    if (written.IsAborted() && state.substr(0, kPrefix.size()) == kPrefix) {
+        // "tessera <code>: <reason>" (rocksdb::Status joins its two messages with ": ").
+        std::string_view rest = state.substr(kPrefix.size());
+        size_t colon = rest.find(": ");
+        int code = 0;
+        for (char c : rest.substr(0, colon)) {
+            if (c < '0' || c > '9') {
+                code = 0;
+                break;
+            }
+            code = code * 10 + (c - '0');
+        }
+        if (code != 0 && colon != std::string_view::npos) {
+            return Status(static_cast<ErrorCodes>(code), std::string(rest.substr(colon + 2)));
+        }
+    }
+    return Status(ErrorCodes::InternalError, "storage write failed: " + written.ToString());
+}
+
 Status RocksEngine::applyCommitted(std::string_view data, uint64_t logIndex, bool fromElsewhere) {
     rocksdb::WriteBatch batch{std::string(data)};
     std::vector<FollowedChange> changes;
