@@ -20,8 +20,13 @@ namespace tessera::repl {
 using LogIndex = std::uint64_t;
 using Term = std::uint64_t;
 // A member's id in the group's log. Never 0 (libraft's "none"); a replica set member's `_id`
-// is its MemberId − 1.
+// is its MemberId (replica_set.h).
 using MemberId = std::uint64_t;
+
+// The opCode of the one message that turns a connection to a member's main port into a stream
+// of its replication group (net::ServerOptions::handOverOpCode, handover_transport.h). Not one
+// of MongoDB's.
+constexpr int32_t kHandOverOpCode = 2300;
 
 enum class MemberRole {
     kVoter,    // replicates and counts in elections and commit majorities
@@ -68,13 +73,17 @@ class StateMachine {
 struct GroupStatus {
     Role role = Role::kUnavailable;
     Term term = 0;
-    std::optional<Member> leader;  // as this member last heard
-    LogIndex lastIndex = 0;        // last entry in this member's log
-    LogIndex commitIndex = 0;      // highest entry this member knows a majority has
-    LogIndex appliedIndex = 0;     // highest entry applied here
-    std::vector<Member> members;   // the configuration this member follows
+    std::optional<Member> leader;     // as this member last heard
+    LogIndex lastIndex = 0;           // last entry in this member's log
+    LogIndex commitIndex = 0;         // highest entry this member knows a majority has
+    LogIndex appliedIndex = 0;        // highest entry applied here
+    std::vector<Member> members;      // the configuration this member follows
+    LogIndex configurationIndex = 0;  // the log index of that configuration (grows with changes)
     // Per member, as the leader sees it (empty on a follower): the highest index it has.
     std::vector<std::pair<MemberId, LogIndex>> matchIndexes;
+    // As the leader sees it (empty on a follower): the members it has not heard from within two
+    // election timeouts.
+    std::vector<MemberId> unreachable;
 };
 
 struct GroupOptions {
@@ -89,7 +98,7 @@ struct GroupOptions {
     std::chrono::milliseconds heartbeatInterval{50};
     // How members reach each other. false: libraft's own TCP listener at selfAddress (a port of
     // its own). true: at their main ports — the server hands connections that start with
-    // kHandOverOpCode (handover_transport.h) to acceptStream(), and this member connects to
+    // kHandOverOpCode to acceptStream(), and this member connects to
     // the others' main ports the same way; selfAddress is then the member's main address.
     bool handOver = false;
     unsigned snapshotThreshold = 8192;  // entries applied between two snapshots

@@ -7,15 +7,13 @@
 #include <string>
 #include <string_view>
 
+#include "repl/group.h"
+
 extern "C" {
 #include <raft/uv.h>
 }
 
 namespace tessera::repl {
-
-// The opCode of the one message that turns a connection to a member's main port into a stream
-// of its replication group (net::ServerOptions::handOverOpCode). Not one of MongoDB's.
-constexpr int32_t kHandOverOpCode = 2300;
 
 // libraft's transport over the members' main ports, so that a member is reached at the one
 // address clients use (MongoDB's `host:port` of a replica set member). Connecting: TCP to the

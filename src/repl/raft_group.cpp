@@ -11,6 +11,7 @@ extern "C" {
 
 #include <atomic>
 #include <csignal>
+#include <map>
 #include <utility>
 
 #include "base/error_codes.h"
@@ -147,6 +148,7 @@ class RaftGroup final : public Group {
     Stage _stage = Stage::kNone;  // how far initialize() got
     bool _closing = false;
     uint64_t _drainDeadline = 0;  // uv_now() at which stop() closes even with writes pending
+    std::map<MemberId, uint64_t> _lastHeard;  // uv_now() at which the leader last heard a member
 
     Mutex _queueMutex;
     bool _accepting GUARDED_BY(_queueMutex) = false;  // from open() until stop()
@@ -302,6 +304,7 @@ void RaftGroup::onStatusTimer(uv_timer_t* handle) {
 void RaftGroup::refreshStatus() {
     if (_closing) return;
     GroupStatus next;
+    const uint64_t now = uv_now(_loopThread->loop());
     next.role = roleOf(raft_state(&_raft));
     next.term = _raft.current_term;
     raft_id leaderId = 0;
@@ -310,22 +313,34 @@ void RaftGroup::refreshStatus() {
     next.lastIndex = raft_last_index(&_raft);
     next.commitIndex = _raft.commit_index;
     next.appliedIndex = raft_last_applied(&_raft);
+    next.configurationIndex = _raft.configuration_uncommitted_index != 0
+                                  ? _raft.configuration_uncommitted_index
+                                  : _raft.configuration_index;
     for (unsigned i = 0; i < _raft.configuration.n; ++i) {
         const raft_server& s = _raft.configuration.servers[i];
         Member m{s.id, s.address, memberRole(s.role)};
         if (s.id == leaderId) next.leader = m;
         next.members.push_back(std::move(m));
         if (next.role == Role::kLeader && _raft.leader_state.progress != nullptr) {
-            next.matchIndexes.emplace_back(s.id, s.id == _options.self
-                                                     ? next.lastIndex
-                                                     : _raft.leader_state.progress[i].match_index);
+            const raft_progress& progress = _raft.leader_state.progress[i];
+            next.matchIndexes.emplace_back(
+                s.id, s.id == _options.self ? next.lastIndex : progress.match_index);
+            // libraft clears recent_recv every election timeout: a member is unreachable once
+            // nothing came from it for two.
+            auto [heard, fresh] = _lastHeard.try_emplace(s.id, now);
+            if (progress.recent_recv || s.id == _options.self || fresh) heard->second = now;
+            if (now - heard->second > static_cast<uint64_t>(2 * _options.electionTimeout.count())) {
+                next.unreachable.push_back(s.id);
+            }
         }
     }
+    if (next.role != Role::kLeader) _lastHeard.clear();
     bool changed;
     {
         MutexLock lk(_statusMutex);
-        changed =
-            next.role != _status.role || next.term != _status.term || next.leader != _status.leader;
+        changed = next.role != _status.role || next.term != _status.term ||
+                  next.leader != _status.leader ||
+                  next.configurationIndex != _status.configurationIndex;
         _status = next;
     }
     if (changed) {

@@ -199,8 +199,12 @@ void RocksEngine::follow(const std::vector<FollowedChange>& changes) {
             }
         }
     }
-    // Timestamps keep increasing past everything applied: this member may lead next.
-    if (newest.value != 0) _clock->advanceTo(newest);
+    // Timestamps keep increasing past everything applied: this member may lead next. Its newest
+    // commit (hello's lastWrite, rs.status() optimes) is the newest it applied.
+    if (newest.value != 0) {
+        _clock->advanceTo(newest);
+        _visibility.observeApplied(newest);
+    }
 }
 
 }  // namespace tessera::storage

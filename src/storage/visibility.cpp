@@ -74,4 +74,9 @@ Timestamp VisibilityTracker::lastVisible() const {
     return Timestamp{_lastVisible};
 }
 
+void VisibilityTracker::observeApplied(Timestamp ts) {
+    MutexLock lk(_mutex);
+    _lastVisible = std::max(_lastVisible, ts.value);
+}
+
 }  // namespace tessera::storage

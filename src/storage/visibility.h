@@ -42,6 +42,9 @@ class VisibilityTracker {
     // Versions superseded by a newer version <= gcHorizon() may be removed.
     Timestamp gcHorizon(uint32_t historyWindowSeconds) const;
     Timestamp lastVisible() const;
+    // A commit another member made, applied here in log order (storage/replication.h): the
+    // newest visible commit is at least `ts`. The clock is advanced past it separately.
+    void observeApplied(Timestamp ts);
     HybridLogicalClock& clock() const { return *_clock; }
 
   private:

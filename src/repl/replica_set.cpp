@@ -1,0 +1,311 @@
+#include "repl/replica_set.h"
+
+#include <algorithm>
+
+#include "base/error_codes.h"
+#include "base/log.h"
+#include "storage/replication.h"
+
+namespace tessera::repl {
+
+namespace {
+
+constexpr const char* kComponent = "REPL";
+// How long a new primary waits for its barrier (every earlier entry applied) before trying again.
+constexpr auto kStepUpBarrierLimit = std::chrono::seconds(10);
+constexpr auto kStepUpRetry = std::chrono::milliseconds(100);
+constexpr auto kReplicationPoll = std::chrono::milliseconds(2);
+
+}  // namespace
+
+std::string_view memberStateName(MemberState state) {
+    switch (state) {
+        case MemberState::kStartup:
+            return "STARTUP";
+        case MemberState::kPrimary:
+            return "PRIMARY";
+        case MemberState::kSecondary:
+            return "SECONDARY";
+        case MemberState::kUnknown:
+            return "UNKNOWN";
+        case MemberState::kDown:
+            return "(not reachable/healthy)";
+    }
+    return "UNKNOWN";
+}
+
+MemberId memberIdOf(std::string_view host) {
+    // FNV-1a, folded into [1, 2^31): stable across processes and versions.
+    uint64_t h = 14695981039346656037ull;
+    for (char c : host) {
+        h ^= static_cast<unsigned char>(c);
+        h *= 1099511628211ull;
+    }
+    return (h % 0x7fffffffull) + 1;
+}
+
+ReplicaSet::ReplicaSet(ReplicaSetOptions options, storage::Engine& engine, MemberId self,
+                       StepUpHook onStepUp)
+    : _options(std::move(options)),
+      _engine(engine),
+      _self(self),
+      _onStepUp(std::move(onStepUp)),
+      _replica(engine, self) {}
+
+StatusWith<std::unique_ptr<ReplicaSet>> ReplicaSet::start(ReplicaSetOptions options,
+                                                          storage::Engine& engine,
+                                                          StepUpHook onStepUp) {
+    std::vector<std::string> initial = options.members;
+    if (initial.empty()) initial.push_back(options.self);
+    GroupOptions group;
+    group.dir = options.dir;
+    group.self = memberIdOf(options.self);
+    group.selfAddress = options.self;
+    group.handOver = true;
+    group.electionTimeout = options.electionTimeout;
+    group.heartbeatInterval = options.heartbeatInterval;
+    if (std::find(initial.begin(), initial.end(), options.self) != initial.end()) {
+        for (const std::string& host : initial) {
+            MemberId id = memberIdOf(host);
+            for (const Member& m : group.bootstrap) {
+                if (m.id == id) {
+                    return Status(ErrorCodes::BadValue,
+                                  "replica set members " + m.address + " and " + host +
+                                      " are the same member (one address listed twice)");
+                }
+            }
+            group.bootstrap.push_back(Member{id, host, MemberRole::kVoter});
+        }
+    }  // else: a member the primary adds (rs.add) — it waits, empty, until then.
+    std::unique_ptr<ReplicaSet> set(
+        new ReplicaSet(std::move(options), engine, group.self, std::move(onStepUp)));
+    ReplicaSet* raw = set.get();
+    group.onStatusChange = [raw](const GroupStatus& status) { raw->onStatusChange(status); };
+    auto started = Group::start(std::move(group), set->_replica);
+    if (!started.isOK()) return started.getStatus();
+    set->_group = std::move(started.getValue());
+    set->_replica.attach(set->_group.get());
+    storage::setCommitLog(engine, &set->_replica);
+    set->_stepUpThread = std::thread([raw] { raw->stepUpLoop(); });
+    // A status change may have come before the thread waited: it re-reads the state.
+    raw->onStatusChange(raw->_group->status());
+    log::info(kComponent, 4300100, "Replica set member started",
+              "{\"set\":\"" + log::jsonEscape(raw->_options.name) + "\",\"me\":\"" +
+                  log::jsonEscape(raw->_options.self) + "\",\"id\":" + std::to_string(raw->_self) +
+                  "}");
+    return set;
+}
+
+ReplicaSet::~ReplicaSet() { stop(); }
+
+void ReplicaSet::stop() {
+    {
+        MutexLock lk(_mutex);
+        if (_stopping) return;
+        _stopping = true;
+        _changed.notify_all();
+    }
+    _writable.store(false, std::memory_order_release);
+    if (_stepUpThread.joinable()) _stepUpThread.join();
+    if (_group) _group->stop();
+    storage::setCommitLog(_engine, nullptr);
+    _replica.attach(nullptr);
+}
+
+void ReplicaSet::onStatusChange(const GroupStatus& status) {
+    MutexLock lk(_mutex);
+    Term leading = status.role == Role::kLeader ? status.term : 0;
+    if (leading == _leaderTerm) return;
+    _leaderTerm = leading;
+    if (_writableTerm != leading) {
+        if (_writable.exchange(false)) {
+            log::info(kComponent, 4300101, "Stepped down: no longer primary",
+                      "{\"term\":" + std::to_string(status.term) + "}");
+        }
+    }
+    _changed.notify_all();
+}
+
+// A member that became leader writes only once every entry of earlier terms is applied here (a
+// barrier of its own term commits after them) and its step-up hook reloaded what the previous
+// primary recorded; until then hello says it is not writable and writes are refused.
+void ReplicaSet::stepUpLoop() {
+    UniqueLock lk(_mutex);
+    while (true) {
+        _changed.wait(lk, [&]() REQUIRES(_mutex) {
+            return _stopping || (_leaderTerm != 0 && _writableTerm != _leaderTerm);
+        });
+        if (_stopping) return;
+        const Term term = _leaderTerm;
+        lk.unlock();
+        Status ready = waitDone([this](Group::Done done) { _group->barrier(std::move(done)); },
+                                std::chrono::steady_clock::now() + kStepUpBarrierLimit);
+        if (ready.isOK() && _onStepUp) ready = _onStepUp();
+        lk.lock();
+        if (ready.isOK() && _leaderTerm == term) {
+            _writableTerm = term;
+            _writable.store(true, std::memory_order_release);
+            _changed.notify_all();
+            log::info(kComponent, 4300102, "Transition to primary complete; accepting writes",
+                      "{\"term\":" + std::to_string(term) + "}");
+        } else if (!ready.isOK() && _leaderTerm == term) {
+            log::warning(kComponent, 4300103, "Taking over as primary failed; trying again",
+                         "{\"term\":" + std::to_string(term) + ",\"error\":\"" +
+                             log::jsonEscape(ready.toString()) + "\"}");
+            _changed.wait_for(lk, kStepUpRetry);
+        }
+    }
+}
+
+Status ReplicaSet::waitDone(std::function<void(Group::Done)> start,
+                            std::chrono::steady_clock::time_point deadline) {
+    struct Outcome {
+        Mutex mutex;
+        CondVar cv;
+        std::optional<Status> status GUARDED_BY(mutex);
+    };
+    auto outcome = std::make_shared<Outcome>();
+    start([outcome](Status s) {
+        MutexLock lk(outcome->mutex);
+        outcome->status = std::move(s);
+        outcome->cv.notify_all();
+    });
+    UniqueLock lk(outcome->mutex);
+    if (!outcome->cv.wait_until(
+            lk, deadline, [&]() REQUIRES(outcome->mutex) { return outcome->status.has_value(); })) {
+        return Status(ErrorCodes::ExceededTimeLimit, "the replica set did not answer in time");
+    }
+    return *outcome->status;
+}
+
+bool ReplicaSet::waitUntilWritable(std::chrono::steady_clock::time_point deadline) const {
+    UniqueLock lk(_mutex);
+    // _writable becomes true under _mutex, with a notification.
+    return _changed.wait_until(lk, deadline, [&] { return isWritablePrimary(); });
+}
+
+ReplicaSetState ReplicaSet::state() const {
+    GroupStatus status = _group->status();
+    ReplicaSetState state;
+    state.name = _options.name;
+    state.me = _options.self;
+    state.writablePrimary = isWritablePrimary();
+    state.term = status.term;
+    state.configVersion = static_cast<int64_t>(std::max<LogIndex>(status.configurationIndex, 1));
+    state.appliedIndex = _replica.appliedIndex();  // exact; the status is a few ms old
+    state.commitIndex = status.commitIndex;
+    if (status.leader) state.primary = status.leader->address;
+    const bool leads = status.role == Role::kLeader;
+    bool selfVoter = false;
+    for (const Member& m : status.members) {
+        SetMember member;
+        member.id = static_cast<int64_t>(m.id);
+        member.host = m.address;
+        member.voter = m.role == MemberRole::kVoter;
+        member.self = m.id == _self;
+        if (member.self) selfVoter = member.voter;
+        const bool isLeader = status.leader && status.leader->id == m.id;
+        const bool unreachable = std::find(status.unreachable.begin(), status.unreachable.end(),
+                                           m.id) != status.unreachable.end();
+        if (member.self) {
+            member.state = isLeader ? MemberState::kPrimary
+                           : status.role == Role::kFollower && status.leader
+                               ? MemberState::kSecondary
+                               : MemberState::kStartup;
+            member.appliedIndex = state.appliedIndex;
+        } else if (isLeader) {
+            member.state = MemberState::kPrimary;
+        } else if (leads) {
+            member.state = unreachable    ? MemberState::kDown
+                           : member.voter ? MemberState::kSecondary
+                                          : MemberState::kStartup;
+            for (const auto& [id, match] : status.matchIndexes) {
+                if (id == m.id) member.appliedIndex = match;
+            }
+        } else {
+            member.state = MemberState::kUnknown;  // only the primary hears from everyone
+        }
+        state.members.push_back(std::move(member));
+    }
+    state.secondary = selfVoter && status.role == Role::kFollower && status.leader.has_value();
+    return state;
+}
+
+Status ReplicaSet::confirmLeadership(std::chrono::steady_clock::time_point deadline) {
+    if (!isWritablePrimary()) return Status(ErrorCodes::NotWritablePrimary, "not primary");
+    return waitDone([this](Group::Done done) { _group->barrier(std::move(done)); }, deadline);
+}
+
+size_t ReplicaSet::votingMembers() const {
+    GroupStatus status = _group->status();
+    return std::count_if(status.members.begin(), status.members.end(),
+                         [](const Member& m) { return m.role == MemberRole::kVoter; });
+}
+
+Status ReplicaSet::awaitReplication(size_t w,
+                                    std::optional<std::chrono::steady_clock::time_point> deadline) {
+    if (w <= 1) return Status::OK();
+    if (size_t voters = votingMembers(); w > voters) {
+        return Status(ErrorCodes::UnsatisfiableWriteConcern,
+                      "Not enough data-bearing nodes: w: " + std::to_string(w) + " asks for " +
+                          "more members than the set's " + std::to_string(voters));
+    }
+    // Everything applied here, this caller's writes included (the status is refreshed every few
+    // milliseconds, and would be too old for them).
+    const LogIndex target = _replica.appliedIndex();
+    // The leader's view of its members is refreshed every few milliseconds (group.h): polled.
+    while (true) {
+        GroupStatus status = _group->status();
+        if (status.role != Role::kLeader) {
+            return Status(ErrorCodes::PrimarySteppedDown,
+                          "primary stepped down while waiting for replication");
+        }
+        size_t have = std::count_if(status.matchIndexes.begin(), status.matchIndexes.end(),
+                                    [&](const auto& m) { return m.second >= target; });
+        if (have >= w) return Status::OK();
+        if (deadline && std::chrono::steady_clock::now() >= *deadline) {
+            return Status(ErrorCodes::WriteConcernFailed, "waiting for replication timed out");
+        }
+        std::this_thread::sleep_for(kReplicationPoll);
+    }
+}
+
+void ReplicaSet::acceptStream(int fd, std::string body) {
+    _group->acceptStream(fd, std::move(body));
+}
+
+Status ReplicaSet::stepDown() {
+    if (_group->status().role != Role::kLeader) {
+        return Status(ErrorCodes::NotWritablePrimary, "not primary so can't step down");
+    }
+    // The transfer completes (or gives up) within an election timeout; the deadline only guards
+    // against a group that stopped answering.
+    return waitDone(
+        [this](Group::Done done) { _group->transferLeadership(0, std::move(done)); },
+        std::chrono::steady_clock::now() + 10 * _options.electionTimeout + std::chrono::seconds(1));
+}
+
+Status ReplicaSet::addMember(const std::string& host,
+                             std::chrono::steady_clock::time_point deadline) {
+    MemberId id = memberIdOf(host);
+    for (const Member& m : _group->status().members) {
+        if (m.id == id) {
+            return Status(
+                ErrorCodes::NewReplicaSetConfigurationIncompatible,
+                "member " + host + " is already in the replica set (as " + m.address + ")");
+        }
+    }
+    return waitDone(
+        [&](Group::Done done) {
+            _group->addMember(Member{id, host, MemberRole::kVoter}, std::move(done));
+        },
+        deadline);
+}
+
+Status ReplicaSet::removeMember(const std::string& host,
+                                std::chrono::steady_clock::time_point deadline) {
+    MemberId id = memberIdOf(host);
+    return waitDone([&](Group::Done done) { _group->removeMember(id, std::move(done)); }, deadline);
+}
+
+}  // namespace tessera::repl
