@@ -122,6 +122,9 @@ namespace tessera {
     X(InterruptedDueToReplStateChange, 11602)                                                  \
     X(NotPrimaryNoSecondaryOk, 13435)                                                          \
     X(NotPrimaryOrSecondary, 13436)                                                            \
+    X(NodeNotFound, 74)                                                                        \
+    X(WriteConcernFailed, 64)                                                                  \
+    X(NewReplicaSetConfigurationIncompatible, 103)                                             \
     X(MigrationConflict, 300)                                                                  \
     X(ZoneStillInUse, 163)                                                                     \
     X(ZoneNotFound, 177)                                                                       \

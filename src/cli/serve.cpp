@@ -3,10 +3,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "base/log.h"
@@ -18,6 +21,7 @@
 #include "command/service_entry_point.h"
 #include "config/config_server.h"
 #include "net/server.h"
+#include "repl/replica_set.h"
 #include "router/router.h"
 #include "router/transaction_router.h"
 #include "shard/sharding_state.h"
@@ -35,6 +39,56 @@ std::string hostName() {
     char buf[256] = {};
     gethostname(buf, sizeof buf - 1);
     return buf;
+}
+
+// This member's address among `members` (the one on this process's port whose host names this
+// machine), or none: a member to be added, which waits.
+std::optional<std::string> selfAmong(const std::vector<std::string>& members,
+                                     const ServeOptions& opts, int port) {
+    const std::string bound = opts.bindIp.substr(0, opts.bindIp.find(','));
+    for (const std::string& member : members) {
+        const size_t colon = member.rfind(':');
+        if (member.substr(colon + 1) != std::to_string(port)) continue;
+        const std::string host = member.substr(0, colon);
+        if (host == bound || host == hostName() || host == "localhost" || host == "127.0.0.1") {
+            return member;
+        }
+    }
+    return std::nullopt;
+}
+
+// Starts this process's replica set member (`--replSet`) on `service`'s engine; `service.host`
+// becomes its address among the members. A member that founds a set of one waits until it is
+// its writable primary, so that `serve --replSet` takes writes from its first request.
+StatusWith<std::unique_ptr<repl::ReplicaSet>> joinReplicaSet(
+    const ServeOptions& opts, command::ServiceContext& service, int port,
+    repl::ReplicaSet::StepUpHook onStepUp) {
+    if (!opts.replSetMembers.empty()) {
+        if (auto self = selfAmong(opts.replSetMembers, opts, port)) {
+            service.host = *self;
+        } else {
+            log::startupWarning("This member (" + service.host +
+                                ") is not among the --replSet members: it waits, empty, until "
+                                "the primary adds it (rs.add)");
+        }
+    }
+    repl::ReplicaSetOptions setOptions;
+    setOptions.name = opts.replSet;
+    setOptions.self = service.host;
+    setOptions.members = opts.replSetMembers;
+    setOptions.dir = std::filesystem::path(opts.dbpath) / "replication";
+    ASSIGN_OR_RETURN(std::unique_ptr<repl::ReplicaSet> set,
+                     repl::ReplicaSet::start(setOptions, *service.engine, std::move(onStepUp)));
+    service.replicaSet = set.get();
+    const bool alone = opts.replSetMembers.empty() ||
+                       (opts.replSetMembers.size() == 1 && opts.replSetMembers[0] == service.host);
+    if (alone &&
+        !set->waitUntilWritable(std::chrono::steady_clock::now() + std::chrono::seconds(30))) {
+        service.replicaSet = nullptr;
+        return Status(ErrorCodes::ExceededTimeLimit,
+                      "a one-member replica set did not become primary within 30 s");
+    }
+    return set;
 }
 
 // Periodically reaps cursors idle past their timeout, until stopped.
@@ -149,7 +203,6 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
                                   : "recording the retryable write failed");
             });
         service.hooks = retryableWrites.get();
-        retryableWrites->startup();
     }
 
     net::ServerOptions serverOptions;
@@ -173,6 +226,18 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
             static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     }
     if (opts.workerThreads > 0) serverOptions.workerThreads = opts.workerThreads;
+    // The other members of a replica set reach this one's group at this port (src/repl).
+    std::atomic<repl::ReplicaSet*> handedOverTo{nullptr};
+    if (!opts.replSet.empty()) {
+        serverOptions.handOverOpCode = repl::kHandOverOpCode;
+        serverOptions.handOver = [&handedOverTo](int fd, std::string body) {
+            if (repl::ReplicaSet* set = handedOverTo.load()) {
+                set->acceptStream(fd, std::move(body));
+            } else {
+                ::close(fd);
+            }
+        };
+    }
     net::Server server(serverOptions, entryPoint);
     Status started = server.start();
     if (!started.isOK()) {
@@ -183,10 +248,31 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
     service.port = server.port();
     service.host = hostName() + ":" + std::to_string(server.port());
     if (!opts.replSet.empty() && opts.bindIp != "0.0.0.0" && opts.bindIp != "::") {
-        // The set's one host, as clients reach it (drivers connect to what `hosts` names).
+        // This member, as clients reach it (drivers connect to what `hosts` names).
         service.host =
             opts.bindIp.substr(0, opts.bindIp.find(',')) + ":" + std::to_string(server.port());
     }
+    // A replica set member: its storage writes through the set's group from here on, before any
+    // request is served or any background task of the role writes.
+    std::unique_ptr<repl::ReplicaSet> replicaSet;
+    if (!opts.replSet.empty()) {
+        // A new primary learns what its predecessor executed: retryable writes' records and
+        // transactions' outcomes, replicated with their writes.
+        auto onStepUp = [&transactions, &retryableWrites]() -> Status {
+            if (transactions) TRY_STATUS(transactions->restoreCommitted().getStatus());
+            if (retryableWrites) retryableWrites->restoreRecords();
+            return Status::OK();
+        };
+        auto joined = joinReplicaSet(opts, service, server.port(), onStepUp);
+        if (!joined.isOK()) {
+            std::fprintf(stderr, "tessera %s: replica set %s: %s\n", role.c_str(),
+                         opts.replSet.c_str(), joined.getStatus().toString().c_str());
+            return 1;
+        }
+        replicaSet = std::move(joined.getValue());
+        handedOverTo.store(replicaSet.get());
+    }
+    if (retryableWrites) retryableWrites->startup();
     service.connections.current = [&server] { return server.connectionStats().current; };
     service.connections.totalCreated = [&server] { return server.connectionStats().totalCreated; };
     service.connections.available = serverOptions.maxConnections;
@@ -262,6 +348,10 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
     {
         CursorReaper reaper(cursors);
         server.run();  // until SIGTERM/SIGINT
+    }
+    if (replicaSet) {
+        handedOverTo.store(nullptr);
+        replicaSet->stop();
     }
     if (router) router->stopBackgroundTasks();
     if (shardingState) shardingState->shutdown();

@@ -35,9 +35,11 @@ std::string serveUsage(const std::string& role) {
                "  ports P … P+M-1, the config server on P+M, shard i on P+M+1+i.\n";
     }
     if (role == "serve") {
-        return "usage: tessera serve --dbpath DIR [--replSet NAME]\n" + common +
-               "  --replSet NAME: answer as the primary of a one-member replica set (sessions,\n"
-               "  multi-document transactions, retryable writes).\n";
+        return "usage: tessera serve --dbpath DIR [--replSet NAME[/HOST:PORT,...]]\n" + common +
+               "  --replSet NAME: a member of replica set NAME (sessions, multi-document\n"
+               "  transactions, retryable writes); alone, or with the initial members listed\n"
+               "  after the slash (this one among them, the same list on each). A member not\n"
+               "  listed starts empty and waits for the primary to add it (rs.add).\n";
     }
     return "usage: tessera " + role + " --dbpath DIR\n" + common;
 }
@@ -84,10 +86,26 @@ StatusWith<ServeOptions> parseServeOptions(const std::vector<std::string>& args,
             opts.workerThreads = static_cast<int>(n);
         } else if (flag == "--replSet" && role == "serve") {
             TRY_STATUS(needValue());
-            // mongod accepts "name/seed1,seed2"; a one-member set needs only its name.
-            value = value.substr(0, value.find('/'));
-            if (value.empty()) return Status(ErrorCodes::BadValue, "--replSet needs a set name");
-            opts.replSet = value;
+            // mongod's "name/seed1,seed2": here the seeds are the initial members.
+            const size_t slash = value.find('/');
+            opts.replSet = value.substr(0, slash);
+            if (opts.replSet.empty()) {
+                return Status(ErrorCodes::BadValue, "--replSet needs a set name");
+            }
+            opts.replSetMembers.clear();
+            for (size_t at = slash; at != std::string::npos && at + 1 <= value.size();) {
+                size_t next = value.find(',', at + 1);
+                std::string host = value.substr(
+                    at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
+                const size_t colon = host.rfind(':');
+                if (colon == std::string::npos || colon == 0 || colon + 1 == host.size() ||
+                    !parseInteger(flag, host.substr(colon + 1), 1, 65535).isOK()) {
+                    return Status(ErrorCodes::BadValue,
+                                  "--replSet members must be HOST:PORT, got '" + host + "'");
+                }
+                opts.replSetMembers.push_back(host);
+                at = next;
+            }
         } else if (flag == "--enableTestCommands") {
             opts.enableTestCommands = true;
         } else if (flag == "--setParameter") {

@@ -14,7 +14,10 @@ struct ServeOptions {
     std::string bindIp = "127.0.0.1";
     std::string dbpath;
     bool enableTestCommands = false;
-    std::string replSet;  // serve: answer as the primary of this one-member replica set
+    std::string replSet;  // serve: a member of this replica set
+    // serve --replSet NAME/h1:p1,h2:p2,...: the set's initial members ("host:port", this one
+    // among them, identical on each); empty: a set of this member alone.
+    std::vector<std::string> replSetMembers;
     size_t cacheSizeMB = 256;
     bool cacheSizeMBGiven = false;  // --cacheSizeMB was on the command line
     int workerThreads = 0;          // 0: chosen from the role and the core count

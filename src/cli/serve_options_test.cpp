@@ -19,6 +19,12 @@ TEST(ServeOptions, ReplSetNamesAOneMemberSetOnServeOnly) {
     auto opts = parseServeOptions({"--dbpath", "d", "--replSet", "rs0/host:1,host:2"});
     ASSERT_TRUE(opts.isOK()) << opts.getStatus().toString();
     EXPECT_EQ(opts.getValue().replSet, "rs0");
+    EXPECT_EQ(opts.getValue().replSetMembers, (std::vector<std::string>{"host:1", "host:2"}));
+    EXPECT_TRUE(
+        parseServeOptions({"--dbpath", "d", "--replSet", "rs0"}).getValue().replSetMembers.empty());
+    for (std::string bad : {"rs0/host", "rs0/host:", "rs0/:1", "rs0/h:1,", "rs0/h:99999"}) {
+        EXPECT_FALSE(parseServeOptions({"--dbpath", "d", "--replSet", bad}).isOK()) << bad;
+    }
     EXPECT_FALSE(parseServeOptions({"--dbpath", "d", "--replSet", "/x"}).isOK());
     EXPECT_FALSE(parseServeOptions({"--dbpath", "d", "--replSet", "rs0"}, "shard").isOK());
 }

@@ -5,7 +5,10 @@
 #include "base/wall_clock.h"
 #include "command/opcounters.h"
 #include "command/registry.h"
+#include "command/repl_set_info.h"
 #include "command/server_info.h"
+#include "repl/replica_set.h"
+#include "storage/engine.h"
 #include "txn/logical_sessions.h"
 
 namespace tessera::command {
@@ -20,6 +23,50 @@ void recordClientMetadata(OperationContext& opCtx, bson::BsonView body) {
     if (app.isObject() && app.objValue()["name"].type() == bson::BsonType::String) {
         opCtx.client->appName = std::string(app.objValue()["name"].stringValue());
     }
+}
+
+// A replica set member's part of the handshake (mongodb-surface.md §1): what drivers' server
+// discovery follows — the set's name and hosts, who is primary, and (electionId, setVersion) so
+// that a deposed primary's word never outranks its successor's.
+void appendReplicaSetFields(bson::BsonBuilder& reply, const repl::ReplicaSetState& set,
+                            const ServiceContext& service) {
+    bson::BsonBuilder& hosts = reply.startArray("hosts");
+    int n = 0;
+    for (const repl::SetMember& m : set.members) {
+        if (m.voter) hosts.append(std::to_string(n++), m.host);
+    }
+    hosts.end();
+    if (n != static_cast<int>(set.members.size())) {
+        // Members still catching up before they vote (MongoDB lists priority-0 members here).
+        bson::BsonBuilder& passives = reply.startArray("passives");
+        n = 0;
+        for (const repl::SetMember& m : set.members) {
+            if (!m.voter) passives.append(std::to_string(n++), m.host);
+        }
+        passives.end();
+    }
+    reply.append("setName", set.name);
+    reply.appendInt64("setVersion", set.configVersion);
+    reply.appendBool("secondary", set.secondary);
+    if (set.primary) reply.append("primary", *set.primary);
+    reply.append("me", set.me);
+    if (set.writablePrimary) reply.appendOid("electionId", electionIdOf(set.term));
+    const Timestamp lastWrite =
+        service.engine ? service.engine->lastCommitTimestamp() : Timestamp();
+    const int64_t lastWriteDate = int64_t{lastWrite.secs()} * 1000;
+    bson::BsonBuilder& lw = reply.startObject("lastWrite");
+    lw.startObject("opTime")
+        .appendTimestamp("ts", lastWrite.value)
+        .appendInt64("t", static_cast<int64_t>(set.term))
+        .end();
+    lw.appendDate("lastWriteDate", lastWriteDate);
+    // Every applied write is majority-committed (a write applies only once the group has it).
+    lw.startObject("majorityOpTime")
+        .appendTimestamp("ts", lastWrite.value)
+        .appendInt64("t", static_cast<int64_t>(set.term))
+        .end();
+    lw.appendDate("majorityWriteDate", lastWriteDate);
+    lw.end();
 }
 
 class HelloCommand : public Command {
@@ -39,30 +86,18 @@ class HelloCommand : public Command {
                           "maxAwaitTimeMS is provided");
         }
         recordClientMetadata(opCtx, body);
+        const repl::ReplicaSet* replicaSet = opCtx.service ? opCtx.service->replicaSet : nullptr;
+        const std::optional<repl::ReplicaSetState> set =
+            replicaSet ? std::optional(replicaSet->state()) : std::nullopt;
+        const bool writable = !set || set->writablePrimary;
         // The legacy field name follows the command's spelling (useLegacyResponseFields).
-        if (request.commandName == "hello") {
-            reply.appendBool("isWritablePrimary", true);
-        } else {
-            reply.appendBool("ismaster", true);
-        }
+        reply.appendBool(request.commandName == "hello" ? "isWritablePrimary" : "ismaster",
+                         writable);
         // A router answers as mongos: `msg: "isdbgrid"` is how drivers and mongosh classify it.
         if (opCtx.service && opCtx.service->role == ClusterRole::kRouter) {
             reply.append("msg", "isdbgrid");
         }
-        if (opCtx.service && !opCtx.service->replSetName.empty()) {
-            // The primary of a one-member replica set (`serve --replSet`).
-            reply.startArray("hosts").append("0", opCtx.service->host).end();
-            reply.append("setName", opCtx.service->replSetName);
-            reply.appendInt32("setVersion", 1);
-            reply.appendBool("secondary", false);
-            reply.append("primary", opCtx.service->host);
-            reply.append("me", opCtx.service->host);
-            bson::ObjectId electionId;
-            electionId.bytes[0] = 0x7f;
-            electionId.bytes[1] = electionId.bytes[2] = electionId.bytes[3] = 0xff;
-            electionId.bytes[11] = 1;
-            reply.appendOid("electionId", electionId);
-        }
+        if (set) appendReplicaSetFields(reply, *set, *opCtx.service);
         if (body["helloOk"].trueValue()) reply.appendBool("helloOk", true);
         reply.appendInt32("maxBsonObjectSize", kMaxBsonObjectSize);
         reply.appendInt32("maxMessageSizeBytes", kMaxMessageSizeBytes);

@@ -23,6 +23,10 @@ class CollectionWriter;
 class PrepareReads;
 }  // namespace tessera::storage
 
+namespace tessera::repl {
+class ReplicaSet;
+}  // namespace tessera::repl
+
 namespace tessera::txn {
 class SessionTransactions;
 struct TransactionSession;
@@ -131,9 +135,12 @@ struct ServiceContext {
     // A router's transactions (router/transaction_router.h), or null: the entry point hands
     // them each statement of a transaction on a router.
     RouterTransactionHooks* routerTransactions = nullptr;
-    // `--replSet NAME`: a single node that answers the handshake as the primary of a
-    // one-member replica set (sessions, transactions, retryable writes); empty otherwise.
+    // `--replSet NAME`: a member of a replica set (sessions, transactions, retryable writes);
+    // empty otherwise.
     std::string replSetName;
+    // That member's replication (repl/replica_set.h): who is primary, its members, stepping
+    // down. Null without --replSet.
+    repl::ReplicaSet* replicaSet = nullptr;
     // The role's own state (router::Router, shard::ShardingState, config::ConfigServer), owned by
     // main; role commands cast it back. Null on a standalone.
     RoleState* roleState = nullptr;

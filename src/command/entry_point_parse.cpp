@@ -8,7 +8,9 @@
 #include "base/failpoint.h"
 #include "command/entry_point_phases.h"
 #include "command/fail_command.h"
+#include "command/member_state_gate.h"
 #include "command/service_entry_point.h"
+#include "repl/replica_set.h"
 #include "storage/engine.h"
 
 namespace tessera::command {
@@ -82,6 +84,15 @@ Status parseSession(Invocation& inv) {
 // before it runs, as it always was (a write runs, then reports it: reply()).
 Status refuseUnsatisfiableWriteConcernOnRead(const Invocation& inv) {
     if (!isRestartableRead(inv.request)) return Status::OK();
+    if (inv.service.replicaSet) {
+        bson::BsonElement wc = inv.request.body["writeConcern"];
+        bson::BsonElement w = wc.isObject() ? wc.objValue()["w"] : bson::BsonElement();
+        const size_t voters = inv.service.replicaSet->votingMembers();
+        if (!w.isNumber() || w.numberLong() <= static_cast<int64_t>(voters)) return Status::OK();
+        return Status(ErrorCodes::UnsatisfiableWriteConcern,
+                      "Not enough data-bearing nodes: w: " + std::to_string(w.numberLong()) +
+                          " asks for more members than the set's " + std::to_string(voters));
+    }
     std::optional<bson::BsonObj> error = unsatisfiableWriteConcernError(inv.request.body);
     if (!error) return Status::OK();
     return Status(ErrorCodes::UnsatisfiableWriteConcern,
@@ -254,6 +265,8 @@ void parse(Invocation& inv) {
     inv.labels.inTransaction = inv.txnArgs.statement;
     inv.labels.commitTransaction = inv.request.commandName == "commitTransaction";
     inv.txnCommand = txn::isTransactionEndCommand(inv.request.commandName);
+    // A member that is not the writable primary serves only what a secondary may.
+    if (Status s = checkMemberState(inv.service, inv.request); !s.isOK()) inv.endWithError(s);
 }
 
 void admit(Invocation& inv) {

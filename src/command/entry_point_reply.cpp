@@ -2,8 +2,10 @@
 // the journal, a writeConcernError — and the reply.
 
 #include "command/entry_point_phases.h"
+#include "command/member_state_gate.h"
 #include "command/service_entry_point.h"
 #include "command/write_ops_util.h"
+#include "repl/replica_set.h"
 #include "storage/engine.h"
 
 namespace tessera::command {
@@ -32,6 +34,8 @@ bool everyStatementReplayed(const CommandRequest& request, bson::BsonView reply)
 // synced one by one, and concurrent commands share one WAL sync (Engine::syncWal). Routers hold
 // no data: their shards meet the write concern they forward.
 Status awaitJournal(const Invocation& inv) {
+    // A replica set member applied every write once the group's log — its journal — had it.
+    if (inv.service.replicaSet) return Status::OK();
     if (!inv.policy.journals || !writeConcernWaitsForJournal(inv.request.body)) {
         return Status::OK();
     }
@@ -49,6 +53,34 @@ bson::BsonObj successReply(Invocation& inv, bson::BsonView fields,
     return b.obj();
 }
 
+// A numeric `w` above 1 on a replica set member: waits until that many members have every write
+// this one applied (w: "majority" is met by every applied write), up to `wtimeout`.
+std::optional<bson::BsonObj> replicationWriteConcernError(const Invocation& inv) {
+    bson::BsonElement wc = inv.request.body["writeConcern"];
+    if (!wc.isObject()) return std::nullopt;
+    bson::BsonElement w = wc.objValue()["w"];
+    if (!w.isNumber() || w.numberLong() <= 1) return std::nullopt;
+    std::optional<std::chrono::steady_clock::time_point> deadline = inv.opCtx.deadline;
+    bson::BsonElement wtimeout = wc.objValue()["wtimeout"];
+    if (wtimeout.eoo()) wtimeout = wc.objValue()["wtimeoutMS"];
+    if (wtimeout.isNumber() && wtimeout.numberLong() > 0) {
+        auto limit =
+            std::chrono::steady_clock::now() + std::chrono::milliseconds(wtimeout.numberLong());
+        deadline = deadline ? std::min(*deadline, limit) : limit;
+    }
+    Status replicated =
+        inv.service.replicaSet->awaitReplication(static_cast<size_t>(w.numberLong()), deadline);
+    if (replicated.isOK()) return std::nullopt;
+    bson::BsonBuilder b;
+    b.appendInt32("code", static_cast<int>(replicated.code()));
+    b.append("codeName", codeName(static_cast<int>(replicated.code())));
+    b.append("errmsg", replicated.reason());
+    if (replicated.is(ErrorCodes::WriteConcernFailed)) {
+        b.startObject("errInfo").appendBool("wtimeout", true).end();
+    }
+    return b.obj();
+}
+
 }  // namespace
 
 bool isRestartableRead(const CommandRequest& request) {
@@ -62,6 +94,7 @@ std::optional<bson::BsonObj> writeConcernErrorFor(const Invocation& inv, bson::B
     if (fields.hasField("writeConcernError")) return std::nullopt;  // the shards' already
     if (!inv.failCommandWriteConcernError.isEmpty()) return inv.failCommandWriteConcernError;
     if (!inv.policy.acceptsSessions) return std::nullopt;  // a standalone refused it in parse
+    if (inv.service.replicaSet) return replicationWriteConcernError(inv);
     return unsatisfiableWriteConcernError(inv.request.body);
 }
 
@@ -76,6 +109,12 @@ void appendWriteConcernError(const Invocation& inv, bson::BsonBuilder& reply,
 
 void reply(Invocation& inv) {
     bson::BsonObj fields = inv.status.isOK() ? inv.reply.obj() : bson::BsonObj();
+    if (inv.service.replicaSet && inv.status.isOK()) {
+        if (std::optional<Status> stepDown = replStateChangeOf(fields)) {
+            inv.status = *stepDown;
+            fields = bson::BsonObj();
+        }
+    }
     const std::optional<bson::BsonObj> concernError =
         inv.status.isOK() ? writeConcernErrorFor(inv, fields) : std::nullopt;
     bson::BsonObj sent = inv.status.isOK() ? successReply(inv, fields, concernError)

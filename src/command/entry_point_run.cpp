@@ -6,6 +6,7 @@
 #include "command/router_transaction_hooks.h"
 #include "command/service_entry_point.h"
 #include "command/write_ops_util.h"
+#include "repl/replica_set.h"
 #include "storage/engine.h"
 #include "storage/prepared_transactions.h"
 
@@ -15,6 +16,8 @@ namespace {
 // How long a command without maxTimeMS waits for a prepared transaction's decision before it
 // fails with ExceededTimeLimit (the decision normally takes one coordinator round trip).
 constexpr std::chrono::seconds kMaxPrepareWait{60};
+// How long a linearizable read without maxTimeMS waits to prove its member still leads.
+constexpr std::chrono::seconds kLinearizableReadLimit{15};
 
 // How often a read at the latest timestamp runs again because a prepared transaction it met
 // committed after its timestamp (storage::PrepareReads); the last run keeps its timestamp.
@@ -182,9 +185,18 @@ void checkOut(Invocation& inv) {
 void run(Invocation& inv) {
     try {
         if (inv.policy.hooks && !beforeCommand(inv)) return;
-        if ((inv.readConcern == ReadConcernLevel::kMajority ||
-             inv.readConcern == ReadConcernLevel::kLinearizable) &&
-            inv.policy.journals) {
+        if (inv.service.replicaSet) {
+            // Every write a member applied is majority-committed already; a linearizable read
+            // first proves this member still leads (a deposed primary cut off from its majority
+            // cannot), with every write acknowledged before it applied here.
+            if (inv.readConcern == ReadConcernLevel::kLinearizable) {
+                inv.status = inv.service.replicaSet->confirmLeadership(
+                    inv.opCtx.deadline.value_or(std::chrono::steady_clock::now() +
+                                                kLinearizableReadLimit));
+            }
+        } else if ((inv.readConcern == ReadConcernLevel::kMajority ||
+                    inv.readConcern == ReadConcernLevel::kLinearizable) &&
+                   inv.policy.journals) {
             // A one-member set's majority is this process, journaled: everything committed so
             // far is made durable first, so the read sees nothing a crash could take back.
             inv.status = inv.service.engine->syncWal();

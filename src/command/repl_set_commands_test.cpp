@@ -1,6 +1,12 @@
-// replSetGetStatus / replSetGetConfig: a one-member set's status and config on `serve --replSet`,
-// NoReplicationEnabled (76) anywhere else, unknown fields refused (40415).
+// The replica set commands and the handshake of a `--replSet` member, over a real one-member set
+// (repl::ReplicaSet: its storage writes through the group's log), NoReplicationEnabled (76)
+// anywhere else; what a member that is not the primary serves (member_state_gate.h). Several
+// members — elections, a secondary's refusals, failover — are tested through real processes
+// (tests/integration/node/replica_set.test.mjs).
 #include "command/crud_test_util.h"
+#include "command/member_state_gate.h"
+#include "command/repl_set_info.h"
+#include "repl/replica_set.h"
 
 namespace tessera::command::test {
 namespace {
@@ -10,8 +16,28 @@ class ReplSetCommandsTest : public CrudFixture {
     void SetUp() override {
         CrudFixture::SetUp();
         registerReplSetCommands(registry);
+        registerHandshakeCommands(registry);
         service.replSetName = "rs0";
+        repl::ReplicaSetOptions options;
+        options.name = "rs0";
+        options.self = service.host;
+        options.dir = _replication.path();
+        auto started = repl::ReplicaSet::start(options, *engine, [] { return Status::OK(); });
+        ASSERT_TRUE(started.isOK()) << started.getStatus().toString();
+        replicaSet = std::move(started.getValue());
+        service.replicaSet = replicaSet.get();
+        ASSERT_TRUE(replicaSet->waitUntilWritable(std::chrono::steady_clock::now() +
+                                                  std::chrono::seconds(30)));
     }
+    void TearDown() override {
+        if (replicaSet) replicaSet->stop();
+        service.replicaSet = nullptr;
+        replicaSet.reset();
+        CrudFixture::TearDown();
+    }
+
+    storage::test::TempDir _replication;
+    std::unique_ptr<repl::ReplicaSet> replicaSet;
 };
 
 TEST_F(ReplSetCommandsTest, StatusDescribesThePrimaryOfAOneMemberSet) {
@@ -20,17 +46,21 @@ TEST_F(ReplSetCommandsTest, StatusDescribesThePrimaryOfAOneMemberSet) {
     ASSERT_TRUE(r.ok()) << r.status.toString();
     EXPECT_EQ(r.reply["set"].stringValue(), "rs0");
     EXPECT_EQ(r.reply["myState"].numberInt(), 1);
-    EXPECT_EQ(r.reply["term"].numberLong(), 1);
+    EXPECT_GE(r.reply["term"].numberLong(), 1);
+    EXPECT_EQ(r.reply["votingMembersCount"].numberInt(), 1);
     bson::BsonView members = r.reply["members"].objValue();
     ASSERT_EQ(members.nFields(), 1);
     bson::BsonView self = members["0"].objValue();
     EXPECT_EQ(self["name"].stringValue(), "localhost:27017");
+    EXPECT_EQ(self["_id"].numberLong(), static_cast<int64_t>(repl::memberIdOf("localhost:27017")));
     EXPECT_EQ(self["stateStr"].stringValue(), "PRIMARY");
+    EXPECT_EQ(self["health"].numberDouble(), 1);
     EXPECT_TRUE(self["self"].trueValue());
-    // The optime is the latest commit: the insert above.
+    // The optime is the latest commit: the insert above, applied through the group's log.
     EXPECT_EQ(self["optime"].objValue()["ts"].timestampValue(),
               engine->lastCommitTimestamp().value);
     EXPECT_NE(engine->lastCommitTimestamp().value, 0u);
+    EXPECT_GT(self["logIndex"].numberLong(), 1);
     EXPECT_EQ(
         r.reply["optimes"].objValue()["lastCommittedOpTime"].objValue()["ts"].timestampValue(),
         engine->lastCommitTimestamp().value);
@@ -41,7 +71,7 @@ TEST_F(ReplSetCommandsTest, ConfigNamesTheOneMember) {
     ASSERT_TRUE(r.ok()) << r.status.toString();
     bson::BsonView config = r.reply["config"].objValue();
     EXPECT_EQ(config["_id"].stringValue(), "rs0");
-    EXPECT_EQ(config["version"].numberInt(), 1);
+    EXPECT_GE(config["version"].numberLong(), 1);
     bson::BsonView members = config["members"].objValue();
     ASSERT_EQ(members.nFields(), 1);
     EXPECT_EQ(members["0"].objValue()["host"].stringValue(), "localhost:27017");
@@ -51,17 +81,130 @@ TEST_F(ReplSetCommandsTest, ConfigNamesTheOneMember) {
     EXPECT_FALSE(run(R"({"replSetGetConfig": 1})", {}, "admin").reply.hasField("commitmentStatus"));
 }
 
+TEST_F(ReplSetCommandsTest, HelloReportsTheSetWithItsElectionId) {
+    CommandResult r = run(R"({"hello": 1})", {}, "admin");
+    ASSERT_TRUE(r.ok()) << r.status.toString();
+    EXPECT_TRUE(r.reply["isWritablePrimary"].trueValue());
+    EXPECT_FALSE(r.reply["secondary"].trueValue());
+    EXPECT_EQ(r.reply["setName"].stringValue(), "rs0");
+    EXPECT_EQ(r.reply["primary"].stringValue(), "localhost:27017");
+    EXPECT_EQ(r.reply["me"].stringValue(), "localhost:27017");
+    ASSERT_EQ(r.reply["hosts"].objValue().nFields(), 1);
+    const uint64_t term = replicaSet->state().term;
+    EXPECT_EQ(r.reply["electionId"].oidValue(), electionIdOf(term));
+    EXPECT_GE(r.reply["setVersion"].numberLong(), 1);
+    // A later term's electionId is greater: drivers ignore a deposed primary by it.
+    EXPECT_LT(electionIdOf(term), electionIdOf(term + 1));
+    EXPECT_LT(electionIdOf(255), electionIdOf(256));
+    EXPECT_TRUE(r.reply["lastWrite"].objValue()["opTime"].isObject());
+}
+
+TEST_F(ReplSetCommandsTest, WhatTheSetCannotDoIsRefusedAndChangesNothing) {
+    const int64_t version = replicaSet->state().configVersion;
+    // No member to hand over to: the one member stays primary.
+    EXPECT_FALSE(run(R"({"replSetStepDown": 60})", {}, "admin").ok());
+    EXPECT_EQ(run(R"({"replSetStepDown": 60, "force": true})", {}, "admin").status.code(),
+              static_cast<int>(ErrorCodes::InvalidOptions));
+    EXPECT_EQ(run(R"({"replSetStepDown": -1})", {}, "admin").status.code(),
+              static_cast<int>(ErrorCodes::BadValue));
+    EXPECT_TRUE(
+        replicaSet->waitUntilWritable(std::chrono::steady_clock::now() + std::chrono::seconds(30)));
+    EXPECT_EQ(run(R"({"replSetFreeze": 30})", {}, "admin").status.code(),
+              static_cast<int>(ErrorCodes::NotImplemented));
+    EXPECT_EQ(run(R"({"replSetInitiate": {}})", {}, "admin").status.code(),
+              static_cast<int>(ErrorCodes::AlreadyInitialized));
+
+    auto reconfig = [&](std::string members, std::string extra = "") {
+        return run(R"({"replSetReconfig": {"_id": "rs0", "version": )" +
+                       std::to_string(version + 1) + R"(, "members": [)" + members + "]" + extra +
+                       "}}",
+                   {}, "admin")
+            .status;
+    };
+    const std::string self = R"({"_id": 0, "host": "localhost:27017")";
+    // Member settings this version does not carry out are refused, not ignored.
+    EXPECT_EQ(reconfig(self + R"(, "priority": 2})").code(),
+              static_cast<int>(ErrorCodes::InvalidOptions));
+    EXPECT_EQ(reconfig(self + R"(, "tags": {"dc": "east"}})").code(),
+              static_cast<int>(ErrorCodes::InvalidOptions));
+    EXPECT_EQ(reconfig(self + "}", R"(, "bogus": 1)").code(),
+              static_cast<int>(ErrorCodes::InvalidOptions));
+    // One member added or removed at a time.
+    EXPECT_EQ(reconfig(self + R"(}, {"_id": 1, "host": "h:1"}, {"_id": 2, "host": "h:2"})").code(),
+              static_cast<int>(ErrorCodes::NewReplicaSetConfigurationIncompatible));
+    // The primary cannot remove itself.
+    EXPECT_FALSE(reconfig(R"({"_id": 1, "host": "h:1"})").isOK());
+    // The same members with default settings: nothing to change.
+    EXPECT_TRUE(reconfig(self + R"(, "priority": 1, "votes": 1, "hidden": false})").isOK());
+    EXPECT_EQ(
+        run(R"({"replSetReconfig": {"_id": "rs0", "version": 1, "members": []}})", {}, "admin")
+            .status.code(),
+        static_cast<int>(ErrorCodes::NewReplicaSetConfigurationIncompatible));
+    EXPECT_EQ(replicaSet->state().configVersion, version);
+    EXPECT_EQ(replicaSet->state().members.size(), 1u);
+}
+
+TEST_F(ReplSetCommandsTest, WriteConcernOfMoreMembersThanTheSetHasIsUnsatisfiable) {
+    EXPECT_TRUE(replicaSet->awaitReplication(1, std::nullopt).isOK());
+    EXPECT_EQ(replicaSet->awaitReplication(2, std::nullopt).code(),
+              static_cast<int>(ErrorCodes::UnsatisfiableWriteConcern));
+}
+
 TEST_F(ReplSetCommandsTest, UnknownFieldsAreRefused) {
     EXPECT_EQ(run(R"({"replSetGetStatus": 1, "bogus": 1})", {}, "admin").status.code(), 40415);
     EXPECT_EQ(run(R"({"replSetGetConfig": 1, "bogus": 1})", {}, "admin").status.code(), 40415);
+    EXPECT_EQ(run(R"({"replSetStepDown": 1, "bogus": 1})", {}, "admin").status.code(), 40415);
     EXPECT_TRUE(
         run(R"({"replSetGetStatus": 1, "initialSync": 1, "comment": "x"})", {}, "admin").ok());
 }
 
 TEST_F(ReplSetCommandsTest, WithoutReplSetTheyAreNoReplicationEnabled) {
-    service.replSetName.clear();
-    EXPECT_EQ(run(R"({"replSetGetStatus": 1})", {}, "admin").status.code(), 76);
-    EXPECT_EQ(run(R"({"replSetGetConfig": 1})", {}, "admin").status.code(), 76);
+    service.replicaSet = nullptr;
+    for (const char* command :
+         {R"({"replSetGetStatus": 1})", R"({"replSetGetConfig": 1})", R"({"replSetStepDown": 1})",
+          R"({"replSetFreeze": 1})", R"({"replSetInitiate": 1})"}) {
+        EXPECT_EQ(run(command, {}, "admin").status.code(), 76) << command;
+    }
+}
+
+CommandRequest requestOf(const bson::BsonObj& body) {
+    CommandRequest request;
+    request.body = body;
+    request.commandName = body.firstElement().fieldName();
+    return request;
+}
+
+TEST(MemberStateGateTest, ASecondaryServesReadsOnRequestAndNeverWrites) {
+    auto allowed = [](std::string_view json) {
+        bson::BsonObj body = J(json);
+        return secondaryAllowed(requestOf(body));
+    };
+    EXPECT_EQ(allowed(R"({"hello": 1})"), SecondaryAllowed::kAlways);
+    EXPECT_EQ(allowed(R"({"replSetGetStatus": 1})"), SecondaryAllowed::kAlways);
+    EXPECT_EQ(allowed(R"({"find": "c"})"), SecondaryAllowed::kOptIn);
+    EXPECT_EQ(allowed(R"({"aggregate": "c", "pipeline": [{"$match": {}}]})"),
+              SecondaryAllowed::kOptIn);
+    EXPECT_EQ(allowed(R"({"aggregate": "c", "pipeline": [{"$out": "d"}]})"),
+              SecondaryAllowed::kNever);
+    EXPECT_EQ(allowed(R"({"insert": "c"})"), SecondaryAllowed::kNever);
+    EXPECT_EQ(allowed(R"({"findAndModify": "c"})"), SecondaryAllowed::kNever);
+    EXPECT_EQ(allowed(R"({"createIndexes": "c"})"), SecondaryAllowed::kNever);
+    // A transaction's statements, reads included, and its end run on the primary only.
+    EXPECT_EQ(allowed(R"({"find": "c", "autocommit": false})"), SecondaryAllowed::kNever);
+    EXPECT_EQ(allowed(R"({"commitTransaction": 1, "autocommit": false})"),
+              SecondaryAllowed::kNever);
+    // Without a replica set nothing is refused.
+    ServiceContext standalone;
+    bson::BsonObj insert = J(R"({"insert": "c"})");
+    EXPECT_TRUE(checkMemberState(standalone, requestOf(insert)).isOK());
+}
+
+TEST(MemberStateGateTest, EveryCommandTheTableNamesExists) {
+    CommandRegistry registry;
+    registerAllCommands(registry);
+    for (std::string_view name : secondaryTableNames()) {
+        EXPECT_NE(registry.find(name), nullptr) << name << " is not a command";
+    }
 }
 
 }  // namespace

@@ -24,6 +24,11 @@ RetryableWriteHooks::RetryableWriteHooks(ServiceContext& service, RunLocal runLo
       _reaper(_table, *service.engine, _runLocal) {}
 
 void RetryableWriteHooks::startup() {
+    restoreRecords();
+    _reaper.start();
+}
+
+void RetryableWriteHooks::restoreRecords() {
     size_t n = txn::restoreStatementRecords(*_service.engine, _table) +
                txn::restoreTransactionRecords(*_service.engine, _table);
     if (n > 0) {
@@ -35,7 +40,6 @@ void RetryableWriteHooks::startup() {
             transactions->restoreRetryableWrite(lsid, txnNumber);
         }
     }
-    _reaper.start();
 }
 
 std::optional<bson::BsonObj> RetryableWriteHooks::replayedReply(OperationContext& opCtx,

@@ -27,6 +27,10 @@ class RetryableWriteHooks : public CommandHooks {
     // Loads the records (statements' and config.transactions'), then expires them with their
     // sessions (SessionRecordReaper).
     void startup();
+    // Loads the records again: a replica set member that becomes primary learns what the
+    // previous primary executed (its records replicated with its writes). Idempotent: a newer
+    // txnNumber of a session wins.
+    void restoreRecords();
 
     Status beforeCommand(OperationContext&, const CommandRequest&, const Command&) override {
         return Status::OK();

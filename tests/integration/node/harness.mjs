@@ -63,10 +63,11 @@ export function encodeOpMsg(body, { flags = 0, sequences = [] } = {}) {
 }
 
 /**
- * Connects to 127.0.0.1:port, sends OP_MSG {ping: 1, $db: 'admin'} and resolves with the reply
- * body, or rejects (connection refused, closed, garbage, timeout).
+ * Connects to 127.0.0.1:port, sends OP_MSG `body` (with $db) and resolves with the reply body, or
+ * rejects (connection refused, closed, garbage, timeout). No driver in between: what the server
+ * answers to exactly this request.
  */
-export function rawPing(port, timeoutMs = 2000) {
+export function rawCommand(port, body, timeoutMs = 2000) {
     return new Promise((resolve, reject) => {
         const sock = net.connect({ host: '127.0.0.1', port });
         let buf = Buffer.alloc(0);
@@ -74,9 +75,9 @@ export function rawPing(port, timeoutMs = 2000) {
             sock.destroy();
             reject(err);
         };
-        sock.setTimeout(timeoutMs, () => fail(new Error('ping timed out')));
+        sock.setTimeout(timeoutMs, () => fail(new Error('command timed out')));
         sock.on('error', fail);
-        sock.on('connect', () => sock.write(encodeOpMsg({ ping: 1, $db: 'admin' })));
+        sock.on('connect', () => sock.write(encodeOpMsg(body)));
         sock.on('data', (chunk) => {
             buf = Buffer.concat([buf, chunk]);
             if (buf.length < 4) return;
@@ -96,6 +97,11 @@ export function rawPing(port, timeoutMs = 2000) {
         });
         sock.on('end', () => fail(new Error('connection closed before a full reply')));
     });
+}
+
+/** rawCommand {ping: 1} on admin. */
+export function rawPing(port, timeoutMs = 2000) {
+    return rawCommand(port, { ping: 1, $db: 'admin' }, timeoutMs);
 }
 
 function tail(file, lines = 60) {
