@@ -97,7 +97,7 @@ phase() {
 echo "| setup ($THREADS threads, ${DOC_SIZE}-byte documents, ${SECONDS_PER_PHASE} s) | inserts/s | p50 µs | p99 µs |"
 echo "|---|---|---|---|"
 "$BIN/rocksdb_limit" --threads "$THREADS" --seconds "$SECONDS_PER_PHASE" --value-size "$DOC_SIZE" \
-    --dir "$WORK/rocksdb" --json >"$WORK/rocksdb.out" 2>&1
+    --dir "$WORK" --json >"$WORK/rocksdb.out" 2>&1 || { cat "$WORK/rocksdb.out" >&2; exit 1; }
 node -e '
     const lines = require("fs").readFileSync(process.argv[1], "utf8").split("\n");
     const r = lines.filter((l) => l.startsWith("{")).map(JSON.parse).find((x) => x.phase === "fillsync");

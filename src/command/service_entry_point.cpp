@@ -3,6 +3,7 @@
 #include "command/entry_point_phases.h"
 #include "command/fail_command.h"
 #include "command/generic_args.h"
+#include "command/member_state_gate.h"
 #include "storage/engine.h"
 #include "wire/op_msg.h"
 
@@ -213,6 +214,9 @@ std::optional<bson::BsonObj> ServiceEntryPoint::runInline(const net::Request& re
     }
     if (_service.engine && _service.engine->preparedTransactionCount() > 0) {
         return std::nullopt;  // a read may wait for a prepared transaction's decision: the pool
+    }
+    if (_service.replicaSet && secondaryAllowed(cmd) == SecondaryAllowed::kNever) {
+        return std::nullopt;  // a replica set member's write waits for its group: the pool
     }
     ClientState& state = clientStateOf(client);
     bool closeConnection = false;

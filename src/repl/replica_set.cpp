@@ -96,7 +96,10 @@ StatusWith<std::unique_ptr<ReplicaSet>> ReplicaSet::start(ReplicaSetOptions opti
     return set;
 }
 
-ReplicaSet::~ReplicaSet() { stop(); }
+ReplicaSet::~ReplicaSet() {
+    stop();
+    storage::setCommitLog(_engine, nullptr);  // the replica goes with this object
+}
 
 void ReplicaSet::stop() {
     {
@@ -108,7 +111,8 @@ void ReplicaSet::stop() {
     _writable.store(false, std::memory_order_release);
     if (_stepUpThread.joinable()) _stepUpThread.join();
     if (_group) _group->stop();
-    storage::setCommitLog(_engine, nullptr);
+    // The engine keeps its commit log: a write after this fails (NotWritablePrimary) instead of
+    // reaching RocksDB without the group.
     _replica.attach(nullptr);
 }
 

@@ -104,7 +104,7 @@ class ReplicaSet {
     Status addMember(const std::string& host, std::chrono::steady_clock::time_point deadline);
     Status removeMember(const std::string& host, std::chrono::steady_clock::time_point deadline);
 
-    // Leaves the set's network (the process is stopping); writes in flight fail.
+    // Leaves the set's network (the process is stopping); writes in flight and after fail.
     void stop();
 
   private:

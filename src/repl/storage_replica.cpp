@@ -70,11 +70,12 @@ Status StorageReplica::commit(std::string_view batch) {
         // From here on, if the entry commits after all, it is applied from elsewhere.
         it->second.done = true;
         it->second.outcome = result.getStatus();
-        _finished.notify_all();
+        it->second.finished.notify_one();
     });
     UniqueLock lk(_mutex);
-    _finished.wait(lk, [&]() REQUIRES(_mutex) { return _waiting[sequence].done; });
-    Status outcome = _waiting[sequence].outcome;
+    Waiter& waiter = _waiting[sequence];
+    waiter.finished.wait(lk, [&]() REQUIRES(_mutex) { return waiter.done; });
+    Status outcome = waiter.outcome;
     _waiting.erase(sequence);
     return outcome;
 }
@@ -114,7 +115,7 @@ void StorageReplica::apply(LogIndex index, std::string_view entry) {
         Waiter& waiter = _waiting[sequence];
         waiter.done = true;
         waiter.outcome = Status::OK();
-        _finished.notify_all();
+        waiter.finished.notify_one();
     }
 }
 

@@ -40,9 +40,13 @@ class StorageReplica final : public storage::CommitLog, public StateMachine {
     Status restore(LogIndex index, std::string_view snapshot) override;
 
   private:
+    // One writer waiting for its entry. Its own condition variable: one apply wakes one writer,
+    // not all of them (with a shared one, 16 writers meant 16 wake-ups per entry, which made the
+    // member's writes 2x slower). Lives in _waiting, whose nodes never move.
     struct Waiter {
         bool done = false;
         Status outcome = Status::OK();
+        CondVar finished;
     };
 
     storage::Engine& _engine;
@@ -52,7 +56,6 @@ class StorageReplica final : public storage::CommitLog, public StateMachine {
     // each batch, and libraft asks for it before every entry.
     std::atomic<LogIndex> _applied{0};
     Mutex _mutex;
-    CondVar _finished;
     Group* _group GUARDED_BY(_mutex) = nullptr;
     uint64_t _nextSequence GUARDED_BY(_mutex) = 0;
     std::unordered_map<uint64_t, Waiter> _waiting GUARDED_BY(_mutex);  // sequence → its writer
