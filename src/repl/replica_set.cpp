@@ -212,8 +212,10 @@ ReplicaSetState ReplicaSet::state() const {
         const bool unreachable = std::find(status.unreachable.begin(), status.unreachable.end(),
                                            m.id) != status.unreachable.end();
         if (member.self) {
+            // A voter that follows, or stands in an election, is a SECONDARY, as in MongoDB: it
+            // keeps serving reads that allow a secondary while the set has no primary.
             member.state = isLeader ? MemberState::kPrimary
-                           : status.role == Role::kFollower && status.leader
+                           : member.voter && status.role != Role::kUnavailable
                                ? MemberState::kSecondary
                                : MemberState::kStartup;
             member.appliedIndex = state.appliedIndex;
@@ -231,7 +233,8 @@ ReplicaSetState ReplicaSet::state() const {
         }
         state.members.push_back(std::move(member));
     }
-    state.secondary = selfVoter && status.role == Role::kFollower && status.leader.has_value();
+    state.secondary =
+        selfVoter && (status.role == Role::kFollower || status.role == Role::kCandidate);
     return state;
 }
 

@@ -52,8 +52,8 @@ struct SetMember {
 struct ReplicaSetState {
     std::string name;
     std::string me;
-    bool writablePrimary = false;        // leads, and took over (step-up finished): writes run here
-    bool secondary = false;              // follows a primary and serves reads with secondaryOk
+    bool writablePrimary = false;  // leads, and took over (step-up finished): writes run here
+    bool secondary = false;  // a voter that follows (or stands): serves reads with secondaryOk
     std::optional<std::string> primary;  // as this member last heard
     Term term = 0;
     int64_t configVersion = 1;  // grows with every membership change

@@ -244,8 +244,18 @@ describe('replica set: three members through the Node driver', () => {
         assert.equal(h.secondary, true, JSON.stringify(h));
     });
 
-    it('a paused primary (SIGSTOP) is replaced; resumed, it follows the new one and diverges in nothing', async () => {
-        const coll = client.db(uniqueDbName('rs')).collection('paused');
+    it('a paused primary (SIGSTOP) is replaced; resumed, it follows the new one and diverges in nothing', async (t) => {
+        // A paused server answers nothing: the driver gives up on it when its monitor's hello
+        // times out (connectTimeoutMS, 30 s by default), which also fails the writes waiting on
+        // it so that they are retried on the new primary. An application that cares tunes it.
+        const tuned = new MongoClient(`mongodb://${seeds}/?replicaSet=${SET}`, {
+            serverSelectionTimeoutMS: 30000,
+            connectTimeoutMS: 2000,
+            heartbeatFrequencyMS: 500,
+        });
+        await tuned.connect();
+        t.after(() => tuned.close());
+        const coll = tuned.db(uniqueDbName('rs')).collection('paused');
         const acked = [];
         const errors = [];
         let stop = false;
