@@ -11,6 +11,7 @@
 #include <set>
 
 #include "base/wall_clock.h"
+#include "bson/compare.h"
 #include "command/generic_args.h"
 #include "command/registry.h"
 #include "command/repl_set_info.h"
@@ -25,6 +26,13 @@ bson::ObjectId electionIdOf(uint64_t term) {
     id.bytes[1] = id.bytes[2] = id.bytes[3] = 0xff;
     for (int i = 0; i < 8; ++i) id.bytes[4 + i] = static_cast<uint8_t>(term >> (8 * (7 - i)));
     return id;
+}
+
+void appendOpTime(bson::BsonBuilder& b, std::string_view name, Timestamp ts, uint64_t term) {
+    b.startObject(name)
+        .appendTimestamp("ts", ts.value)
+        .appendInt64("t", static_cast<int64_t>(term))
+        .end();
 }
 
 namespace {
@@ -55,13 +63,6 @@ Status checkFields(const CommandRequest& request, std::initializer_list<std::str
                                  std::string(f) + "' is an unknown field.");
     }
     return Status::OK();
-}
-
-void appendOpTime(bson::BsonBuilder& b, std::string_view name, Timestamp ts, uint64_t term) {
-    b.startObject(name)
-        .appendTimestamp("ts", ts.value)
-        .appendInt64("t", static_cast<int64_t>(term))
-        .end();
 }
 
 int64_t millisOf(Timestamp ts) { return int64_t{ts.secs()} * 1000; }
@@ -232,6 +233,13 @@ class ReplSetStepDownCommand : public Command {
                bson::BsonBuilder&) override {
         TRY_STATUS(checkFields(request, {"secondaryCatchUpPeriodSecs", "force"}));
         ASSIGN_OR_RETURN(repl::ReplicaSet * replicaSet, replicaSetOf(opCtx));
+        if (request.body.hasField("secondaryCatchUpPeriodSecs")) {
+            // The group waits one election timeout for a successor to catch up, not a period of
+            // the caller's choosing.
+            return Status(ErrorCodes::InvalidOptions,
+                          "replSetStepDown's secondaryCatchUpPeriodSecs is not supported by this "
+                          "Tessera version: a successor has one election timeout to catch up");
+        }
         bson::BsonElement secs = request.firstElement();
         if (!secs.isNumber() && secs.type() != bson::BsonType::Bool) {
             return Status(ErrorCodes::TypeMismatch, "stepdown period must be a number");
@@ -271,11 +279,10 @@ class ReplSetInitiateCommand : public Command {
 
     Status run(OperationContext& opCtx, const CommandRequest&, bson::BsonBuilder&) override {
         TRY_STATUS(replicaSetOf(opCtx).getStatus());
-        // Members found their set at first startup (`--replSet NAME --members ...`).
+        // Members found their set at first startup (`--replSet NAME/h1:p1,h2:p2,...`).
         return Status(ErrorCodes::AlreadyInitialized,
                       "already initialized: a Tessera replica set is founded by its members' "
-                      "startup (--replSet NAME --members h1:p1,h2:p2,...); add members with "
-                      "rs.add()");
+                      "startup (--replSet NAME/h1:p1,h2:p2,...); add members with rs.add()");
     }
 };
 
@@ -307,7 +314,8 @@ class ReplSetReconfigCommand : public Command {
                           "a writable PRIMARY");
         }
         const repl::ReplicaSetState set = replicaSet->state();
-        ASSIGN_OR_RETURN(std::vector<std::string> hosts, parseConfig(config.objValue(), set));
+        ASSIGN_OR_RETURN(std::vector<std::string> hosts,
+                         parseConfig(config.objValue(), set, replicaSet->options()));
         std::set<std::string> wanted(hosts.begin(), hosts.end());
         std::set<std::string> current;
         for (const repl::SetMember& m : set.members) current.insert(m.host);
@@ -335,8 +343,9 @@ class ReplSetReconfigCommand : public Command {
     }
 
   private:
-    static StatusWith<std::vector<std::string>> parseConfig(bson::BsonView config,
-                                                            const repl::ReplicaSetState& set) {
+    static StatusWith<std::vector<std::string>> parseConfig(
+        bson::BsonView config, const repl::ReplicaSetState& set,
+        const repl::ReplicaSetOptions& options) {
         if (config["_id"].type() != bson::BsonType::String ||
             config["_id"].stringValue() != set.name) {
             return Status(ErrorCodes::NewReplicaSetConfigurationIncompatible,
@@ -355,33 +364,62 @@ class ReplSetReconfigCommand : public Command {
             if (!e.isObject() || e.objValue()["host"].type() != bson::BsonType::String) {
                 return Status(ErrorCodes::TypeMismatch, "every member needs a host string");
             }
-            for (bson::BsonElement f : e.objValue()) {
-                TRY_STATUS(checkMemberField(f));
+            std::string host(e.objValue()["host"].stringValue());
+            const repl::SetMember* current = nullptr;
+            for (const repl::SetMember& m : set.members) {
+                if (m.host == host) current = &m;
             }
-            hosts.emplace_back(e.objValue()["host"].stringValue());
+            for (bson::BsonElement f : e.objValue()) {
+                TRY_STATUS(checkMemberField(f, current));
+            }
+            hosts.push_back(std::move(host));
         }
+        // The rest must be what rs.conf() reports: what this set carries out. `term` is the
+        // reporter's, not a setting.
+        bson::BsonBuilder ours;
+        appendConfig(ours, set, options);
+        const bson::BsonObj reported = ours.obj();
         for (bson::BsonElement f : config) {
             std::string_view name = f.fieldName();
-            if (name == "settings" || name == "protocolVersion" || name == "term" ||
-                name == "writeConcernMajorityJournalDefault" || name == "_id" ||
-                name == "version" || name == "members" || name == "configsvr") {
+            if (name == "_id" || name == "version" || name == "members" || name == "term") {
                 continue;
             }
-            return Status(ErrorCodes::InvalidOptions,
-                          "replica set config field '" + std::string(name) +
-                              "' is not supported by this Tessera version");
+            bson::BsonElement same = reported[name];
+            const bool carriedOut =
+                name == "settings" ? f.isObject() && sameSettings(f.objValue(), same.objValue())
+                                   : !same.eoo() && bson::compareElementValues(f, same) == 0;
+            if (!carriedOut) {
+                return Status(ErrorCodes::InvalidOptions,
+                              "replica set config field '" + std::string(name) + ": " +
+                                  f.toString(false) +
+                                  "' is not supported by this Tessera version (rs.conf() shows "
+                                  "what a set carries out)");
+            }
         }
         return hosts;
     }
 
-    // A member's field: its identity, or a setting at its default value.
-    static Status checkMemberField(bson::BsonElement f) {
+    // Every setting given has the value this set runs with (a subset is fine: an unset one
+    // keeps its value).
+    static bool sameSettings(bson::BsonView given, bson::BsonView reported) {
+        for (bson::BsonElement f : given) {
+            bson::BsonElement same = reported[f.fieldName()];
+            if (same.eoo() || bson::compareElementValues(f, same) != 0) return false;
+        }
+        return true;
+    }
+
+    // A member's field: its identity, or a setting at the value the set gives it. `votes` is
+    // 1, or 0 for a member that does not vote yet (`current`: a member still catching up).
+    static Status checkMemberField(bson::BsonElement f, const repl::SetMember* current) {
         std::string_view name = f.fieldName();
-        if (name == "_id" || name == "host" || name == "buildIndexes") return Status::OK();
+        if (name == "_id" || name == "host") return Status::OK();
+        const int votes = current && !current->voter ? 0 : 1;
         const bool isDefault =
             (name == "arbiterOnly" && !f.trueValue()) || (name == "hidden" && !f.trueValue()) ||
+            (name == "buildIndexes" && f.trueValue()) ||
             (name == "priority" && f.isNumber() && f.numberDouble() == 1) ||
-            (name == "votes" && f.isNumber() && (f.numberInt() == 1 || f.numberInt() == 0)) ||
+            (name == "votes" && f.isNumber() && f.numberInt() == votes) ||
             (name == "secondaryDelaySecs" && f.isNumber() && f.numberLong() == 0) ||
             (name == "tags" && f.isObject() && f.objValue().isEmpty());
         if (isDefault) return Status::OK();

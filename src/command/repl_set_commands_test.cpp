@@ -129,6 +129,19 @@ TEST_F(ReplSetCommandsTest, WhatTheSetCannotDoIsRefusedAndChangesNothing) {
               static_cast<int>(ErrorCodes::InvalidOptions));
     EXPECT_EQ(reconfig(self + "}", R"(, "bogus": 1)").code(),
               static_cast<int>(ErrorCodes::InvalidOptions));
+    EXPECT_EQ(reconfig(self + R"(, "buildIndexes": false})").code(),
+              static_cast<int>(ErrorCodes::InvalidOptions));
+    EXPECT_EQ(reconfig(self + R"(, "votes": 0})").code(),  // a voter kept from voting
+              static_cast<int>(ErrorCodes::InvalidOptions));
+    EXPECT_EQ(reconfig(self + "}", R"(, "configsvr": true)").code(),
+              static_cast<int>(ErrorCodes::InvalidOptions));
+    EXPECT_EQ(reconfig(self + "}", R"(, "settings": {"electionTimeoutMillis": 10000})").code(),
+              static_cast<int>(ErrorCodes::InvalidOptions));
+    EXPECT_EQ(reconfig(self + "}", R"(, "settings": {"chainingAllowed": true})").code(),
+              static_cast<int>(ErrorCodes::InvalidOptions));
+    EXPECT_EQ(run(R"({"replSetStepDown": 60, "secondaryCatchUpPeriodSecs": 10})", {}, "admin")
+                  .status.code(),
+              static_cast<int>(ErrorCodes::InvalidOptions));
     // One member added or removed at a time.
     EXPECT_EQ(reconfig(self + R"(}, {"_id": 1, "host": "h:1"}, {"_id": 2, "host": "h:2"})").code(),
               static_cast<int>(ErrorCodes::NewReplicaSetConfigurationIncompatible));
@@ -142,6 +155,25 @@ TEST_F(ReplSetCommandsTest, WhatTheSetCannotDoIsRefusedAndChangesNothing) {
         static_cast<int>(ErrorCodes::NewReplicaSetConfigurationIncompatible));
     EXPECT_EQ(replicaSet->state().configVersion, version);
     EXPECT_EQ(replicaSet->state().members.size(), 1u);
+}
+
+// rs.add() and rs.remove() send back the whole document rs.conf() returned, settings included:
+// it is taken as it is.
+TEST_F(ReplSetCommandsTest, TheConfigRsConfReturnsIsTakenBack) {
+    CommandResult current = run(R"({"replSetGetConfig": 1})", {}, "admin");
+    ASSERT_TRUE(current.ok()) << current.status.toString();
+    bson::BsonBuilder config;
+    for (bson::BsonElement e : current.reply["config"].objValue()) {
+        if (e.fieldName() == std::string_view("version")) {
+            config.appendInt64("version", e.numberLong() + 1);
+        } else {
+            config.appendElement(e);
+        }
+    }
+    bson::BsonBuilder command;
+    command.append("replSetReconfig", config.obj());
+    CommandResult r = runBody(command.obj(), {}, "admin");
+    EXPECT_TRUE(r.ok()) << r.status.toString();
 }
 
 TEST_F(ReplSetCommandsTest, WriteConcernOfMoreMembersThanTheSetHasIsUnsatisfiable) {
