@@ -55,16 +55,10 @@ void appendReplicaSetFields(bson::BsonBuilder& reply, const repl::ReplicaSetStat
         service.engine ? service.engine->lastCommitTimestamp() : Timestamp();
     const int64_t lastWriteDate = int64_t{lastWrite.secs()} * 1000;
     bson::BsonBuilder& lw = reply.startObject("lastWrite");
-    lw.startObject("opTime")
-        .appendTimestamp("ts", lastWrite.value)
-        .appendInt64("t", static_cast<int64_t>(set.term))
-        .end();
+    appendOpTime(lw, "opTime", lastWrite, set.term);
     lw.appendDate("lastWriteDate", lastWriteDate);
     // Every applied write is majority-committed (a write applies only once the group has it).
-    lw.startObject("majorityOpTime")
-        .appendTimestamp("ts", lastWrite.value)
-        .appendInt64("t", static_cast<int64_t>(set.term))
-        .end();
+    appendOpTime(lw, "majorityOpTime", lastWrite, set.term);
     lw.appendDate("majorityWriteDate", lastWriteDate);
     lw.end();
 }

@@ -87,11 +87,8 @@ Status refuseUnsatisfiableWriteConcernOnRead(const Invocation& inv) {
     if (inv.service.replicaSet) {
         bson::BsonElement wc = inv.request.body["writeConcern"];
         bson::BsonElement w = wc.isObject() ? wc.objValue()["w"] : bson::BsonElement();
-        const size_t voters = inv.service.replicaSet->votingMembers();
-        if (!w.isNumber() || w.numberLong() <= static_cast<int64_t>(voters)) return Status::OK();
-        return Status(ErrorCodes::UnsatisfiableWriteConcern,
-                      "Not enough data-bearing nodes: w: " + std::to_string(w.numberLong()) +
-                          " asks for more members than the set's " + std::to_string(voters));
+        if (!w.isNumber() || w.numberLong() <= 1) return Status::OK();
+        return inv.service.replicaSet->checkSatisfiable(static_cast<size_t>(w.numberLong()));
     }
     std::optional<bson::BsonObj> error = unsatisfiableWriteConcernError(inv.request.body);
     if (!error) return Status::OK();

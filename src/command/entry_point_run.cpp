@@ -190,9 +190,8 @@ void run(Invocation& inv) {
             // first proves this member still leads (a deposed primary cut off from its majority
             // cannot), with every write acknowledged before it applied here.
             if (inv.readConcern == ReadConcernLevel::kLinearizable) {
-                inv.status = inv.service.replicaSet->confirmLeadership(
-                    inv.opCtx.deadline.value_or(std::chrono::steady_clock::now() +
-                                                kLinearizableReadLimit));
+                inv.status = inv.service.replicaSet->confirmLeadership(inv.opCtx.deadline.value_or(
+                    std::chrono::steady_clock::now() + kLinearizableReadLimit));
             }
         } else if ((inv.readConcern == ReadConcernLevel::kMajority ||
                     inv.readConcern == ReadConcernLevel::kLinearizable) &&

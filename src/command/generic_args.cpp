@@ -287,8 +287,11 @@ const std::vector<GenericArgument>& genericArguments() {
         {"maxTimeMS", K::kApplied, "the operation's time limit"},
         {"comment", K::kApplied, "an annotation, written with the operation's slow-query log"},
         {"readConcern", K::kApplied, "levels local, available, majority, linearizable"},
-        {"writeConcern", K::kApplied, "w 0, 1 or majority, j, fsync, wtimeout"},
-        {"$readPreference", K::kApplied, "the members a read may use: every shard is a primary"},
+        {"writeConcern", K::kApplied,
+         "w 0, 1, majority or N members of a replica set, j, fsync, wtimeout"},
+        {"$readPreference", K::kApplied,
+         "the members a read may use: a replica set secondary serves reads that allow it; every "
+         "shard is a primary"},
         {"$queryOptions", K::kApplied, "the legacy wrapper of $readPreference"},
         {"apiVersion", K::kApplied, "the Stable API version: \"1\""},
         {"apiStrict", K::kApplied, "only API version 1 commands"},

@@ -197,7 +197,6 @@ ReplicaSetState ReplicaSet::state() const {
     state.term = status.term;
     state.configVersion = static_cast<int64_t>(std::max<LogIndex>(status.configurationIndex, 1));
     state.appliedIndex = _replica.appliedIndex();  // exact; the status is a few ms old
-    state.commitIndex = status.commitIndex;
     if (status.leader) state.primary = status.leader->address;
     const bool leads = status.role == Role::kLeader;
     bool selfVoter = false;
@@ -243,20 +242,21 @@ Status ReplicaSet::confirmLeadership(std::chrono::steady_clock::time_point deadl
     return waitDone([this](Group::Done done) { _group->barrier(std::move(done)); }, deadline);
 }
 
-size_t ReplicaSet::votingMembers() const {
+Status ReplicaSet::checkSatisfiable(size_t w) const {
     GroupStatus status = _group->status();
-    return std::count_if(status.members.begin(), status.members.end(),
-                         [](const Member& m) { return m.role == MemberRole::kVoter; });
+    const size_t voters =
+        std::count_if(status.members.begin(), status.members.end(),
+                      [](const Member& m) { return m.role == MemberRole::kVoter; });
+    if (w <= std::max<size_t>(voters, 1)) return Status::OK();
+    return Status(ErrorCodes::UnsatisfiableWriteConcern,
+                  "Not enough data-bearing nodes: w: " + std::to_string(w) +
+                      " asks for more members than the set's " + std::to_string(voters));
 }
 
 Status ReplicaSet::awaitReplication(size_t w,
                                     std::optional<std::chrono::steady_clock::time_point> deadline) {
     if (w <= 1) return Status::OK();
-    if (size_t voters = votingMembers(); w > voters) {
-        return Status(ErrorCodes::UnsatisfiableWriteConcern,
-                      "Not enough data-bearing nodes: w: " + std::to_string(w) + " asks for " +
-                          "more members than the set's " + std::to_string(voters));
-    }
+    TRY_STATUS(checkSatisfiable(w));
     // Everything applied here, this caller's writes included (the status is refreshed every few
     // milliseconds, and would be too old for them).
     const LogIndex target = _replica.appliedIndex();

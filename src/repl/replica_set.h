@@ -58,7 +58,6 @@ struct ReplicaSetState {
     Term term = 0;
     int64_t configVersion = 1;  // grows with every membership change
     LogIndex appliedIndex = 0;
-    LogIndex commitIndex = 0;
     std::vector<SetMember> members;
 };
 
@@ -91,7 +90,8 @@ class ReplicaSet {
     // WriteConcernFailed at `deadline` (none: no limit, as MongoDB's wtimeout 0).
     Status awaitReplication(size_t w,
                             std::optional<std::chrono::steady_clock::time_point> deadline);
-    size_t votingMembers() const;
+    // UnsatisfiableWriteConcern when `w` asks for more members than the set's voters.
+    Status checkSatisfiable(size_t w) const;
     // A linearizable read's proof: a barrier of this member's term committed (it still leads,
     // and every write acknowledged before the call is applied here). NotWritablePrimary on a
     // member that does not lead, ExceededTimeLimit at `deadline`.
