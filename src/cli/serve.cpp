@@ -58,8 +58,8 @@ std::optional<std::string> selfAmong(const std::vector<std::string>& members,
 }
 
 // Starts this process's replica set member (`--replSet`) on `service`'s engine; `service.host`
-// becomes its address among the members. A member that founds a set of one waits until it is
-// its writable primary, so that `serve --replSet` takes writes from its first request.
+// becomes its address among the members. The only member of its set waits until it is its
+// writable primary, so that `serve --replSet` takes writes from its first request.
 StatusWith<std::unique_ptr<repl::ReplicaSet>> joinReplicaSet(
     const ServeOptions& opts, command::ServiceContext& service, int port,
     repl::ReplicaSet::StepUpHook onStepUp) {
@@ -80,8 +80,10 @@ StatusWith<std::unique_ptr<repl::ReplicaSet>> joinReplicaSet(
     ASSIGN_OR_RETURN(std::unique_ptr<repl::ReplicaSet> set,
                      repl::ReplicaSet::start(setOptions, *service.engine, std::move(onStepUp)));
     service.replicaSet = set.get();
-    const bool alone = opts.replSetMembers.empty() ||
-                       (opts.replSetMembers.size() == 1 && opts.replSetMembers[0] == service.host);
+    // Alone in the set's configuration as it stands (members may have been added since the
+    // command line's list founded it).
+    const std::vector<repl::SetMember> members = set->state().members;
+    const bool alone = members.size() == 1 && members.front().self;
     if (alone &&
         !set->waitUntilWritable(std::chrono::steady_clock::now() + std::chrono::seconds(30))) {
         service.replicaSet = nullptr;

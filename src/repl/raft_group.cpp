@@ -244,6 +244,7 @@ Status RaftGroup::initialize() {
     if (int rv = raft_start(&_raft); rv != 0) {
         return statusFromRaft(rv, std::string("raft_start: ") + raft_errmsg(&_raft));
     }
+    refreshStatus();  // the configuration raft_start loaded, before start() returns
     uv_timer_start(&_statusTimer, &RaftGroup::onStatusTimer, 0,
                    static_cast<uint64_t>(kStatusRefresh.count()));
     return Status::OK();
