@@ -327,6 +327,32 @@ describe('replica set: three members through the Node driver', () => {
         assert.equal(await coll.countDocuments(), 1);
     });
 
+    it('a transaction open across rs.stepDown() is retried by withTransaction and commits once on the new primary', async () => {
+        const coll = client.db(uniqueDbName('rs')).collection('txn');
+        await coll.insertOne({ _id: 'counter', n: 0 }, { writeConcern: { w: 'majority' } });
+        const session = client.startSession();
+        let attempts = 0;
+        try {
+            await session.withTransaction(async () => {
+                attempts += 1;
+                await coll.updateOne({ _id: 'counter' }, { $inc: { n: 1 } }, { session });
+                if (attempts === 1) {
+                    // The primary steps down between the transaction's two statements.
+                    const old = await primary();
+                    const r = await rawCommand(old.port, { replSetStepDown: 60, $db: 'admin' }, 15000);
+                    assert.equal(r.ok, 1, JSON.stringify(r));
+                }
+                await coll.insertOne({ _id: `attempt-${attempts}` }, { session });
+            });
+        } finally {
+            await session.endSession();
+        }
+        assert.ok(attempts >= 2, `the first attempt could not commit (attempts: ${attempts})`);
+        // Exactly one attempt's writes: the counter once, one attempt document.
+        assert.equal((await coll.findOne({ _id: 'counter' })).n, 1);
+        assert.equal(await coll.countDocuments({ _id: /^attempt-/ }), 1);
+    });
+
     it('rs.add() of a member started empty: it catches up and votes; rs.remove() takes it out', async () => {
         const joiner = { port: await freePort() };
         await start(joiner); // not among the initial members: it waits to be added
