@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "net/remote_message.h"
+#include "net/replica_set_monitor.h"
 
 namespace tessera::net {
 
@@ -111,9 +112,10 @@ struct AsyncRemoteClient::Outcome {
 };
 
 asio::awaitable<AsyncRemoteClient::Outcome> AsyncRemoteClient::exchange(
-    std::shared_ptr<Connection> conn, const wire::Message& request, int32_t requestId) {
+    std::shared_ptr<Connection> conn, const wire::Message& request, int32_t requestId,
+    std::chrono::milliseconds timeout) {
     const std::string& host = conn->host;
-    asio::steady_timer timer(co_await asio::this_coro::executor, _options.requestTimeout);
+    asio::steady_timer timer(co_await asio::this_coro::executor, timeout);
     armTimeout(timer, conn);
     asio::error_code ec;
     wire::Message reply;
@@ -164,25 +166,87 @@ asio::awaitable<StatusWith<bson::BsonObj>> AsyncRemoteClient::runCommand(std::st
                                                                          std::string db,
                                                                          bson::BsonObj cmd,
                                                                          Exchange kind) {
+    if (isReplicaSetTarget(host)) co_return co_await runOnPrimary(host, db, cmd, kind);
+    HostOutcome outcome = co_await runOnHost(host, db, cmd, kind);
+    co_return std::move(outcome.result);
+}
+
+asio::awaitable<AsyncRemoteClient::HostOutcome> AsyncRemoteClient::runOnHost(
+    const std::string& host, const std::string& db, const bson::BsonObj& cmd, Exchange kind,
+    std::chrono::milliseconds timeout) {
+    if (timeout.count() <= 0) timeout = _options.requestTimeout;
     const bool idempotent = kind == Exchange::kIdempotent;
     std::shared_ptr<Connection> conn = takeIdle(host, !idempotent);
     const bool pooled = conn != nullptr;
     if (!conn) {
         auto connected = co_await connect(host);
-        if (!connected.isOK()) co_return connected.getStatus();
+        if (!connected.isOK()) co_return HostOutcome{connected.getStatus(), false};
         conn = std::move(connected.getValue());
     }
     const int32_t requestId = nextRemoteRequestId();
     const wire::Message request = buildRemoteRequest(db, cmd, requestId);
-    Outcome outcome = co_await exchange(std::move(conn), request, requestId);
+    Outcome outcome = co_await exchange(std::move(conn), request, requestId, timeout);
     if (outcome.result.isOK() || !idempotent || !pooled || outcome.replyStarted) {
-        co_return std::move(outcome.result);
+        co_return HostOutcome{std::move(outcome.result), true};
     }
     // The unchecked pooled connection was dead; a read may be sent again, on a new connection.
     auto connected = co_await connect(host);
-    if (!connected.isOK()) co_return connected.getStatus();
-    outcome = co_await exchange(std::move(connected.getValue()), request, requestId);
-    co_return std::move(outcome.result);
+    if (!connected.isOK()) co_return HostOutcome{connected.getStatus(), true};
+    outcome = co_await exchange(std::move(connected.getValue()), request, requestId, timeout);
+    co_return HostOutcome{std::move(outcome.result), true};
+}
+
+asio::awaitable<StatusWith<std::string>> AsyncRemoteClient::findPrimary(
+    const std::string& target, std::chrono::steady_clock::time_point deadline) {
+    ReplicaSetMonitor& monitor = ReplicaSetMonitor::get();
+    const bson::BsonObj hello = primaryDiscoveryHello();
+    Status lastError = Status::OK();
+    for (;;) {
+        if (auto primary = monitor.knownPrimary(target)) co_return *primary;
+        auto members = monitor.membersToAsk(target);
+        if (!members.isOK()) co_return members.getStatus();
+        for (const std::string& member : members.getValue()) {
+            HostOutcome reply = co_await runOnHost(member, "admin", hello, Exchange::kIdempotent,
+                                                   kDiscoveryHelloTimeout);
+            if (!reply.result.isOK()) {
+                lastError = reply.result.getStatus();
+                continue;
+            }
+            if (auto primary = monitor.noteHello(target, member, reply.result.getValue())) {
+                co_return *primary;
+            }
+        }
+        if (std::chrono::steady_clock::now() >= deadline) {
+            co_return ReplicaSetMonitor::noPrimaryFound(target, lastError);
+        }
+        // No member leads yet (an election): ask again shortly, until the deadline.
+        asio::steady_timer pause(co_await asio::this_coro::executor, kDiscoveryRetryInterval);
+        co_await pause.async_wait(asio::use_awaitable);
+    }
+}
+
+asio::awaitable<StatusWith<bson::BsonObj>> AsyncRemoteClient::runOnPrimary(
+    const std::string& target, const std::string& db, const bson::BsonObj& cmd, Exchange kind) {
+    ReplicaSetMonitor& monitor = ReplicaSetMonitor::get();
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::min(_options.requestTimeout, kFindPrimaryTimeout);
+    for (;;) {
+        auto primary = co_await findPrimary(target, deadline);
+        if (!primary.isOK()) co_return primary.getStatus();
+        HostOutcome outcome = co_await runOnHost(primary.getValue(), db, cmd, kind);
+        const StatusWith<bson::BsonObj>& reply = outcome.result;
+        const int code =
+            reply.isOK() ? replyStatus(reply.getValue()).code() : reply.getStatus().code();
+        const bool refused = reply.isOK() && refusedAsNotPrimary(code);
+        if (!reply.isOK() || refused || primaryMayHaveChanged(code)) {
+            monitor.forgetPrimary(target, primary.getValue());
+        }
+        // As RemoteClient::runOnPrimary: sent again only when it certainly did not run.
+        const bool again = refused || (!reply.isOK() && !outcome.sent);
+        if (!again || std::chrono::steady_clock::now() >= deadline) {
+            co_return std::move(outcome.result);
+        }
+    }
 }
 
 }  // namespace tessera::net

@@ -45,13 +45,35 @@ class AsyncRemoteClient {
     struct Connection;
 
   private:
+    // As RemoteClient's: one member's answer to the hello that looks for the primary, and the
+    // pause before the members are asked again while none leads.
+    static constexpr std::chrono::milliseconds kDiscoveryHelloTimeout{1000};
+    static constexpr std::chrono::milliseconds kDiscoveryRetryInterval{50};
+
+    // One exchange with one process; `sent` false when the request certainly did not run.
+    struct HostOutcome {
+        StatusWith<bson::BsonObj> result;
+        bool sent = false;
+    };
+    // `timeout` 0: options.requestTimeout.
+    asio::awaitable<HostOutcome> runOnHost(const std::string& host, const std::string& db,
+                                           const bson::BsonObj& cmd, Exchange kind,
+                                           std::chrono::milliseconds timeout = {});
+    // RemoteClient::runOnPrimary's contract, without a thread waiting.
+    asio::awaitable<StatusWith<bson::BsonObj>> runOnPrimary(const std::string& target,
+                                                            const std::string& db,
+                                                            const bson::BsonObj& cmd,
+                                                            Exchange kind);
+    asio::awaitable<StatusWith<std::string>> findPrimary(
+        const std::string& target, std::chrono::steady_clock::time_point deadline);
     std::shared_ptr<Connection> takeIdle(std::string_view host, bool checkOpen);
     void release(std::shared_ptr<Connection> conn);
     asio::awaitable<StatusWith<std::shared_ptr<Connection>>> connect(const std::string& host);
     struct Outcome;
     // One request/reply on `conn`; releases it to the pool when the exchange succeeded.
     asio::awaitable<Outcome> exchange(std::shared_ptr<Connection> conn,
-                                      const wire::Message& request, int32_t requestId);
+                                      const wire::Message& request, int32_t requestId,
+                                      std::chrono::milliseconds timeout);
 
     asio::io_context& _context;
     RemoteClientOptions _options;

@@ -8,11 +8,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include "net/remote_message.h"
+#include "net/replica_set_monitor.h"
 #include "wire/message.h"
 
 namespace tessera::net {
@@ -201,24 +204,89 @@ StatusWith<bson::BsonObj> RemoteClient::runCommand(std::string_view host, std::s
                                                    bson::BsonView cmd,
                                                    std::chrono::milliseconds timeout) {
     if (timeout.count() <= 0) timeout = _options.requestTimeout;
+    if (isReplicaSetTarget(host)) return runOnPrimary(host, db, cmd, timeout);
+    bool sent = false;
+    return runOnHost(host, db, cmd, timeout, sent);
+}
+
+StatusWith<bson::BsonObj> RemoteClient::runOnHost(std::string_view host, std::string_view db,
+                                                  bson::BsonView cmd,
+                                                  std::chrono::milliseconds timeout, bool& sent) {
     int32_t requestId = nextRemoteRequestId();
     wire::Message msg = buildRemoteRequest(db, cmd, requestId);
     // A pooled connection may have been closed by the remote since it was last used (restart):
     // a failed send on a reused connection is retried once on a fresh one. Nothing was executed
     // then, because the request never left this process completely.
+    sent = false;
     for (int attempt = 0; attempt < 2; ++attempt) {
         ASSIGN_OR_RETURN(auto conn, acquire(host));
-        Status sent = conn->send(msg, timeout);
-        if (!sent.isOK()) {
+        Status sendStatus = conn->send(msg, timeout);
+        if (!sendStatus.isOK()) {
             if (attempt == 0) continue;
-            return sent;
+            sent = true;  // perhaps in part: the remote may have read it
+            return sendStatus;
         }
+        sent = true;
         auto reply = conn->receive(requestId, timeout);
         if (!reply.isOK()) return reply.getStatus();
         release(std::move(conn));
         return reply;
     }
     return unreachable(host, "send failed");
+}
+
+StatusWith<std::string> RemoteClient::findPrimary(std::string_view target,
+                                                  std::chrono::steady_clock::time_point deadline) {
+    ReplicaSetMonitor& monitor = ReplicaSetMonitor::get();
+    const bson::BsonObj hello = primaryDiscoveryHello();
+    Status lastError = Status::OK();
+    for (;;) {
+        if (auto primary = monitor.knownPrimary(target)) return *primary;
+        ASSIGN_OR_RETURN(std::vector<std::string> members, monitor.membersToAsk(target));
+        for (const std::string& member : members) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                deadline - std::chrono::steady_clock::now());
+            bool sent = false;
+            auto reply = runOnHost(
+                member, "admin", hello,
+                std::clamp(left, std::chrono::milliseconds(1), kDiscoveryHelloTimeout), sent);
+            if (!reply.isOK()) {
+                lastError = reply.getStatus();
+                continue;
+            }
+            if (auto primary = monitor.noteHello(target, member, reply.getValue())) {
+                return *primary;
+            }
+        }
+        if (std::chrono::steady_clock::now() >= deadline) {
+            return ReplicaSetMonitor::noPrimaryFound(target, lastError);
+        }
+        // No member leads yet (an election): ask again shortly, until the deadline.
+        std::this_thread::sleep_for(kDiscoveryRetryInterval);
+    }
+}
+
+StatusWith<bson::BsonObj> RemoteClient::runOnPrimary(std::string_view target, std::string_view db,
+                                                     bson::BsonView cmd,
+                                                     std::chrono::milliseconds timeout) {
+    ReplicaSetMonitor& monitor = ReplicaSetMonitor::get();
+    const auto deadline = std::chrono::steady_clock::now() + std::min(timeout, kFindPrimaryTimeout);
+    for (;;) {
+        ASSIGN_OR_RETURN(std::string primary, findPrimary(target, deadline));
+        bool sent = false;
+        auto reply = runOnHost(primary, db, cmd, timeout, sent);
+        const int code =
+            reply.isOK() ? replyStatus(reply.getValue()).code() : reply.getStatus().code();
+        const bool refused = reply.isOK() && refusedAsNotPrimary(code);
+        if (!reply.isOK() || refused || primaryMayHaveChanged(code)) {
+            monitor.forgetPrimary(target, primary);
+        }
+        // Sent again only when it did not run: never sent, or refused by a member that does not
+        // lead. Anything else — an interrupted command, a connection lost after sending — has an
+        // unknown outcome and goes back to the caller as it came.
+        const bool again = refused || (!reply.isOK() && !sent);
+        if (!again || std::chrono::steady_clock::now() >= deadline) return reply;
+    }
 }
 
 std::vector<StatusWith<bson::BsonObj>> RemoteClient::runCommands(
@@ -235,8 +303,23 @@ std::vector<StatusWith<bson::BsonObj>> RemoteClient::runCommands(
         Status status;
     };
     std::vector<InFlight> inflight(cmds.size());
+    // A replica set is sent to at its primary; a command it refused is sent again (below).
+    std::vector<std::string> hosts;
+    hosts.reserve(cmds.size());
+    for (const RemoteCommand& c : cmds) {
+        if (!isReplicaSetTarget(c.host)) {
+            hosts.push_back(c.host);
+            continue;
+        }
+        auto primary =
+            findPrimary(c.host, std::chrono::steady_clock::now() +
+                                    std::min(_options.requestTimeout, kFindPrimaryTimeout));
+        hosts.push_back(primary.isOK() ? primary.getValue() : std::string());
+        if (!primary.isOK()) inflight[hosts.size() - 1].status = primary.getStatus();
+    }
     for (size_t i = 0; i < cmds.size(); ++i) {
-        auto conn = acquire(cmds[i].host);
+        if (hosts[i].empty()) continue;
+        auto conn = acquire(hosts[i]);
         if (!conn.isOK()) {
             inflight[i].status = conn.getStatus();
             continue;
@@ -250,7 +333,8 @@ std::vector<StatusWith<bson::BsonObj>> RemoteClient::runCommands(
     meanwhile();
     std::vector<StatusWith<bson::BsonObj>> results;
     results.reserve(cmds.size());
-    for (auto& f : inflight) {
+    for (size_t i = 0; i < inflight.size(); ++i) {
+        InFlight& f = inflight[i];
         if (!f.status.isOK()) {
             results.emplace_back(f.status);
             continue;
@@ -258,6 +342,20 @@ std::vector<StatusWith<bson::BsonObj>> RemoteClient::runCommands(
         auto reply = f.conn->receive(f.requestId, _options.requestTimeout);
         if (reply.isOK()) release(std::move(f.conn));
         results.push_back(std::move(reply));
+    }
+    for (size_t i = 0; i < cmds.size(); ++i) {
+        if (!isReplicaSetTarget(cmds[i].host) || hosts[i].empty()) continue;
+        const int code = results[i].isOK() ? replyStatus(results[i].getValue()).code()
+                                           : results[i].getStatus().code();
+        const bool unsent = !results[i].isOK() && !inflight[i].conn;
+        if (results[i].isOK() && !refusedAsNotPrimary(code) && !primaryMayHaveChanged(code)) {
+            continue;
+        }
+        ReplicaSetMonitor::get().forgetPrimary(cmds[i].host, hosts[i]);
+        if (refusedAsNotPrimary(code) || unsent) {
+            results[i] =
+                runOnPrimary(cmds[i].host, cmds[i].db, cmds[i].cmd, _options.requestTimeout);
+        }
     }
     return results;
 }

@@ -16,7 +16,7 @@ namespace tessera::net {
 
 // One command for RemoteClient::runCommands.
 struct RemoteCommand {
-    std::string host;   // "host:port"
+    std::string host;   // "host:port", or a replica set "name/h1:p1,h2:p2" (sent to its primary)
     std::string db;     // becomes the command's `$db`
     bson::BsonObj cmd;  // the command body without `$db`
 };
@@ -46,6 +46,9 @@ class RemoteClient {
     RemoteClient& operator=(const RemoteClient&) = delete;
 
     // Runs `cmd` on `db` at `host`. `timeout` overrides options.requestTimeout when non-zero.
+    // A replica set's connection string as `host` reaches its primary (net::ReplicaSetMonitor):
+    // a member that refuses the command as not primary, or cannot be reached, sends it on to the
+    // next primary; no primary within kFindPrimaryTimeout is FailedToSatisfyReadPreference.
     StatusWith<bson::BsonObj> runCommand(std::string_view host, std::string_view db,
                                          bson::BsonView cmd,
                                          std::chrono::milliseconds timeout = {});
@@ -64,6 +67,24 @@ class RemoteClient {
     class Connection;
 
   private:
+    // How long one member may take to answer the hello that looks for its set's primary, and
+    // how often the members are asked again while none leads.
+    static constexpr std::chrono::milliseconds kDiscoveryHelloTimeout{1000};
+    static constexpr std::chrono::milliseconds kDiscoveryRetryInterval{50};
+
+    // One exchange with one process. `sent`: whether the request may have reached it (false:
+    // it certainly did not run).
+    StatusWith<bson::BsonObj> runOnHost(std::string_view host, std::string_view db,
+                                        bson::BsonView cmd, std::chrono::milliseconds timeout,
+                                        bool& sent);
+    // A replica set's command, at its primary (ReplicaSetMonitor): sent again to the next
+    // primary while members refuse it as not primary or cannot be reached, for at most
+    // kFindPrimaryTimeout.
+    StatusWith<bson::BsonObj> runOnPrimary(std::string_view target, std::string_view db,
+                                           bson::BsonView cmd, std::chrono::milliseconds timeout);
+    // The primary of `target`, as known or asked of its members until `deadline`.
+    StatusWith<std::string> findPrimary(std::string_view target,
+                                        std::chrono::steady_clock::time_point deadline);
     StatusWith<std::unique_ptr<Connection>> acquire(std::string_view host);
     void release(std::unique_ptr<Connection> conn);
 
