@@ -62,7 +62,7 @@ std::optional<std::string> selfAmong(const std::vector<std::string>& members,
 // writable primary, so that `serve --replSet` takes writes from its first request.
 StatusWith<std::unique_ptr<repl::ReplicaSet>> joinReplicaSet(
     const ServeOptions& opts, command::ServiceContext& service, int port,
-    repl::ReplicaSet::StepUpHook onStepUp) {
+    repl::ReplicaSet::LeadershipHooks hooks) {
     if (!opts.replSetMembers.empty()) {
         if (auto self = selfAmong(opts.replSetMembers, opts, port)) {
             service.host = *self;
@@ -78,7 +78,7 @@ StatusWith<std::unique_ptr<repl::ReplicaSet>> joinReplicaSet(
     setOptions.members = opts.replSetMembers;
     setOptions.dir = std::filesystem::path(opts.dbpath) / "replication";
     ASSIGN_OR_RETURN(std::unique_ptr<repl::ReplicaSet> set,
-                     repl::ReplicaSet::start(setOptions, *service.engine, std::move(onStepUp)));
+                     repl::ReplicaSet::start(setOptions, *service.engine, std::move(hooks)));
     service.replicaSet = set.get();
     // Alone in the set's configuration as it stands (members may have been added since the
     // command line's list founded it).
@@ -179,9 +179,9 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
                                       : command::ClusterRole::kStandalone;
     service.replSetName = opts.replSet;
     command::ServiceEntryPoint entryPoint(service);
-    // A one-member replica set: transactions, and retryable writes recorded per session
-    // (command::RetryableWriteHooks: each statement's record in its write's batch,
-    // src/txn/README.md).
+    // A replica set member (`serve --replSet`): transactions, and retryable writes recorded per
+    // session (command::RetryableWriteHooks: each statement's record in its write's batch,
+    // src/txn/README.md). A shard has its own (ShardingState).
     std::unique_ptr<txn::SessionTransactions> transactions;
     std::unique_ptr<command::RetryableWriteHooks> retryableWrites;
     if (role == "shard") {
@@ -190,7 +190,7 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
         transactions = std::make_unique<txn::SessionTransactions>(engine.get());
         service.transactions = transactions.get();
     }
-    if (!opts.replSet.empty()) {
+    if (role == "serve" && !opts.replSet.empty()) {
         transactions = std::make_unique<txn::SessionTransactions>(engine.get());
         service.transactions = transactions.get();
         retryableWrites = std::make_unique<command::RetryableWriteHooks>(
@@ -254,55 +254,21 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
         service.host =
             opts.bindIp.substr(0, opts.bindIp.find(',')) + ":" + std::to_string(server.port());
     }
-    // A replica set member: its storage writes through the set's group from here on, before any
-    // request is served or any background task of the role writes.
-    std::unique_ptr<repl::ReplicaSet> replicaSet;
-    if (!opts.replSet.empty()) {
-        // A new primary learns what its predecessor executed: retryable writes' records and
-        // transactions' outcomes, replicated with their writes.
-        auto onStepUp = [&transactions, &retryableWrites]() -> Status {
-            if (transactions) TRY_STATUS(transactions->restoreCommitted().getStatus());
-            if (retryableWrites) retryableWrites->restoreRecords();
-            return Status::OK();
-        };
-        auto joined = joinReplicaSet(opts, service, server.port(), onStepUp);
-        if (!joined.isOK()) {
-            std::fprintf(stderr, "tessera %s: replica set %s: %s\n", role.c_str(),
-                         opts.replSet.c_str(), joined.getStatus().toString().c_str());
-            return 1;
-        }
-        replicaSet = std::move(joined.getValue());
-        handedOverTo.store(replicaSet.get());
-    }
-    if (retryableWrites) retryableWrites->startup();
-    service.connections.current = [&server] { return server.connectionStats().current; };
-    service.connections.totalCreated = [&server] { return server.connectionStats().totalCreated; };
-    service.connections.available = serverOptions.maxConnections;
     if (opts.enableTestCommands) {
         log::startupWarning("Test commands are enabled (configureFailPoint); never in production");
     }
+    service.connections.current = [&server] { return server.connectionStats().current; };
+    service.connections.totalCreated = [&server] { return server.connectionStats().totalCreated; };
+    service.connections.available = serverOptions.maxConnections;
 
     // The role's state. Installed before the first request is served (the server accepts
     // connections only in run()), started after the listener is up so that a role that calls
-    // other processes at startup can be reached back.
+    // other processes at startup can be reached back — and, on a replica set member whose role
+    // runs only while it is primary (a shard), each time it steps up.
     std::unique_ptr<config::ConfigServer> configServer;
     std::unique_ptr<shard::ShardingState> shardingState;
     std::unique_ptr<router::Router> router;
-    Status roleStarted = Status::OK();
-    if (transactions) {
-        // A commit retried after this restart finds its transaction committed
-        // (SessionTransactions::restoreCommitted); a shard's prepared ones, restored below, are
-        // newer than their sessions' last commits.
-        roleStarted = transactions->restoreCommitted().getStatus();
-    }
-    if (!roleStarted.isOK()) {
-        // Reported below.
-    } else if (role == "config") {
-        configServer = std::make_unique<config::ConfigServer>(service);
-        service.roleState = configServer.get();
-        service.hooks = configServer->hooks();
-        roleStarted = configServer->startup();
-    } else if (role == "shard") {
+    if (role == "shard") {
         shardingState = std::make_unique<shard::ShardingState>(service, opts.configdb);
         service.roleState = shardingState.get();
         service.hooks = shardingState.get();
@@ -321,14 +287,82 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
         service.appendRoleServerStatus = [state = shardingState.get()](bson::BsonBuilder& b) {
             state->appendServerStatus(b);
         };
-        roleStarted = shardingState->startup();
-        if (roleStarted.isOK()) {
-            // Transactions prepared before a crash are prepared again before the first request,
-            // then the coordinations this shard ran are finished (txn/transaction_coordinator.h).
-            StatusWith<size_t> prepared = transactions->recoverPrepared();
-            roleStarted = prepared.getStatus();
-            if (roleStarted.isOK()) shardingState->coordinator().start();
+    }
+    // What a shard does once its data is its own to change: its persisted state loaded (identity,
+    // critical sections, ranges to delete, retryable writes' records), transactions prepared
+    // before a crash prepared again before the first request, then the coordinations it ran
+    // finished (txn/transaction_coordinator.h).
+    auto startShardRole = [&]() -> Status {
+        TRY_STATUS(transactions->restoreCommitted().getStatus());
+        TRY_STATUS(shardingState->startup());
+        TRY_STATUS(transactions->recoverPrepared().getStatus());
+        shardingState->coordinator().start();
+        return Status::OK();
+    };
+
+    // A replica set member: its storage writes through the set's group from here on, before any
+    // request is served or any background task of the role writes.
+    std::unique_ptr<repl::ReplicaSet> replicaSet;
+    // Set when a shard member lost the leadership it ran its role in: it restarts (below).
+    std::atomic<bool> restartAfterStepDown{false};
+    if (!opts.replSet.empty()) {
+        repl::ReplicaSet::LeadershipHooks hooks;
+        if (role == "shard") {
+            // A shard member runs its role — placement, critical sections, migrations, range
+            // deletion, prepared transactions and their coordination — only while primary. Its
+            // first step-up starts it from the replicated storage. Losing that leadership
+            // restarts the process (same pid and arguments, src/repl/README.md "Shards"), so that
+            // the next step-up starts the role from storage again rather than from memory that
+            // another primary's writes made stale.
+            auto started = std::make_shared<std::atomic<bool>>(false);
+            hooks.stepUp = [&startShardRole, started]() -> Status {
+                if (started->load()) return Status::OK();
+                TRY_STATUS(startShardRole());
+                started->store(true);
+                return Status::OK();
+            };
+            hooks.stepDown = [&server, &restartAfterStepDown, started] {
+                if (!started->load()) return;
+                log::info("REPL", 4300105,
+                          "Lost the primary's role: restarting to reload the shard's state", "{}");
+                restartAfterStepDown.store(true);
+                server.shutdown();
+            };
+        } else {
+            // A new primary learns what its predecessor executed: retryable writes' records and
+            // transactions' outcomes, replicated with their writes.
+            hooks.stepUp = [&transactions, &retryableWrites]() -> Status {
+                if (transactions) TRY_STATUS(transactions->restoreCommitted().getStatus());
+                if (retryableWrites) retryableWrites->restoreRecords();
+                return Status::OK();
+            };
         }
+        auto joined = joinReplicaSet(opts, service, server.port(), std::move(hooks));
+        if (!joined.isOK()) {
+            std::fprintf(stderr, "tessera %s: replica set %s: %s\n", role.c_str(),
+                         opts.replSet.c_str(), joined.getStatus().toString().c_str());
+            return 1;
+        }
+        replicaSet = std::move(joined.getValue());
+        handedOverTo.store(replicaSet.get());
+    }
+    if (retryableWrites) retryableWrites->startup();
+
+    Status roleStarted = Status::OK();
+    if (role == "shard") {
+        if (!replicaSet) roleStarted = startShardRole();
+    } else if (transactions) {
+        // A commit retried after this restart finds its transaction committed
+        // (SessionTransactions::restoreCommitted).
+        roleStarted = transactions->restoreCommitted().getStatus();
+    }
+    if (!roleStarted.isOK()) {
+        // Reported below.
+    } else if (role == "config") {
+        configServer = std::make_unique<config::ConfigServer>(service);
+        service.roleState = configServer.get();
+        service.hooks = configServer->hooks();
+        roleStarted = configServer->startup();
     } else if (role == "router") {
         router = std::make_unique<router::Router>(opts.configdb, service.host);
         service.roleState = router.get();
@@ -358,6 +392,10 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
     if (router) router->stopBackgroundTasks();
     if (shardingState) shardingState->shutdown();
     if (configServer) configServer->shutdown();
+    if (restartAfterStepDown.load()) {
+        log::info("CONTROL", 4300106, "Restarting after stepping down", "{}");
+        return kRestartAfterStepDown;
+    }
     log::info("CONTROL", 20565, "Now exiting");
     return 0;
 }

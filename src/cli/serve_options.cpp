@@ -27,12 +27,19 @@ std::string serveUsage(const std::string& role) {
         return "usage: tessera router --configdb HOST:PORT\n" + common;
     }
     if (role == "shard") {
-        return "usage: tessera shard --dbpath DIR [--configdb HOST:PORT]\n" + common;
+        return "usage: tessera shard --dbpath DIR [--configdb HOST:PORT] "
+               "[--replSet NAME[/HOST:PORT,...]]\n" +
+               common +
+               "  --replSet NAME/members: the shard is replica set NAME, this process one of its\n"
+               "  members (as for serve); add it to the cluster as NAME/HOST:PORT,...\n";
     }
     if (role == "up") {
-        return "usage: tessera up --dbpath DIR [--shards 2] [--routers 1]\n" + common +
+        return "usage: tessera up --dbpath DIR [--shards 2] [--routers 1] [--replicas 1]\n" +
+               common +
                "  Starts a config server, N shards and M routers as child processes: routers on\n"
-               "  ports P … P+M-1, the config server on P+M, shard i on P+M+1+i.\n";
+               "  ports P … P+M-1, the config server on P+M, shard i on P+M+1+i. With\n"
+               "  --replicas R (1-7) each shard is a replica set of R members (shardI/...),\n"
+               "  member j of shard i on P+M+1+i*R+j.\n";
     }
     if (role == "serve") {
         return "usage: tessera serve --dbpath DIR [--replSet NAME[/HOST:PORT,...]]\n" + common +
@@ -84,7 +91,7 @@ StatusWith<ServeOptions> parseServeOptions(const std::vector<std::string>& args,
             TRY_STATUS(needValue());
             ASSIGN_OR_RETURN(long long n, parseInteger(flag, value, 1, 256));
             opts.workerThreads = static_cast<int>(n);
-        } else if (flag == "--replSet" && role == "serve") {
+        } else if (flag == "--replSet" && (role == "serve" || role == "shard")) {
             TRY_STATUS(needValue());
             // mongod's "name/seed1,seed2": here the seeds are the initial members.
             const size_t slash = value.find('/');
@@ -131,6 +138,10 @@ StatusWith<ServeOptions> parseServeOptions(const std::vector<std::string>& args,
             TRY_STATUS(needValue());
             ASSIGN_OR_RETURN(long long n, parseInteger(flag, value, 1, 64));
             opts.shards = static_cast<int>(n);
+        } else if (flag == "--replicas" && role == "up") {
+            TRY_STATUS(needValue());
+            ASSIGN_OR_RETURN(long long n, parseInteger(flag, value, 1, 7));
+            opts.replicas = static_cast<int>(n);
         } else if (flag == "--routers" && role == "up") {
             TRY_STATUS(needValue());
             ASSIGN_OR_RETURN(long long n, parseInteger(flag, value, 1, 16));
@@ -148,9 +159,10 @@ StatusWith<ServeOptions> parseServeOptions(const std::vector<std::string>& args,
 }
 
 std::vector<std::string> upChildArguments(const ServeOptions& up, const std::string& role, int port,
-                                          const std::string& dbpath,
-                                          const std::string& configHost) {
+                                          const std::string& dbpath, const std::string& configHost,
+                                          const std::string& replSet) {
     std::vector<std::string> args = {role, "--port", std::to_string(port), "--bind_ip", up.bindIp};
+    if (!replSet.empty()) args.insert(args.end(), {"--replSet", replSet});
     if (!dbpath.empty()) {
         args.insert(args.end(), {"--dbpath", dbpath});
         if (up.cacheSizeMBGiven) {

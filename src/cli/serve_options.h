@@ -25,6 +25,7 @@ struct ServeOptions {
     std::string configdb;  // shard, router: the config server "host:port"
     int shards = 2;        // up: number of shards
     int routers = 1;       // up: number of routers (ports port … port + routers - 1)
+    int replicas = 1;      // up: members of each shard's replica set (1: a plain shard process)
 };
 
 // Parses the arguments after "serve". Accepts "--opt value" and "--opt=value", and mongod's
@@ -39,8 +40,10 @@ std::string serveUsage(const std::string& role = "serve");
 // `tessera up`'s arguments for one child (argv without the executable): its role, port and
 // dbpath, the config server's address, and every option of `up` that applies to the child —
 // --workerThreads to every child, --cacheSizeMB to every child with storage (shards default to
-// 128 MB, so that a 3-shard cluster on a laptop stays small), --enableTestCommands, --verbose.
+// 128 MB, so that a 3-shard cluster on a laptop stays small), --enableTestCommands, --verbose;
+// `replSet` ("name/members", empty: none) to a shard member.
 std::vector<std::string> upChildArguments(const ServeOptions& up, const std::string& role, int port,
-                                          const std::string& dbpath, const std::string& configHost);
+                                          const std::string& dbpath, const std::string& configHost,
+                                          const std::string& replSet = "");
 
 }  // namespace tessera::cli

@@ -15,7 +15,7 @@ TEST(ServeOptions, ParsesMongodSpellings) {
     EXPECT_TRUE(opts.getValue().enableTestCommands);
 }
 
-TEST(ServeOptions, ReplSetNamesAOneMemberSetOnServeOnly) {
+TEST(ServeOptions, ReplSetNamesASetOnServeAndShardOnly) {
     auto opts = parseServeOptions({"--dbpath", "d", "--replSet", "rs0/host:1,host:2"});
     ASSERT_TRUE(opts.isOK()) << opts.getStatus().toString();
     EXPECT_EQ(opts.getValue().replSet, "rs0");
@@ -26,7 +26,12 @@ TEST(ServeOptions, ReplSetNamesAOneMemberSetOnServeOnly) {
         EXPECT_FALSE(parseServeOptions({"--dbpath", "d", "--replSet", bad}).isOK()) << bad;
     }
     EXPECT_FALSE(parseServeOptions({"--dbpath", "d", "--replSet", "/x"}).isOK());
-    EXPECT_FALSE(parseServeOptions({"--dbpath", "d", "--replSet", "rs0"}, "shard").isOK());
+    auto shard = parseServeOptions({"--dbpath", "d", "--replSet", "shard0/h:1,h:2,h:3"}, "shard");
+    ASSERT_TRUE(shard.isOK()) << shard.getStatus().toString();
+    EXPECT_EQ(shard.getValue().replSet, "shard0");
+    EXPECT_EQ(shard.getValue().replSetMembers.size(), 3u);
+    EXPECT_FALSE(parseServeOptions({"--dbpath", "d", "--replSet", "rs0"}, "config").isOK());
+    EXPECT_FALSE(parseServeOptions({"--configdb", "h:1", "--replSet", "rs0"}, "router").isOK());
 }
 
 TEST(ServeOptions, RejectsBadInputWithClearMessages) {

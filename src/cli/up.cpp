@@ -32,11 +32,13 @@ std::atomic<int> gStopSignal{0};
 void onStopSignal(int sig) { gStopSignal.store(sig); }
 
 struct Child {
-    std::string name;  // "config", "shard0", "router0"
+    std::string name;  // "config", "shard0" (or its members "shard0.0", …), "router0"
     std::string role;
     int port = 0;
     std::string dbpath;  // empty for routers
     std::string logPath;
+    std::string replSet;    // a shard's member: "shardI/h:p,…" (empty: a plain process)
+    bool lastOfSet = true;  // a shard's last member: once it serves, the shard is added
     pid_t pid = -1;
     bool exited = false;
 };
@@ -52,7 +54,7 @@ Status spawn(Child& child, const std::string& exe, const ServeOptions& opts,
              const std::string& configHost) {
     std::vector<std::string> args = {exe};
     for (std::string& a :
-         upChildArguments(opts, child.role, child.port, child.dbpath, configHost)) {
+         upChildArguments(opts, child.role, child.port, child.dbpath, configHost, child.replSet)) {
         args.push_back(std::move(a));
     }
 
@@ -153,17 +155,38 @@ int runUp(const ServeOptions& opts, const std::vector<std::string>& argv) {
     }
 
     std::vector<Child> children;
+    auto add = [&](const std::string& name, const std::string& role, int port, bool stores) {
+        Child c;
+        c.name = name;
+        c.role = role;
+        c.port = port;
+        if (stores) c.dbpath = opts.dbpath + "/" + name;
+        c.logPath = opts.dbpath + "/" + name + ".log";
+        children.push_back(std::move(c));
+        return &children.back();
+    };
     const int configPort = opts.port + opts.routers;
-    children.push_back(
-        {"config", "config", configPort, opts.dbpath + "/config", opts.dbpath + "/config.log"});
+    add("config", "config", configPort, true);
     for (int i = 0; i < opts.shards; ++i) {
-        std::string name = "shard" + std::to_string(i);
-        children.push_back({name, "shard", configPort + 1 + i, opts.dbpath + "/" + name,
-                            opts.dbpath + "/" + name + ".log"});
+        const std::string name = "shard" + std::to_string(i);
+        const int firstPort = configPort + 1 + i * opts.replicas;
+        if (opts.replicas == 1) {
+            add(name, "shard", firstPort, true);
+            continue;
+        }
+        // A replica set of `replicas` members named after the shard; each member knows all.
+        std::string replSet = name + "/";
+        for (int j = 0; j < opts.replicas; ++j) {
+            replSet += (j ? "," : "") + host + ":" + std::to_string(firstPort + j);
+        }
+        for (int j = 0; j < opts.replicas; ++j) {
+            Child* member = add(name + "." + std::to_string(j), "shard", firstPort + j, true);
+            member->replSet = replSet;
+            member->lastOfSet = j + 1 == opts.replicas;
+        }
     }
     for (int i = 0; i < opts.routers; ++i) {
-        std::string name = "router" + std::to_string(i);
-        children.push_back({name, "router", opts.port + i, "", opts.dbpath + "/" + name + ".log"});
+        add("router" + std::to_string(i), "router", opts.port + i, false);
     }
     const std::string configHost = host + ":" + std::to_string(configPort);
 
@@ -186,15 +209,19 @@ int runUp(const ServeOptions& opts, const std::vector<std::string>& argv) {
         std::string childHost = host + ":" + std::to_string(c.port);
         s = waitUntilServing(c, client, childHost, deadline());
         if (!s.isOK()) return fail(s);
-        if (c.role == "shard") {
+        if (c.role == "shard" && c.lastOfSet) {
             // Registering is idempotent: a restarted `tessera up` finds its shards registered.
+            // A replica set is added once all its members serve (the config service finds its
+            // primary, waiting for the election if there is none yet).
+            const std::string shardName =
+                c.replSet.empty() ? c.name : c.name.substr(0, c.name.find('.'));
             bson::BsonBuilder add;
-            add.append("_configsvrAddShard", childHost);
-            add.append("name", c.name);
+            add.append("_configsvrAddShard", c.replSet.empty() ? childHost : c.replSet);
+            add.append("name", shardName);
             auto reply = client.runCommand(configHost, "admin", add.obj());
             Status added = reply.isOK() ? net::replyStatus(reply.getValue()) : reply.getStatus();
             if (!added.isOK()) {
-                return fail(added.withContext("cannot add " + c.name + " to the cluster: "));
+                return fail(added.withContext("cannot add " + shardName + " to the cluster: "));
             }
         }
         if (gStopSignal.load()) {
@@ -205,7 +232,7 @@ int runUp(const ServeOptions& opts, const std::vector<std::string>& argv) {
 
     std::printf("Tessera cluster is up (data in %s):\n", opts.dbpath.c_str());
     for (const auto& c : children) {
-        std::printf("  %-8s %s:%d  pid %d  log %s\n", c.name.c_str(), host.c_str(), c.port, c.pid,
+        std::printf("  %-9s %s:%d  pid %d  log %s\n", c.name.c_str(), host.c_str(), c.port, c.pid,
                     c.logPath.c_str());
     }
     std::string uri = "mongodb://";

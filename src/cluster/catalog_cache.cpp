@@ -46,11 +46,6 @@ StatusWith<ShardInfo> parseShardDoc(BsonView doc) {
     ShardInfo info;
     info.id = std::string(id.stringValue());
     info.host = std::string(host.stringValue());
-    // A replica-set style "rs/h1:p,h2:p" host: keep the first member.
-    if (auto slash = info.host.find('/'); slash != std::string::npos) {
-        info.host = info.host.substr(slash + 1);
-    }
-    if (auto comma = info.host.find(','); comma != std::string::npos) info.host.resize(comma);
     info.draining = doc["draining"].trueValue();
     return info;
 }

@@ -21,7 +21,7 @@ using placement::ShardId;
 
 struct ShardInfo {
     ShardId id;
-    std::string host;  // "host:port"
+    std::string host;  // "host:port", or a replica set "name/h1:p1,h2:p2" (reached at its primary)
     bool draining = false;
 };
 

@@ -67,7 +67,7 @@ TEST(CatalogParsers, ShardDoc) {
 
     auto rs = parseShardDoc(bson::fromJson(R"({"_id": "s1", "host": "rs1/h1:1,h2:2"})"));
     ASSERT_TRUE(rs.isOK());
-    EXPECT_EQ(rs.getValue().host, "h1:1");
+    EXPECT_EQ(rs.getValue().host, "rs1/h1:1,h2:2");  // reached at its primary (RemoteClient)
     EXPECT_FALSE(rs.getValue().draining);
 
     auto bad = parseShardDoc(bson::fromJson(R"({"_id": "s1"})"));

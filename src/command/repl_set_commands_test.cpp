@@ -22,7 +22,8 @@ class ReplSetCommandsTest : public CrudFixture {
         options.name = "rs0";
         options.self = service.host;
         options.dir = _replication.path();
-        auto started = repl::ReplicaSet::start(options, *engine, [] { return Status::OK(); });
+        auto started =
+            repl::ReplicaSet::start(options, *engine, {[] { return Status::OK(); }, nullptr});
         ASSERT_TRUE(started.isOK()) << started.getStatus().toString();
         replicaSet = std::move(started.getValue());
         service.replicaSet = replicaSet.get();

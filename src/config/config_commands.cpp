@@ -67,13 +67,8 @@ StatusWith<std::pair<BsonObj, BsonObj>> boundsArg(const CommandArgs& args,
 }
 
 Status addShard(ConfigServerImpl& cs, const CommandArgs& args, BsonBuilder& reply) {
-    // "rs/h1:p,h2:p": Tessera shards are single nodes; take the first host of the seed list.
-    std::string host = args.target();
-    size_t slash = host.find('/');
-    if (slash != std::string::npos) host = host.substr(slash + 1);
-    size_t comma = host.find(',');
-    if (comma != std::string::npos) host = host.substr(0, comma);
-    ASSIGN_OR_RETURN(std::string name, cs.addShard(host, args.optString("name")));
+    // "h:p" (one process) or "rs/h1:p,h2:p" (a replica set, reached at its primary).
+    ASSIGN_OR_RETURN(std::string name, cs.addShard(args.target(), args.optString("name")));
     reply.appendString("shardAdded", name);
     return Status::OK();
 }

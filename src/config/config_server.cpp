@@ -9,6 +9,7 @@
 #include "bson/bson_builder.h"
 #include "config/chunk_ops.h"
 #include "config/config_server_impl.h"
+#include "net/replica_set_monitor.h"
 
 namespace tessera::config {
 
@@ -235,20 +236,69 @@ Status ConfigServerImpl::writeChunk(const ChunkRecord& chunk, const placement::U
 
 // ---- addShard / createDatabase / balancer ----
 
-StatusWith<std::string> ConfigServerImpl::addShard(const std::string& host,
-                                                   std::optional<std::string> name) {
-    TRY_STATUS(net::parseHostAndPort(host).getStatus());
-    MutexLock lock(_shardsMutex);
-    auto ping = _remote.runCommand(host, "admin", bson::fromJson(R"({"ping": 1})"));
-    if (!ping.isOK()) {
+namespace {
+
+// What `hello` of the process (or the primary of the set) `host` names says about what it is:
+// the host string config.shards keeps for it — a replica set as "name/member,member,…" with the
+// members its primary lists, as mongos's addShard stores it. A process that is a replica set
+// member given as one host, or a set given under another name, is refused.
+StatusWith<std::string> shardConnectionString(net::RemoteClient& remote, const std::string& host) {
+    ASSIGN_OR_RETURN(net::ConnectionString given, net::ConnectionString::parse(host));
+    auto hello = remote.runCommand(host, "admin", net::primaryDiscoveryHello());
+    if (!hello.isOK()) {
         return Status(ErrorCodes::OperationFailed,
-                      "couldn't connect to new shard " + host + ": " + ping.getStatus().reason());
+                      "couldn't connect to new shard " + host + ": " + hello.getStatus().reason());
     }
+    TRY_STATUS(net::replyStatus(hello.getValue()));
+    bson::BsonView reply = hello.getValue();
+    bson::BsonElement setName = reply["setName"];
+    if (!given.isReplicaSet()) {
+        if (setName.type() == bson::BsonType::String) {
+            const std::string set(setName.stringValue());
+            return Status(ErrorCodes::OperationFailed,
+                          "host " + host + " is a member of replica set " + set +
+                              ": add the shard as " + set + "/" + host + "[,other members]");
+        }
+        return host;
+    }
+    if (setName.type() != bson::BsonType::String || setName.stringValue() != given.setName) {
+        return Status(
+            ErrorCodes::OperationFailed,
+            "the primary of " + host + " is not a member of replica set " + given.setName);
+    }
+    net::ConnectionString members{given.setName, {}};
+    for (std::string_view field : {"hosts", "passives"}) {
+        if (bson::BsonElement list = reply[field]; list.isArray()) {
+            for (bson::BsonElement m : list.objValue()) {
+                if (m.type() == bson::BsonType::String) members.hosts.emplace_back(m.stringValue());
+            }
+        }
+    }
+    if (members.hosts.empty()) members.hosts = given.hosts;
+    return members.toString();
+}
+
+// Whether two config.shards hosts name the same shard: the same process, or the same set.
+bool sameShardHost(const std::string& a, const std::string& b) {
+    auto ca = net::ConnectionString::parse(a), cb = net::ConnectionString::parse(b);
+    if (!ca.isOK() || !cb.isOK()) return a == b;
+    if (ca.getValue().isReplicaSet() || cb.getValue().isReplicaSet()) {
+        return ca.getValue().setName == cb.getValue().setName;
+    }
+    return a == b;
+}
+
+}  // namespace
+
+StatusWith<std::string> ConfigServerImpl::addShard(const std::string& given,
+                                                   std::optional<std::string> name) {
+    MutexLock lock(_shardsMutex);
+    ASSIGN_OR_RETURN(std::string host, shardConnectionString(_remote, given));
     ASSIGN_OR_RETURN(std::vector<ShardEntry> shards, allShards());
     std::vector<std::string> ids;
     for (const ShardEntry& s : shards) {
         ids.push_back(s.id);
-        if (s.host == host) {
+        if (sameShardHost(s.host, host)) {
             if (name && *name != s.id) {
                 return Status(ErrorCodes::IllegalOperation,
                               "'" + host + "' is already a member of the cluster as shard " + s.id);

@@ -45,16 +45,16 @@ MemberId memberIdOf(std::string_view host) {
 }
 
 ReplicaSet::ReplicaSet(ReplicaSetOptions options, storage::Engine& engine, MemberId self,
-                       StepUpHook onStepUp)
+                       LeadershipHooks hooks)
     : _options(std::move(options)),
       _engine(engine),
       _self(self),
-      _onStepUp(std::move(onStepUp)),
+      _hooks(std::move(hooks)),
       _replica(engine, self) {}
 
 StatusWith<std::unique_ptr<ReplicaSet>> ReplicaSet::start(ReplicaSetOptions options,
                                                           storage::Engine& engine,
-                                                          StepUpHook onStepUp) {
+                                                          LeadershipHooks hooks) {
     std::vector<std::string> initial = options.members;
     if (initial.empty()) initial.push_back(options.self);
     GroupOptions group;
@@ -78,7 +78,7 @@ StatusWith<std::unique_ptr<ReplicaSet>> ReplicaSet::start(ReplicaSetOptions opti
         }
     }  // else: a member the primary adds (rs.add) — it waits, empty, until then.
     std::unique_ptr<ReplicaSet> set(
-        new ReplicaSet(std::move(options), engine, group.self, std::move(onStepUp)));
+        new ReplicaSet(std::move(options), engine, group.self, std::move(hooks)));
     ReplicaSet* raw = set.get();
     group.onStatusChange = [raw](const GroupStatus& status) { raw->onStatusChange(status); };
     auto started = Group::start(std::move(group), set->_replica);
@@ -137,15 +137,29 @@ void ReplicaSet::stepUpLoop() {
     UniqueLock lk(_mutex);
     while (true) {
         _changed.wait(lk, [&]() REQUIRES(_mutex) {
-            return _stopping || (_leaderTerm != 0 && _writableTerm != _leaderTerm);
+            return _stopping || (_steppedUpTerm != 0 && _steppedUpTerm != _leaderTerm) ||
+                   (_leaderTerm != 0 && _writableTerm != _leaderTerm);
         });
         if (_stopping) return;
+        if (_steppedUpTerm != 0 && _steppedUpTerm != _leaderTerm) {
+            // The leadership of the last successful step-up is gone (writes were refused at
+            // once, on the loop thread): what the server runs only while primary stops.
+            const Term lost = _steppedUpTerm;
+            _steppedUpTerm = 0;
+            lk.unlock();
+            log::info(kComponent, 4300104, "Stepping down: primary-only work stops",
+                      "{\"term\":" + std::to_string(lost) + "}");
+            if (_hooks.stepDown) _hooks.stepDown();
+            lk.lock();
+            continue;
+        }
         const Term term = _leaderTerm;
         lk.unlock();
         Status ready = waitDone([this](Group::Done done) { _group->barrier(std::move(done)); },
                                 std::chrono::steady_clock::now() + kStepUpBarrierLimit);
-        if (ready.isOK() && _onStepUp) ready = _onStepUp();
+        if (ready.isOK() && _hooks.stepUp) ready = _hooks.stepUp();
         lk.lock();
+        if (ready.isOK()) _steppedUpTerm = term;  // its stepDown is owed even if already lost
         if (ready.isOK() && _leaderTerm == term) {
             _writableTerm = term;
             _writable.store(true, std::memory_order_release);

@@ -63,16 +63,24 @@ struct ReplicaSetState {
 
 class ReplicaSet {
   public:
-    // Runs on a thread of the set's own before this member accepts writes as primary (after every
-    // earlier entry is applied here): what a new primary reloads from storage — its sessions'
-    // retryable writes and transaction outcomes, written by the previous primary.
-    using StepUpHook = std::function<Status()>;
+    // What the server does when this member's leadership changes, both called on a thread of
+    // the set's own, one at a time, in order:
+    // - `stepUp` runs before this member accepts writes as primary (after every earlier entry is
+    //   applied here): what a new primary reloads from storage — its sessions' retryable writes
+    //   and transaction outcomes, written by the previous primary; a shard's role. An error is
+    //   retried every 100 ms while the member leads.
+    // - `stepDown` (optional) runs once the member lost the leadership in which `stepUp`
+    //   succeeded (writes were refused from the moment it was lost).
+    struct LeadershipHooks {
+        std::function<Status()> stepUp;
+        std::function<void()> stepDown;
+    };
 
     // Joins (or, with empty state, founds) the set; `engine`'s writes go through the group from
     // here on. Call once the server listens (the members reach each other at its port).
     static StatusWith<std::unique_ptr<ReplicaSet>> start(ReplicaSetOptions options,
                                                          storage::Engine& engine,
-                                                         StepUpHook onStepUp);
+                                                         LeadershipHooks hooks);
     ~ReplicaSet();
 
     ReplicaSetState state() const;
@@ -109,7 +117,7 @@ class ReplicaSet {
 
   private:
     ReplicaSet(ReplicaSetOptions options, storage::Engine& engine, MemberId self,
-               StepUpHook onStepUp);
+               LeadershipHooks hooks);
     void onStatusChange(const GroupStatus& status);
     void stepUpLoop();
     Status waitDone(std::function<void(Group::Done)> start,
@@ -118,7 +126,7 @@ class ReplicaSet {
     const ReplicaSetOptions _options;
     storage::Engine& _engine;
     const MemberId _self;
-    StepUpHook _onStepUp;
+    const LeadershipHooks _hooks;
     StorageReplica _replica;
     std::unique_ptr<Group> _group;
     std::atomic<bool> _writable{false};
@@ -127,6 +135,7 @@ class ReplicaSet {
     mutable CondVar _changed;
     Term _leaderTerm GUARDED_BY(_mutex) = 0;  // the term this member leads in (0: it does not)
     Term _writableTerm GUARDED_BY(_mutex) = 0;
+    Term _steppedUpTerm GUARDED_BY(_mutex) = 0;  // the term whose stepUp hook succeeded (0: none)
     bool _stopping GUARDED_BY(_mutex) = false;
     std::thread _stepUpThread;
 };

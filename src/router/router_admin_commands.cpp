@@ -277,10 +277,7 @@ Status addShard(OperationContext& opCtx, const CommandRequest& request, BsonBuil
     if (first.type() != BsonType::String || first.stringValue().empty()) {
         return Status(ErrorCodes::BadValue, "addShard requires a host string");
     }
-    std::string host(first.stringValue());
-    // "rs/h1:p,h2:p": Tessera shards are single processes; use the first member.
-    if (auto slash = host.find('/'); slash != std::string::npos) host = host.substr(slash + 1);
-    if (auto comma = host.find(','); comma != std::string::npos) host.resize(comma);
+    std::string host(first.stringValue());  // "h:p", or a replica set "rs/h1:p,h2:p"
     Router& router = Router::get(opCtx);
     BsonBuilder cmd;
     cmd.append("_configsvrAddShard", host);

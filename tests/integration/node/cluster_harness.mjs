@@ -246,9 +246,10 @@ const ejson = (v) => BSON.EJSON.stringify(v, { relaxed: true });
 
 /** A running `tessera up` cluster. */
 export class TesseraCluster {
-    constructor({ base, shards, routers, dbpath, proc, upLog }) {
+    constructor({ base, shards, routers, replicas = 1, dbpath, proc, upLog }) {
         this.base = base;
         this.numShards = shards;
+        this.replicas = replicas; // members of each shard's replica set (1: plain shard processes)
         this.numRouters = routers;
         this.dbpath = dbpath;
         this.proc = proc;
@@ -276,8 +277,19 @@ export class TesseraCluster {
     get configPort() {
         return this.base + this.numRouters;
     }
+    /** Shard i's port (with --replicas: its first member's). */
     shardPort(i) {
-        return this.base + this.numRouters + 1 + i;
+        return this.memberPort(i, 0);
+    }
+    /** Member j of shard i (`tessera up --replicas`: shard i's members on consecutive ports). */
+    memberPort(i, j) {
+        return this.base + this.numRouters + 1 + i * this.replicas + j;
+    }
+    /** The pid `tessera up` printed for a child ("shard0.1 127.0.0.1:p  pid N …"). */
+    childPid(name) {
+        const m = new RegExp(`^\\s*${name.replace('.', '\\.')}\\s+\\S+\\s+pid (\\d+)`, 'm').exec(this.stdout);
+        assert.ok(m, `tessera up printed no pid for ${name}`);
+        return Number(m[1]);
     }
     get configHost() {
         return `127.0.0.1:${this.configPort}`;
@@ -546,23 +558,24 @@ export class TesseraCluster {
 }
 
 /** Starts `tessera up` and waits until it serves. Retries on a port race. */
-export async function startCluster({ shards = 3, routers = 2, args = [] } = {}) {
+export async function startCluster({ shards = 3, routers = 2, replicas = 1, args = [] } = {}) {
     if (!fs.existsSync(tesseraBin)) {
         throw new Error(`tessera binary not found at ${tesseraBin} (set TESSERA_BIN or build it)`);
     }
     for (let attempt = 1; ; attempt++) {
-        const base = await freePortRange(routers + 1 + shards);
+        const base = await freePortRange(routers + 1 + shards * replicas);
         const dbpath = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-cluster-'));
         const upLog = path.join(dbpath, 'up.log');
         const logFd = fs.openSync(upLog, 'a');
         const proc = spawn(
             tesseraBin,
             ['up', '--shards', String(shards), '--routers', String(routers), '--port', String(base),
-                '--dbpath', dbpath, '--enableTestCommands', ...args],
+                '--dbpath', dbpath, '--enableTestCommands',
+                ...(replicas > 1 ? ['--replicas', String(replicas)] : []), ...args],
             { stdio: ['ignore', 'pipe', logFd] },
         );
         fs.closeSync(logFd);
-        const cluster = new TesseraCluster({ base, shards, routers, dbpath, proc, upLog });
+        const cluster = new TesseraCluster({ base, shards, routers, replicas, dbpath, proc, upLog });
         proc.stdout.on('data', (d) => {
             cluster.stdout += d;
             fs.appendFileSync(upLog, d);
