@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -91,6 +92,32 @@ StatusWith<std::unique_ptr<repl::ReplicaSet>> joinReplicaSet(
                       "a one-member replica set did not become primary within 30 s");
     }
     return set;
+}
+
+// The leadership hooks of a member whose role runs only while it is primary (a shard, the config
+// service): its first step-up starts the role from the replicated storage (`start`); losing that
+// leadership calls `restart`, which stops the server so that the process starts over
+// (kRestartAfterStepDown: same pid and arguments, src/repl/README.md "Shards as replica sets").
+// The role's in-memory state — placement caches, critical sections, coordinators, prepared
+// transactions — was the primary's, stale once another member writes; the next step-up starts it
+// from storage again.
+repl::ReplicaSet::LeadershipHooks primaryOnlyRole(std::function<Status()> start,
+                                                  std::function<void()> restart) {
+    auto started = std::make_shared<std::atomic<bool>>(false);
+    repl::ReplicaSet::LeadershipHooks hooks;
+    hooks.stepUp = [start = std::move(start), started]() -> Status {
+        if (started->load()) return Status::OK();
+        TRY_STATUS(start());
+        started->store(true);
+        return Status::OK();
+    };
+    hooks.stepDown = [restart = std::move(restart), started] {
+        if (!started->load()) return;
+        log::info("REPL", 4300105, "Lost the primary's role: restarting to reload the role's state",
+                  "{}");
+        restart();
+    };
+    return hooks;
 }
 
 // Periodically reaps cursors idle past their timeout, until stopped.
@@ -264,10 +291,11 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
     // The role's state. Installed before the first request is served (the server accepts
     // connections only in run()), started after the listener is up so that a role that calls
     // other processes at startup can be reached back — and, on a replica set member whose role
-    // runs only while it is primary (a shard), each time it steps up.
+    // runs only while it is primary (a shard, the config service), each time it steps up.
     std::unique_ptr<config::ConfigServer> configServer;
     std::unique_ptr<shard::ShardingState> shardingState;
     std::unique_ptr<router::Router> router;
+    std::function<Status()> startRole = [] { return Status::OK(); };
     if (role == "shard") {
         shardingState = std::make_unique<shard::ShardingState>(service, opts.configdb);
         service.roleState = shardingState.get();
@@ -287,47 +315,42 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
         service.appendRoleServerStatus = [state = shardingState.get()](bson::BsonBuilder& b) {
             state->appendServerStatus(b);
         };
+        // What a shard does once its data is its own to change: its persisted state loaded
+        // (identity, critical sections, ranges to delete, retryable writes' records),
+        // transactions prepared before a crash prepared again before the first request, then
+        // the coordinations it ran finished (txn/transaction_coordinator.h).
+        startRole = [&transactions, &shardingState]() -> Status {
+            TRY_STATUS(transactions->restoreCommitted().getStatus());
+            TRY_STATUS(shardingState->startup());
+            TRY_STATUS(transactions->recoverPrepared().getStatus());
+            shardingState->coordinator().start();
+            return Status::OK();
+        };
+    } else if (role == "config") {
+        configServer = std::make_unique<config::ConfigServer>(service);
+        service.roleState = configServer.get();
+        service.hooks = configServer->hooks();
+        // The catalog's indexes and cluster id, interrupted chunk operations repaired, the
+        // coordinators resumed and the balancer started.
+        startRole = [&configServer] { return configServer->startup(); };
+    } else if (transactions) {
+        // A commit retried after this restart finds its transaction committed
+        // (SessionTransactions::restoreCommitted).
+        startRole = [&transactions] { return transactions->restoreCommitted().getStatus(); };
     }
-    // What a shard does once its data is its own to change: its persisted state loaded (identity,
-    // critical sections, ranges to delete, retryable writes' records), transactions prepared
-    // before a crash prepared again before the first request, then the coordinations it ran
-    // finished (txn/transaction_coordinator.h).
-    auto startShardRole = [&]() -> Status {
-        TRY_STATUS(transactions->restoreCommitted().getStatus());
-        TRY_STATUS(shardingState->startup());
-        TRY_STATUS(transactions->recoverPrepared().getStatus());
-        shardingState->coordinator().start();
-        return Status::OK();
-    };
 
     // A replica set member: its storage writes through the set's group from here on, before any
     // request is served or any background task of the role writes.
     std::unique_ptr<repl::ReplicaSet> replicaSet;
-    // Set when a shard member lost the leadership it ran its role in: it restarts (below).
+    // Set when a member lost the leadership it ran its role in: it restarts (below).
     std::atomic<bool> restartAfterStepDown{false};
     if (!opts.replSet.empty()) {
         repl::ReplicaSet::LeadershipHooks hooks;
-        if (role == "shard") {
-            // A shard member runs its role — placement, critical sections, migrations, range
-            // deletion, prepared transactions and their coordination — only while primary. Its
-            // first step-up starts it from the replicated storage. Losing that leadership
-            // restarts the process (same pid and arguments, src/repl/README.md "Shards"), so that
-            // the next step-up starts the role from storage again rather than from memory that
-            // another primary's writes made stale.
-            auto started = std::make_shared<std::atomic<bool>>(false);
-            hooks.stepUp = [&startShardRole, started]() -> Status {
-                if (started->load()) return Status::OK();
-                TRY_STATUS(startShardRole());
-                started->store(true);
-                return Status::OK();
-            };
-            hooks.stepDown = [&server, &restartAfterStepDown, started] {
-                if (!started->load()) return;
-                log::info("REPL", 4300105,
-                          "Lost the primary's role: restarting to reload the shard's state", "{}");
+        if (role == "shard" || role == "config") {
+            hooks = primaryOnlyRole(startRole, [&server, &restartAfterStepDown] {
                 restartAfterStepDown.store(true);
                 server.shutdown();
-            };
+            });
         } else {
             // A new primary learns what its predecessor executed: retryable writes' records and
             // transactions' outcomes, replicated with their writes.
@@ -348,22 +371,10 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
     }
     if (retryableWrites) retryableWrites->startup();
 
+    // Without a replica set, or as a `serve --replSet` member, the role starts now.
     Status roleStarted = Status::OK();
-    if (role == "shard") {
-        if (!replicaSet) roleStarted = startShardRole();
-    } else if (transactions) {
-        // A commit retried after this restart finds its transaction committed
-        // (SessionTransactions::restoreCommitted).
-        roleStarted = transactions->restoreCommitted().getStatus();
-    }
-    if (!roleStarted.isOK()) {
-        // Reported below.
-    } else if (role == "config") {
-        configServer = std::make_unique<config::ConfigServer>(service);
-        service.roleState = configServer.get();
-        service.hooks = configServer->hooks();
-        roleStarted = configServer->startup();
-    } else if (role == "router") {
+    if (!replicaSet || role == "serve") roleStarted = startRole();
+    if (roleStarted.isOK() && role == "router") {
         router = std::make_unique<router::Router>(opts.configdb, service.host);
         service.roleState = router.get();
         service.routerTransactions = &router->transactions();

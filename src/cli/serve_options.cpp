@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "net/replica_set_monitor.h"
+
 namespace tessera::cli {
 namespace {
 
@@ -24,10 +26,15 @@ std::string serveUsage(const std::string& role) {
         "  [--port 27017] [--bind_ip 127.0.0.1] [--cacheSizeMB 256] [--workerThreads N]\n"
         "  [--enableTestCommands] [--verbose]\n";
     if (role == "router") {
-        return "usage: tessera router --configdb HOST:PORT\n" + common;
+        return "usage: tessera router --configdb HOST:PORT|NAME/HOST:PORT,...\n" + common;
+    }
+    if (role == "config") {
+        return "usage: tessera config --dbpath DIR [--replSet NAME[/HOST:PORT,...]]\n" + common +
+               "  --replSet NAME/members: the config service is replica set NAME, this process\n"
+               "  one of its members; routers and shards then take --configdb NAME/members.\n";
     }
     if (role == "shard") {
-        return "usage: tessera shard --dbpath DIR [--configdb HOST:PORT] "
+        return "usage: tessera shard --dbpath DIR [--configdb HOST:PORT|NAME/HOST:PORT,...] "
                "[--replSet NAME[/HOST:PORT,...]]\n" +
                common +
                "  --replSet NAME/members: the shard is replica set NAME, this process one of its\n"
@@ -38,8 +45,9 @@ std::string serveUsage(const std::string& role) {
                common +
                "  Starts a config server, N shards and M routers as child processes: routers on\n"
                "  ports P … P+M-1, the config server on P+M, shard i on P+M+1+i. With\n"
-               "  --replicas R (1-7) each shard is a replica set of R members (shardI/...),\n"
-               "  member j of shard i on P+M+1+i*R+j.\n";
+               "  --replicas R (1-7) the config service (configRS) and each shard (shardI) are\n"
+               "  replica sets of R members: config member j on P+M+j, member j of shard i on\n"
+               "  P+M+R*(1+i)+j.\n";
     }
     if (role == "serve") {
         return "usage: tessera serve --dbpath DIR [--replSet NAME[/HOST:PORT,...]]\n" + common +
@@ -91,7 +99,8 @@ StatusWith<ServeOptions> parseServeOptions(const std::vector<std::string>& args,
             TRY_STATUS(needValue());
             ASSIGN_OR_RETURN(long long n, parseInteger(flag, value, 1, 256));
             opts.workerThreads = static_cast<int>(n);
-        } else if (flag == "--replSet" && (role == "serve" || role == "shard")) {
+        } else if (flag == "--replSet" &&
+                   (role == "serve" || role == "shard" || role == "config")) {
             TRY_STATUS(needValue());
             // mongod's "name/seed1,seed2": here the seeds are the initial members.
             const size_t slash = value.find('/');
@@ -126,12 +135,11 @@ StatusWith<ServeOptions> parseServeOptions(const std::vector<std::string>& args,
             opts.verbose = true;
         } else if (flag == "--configdb" && (role == "router" || role == "shard")) {
             TRY_STATUS(needValue());
-            // mongos accepts "rsName/h1:p,h2:p"; a single config server is "h:p".
-            if (auto slash = value.find('/'); slash != std::string::npos) {
-                value = value.substr(slash + 1);
-            }
-            if (auto comma = value.find(','); comma != std::string::npos) {
-                value = value.substr(0, comma);
+            // One config server "h:p", or the config service's replica set "name/h1:p,h2:p"
+            // (reached at its primary).
+            auto parsed = net::ConnectionString::parse(value);
+            if (!parsed.isOK()) {
+                return Status(ErrorCodes::BadValue, "--configdb: " + parsed.getStatus().reason());
             }
             opts.configdb = value;
         } else if (flag == "--shards" && role == "up") {

@@ -30,7 +30,8 @@ TEST(ServeOptions, ReplSetNamesASetOnServeAndShardOnly) {
     ASSERT_TRUE(shard.isOK()) << shard.getStatus().toString();
     EXPECT_EQ(shard.getValue().replSet, "shard0");
     EXPECT_EQ(shard.getValue().replSetMembers.size(), 3u);
-    EXPECT_FALSE(parseServeOptions({"--dbpath", "d", "--replSet", "rs0"}, "config").isOK());
+    EXPECT_TRUE(parseServeOptions({"--dbpath", "d", "--replSet", "cfg/h:1,h:2"}, "config").isOK());
+    EXPECT_FALSE(parseServeOptions({"--configdb", "cfg/h", "--port", "1"}, "router").isOK());
     EXPECT_FALSE(parseServeOptions({"--configdb", "h:1", "--replSet", "rs0"}, "router").isOK());
 }
 
@@ -53,7 +54,7 @@ TEST(ServeOptions, RoleSpecificOptions) {
     auto router =
         parseServeOptions({"--port", "27017", "--configdb", "cfg/127.0.0.1:27018"}, "router");
     ASSERT_TRUE(router.isOK()) << router.getStatus().toString();
-    EXPECT_EQ(router.getValue().configdb, "127.0.0.1:27018");
+    EXPECT_EQ(router.getValue().configdb, "cfg/127.0.0.1:27018");  // reached at its primary
     EXPECT_EQ(parseServeOptions({"--port", "1"}, "router").getStatus().reason(),
               "--configdb is required");
     auto up = parseServeOptions({"--dbpath", "d", "--shards", "3", "--routers=2"}, "up");

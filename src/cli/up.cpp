@@ -165,30 +165,35 @@ int runUp(const ServeOptions& opts, const std::vector<std::string>& argv) {
         children.push_back(std::move(c));
         return &children.back();
     };
-    const int configPort = opts.port + opts.routers;
-    add("config", "config", configPort, true);
-    for (int i = 0; i < opts.shards; ++i) {
-        const std::string name = "shard" + std::to_string(i);
-        const int firstPort = configPort + 1 + i * opts.replicas;
+    // With --replicas R, the config service and every shard are replica sets of R members on
+    // consecutive ports, named after them; each member knows all (the same list on each).
+    // Returns the set's connection string, or its one process's address.
+    auto addSet = [&](const std::string& name, const std::string& setName, const std::string& role,
+                      int firstPort) {
         if (opts.replicas == 1) {
-            add(name, "shard", firstPort, true);
-            continue;
+            add(name, role, firstPort, true);
+            return host + ":" + std::to_string(firstPort);
         }
-        // A replica set of `replicas` members named after the shard; each member knows all.
-        std::string replSet = name + "/";
+        std::string replSet = setName + "/";
         for (int j = 0; j < opts.replicas; ++j) {
             replSet += (j ? "," : "") + host + ":" + std::to_string(firstPort + j);
         }
         for (int j = 0; j < opts.replicas; ++j) {
-            Child* member = add(name + "." + std::to_string(j), "shard", firstPort + j, true);
+            Child* member = add(name + "." + std::to_string(j), role, firstPort + j, true);
             member->replSet = replSet;
             member->lastOfSet = j + 1 == opts.replicas;
         }
+        return replSet;
+    };
+    const int configPort = opts.port + opts.routers;
+    const std::string configHost = addSet("config", "configRS", "config", configPort);
+    for (int i = 0; i < opts.shards; ++i) {
+        const std::string name = "shard" + std::to_string(i);
+        addSet(name, name, "shard", configPort + opts.replicas * (1 + i));
     }
     for (int i = 0; i < opts.routers; ++i) {
         add("router" + std::to_string(i), "router", opts.port + i, false);
     }
-    const std::string configHost = host + ":" + std::to_string(configPort);
 
     struct sigaction sa {};
     sa.sa_handler = onStopSignal;

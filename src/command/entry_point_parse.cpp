@@ -263,7 +263,9 @@ void parse(Invocation& inv) {
     inv.labels.commitTransaction = inv.request.commandName == "commitTransaction";
     inv.txnCommand = txn::isTransactionEndCommand(inv.request.commandName);
     // A member that is not the writable primary serves only what a secondary may.
-    if (Status s = checkMemberState(inv.service, inv.request); !s.isOK()) inv.endWithError(s);
+    if (Status s = checkMemberState(inv.service, inv.request, inv.client); !s.isOK()) {
+        inv.endWithError(s);
+    }
 }
 
 void admit(Invocation& inv) {

@@ -81,8 +81,10 @@ SecondaryAllowed secondaryAllowed(const CommandRequest& request) {
     return SecondaryAllowed::kOptIn;
 }
 
-Status checkMemberState(const ServiceContext& service, const CommandRequest& request) {
-    if (service.replicaSet == nullptr || service.replicaSet->isWritablePrimary()) {
+Status checkMemberState(const ServiceContext& service, const CommandRequest& request,
+                        const ClientState& client) {
+    const bool inProcess = client.connectionId == 0;  // net::Connection numbers from 1
+    if (service.replicaSet == nullptr || service.replicaSet->isWritablePrimary() || inProcess) {
         return Status::OK();
     }
     switch (secondaryAllowed(request)) {

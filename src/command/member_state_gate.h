@@ -22,8 +22,13 @@ enum class SecondaryAllowed {
 
 SecondaryAllowed secondaryAllowed(const CommandRequest& request);
 
-// The refusal of `request` on a member that is not the writable primary, or OK.
-Status checkMemberState(const ServiceContext& service, const CommandRequest& request);
+// The refusal of `request` on a member that is not the writable primary, or OK. Only requests of
+// client connections are gated: the server's own in-process commands (ServiceEntryPoint::
+// runCommand without a client — a new primary's step-up loading and repairing its role's state
+// before clients may write) pass, and their writes are refused by the engine's commit log on a
+// member that does not lead.
+Status checkMemberState(const ServiceContext& service, const CommandRequest& request,
+                        const ClientState& client);
 
 // A write command whose statement failed because this member stopped being the primary
 // (NotWritablePrimary, InterruptedDueToReplStateChange among its writeErrors) fails as a whole

@@ -229,7 +229,55 @@ TEST(MemberStateGateTest, ASecondaryServesReadsOnRequestAndNeverWrites) {
     // Without a replica set nothing is refused.
     ServiceContext standalone;
     bson::BsonObj insert = J(R"({"insert": "c"})");
-    EXPECT_TRUE(checkMemberState(standalone, requestOf(insert)).isOK());
+    ClientState connection;
+    connection.connectionId = 1;
+    EXPECT_TRUE(checkMemberState(standalone, requestOf(insert), connection).isOK());
+}
+
+// A member that is not the writable primary (here: one waiting to be added to a set of others):
+// a client connection's write is refused at the gate; the server's own in-process commands pass
+// the gate (a new primary's step-up runs them before it takes clients' writes), and their writes
+// are refused by the engine, whose commit log does not lead.
+class WaitingMemberTest : public CrudFixture {
+  protected:
+    void SetUp() override {
+        CrudFixture::SetUp();
+        repl::ReplicaSetOptions options;
+        options.name = "rs0";
+        options.self = service.host;
+        options.members = {"127.0.0.1:1", "127.0.0.1:2"};  // not this member: it waits
+        options.dir = _replication.path();
+        auto started = repl::ReplicaSet::start(options, *engine, {});
+        ASSERT_TRUE(started.isOK()) << started.getStatus().toString();
+        replicaSet = std::move(started.getValue());
+        service.replicaSet = replicaSet.get();
+    }
+    void TearDown() override {
+        if (replicaSet) replicaSet->stop();
+        service.replicaSet = nullptr;
+        replicaSet.reset();
+        CrudFixture::TearDown();
+    }
+
+    storage::test::TempDir _replication;
+    std::unique_ptr<repl::ReplicaSet> replicaSet;
+};
+
+TEST_F(WaitingMemberTest, ConnectionsAreGatedAndInProcessWritesRefusedByTheLog) {
+    ASSERT_FALSE(replicaSet->isWritablePrimary());
+    bson::BsonObj insert = J(R"({"insert": "c", "documents": [{"_id": 1}]})");
+    ClientState connection;
+    connection.connectionId = 7;
+    EXPECT_EQ(checkMemberState(service, requestOf(insert), connection).code(),
+              static_cast<int>(ErrorCodes::NotWritablePrimary));
+    ClientState inProcess;
+    EXPECT_TRUE(checkMemberState(service, requestOf(insert), inProcess).isOK());
+    CommandResult written = run(R"({"insert": "c", "documents": [{"_id": 1}]})");
+    const bool refused =
+        written.status.code() == static_cast<int>(ErrorCodes::NotWritablePrimary) ||
+        written.reply.toJson().find("10107") != std::string::npos;
+    EXPECT_TRUE(refused) << written.status.toString() << " " << written.reply.toJson();
+    EXPECT_EQ(run(R"({"count": "c"})").reply["n"].numberLong(), 0);
 }
 
 TEST(MemberStateGateTest, EveryCommandTheTableNamesExists) {

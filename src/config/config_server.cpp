@@ -10,6 +10,7 @@
 #include "config/chunk_ops.h"
 #include "config/config_server_impl.h"
 #include "net/replica_set_monitor.h"
+#include "repl/replica_set.h"
 
 namespace tessera::config {
 
@@ -106,6 +107,14 @@ void ConfigServerImpl::shutdown() {
 std::string ConfigServerImpl::serverName() const {
     if (!_service.host.empty()) return _service.host;
     return "127.0.0.1:" + std::to_string(_service.port);
+}
+
+std::string ConfigServerImpl::connectionString() const {
+    const repl::ReplicaSet* set = _service.replicaSet;
+    if (!set) return serverName();
+    net::ConnectionString cs{set->options().name, {}};
+    for (const repl::SetMember& m : set->state().members) cs.hosts.push_back(m.host);
+    return cs.toString();
 }
 
 void ConfigServerImpl::pauseWhileSet(FailPoint& fp) {
@@ -314,7 +323,7 @@ StatusWith<std::string> ConfigServerImpl::addShard(const std::string& given,
     BsonBuilder cmd;
     cmd.startObject("_shardsvrSetShardIdentity")
         .appendString("shardName", shardName)
-        .appendString("configsvrConnectionString", serverName())
+        .appendString("configsvrConnectionString", connectionString())
         .appendOid("clusterId", _clusterId)
         .end();
     auto reply = _remote.runCommand(host, "admin", cmd.obj());

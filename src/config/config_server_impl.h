@@ -170,7 +170,11 @@ class ConfigServerImpl {
     Timestamp now() { return HybridLogicalClock::global().next(); }
     // While `fp` is on (and not shutting down), waits.
     void pauseWhileSet(FailPoint& fp);
+    // This process's host:port (changelog entries' `server`).
     std::string serverName() const;
+    // How shards and routers reach the config service: this process, or its replica set
+    // "name/h1:p1,h2:p2" (sent to shards in their identity).
+    std::string connectionString() const;
     // Throws when the failpoint coordinatorStepThrows is on for `type` (data {type}, or none:
     // every type): the test of a coordinator step that fails (README.md "When a coordinator
     // fails"). Coordinators call it before each persisted step.

@@ -12,6 +12,7 @@
 #include "command/service_entry_point.h"
 #include "command/write_ops_util.h"
 #include "net/remote_client.h"
+#include "net/replica_set_monitor.h"
 #include "placement/stale_info.h"
 #include "shard/direct_client.h"
 #include "shard/persisted_placement.h"
@@ -99,14 +100,6 @@ bool isForegroundCommand(std::string_view name) {
 // Databases whose collections are never sharded (and never filtered or version-checked).
 bool isLocalOnlyDb(std::string_view db) { return db == "admin" || db == "config" || db == "local"; }
 
-std::string stripReplicaSetName(const std::string& connectionString) {
-    auto slash = connectionString.find('/');
-    std::string hosts =
-        slash == std::string::npos ? connectionString : connectionString.substr(slash + 1);
-    auto comma = hosts.find(',');
-    return comma == std::string::npos ? hosts : hosts.substr(0, comma);
-}
-
 constexpr std::string_view kIdentityId = "shardIdentity";
 
 // A find's command::kRetryableWriteStatusField: whether this shard executed the statement
@@ -188,8 +181,8 @@ Status ShardingState::startup() {
                     cb.appendElementAs(c, "clusterId");
                     clusterId = cb.obj();
                 }
-                applyIdentity(std::string(name.stringValue()),
-                              stripReplicaSetName(std::string(host.stringValue())), clusterId);
+                applyIdentity(std::string(name.stringValue()), std::string(host.stringValue()),
+                              clusterId);
                 log::info("SHARDING", 22100, "Loaded the shard identity",
                           "{\"shardName\":\"" + log::jsonEscape(name.stringValue()) + "\"}");
             }
@@ -312,7 +305,9 @@ Status ShardingState::setShardIdentity(const std::string& shardName, const std::
         }
         return Status::OK();  // idempotent
     }
-    std::string host = stripReplicaSetName(configHost);
+    // "h:p", or the config service's replica set "name/h1:p,h2:p" (reached at its primary).
+    TRY_STATUS(net::ConnectionString::parse(configHost).getStatus());
+    const std::string& host = configHost;
     bson::BsonBuilder u;
     u.append("_id", kIdentityId);
     u.append("shardName", shardName);

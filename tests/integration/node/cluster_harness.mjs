@@ -281,9 +281,16 @@ export class TesseraCluster {
     shardPort(i) {
         return this.memberPort(i, 0);
     }
-    /** Member j of shard i (`tessera up --replicas`: shard i's members on consecutive ports). */
+    /**
+     * Member j of shard i (`tessera up --replicas R`: the config service's R members after the
+     * routers, then each shard's R members, on consecutive ports).
+     */
     memberPort(i, j) {
-        return this.base + this.numRouters + 1 + i * this.replicas + j;
+        return this.base + this.numRouters + this.replicas * (1 + i) + j;
+    }
+    /** Member j of the config service (its only process without --replicas). */
+    configMemberPort(j) {
+        return this.base + this.numRouters + j;
     }
     /** The pid `tessera up` printed for a child ("shard0.1 127.0.0.1:p  pid N …"). */
     childPid(name) {
@@ -563,7 +570,7 @@ export async function startCluster({ shards = 3, routers = 2, replicas = 1, args
         throw new Error(`tessera binary not found at ${tesseraBin} (set TESSERA_BIN or build it)`);
     }
     for (let attempt = 1; ; attempt++) {
-        const base = await freePortRange(routers + 1 + shards * replicas);
+        const base = await freePortRange(routers + replicas * (1 + shards));
         const dbpath = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-cluster-'));
         const upLog = path.join(dbpath, 'up.log');
         const logFd = fs.openSync(upLog, 'a');

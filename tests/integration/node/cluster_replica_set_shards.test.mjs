@@ -1,8 +1,10 @@
-// Shards that are replica sets (`tessera up --shards 2 --replicas 3`), used through a router as an
-// application uses a sharded cluster: the router and the config service reach each shard at its
-// primary and follow its elections; `kill -9` of a shard's primary under writers costs them no
-// error and loses nothing acknowledged; rs.stepDown() of a shard's primary restarts that member so
-// that its shard role reloads from storage, and a transaction across both shards commits once.
+// Shards and the config service as replica sets (`tessera up --shards 2 --replicas 3`), used
+// through a router as an application uses a sharded cluster: the router and the config service
+// reach each shard at its primary and follow its elections; `kill -9` of a shard's primary under
+// writers costs them no error and loses nothing acknowledged; rs.stepDown() of a shard's primary
+// restarts that member so that its shard role reloads from storage, and a transaction across both
+// shards commits once; `kill -9` of the config service's primary stops no write, and placement
+// changes go on with its successor.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -14,7 +16,7 @@ import { rawCommand, tesseraBin } from './harness.mjs';
 const REPLICAS = 3;
 
 describeWithCluster(
-    'shards as three-member replica sets (tessera up --replicas 3)',
+    'shards and the config service as three-member replica sets (tessera up --replicas 3)',
     (ctx) => {
         const c = () => ctx.cluster;
         const hello = (port) => rawCommand(port, { hello: 1, $db: 'admin' }, 3000);
@@ -189,6 +191,53 @@ describeWithCluster(
                 const restarts = (fs.readFileSync(logPath, 'utf8').match(/Restarting after stepping down/g) || []).length;
                 assert.equal(restarts, restartsBefore + 1);
                 t.diagnostic(`shard1.${old.j} stepped down and restarted; shard1.${next.j} leads`);
+            },
+        );
+
+        ctx.test(
+            "kill -9 of the config service's primary: writes go on, and placement changes resume on the new config primary",
+            async (t) => {
+                assert.ok(coll, 'the first test created the collection');
+                const admin = (await c().router()).db('admin');
+                const configPrimary = () =>
+                    waitFor('a primary of the config service', async () => {
+                        for (let j = 0; j < REPLICAS; j++) {
+                            const h = await hello(c().configMemberPort(j)).catch(() => null);
+                            if (h?.isWritablePrimary) return { j, port: c().configMemberPort(j) };
+                        }
+                        return null;
+                    });
+                const old = await configPrimary();
+                assert.equal((await hello(old.port)).setName, 'configRS');
+                const writers = startWriters(coll, 2, 'config');
+                await ackedAtLeast(writers, 50);
+                process.kill(c().childPid(`config.${old.j}`), 'SIGKILL');
+                const before = writers.acked.length;
+                const next = await waitFor('another config primary', async () => {
+                    const p = await configPrimary();
+                    return p.j !== old.j ? p : null;
+                });
+                // A placement change goes to the new primary (the router follows the config
+                // service's election as it follows a shard's).
+                await admin.command({ split: 'rsapp.orders', middle: { k: 2500 } });
+                await admin.command({ moveChunk: 'rsapp.orders', find: { k: 2500 }, to: 'shard1' });
+                await ackedAtLeast(writers, before + 100);
+                writers.stop = true;
+                await writers.done;
+                assert.deepEqual(writers.errors, []);
+                t.diagnostic(
+                    `config.${old.j} killed, config.${next.j} leads; writes: longest pause ${writers.longestPauseMs} ms`,
+                );
+                const chunks = await (await c().router())
+                    .db('config')
+                    .collection('chunks')
+                    .find({}, { projection: { min: 1, shard: 1 } })
+                    .toArray();
+                assert.ok(
+                    chunks.some((ch) => ch.min.k === 2500 && ch.shard === 'shard1'),
+                    JSON.stringify(chunks),
+                );
+                assert.equal(await coll.countDocuments({ _id: /^config-/ }), writers.acked.length);
             },
         );
     },
