@@ -185,5 +185,35 @@ TEST_F(ReplicationTest, ConcurrentWritersReachTheFollowerInLogOrder) {
     EXPECT_EQ(follower->stats(*follower->getCollection("db.c")).count, 200);
 }
 
+// A commit log that refuses every batch, as a member that does not lead does.
+class RefusingLog final : public CommitLog {
+  public:
+    Status commit(std::string_view) override {
+        return Status(ErrorCodes::NotWritablePrimary, "propose: server is not the leader");
+    }
+};
+
+// Whatever writes — documents, side records (statement records, prepared transactions'
+// records), an index build — a refused batch fails with the log's code, not InternalError:
+// a client must see the error drivers retry on (the fault suite found side records reporting
+// InternalError after a step-down).
+TEST_F(ReplicationTest, EveryWritePathKeepsTheLogsRefusal) {
+    create("db.c");
+    RefusingLog refusing;
+    setCommitLog(*engine, &refusing);
+    const int notPrimary = static_cast<int>(ErrorCodes::NotWritablePrimary);
+    {
+        auto w = writerFor("db.c");
+        Status inserted = w->insert(J(R"({"_id": 1})"), WriteOptions()).getStatus();
+        EXPECT_EQ(inserted.code(), notPrimary) << inserted.toString();
+    }
+    Status side = engine->writeSideRecords({{"k", "v"}}, false);
+    EXPECT_EQ(side.code(), notPrimary) << side.toString();
+    Status index = engine->createIndexes("db.c", {spec("x_1", R"({"x": 1})")}).getStatus();
+    EXPECT_EQ(index.code(), notPrimary) << index.toString();
+    setCommitLog(*engine, _log.get());
+    EXPECT_EQ(engine->stats(*engine->getCollection("db.c")).count, 0);
+}
+
 }  // namespace
 }  // namespace tessera::storage

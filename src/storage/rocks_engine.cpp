@@ -57,8 +57,7 @@ constexpr const char* kIndexesCf = "indexes";
 constexpr size_t kMemtableBudget = size_t{192} << 20;
 
 Status fromRocks(const rocksdb::Status& s, std::string_view context) {
-    if (s.ok()) return Status::OK();
-    return Status(ErrorCodes::InternalError, std::string(context) + ": " + s.ToString());
+    return RocksEngine::statusOf(s, context);
 }
 
 rocksdb::Slice slice(bson::BsonView doc) {

@@ -158,6 +158,9 @@ class RocksEngine final : public Engine {
     // commit log refused the batch — the log's own error with its code (NotWritablePrimary,
     // InterruptedDueToReplStateChange), which write() carries inside its rocksdb::Status.
     static Status writeFailure(const rocksdb::Status& written);
+    // Any failed RocksDB operation as a Status (OK for ok): InternalError "<context>: …", or a
+    // refused write's own code as writeFailure reads it, so that clients see what drivers retry.
+    static Status statusOf(const rocksdb::Status& s, std::string_view context);
 
     // Replication (replication.h, rocks_replication.cpp).
     void setCommitLog(CommitLog* log) { _commitLog.store(log); }

@@ -13,8 +13,7 @@ namespace tessera::storage {
 namespace {
 
 Status fromRocks(const rocksdb::Status& s, std::string_view context) {
-    if (s.ok()) return Status::OK();
-    return Status(ErrorCodes::InternalError, std::string(context) + ": " + s.ToString());
+    return RocksEngine::statusOf(s, context);
 }
 
 rocksdb::Slice slice(bson::BsonView doc) {

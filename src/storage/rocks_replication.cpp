@@ -87,6 +87,15 @@ StatusWith<uint64_t> committedLogIndex(const Engine& engine) {
     return rocks(engine).committedLogIndex();
 }
 
+Status RocksEngine::statusOf(const rocksdb::Status& s, std::string_view context) {
+    if (s.ok()) return Status::OK();
+    Status refused = writeFailure(s);
+    if (refused.code() != static_cast<int>(ErrorCodes::InternalError)) {
+        return Status(refused.code(), std::string(context) + ": " + refused.reason());
+    }
+    return Status(ErrorCodes::InternalError, std::string(context) + ": " + s.ToString());
+}
+
 // write() carries a commit log's refusal as Aborted("tessera <code>", reason).
 Status RocksEngine::writeFailure(const rocksdb::Status& written) {
     constexpr std::string_view kPrefix = "tessera ";
