@@ -1,11 +1,7 @@
 // `tessera`: one binary, several roles: a single node (`serve`), the cluster's processes
 // (`config`, `shard`, `router`) and `up`, which runs a whole local cluster as child processes.
 
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -46,16 +42,7 @@ int main(int argc, char** argv) {
     }
     if (role == "serve" || role == "config" || role == "shard" || role == "router" ||
         role == "up") {
-        const int code =
-            tessera::cli::runServe(rest, std::vector<std::string>(argv, argv + argc), role);
-        if (code == tessera::cli::kRestartAfterStepDown) {
-            // Everything of the previous run is closed (its files, its ports); the same process
-            // starts over from its files.
-            ::execv("/proc/self/exe", argv);
-            std::fprintf(stderr, "tessera: restarting failed: %s\n", std::strerror(errno));
-            return 1;
-        }
-        return code;
+        return tessera::cli::runServe(rest, std::vector<std::string>(argv, argv + argc), role);
     }
     std::fprintf(stderr, "tessera: unknown command '%s'\n\n", role.c_str());
     printUsage();

@@ -1,12 +1,16 @@
 #include "cli/serve.h"
 
+#include <fcntl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <mutex>
@@ -94,13 +98,36 @@ StatusWith<std::unique_ptr<repl::ReplicaSet>> joinReplicaSet(
     return set;
 }
 
+// Starts this process over with the same arguments (same pid): every file and socket but the
+// standard streams closed by the exec itself (marked close-on-exec first: closing them here would
+// pull them from under the threads still running, which fail on them, and the process dies
+// before it execs — the fault suite saw it). What the previous image did not finish is abandoned
+// as by kill -9, whose recovery every persisted operation has; the caller has stopped the replica
+// set (its log on disk) first.
+[[noreturn]] void restartInPlace(const std::vector<std::string>& argv) {
+    log::info("CONTROL", 4300106, "Restarting after stepping down", "{}");
+    std::fflush(stdout);
+    std::fflush(stderr);
+    constexpr unsigned kCloseRangeCloexec = 1u << 2;  // linux/close_range.h
+    if (::syscall(SYS_close_range, 3u, ~0u, kCloseRangeCloexec) != 0) {
+        for (int fd = 3, n = static_cast<int>(::sysconf(_SC_OPEN_MAX)); fd < n; ++fd) {
+            ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+        }
+    }
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv("/proc/self/exe", args.data());
+    std::fprintf(stderr, "tessera: restarting failed: %s\n", std::strerror(errno));
+    ::_exit(1);
+}
+
 // The leadership hooks of a member whose role runs only while it is primary (a shard, the config
 // service): its first step-up starts the role from the replicated storage (`start`); losing that
-// leadership calls `restart`, which stops the server so that the process starts over
-// (kRestartAfterStepDown: same pid and arguments, src/repl/README.md "Shards as replica sets").
-// The role's in-memory state — placement caches, critical sections, coordinators, prepared
-// transactions — was the primary's, stale once another member writes; the next step-up starts it
-// from storage again.
+// leadership calls `restart`, which starts the process over (restartInPlace, src/repl/README.md
+// "Shards as replica sets"). The role's in-memory state — placement caches, critical sections,
+// coordinators, prepared transactions — was the primary's, stale once another member writes; the
+// next step-up starts it from storage again.
 repl::ReplicaSet::LeadershipHooks primaryOnlyRole(std::function<Status()> start,
                                                   std::function<void()> restart) {
     auto started = std::make_shared<std::atomic<bool>>(false);
@@ -342,14 +369,18 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
     // A replica set member: its storage writes through the set's group from here on, before any
     // request is served or any background task of the role writes.
     std::unique_ptr<repl::ReplicaSet> replicaSet;
-    // Set when a member lost the leadership it ran its role in: it restarts (below).
-    std::atomic<bool> restartAfterStepDown{false};
     if (!opts.replSet.empty()) {
         repl::ReplicaSet::LeadershipHooks hooks;
         if (role == "shard" || role == "config") {
-            hooks = primaryOnlyRole(startRole, [&server, &restartAfterStepDown] {
-                restartAfterStepDown.store(true);
-                server.shutdown();
+            // Not an orderly shutdown: the role's threads may wait on other processes for a
+            // long time (a coordinator's remote call), while this member, out of its group
+            // meanwhile, could be the vote its set needs. The group leaves with its log on disk
+            // (at most 2 s), then the process starts over.
+            hooks = primaryOnlyRole(startRole, [&handedOverTo, argv = service.argv] {
+                std::thread([&handedOverTo, argv] {
+                    if (repl::ReplicaSet* set = handedOverTo.exchange(nullptr)) set->stop();
+                    restartInPlace(argv);
+                }).detach();
             });
         } else {
             // A new primary learns what its predecessor executed: retryable writes' records and
@@ -403,10 +434,6 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
     if (router) router->stopBackgroundTasks();
     if (shardingState) shardingState->shutdown();
     if (configServer) configServer->shutdown();
-    if (restartAfterStepDown.load()) {
-        log::info("CONTROL", 4300106, "Restarting after stepping down", "{}");
-        return kRestartAfterStepDown;
-    }
     log::info("CONTROL", 20565, "Now exiting");
     return 0;
 }

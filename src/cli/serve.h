@@ -7,13 +7,9 @@
 
 namespace tessera::cli {
 
-// What runServe returns when the process must start again with the same arguments: a shard
-// member that lost the primary's role (main() execs itself; the pid stays).
-inline constexpr int kRestartAfterStepDown = -1;
-
 // Runs one process of `role` ("serve" = single node, "config", "shard", "router"; "up" hands over
 // to runUp) until SIGTERM/SIGINT; returns the process exit code (0 after a clean shutdown, 1 when
-// the node cannot start, 2 for bad arguments) or kRestartAfterStepDown.
+// the node cannot start, 2 for bad arguments).
 int runServe(const std::vector<std::string>& args, const std::vector<std::string>& argv,
              const std::string& role = "serve");
 

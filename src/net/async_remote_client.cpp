@@ -241,8 +241,11 @@ asio::awaitable<StatusWith<bson::BsonObj>> AsyncRemoteClient::runOnPrimary(
         if (!reply.isOK() || refused || primaryMayHaveChanged(code)) {
             monitor.forgetPrimary(target, primary.getValue());
         }
-        // As RemoteClient::runOnPrimary: sent again only when it certainly did not run.
-        const bool again = refused || (!reply.isOK() && !outcome.sent);
+        // As RemoteClient::runOnPrimary: sent again only when it certainly did not run, or when
+        // running it twice is harmless (a retryable write).
+        const bool unknown = !reply.isOK() || primaryMayHaveChanged(code);
+        const bool again =
+            refused || (!reply.isOK() && !outcome.sent) || (unknown && safeToSendAgain(cmd));
         if (!again || std::chrono::steady_clock::now() >= deadline) {
             co_return std::move(outcome.result);
         }

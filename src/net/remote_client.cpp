@@ -281,10 +281,12 @@ StatusWith<bson::BsonObj> RemoteClient::runOnPrimary(std::string_view target, st
         if (!reply.isOK() || refused || primaryMayHaveChanged(code)) {
             monitor.forgetPrimary(target, primary);
         }
-        // Sent again only when it did not run: never sent, or refused by a member that does not
-        // lead. Anything else — an interrupted command, a connection lost after sending — has an
-        // unknown outcome and goes back to the caller as it came.
-        const bool again = refused || (!reply.isOK() && !sent);
+        // Sent again only when it did not run — never sent, or refused by a member that does not
+        // lead — or when running it twice is harmless (a retryable write). Anything else with an
+        // unknown outcome — an interrupted command, a connection lost after sending — goes back
+        // to the caller as it came.
+        const bool unknown = !reply.isOK() || primaryMayHaveChanged(code);
+        const bool again = refused || (!reply.isOK() && !sent) || (unknown && safeToSendAgain(cmd));
         if (!again || std::chrono::steady_clock::now() >= deadline) return reply;
     }
 }
@@ -352,7 +354,7 @@ std::vector<StatusWith<bson::BsonObj>> RemoteClient::runCommands(
             continue;
         }
         ReplicaSetMonitor::get().forgetPrimary(cmds[i].host, hosts[i]);
-        if (refusedAsNotPrimary(code) || unsent) {
+        if (refusedAsNotPrimary(code) || unsent || safeToSendAgain(cmds[i].cmd)) {
             results[i] =
                 runOnPrimary(cmds[i].host, cmds[i].db, cmds[i].cmd, _options.requestTimeout);
         }

@@ -62,6 +62,14 @@ bool primaryMayHaveChanged(int code) {
            code == static_cast<int>(ErrorCodes::InterruptedAtShutdown);
 }
 
+bool safeToSendAgain(bson::BsonView cmd) {
+    const std::string_view name = cmd.firstElement().fieldName();
+    const bool write = name == "insert" || name == "update" || name == "delete" ||
+                       name == "findAndModify" || name == "findandmodify" || name == "bulkWrite";
+    return write && cmd.hasField("txnNumber") && cmd.hasField("lsid") &&
+           !cmd.hasField("autocommit");
+}
+
 ReplicaSetMonitor& ReplicaSetMonitor::get() {
     static ReplicaSetMonitor* monitor = new ReplicaSetMonitor();  // never destroyed: used at exit
     return *monitor;

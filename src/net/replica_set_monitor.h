@@ -44,6 +44,13 @@ bool refusedAsNotPrimary(int code);
 // is unknown and is not sent again here.
 bool primaryMayHaveChanged(int code);
 
+// Whether `cmd` may be sent to a set's next primary even when its outcome on the last one is
+// unknown (the connection broke after sending, or the primary stepped down while it ran): a
+// retryable write — insert, update, delete, findAndModify or bulkWrite with a `txnNumber`, outside
+// a transaction —, whose statements the set executes at most once (their records replicate with
+// their writes, and a new primary answers a statement that already ran from its record).
+bool safeToSendAgain(bson::BsonView cmd);
+
 // Which member of each replica set this process talks to is that set's primary: learnt from the
 // members' `hello` (a writable primary says so; a secondary names the primary it follows, which
 // is asked next), forgotten when that member refuses a command as not primary, cannot be reached

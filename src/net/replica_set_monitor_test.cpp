@@ -198,6 +198,30 @@ TEST(RemoteClientToReplicaSet, AnInterruptedCommandIsNotSentAgain) {
     EXPECT_EQ(servedBy(client.runCommand(set.target, "db", insertCommand())), 1);
 }
 
+TEST(RemoteClientToReplicaSet, AnInterruptedRetryableWriteGoesToTheNextPrimary) {
+    ThreeMembers set("syncRetryable");
+    set.lead(0);
+    RemoteClient client;
+    bson::BsonBuilder b;
+    b.append("insert", "c");
+    b.startObject("lsid").append("id", "session").end();
+    b.append("txnNumber", int64_t{5});
+    bson::BsonObj retryable = b.obj();
+    EXPECT_TRUE(safeToSendAgain(retryable));
+    bson::BsonBuilder inTransaction;
+    inTransaction.appendElements(retryable).append("autocommit", false);
+    EXPECT_FALSE(safeToSendAgain(inTransaction.obj()));
+    EXPECT_FALSE(safeToSendAgain(insertCommand()));
+
+    EXPECT_EQ(servedBy(client.runCommand(set.target, "db", retryable)), 0);
+    // Member 0 is interrupted by an election member 1 won: the statement runs at most once on
+    // the set (its record), so it is sent on to member 1 within the same call.
+    set.lead(1);
+    set.handlers[0]->become(MemberHandler::Mode::kInterrupt, set.host(1));
+    EXPECT_EQ(servedBy(client.runCommand(set.target, "db", retryable)), 1);
+    EXPECT_EQ(set.handlers[0]->commandsSeen(), 2);
+}
+
 TEST(RemoteClientToReplicaSet, AStoppedPrimaryIsReplacedAndNoPrimaryFailsInTime) {
     ThreeMembers set("syncStopped");
     set.lead(2);

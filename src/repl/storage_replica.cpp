@@ -133,6 +133,9 @@ std::string StorageReplica::snapshot(LogIndex index) {
 }
 
 Status StorageReplica::restore(LogIndex index, std::string_view snapshot) {
+    // This member's own snapshot, loaded when the group starts: everything up to `index` is in
+    // the engine already (snapshot() made it durable before the log dropped it).
+    if (index <= appliedIndex()) return Status::OK();
     // A member whose log lacks entries the others no longer keep needs a copy of a healthy
     // member's data (initial sync), which does not exist yet (README.md, "Plan" 4).
     log::error("REPL", 4300024,

@@ -163,6 +163,11 @@ describeWithCluster(
             // The nemesis: one fault at a time, healed before the next.
             const deadline = Date.now() + seconds * 1000;
             const faults = [];
+            const report = () =>
+                `seed ${seed}, ${faults.length} faults, ${acked.length} inserts, ${transfers} transfers\n` +
+                `faults: ${faults.join('; ')}\n` +
+                `failures: ${failures.slice(0, 10).join('\n')}`;
+            const historyPath = path.join(c().dbpath, 'fault-history.log');
             try {
                 while (Date.now() < deadline && failures.length === 0) {
                     await delay(300 + Math.floor(rand() * 700));
@@ -195,13 +200,8 @@ describeWithCluster(
                 await delay(1000);
                 stop = true;
                 await Promise.all([...inserters, ...movers]);
+                fs.writeFileSync(historyPath, `${report()}\n${history.join('\n')}\n`);
             }
-            const report = () =>
-                `seed ${seed}, ${faults.length} faults, ${acked.length} inserts, ${transfers} transfers\n` +
-                `faults: ${faults.join('; ')}\n` +
-                `failures: ${failures.slice(0, 10).join('\n')}`;
-            const historyPath = path.join(c().dbpath, 'fault-history.log');
-            fs.writeFileSync(historyPath, `${report()}\n${history.join('\n')}\n`);
             t.diagnostic(report().split('\n')[0]);
             assert.deepEqual(failures, [], `${report()}\nhistory: ${historyPath}`);
             assert.ok(faults.length > 0, 'the nemesis acted');
