@@ -125,7 +125,7 @@ StatusWith<std::unique_ptr<repl::ReplicaSet>> joinReplicaSet(
 // The leadership hooks of a member whose role runs only while it is primary (a shard, the config
 // service): its first step-up starts the role from the replicated storage (`start`); losing that
 // leadership calls `restart`, which starts the process over (restartInPlace, src/repl/README.md
-// "Shards as replica sets"). The role's in-memory state — placement caches, critical sections,
+// "Shards and the config service as replica sets"). The role's in-memory state — placement caches, critical sections,
 // coordinators, prepared transactions — was the primary's, stale once another member writes; the
 // next step-up starts it from storage again.
 repl::ReplicaSet::LeadershipHooks primaryOnlyRole(std::function<Status()> start,
@@ -369,6 +369,7 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
     // A replica set member: its storage writes through the set's group from here on, before any
     // request is served or any background task of the role writes.
     std::unique_ptr<repl::ReplicaSet> replicaSet;
+    std::atomic<bool> restarting{false};  // a step-down's restartInPlace is under way
     if (!opts.replSet.empty()) {
         repl::ReplicaSet::LeadershipHooks hooks;
         if (role == "shard" || role == "config") {
@@ -376,7 +377,8 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
             // long time (a coordinator's remote call), while this member, out of its group
             // meanwhile, could be the vote its set needs. The group leaves with its log on disk
             // (at most 2 s), then the process starts over.
-            hooks = primaryOnlyRole(startRole, [&handedOverTo, argv = service.argv] {
+            hooks = primaryOnlyRole(startRole, [&handedOverTo, &restarting, argv = service.argv] {
+                restarting.store(true);
                 std::thread([&handedOverTo, argv] {
                     if (repl::ReplicaSet* set = handedOverTo.exchange(nullptr)) set->stop();
                     restartInPlace(argv);
@@ -426,6 +428,11 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
     {
         CursorReaper reaper(cursors);
         server.run();  // until SIGTERM/SIGINT
+    }
+    while (restarting.load()) {
+        // A shutdown signal met a restart under way: the exec ends this image (tearing the
+        // replica set down here would race the restarting thread that stops it).
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     if (replicaSet) {
         handedOverTo.store(nullptr);
