@@ -44,7 +44,7 @@ const cleanup = async () => {
     for (const p of restarted) p.kill('SIGTERM');
     up.kill('SIGTERM');
     await new Promise((resolve) => up.once('exit', resolve));
-    fs.rmSync(dir, { recursive: true, force: true });
+    if (!process.env.TESSERA_KEEP_DATA) fs.rmSync(dir, { recursive: true, force: true });
 };
 
 async function until(what, probe, timeoutMs = 60000) {
@@ -121,18 +121,32 @@ try {
         longest = 0;
         await fault();
         await delay(windowMs);
+        // A window that ends without acknowledgements counts its silence too.
+        longest = Math.max(longest, Date.now() - last);
         stop = true;
         await Promise.all(running);
         return { longest, acked, errors };
     }
+    // The log index a member has applied (rs.status: its own entry's logIndex).
+    const appliedIndexOf = async (port) => {
+        const status = await direct(port, { replSetGetStatus: 1 });
+        return status.members.find((x) => x.self)?.logIndex ?? 0;
+    };
     async function killAndRestart(port) {
         const m = members.get(port);
+        const ports = [...members.keys()].filter((p) => members.get(p).name.split('.')[0] === m.name.split('.')[0]);
         process.kill(m.pid, 'SIGKILL');
         return async () => {
-            const proc = spawn(m.argv[0], m.argv.slice(1), { stdio: 'ignore' });
+            const fd = fs.openSync(path.join(dir, `${m.name}.log`), 'a');
+            const proc = spawn(m.argv[0], m.argv.slice(1), { stdio: ['ignore', fd, fd] });
+            fs.closeSync(fd);
             restarted.push(proc);
             m.pid = proc.pid;
             await until(`${m.name} back`, async () => (await direct(port, { hello: 1 })).secondary === true);
+            // ... and caught up with its primary, so that the next round's kill leaves a
+            // majority that holds the log (a lagging member would hold the next election up).
+            const target = await appliedIndexOf(await primaryOf(ports));
+            await until(`${m.name} caught up`, async () => (await appliedIndexOf(port)) >= target);
         };
     }
 
@@ -145,13 +159,13 @@ try {
             back = await killAndRestart(await primaryOf([0, 1, 2].map((j) => shardPort(0, j))));
         });
         result.shardKillMs.push(shard.longest);
-        result.errors.push(...shard.errors);
+        result.errors.push(...shard.errors.map((e) => `round ${r} shard kill: ${e}`));
         await back();
         const config = await window(async () => {
             back = await killAndRestart(await primaryOf([0, 1, 2].map((j) => configPort(j))));
         });
         result.configKillMs.push(config.longest);
-        result.errors.push(...config.errors);
+        result.errors.push(...config.errors.map((e) => `round ${r} config kill: ${e}`));
         await back();
     }
     await client.close();

@@ -73,6 +73,17 @@ describeWithCluster(
             await waitFor(`${m.name} serving again`, async () => (await hello(m.port).catch(() => null))?.ok === 1, {
                 timeoutMs: 30000,
             });
+            // ... and caught up with its primary as of now (writes go on meanwhile), so that the
+            // next fault leaves a majority holding the log, as a nemesis that respects the
+            // replication factor must.
+            const appliedIndexOf = async (port) => {
+                const status = await rawCommand(port, { replSetGetStatus: 1, $db: 'admin' }, 5000);
+                return status.members?.find((x) => x.self)?.logIndex ?? 0;
+            };
+            const target = await appliedIndexOf((await primaryMember(m.group)).port);
+            await waitFor(`${m.name} caught up with its primary`, async () => (await appliedIndexOf(m.port)) >= target, {
+                timeoutMs: 60000,
+            });
         }
 
         ctx.test('an application through two routers keeps its invariants while members fail', async (t) => {
