@@ -11,24 +11,21 @@
 namespace tessera::command::test {
 namespace {
 
-class ReplSetCommandsTest : public CrudFixture {
+// A real replica set member on the fixture's engine: `members` empty founds a set of one, else
+// the initial members (this one waits to be added when it is not among them).
+class MemberFixture : public CrudFixture {
   protected:
-    void SetUp() override {
-        CrudFixture::SetUp();
-        registerReplSetCommands(registry);
-        registerHandshakeCommands(registry);
-        service.replSetName = "rs0";
+    void startMember(std::vector<std::string> members) {
         repl::ReplicaSetOptions options;
         options.name = "rs0";
         options.self = service.host;
+        options.members = std::move(members);
         options.dir = _replication.path();
         auto started =
             repl::ReplicaSet::start(options, *engine, {[] { return Status::OK(); }, nullptr});
         ASSERT_TRUE(started.isOK()) << started.getStatus().toString();
         replicaSet = std::move(started.getValue());
         service.replicaSet = replicaSet.get();
-        ASSERT_TRUE(replicaSet->waitUntilWritable(std::chrono::steady_clock::now() +
-                                                  std::chrono::seconds(30)));
     }
     void TearDown() override {
         if (replicaSet) replicaSet->stop();
@@ -39,6 +36,19 @@ class ReplSetCommandsTest : public CrudFixture {
 
     storage::test::TempDir _replication;
     std::unique_ptr<repl::ReplicaSet> replicaSet;
+};
+
+class ReplSetCommandsTest : public MemberFixture {
+  protected:
+    void SetUp() override {
+        CrudFixture::SetUp();
+        registerReplSetCommands(registry);
+        registerHandshakeCommands(registry);
+        service.replSetName = "rs0";
+        startMember({});
+        ASSERT_TRUE(replicaSet->waitUntilWritable(std::chrono::steady_clock::now() +
+                                                  std::chrono::seconds(30)));
+    }
 };
 
 TEST_F(ReplSetCommandsTest, StatusDescribesThePrimaryOfAOneMemberSet) {
@@ -238,29 +248,12 @@ TEST(MemberStateGateTest, ASecondaryServesReadsOnRequestAndNeverWrites) {
 // a client connection's write is refused at the gate; the server's own in-process commands pass
 // the gate (a new primary's step-up runs them before it takes clients' writes), and their writes
 // are refused by the engine, whose commit log does not lead.
-class WaitingMemberTest : public CrudFixture {
+class WaitingMemberTest : public MemberFixture {
   protected:
     void SetUp() override {
         CrudFixture::SetUp();
-        repl::ReplicaSetOptions options;
-        options.name = "rs0";
-        options.self = service.host;
-        options.members = {"127.0.0.1:1", "127.0.0.1:2"};  // not this member: it waits
-        options.dir = _replication.path();
-        auto started = repl::ReplicaSet::start(options, *engine, {});
-        ASSERT_TRUE(started.isOK()) << started.getStatus().toString();
-        replicaSet = std::move(started.getValue());
-        service.replicaSet = replicaSet.get();
+        startMember({"127.0.0.1:1", "127.0.0.1:2"});  // not this member: it waits
     }
-    void TearDown() override {
-        if (replicaSet) replicaSet->stop();
-        service.replicaSet = nullptr;
-        replicaSet.reset();
-        CrudFixture::TearDown();
-    }
-
-    storage::test::TempDir _replication;
-    std::unique_ptr<repl::ReplicaSet> replicaSet;
 };
 
 TEST_F(WaitingMemberTest, ConnectionsAreGatedAndInProcessWritesRefusedByTheLog) {

@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 import { describeWithCluster, waitFor } from './cluster_harness.mjs';
-import { rawCommand, tesseraBin } from './harness.mjs';
+import { rawCommand, rng as generator, tesseraBin } from './harness.mjs';
 
 const REPLICAS = 3;
 const SHARDS = 2;
@@ -22,18 +22,6 @@ const INITIAL_BALANCE = 100;
 const seconds = Number(process.env.TESSERA_FAULT_SECONDS || 20);
 const seed = Number(process.env.TESSERA_FAULT_SEED || Date.now() % 1000000);
 const delay = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-// mulberry32: a small seeded generator, so that a failing run's faults can be replayed.
-function generator(s) {
-    let a = s >>> 0;
-    return () => {
-        a = (a + 0x6d2b79f5) >>> 0;
-        let t = a;
-        t = Math.imul(t ^ (t >>> 15), t | 1);
-        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-        return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-}
 
 describeWithCluster(
     'fault suite: replicated shards and config service under kill -9, pauses and step-downs',

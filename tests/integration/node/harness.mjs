@@ -326,6 +326,18 @@ export function withServerLog(ctxOrServer, fn) {
 
 /** A database name unique to this process, to keep tests independent. */
 let dbCounter = 0;
+/** A deterministic generator of numbers in [0, 1) (mulberry32), so a failing run can be replayed. */
+export function rng(seed) {
+    let a = seed >>> 0;
+    return () => {
+        a = (a + 0x6d2b79f5) >>> 0;
+        let t = a;
+        t = Math.imul(t ^ (t >>> 15), t | 1);
+        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+        return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+}
+
 export function uniqueDbName(prefix = 'itest') {
     dbCounter += 1;
     return `${prefix}_${process.pid}_${dbCounter}`;

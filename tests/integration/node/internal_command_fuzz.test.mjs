@@ -13,7 +13,7 @@
 // 400).
 import assert from 'node:assert/strict';
 import { Binary, Long, MaxKey, MinKey, ObjectId, Timestamp } from 'mongodb';
-import { startServer } from './harness.mjs';
+import { rng, startServer } from './harness.mjs';
 import { describeWithCluster } from './cluster_harness.mjs';
 
 const MESSAGE_DEADLINE_MS = 30000;
@@ -36,18 +36,6 @@ function harmless(cmd) {
     const name = Object.keys(cmd)[0];
     if (/CriticalSection$/.test(name) && cmd.enter) return false;
     return true;
-}
-
-/** Deterministic PRNG (mulberry32). */
-function rng(seed) {
-    let a = seed >>> 0;
-    return () => {
-        a = (a + 0x6d2b79f5) >>> 0;
-        let t = a;
-        t = Math.imul(t ^ (t >>> 15), t | 1);
-        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-        return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
 }
 
 const range = { min: { x: 100 }, max: { x: 200 } };
