@@ -37,7 +37,7 @@ struct Child {
     int port = 0;
     std::string dbpath;  // empty for routers
     std::string logPath;
-    std::string replSet;    // a shard's member: "shardI/h:p,…" (empty: a plain process)
+    std::string replSet;  // a set member's "name/h:p,…" (config or shard; empty: a plain process)
     bool lastOfSet = true;  // a shard's last member: once it serves, the shard is added
     pid_t pid = -1;
     bool exited = false;
