@@ -125,9 +125,9 @@ StatusWith<std::unique_ptr<repl::ReplicaSet>> joinReplicaSet(
 // The leadership hooks of a member whose role runs only while it is primary (a shard, the config
 // service): its first step-up starts the role from the replicated storage (`start`); losing that
 // leadership calls `restart`, which starts the process over (restartInPlace, src/repl/README.md
-// "Shards and the config service as replica sets"). The role's in-memory state — placement caches, critical sections,
-// coordinators, prepared transactions — was the primary's, stale once another member writes; the
-// next step-up starts it from storage again.
+// "Shards and the config service as replica sets"). The role's in-memory state — placement caches,
+// critical sections, coordinators, prepared transactions — was the primary's, stale once another
+// member writes; the next step-up starts it from storage again.
 repl::ReplicaSet::LeadershipHooks primaryOnlyRole(std::function<Status()> start,
                                                   std::function<void()> restart) {
     auto started = std::make_shared<std::atomic<bool>>(false);
