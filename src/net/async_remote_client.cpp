@@ -234,19 +234,8 @@ asio::awaitable<StatusWith<bson::BsonObj>> AsyncRemoteClient::runOnPrimary(
         auto primary = co_await findPrimary(target, deadline);
         if (!primary.isOK()) co_return primary.getStatus();
         HostOutcome outcome = co_await runOnHost(primary.getValue(), db, cmd, kind);
-        const StatusWith<bson::BsonObj>& reply = outcome.result;
-        const int code =
-            reply.isOK() ? replyStatus(reply.getValue()).code() : reply.getStatus().code();
-        const bool refused = reply.isOK() && refusedAsNotPrimary(code);
-        if (!reply.isOK() || refused || primaryMayHaveChanged(code)) {
-            monitor.forgetPrimary(target, primary.getValue());
-        }
-        // As RemoteClient::runOnPrimary: sent again only when it certainly did not run, or when
-        // running it twice is harmless (a retryable write).
-        const bool unknown = !reply.isOK() || primaryMayHaveChanged(code);
-        const bool again =
-            refused || (!reply.isOK() && !outcome.sent) || (unknown && safeToSendAgain(cmd));
-        if (!again || std::chrono::steady_clock::now() >= deadline) {
+        if (!monitor.sendAgain(target, primary.getValue(), outcome.result, outcome.sent, cmd) ||
+            std::chrono::steady_clock::now() >= deadline) {
             co_return std::move(outcome.result);
         }
     }

@@ -275,19 +275,10 @@ StatusWith<bson::BsonObj> RemoteClient::runOnPrimary(std::string_view target, st
         ASSIGN_OR_RETURN(std::string primary, findPrimary(target, deadline));
         bool sent = false;
         auto reply = runOnHost(primary, db, cmd, timeout, sent);
-        const int code =
-            reply.isOK() ? replyStatus(reply.getValue()).code() : reply.getStatus().code();
-        const bool refused = reply.isOK() && refusedAsNotPrimary(code);
-        if (!reply.isOK() || refused || primaryMayHaveChanged(code)) {
-            monitor.forgetPrimary(target, primary);
+        if (!monitor.sendAgain(target, primary, reply, sent, cmd) ||
+            std::chrono::steady_clock::now() >= deadline) {
+            return reply;
         }
-        // Sent again only when it did not run — never sent, or refused by a member that does not
-        // lead — or when running it twice is harmless (a retryable write). Anything else with an
-        // unknown outcome — an interrupted command, a connection lost after sending — goes back
-        // to the caller as it came.
-        const bool unknown = !reply.isOK() || primaryMayHaveChanged(code);
-        const bool again = refused || (!reply.isOK() && !sent) || (unknown && safeToSendAgain(cmd));
-        if (!again || std::chrono::steady_clock::now() >= deadline) return reply;
     }
 }
 
@@ -347,14 +338,9 @@ std::vector<StatusWith<bson::BsonObj>> RemoteClient::runCommands(
     }
     for (size_t i = 0; i < cmds.size(); ++i) {
         if (!isReplicaSetTarget(cmds[i].host) || hosts[i].empty()) continue;
-        const int code = results[i].isOK() ? replyStatus(results[i].getValue()).code()
-                                           : results[i].getStatus().code();
-        const bool unsent = !results[i].isOK() && !inflight[i].conn;
-        if (results[i].isOK() && !refusedAsNotPrimary(code) && !primaryMayHaveChanged(code)) {
-            continue;
-        }
-        ReplicaSetMonitor::get().forgetPrimary(cmds[i].host, hosts[i]);
-        if (refusedAsNotPrimary(code) || unsent || safeToSendAgain(cmds[i].cmd)) {
+        const bool sent = results[i].isOK() || inflight[i].conn;  // no connection: never sent
+        if (ReplicaSetMonitor::get().sendAgain(cmds[i].host, hosts[i], results[i], sent,
+                                               cmds[i].cmd)) {
             results[i] =
                 runOnPrimary(cmds[i].host, cmds[i].db, cmds[i].cmd, _options.requestTimeout);
         }

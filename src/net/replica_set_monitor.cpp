@@ -145,6 +145,16 @@ void ReplicaSetMonitor::forgetPrimary(std::string_view target, std::string_view 
     if (it->second.named == host) it->second.named.reset();
 }
 
+bool ReplicaSetMonitor::sendAgain(std::string_view target, std::string_view host,
+                                  const StatusWith<bson::BsonObj>& reply, bool sent,
+                                  bson::BsonView cmd) {
+    const int code = reply.isOK() ? replyStatus(reply.getValue()).code() : reply.getStatus().code();
+    const bool refused = reply.isOK() && refusedAsNotPrimary(code);
+    const bool unknown = !reply.isOK() || primaryMayHaveChanged(code);
+    if (refused || unknown) forgetPrimary(target, host);
+    return refused || (!reply.isOK() && !sent) || (unknown && safeToSendAgain(cmd));
+}
+
 Status ReplicaSetMonitor::noPrimaryFound(std::string_view target, const Status& lastError) {
     return Status(
         ErrorCodes::FailedToSatisfyReadPreference,

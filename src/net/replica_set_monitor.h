@@ -74,6 +74,13 @@ class ReplicaSetMonitor {
                                          bson::BsonView reply);
     // `host` refused or failed a command as `target`'s primary: it is no longer taken for it.
     void forgetPrimary(std::string_view target, std::string_view host);
+    // After one attempt of `cmd` at `host`, taken for `target`'s primary: forgets that primary
+    // when the attempt says it may no longer be (refused as not primary, unreachable,
+    // interrupted), and answers whether the command goes to the next primary — when it certainly
+    // did not run (refused, or never `sent`) or when running it twice is harmless
+    // (safeToSendAgain). Anything else with an unknown outcome goes back to the caller.
+    bool sendAgain(std::string_view target, std::string_view host,
+                   const StatusWith<bson::BsonObj>& reply, bool sent, bson::BsonView cmd);
 
     // The error of a command that found no primary of `target` in time.
     static Status noPrimaryFound(std::string_view target, const Status& lastError);
