@@ -102,25 +102,22 @@ StatusWith<ServeOptions> parseServeOptions(const std::vector<std::string>& args,
         } else if (flag == "--replSet" &&
                    (role == "serve" || role == "shard" || role == "config")) {
             TRY_STATUS(needValue());
-            // mongod's "name/seed1,seed2": here the seeds are the initial members.
-            const size_t slash = value.find('/');
-            opts.replSet = value.substr(0, slash);
+            // mongod's "name/seed1,seed2" (net::ConnectionString): here the seeds are the initial
+            // members; "name" alone founds a set of one.
+            opts.replSetMembers.clear();
+            if (value.find('/') == std::string::npos) {
+                opts.replSet = value;
+            } else {
+                auto parsed = net::ConnectionString::parse(value);
+                if (!parsed.isOK()) {
+                    return Status(ErrorCodes::BadValue,
+                                  "--replSet: " + parsed.getStatus().reason());
+                }
+                opts.replSet = parsed.getValue().setName;
+                opts.replSetMembers = std::move(parsed.getValue().hosts);
+            }
             if (opts.replSet.empty()) {
                 return Status(ErrorCodes::BadValue, "--replSet needs a set name");
-            }
-            opts.replSetMembers.clear();
-            for (size_t at = slash; at != std::string::npos && at + 1 <= value.size();) {
-                size_t next = value.find(',', at + 1);
-                std::string host = value.substr(
-                    at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
-                const size_t colon = host.rfind(':');
-                if (colon == std::string::npos || colon == 0 || colon + 1 == host.size() ||
-                    !parseInteger(flag, host.substr(colon + 1), 1, 65535).isOK()) {
-                    return Status(ErrorCodes::BadValue,
-                                  "--replSet members must be HOST:PORT, got '" + host + "'");
-                }
-                opts.replSetMembers.push_back(host);
-                at = next;
             }
         } else if (flag == "--enableTestCommands") {
             opts.enableTestCommands = true;

@@ -19,12 +19,13 @@ StatusWith<ConnectionString> ConnectionString::parse(std::string_view text) {
         }
         list = text.substr(slash + 1);
     }
-    while (!list.empty()) {
+    for (bool more = !list.empty(); more;) {
         const size_t comma = list.find(',');
         std::string_view host = list.substr(0, comma);
-        TRY_STATUS(parseHostAndPort(host).getStatus());
+        TRY_STATUS(parseHostAndPort(host).getStatus());  // an empty one too ("a:1,", "a:1,,b:2")
         cs.hosts.emplace_back(host);
-        list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+        more = comma != std::string_view::npos;
+        if (more) list = list.substr(comma + 1);
     }
     if (cs.hosts.empty()) {
         return Status(

@@ -125,7 +125,7 @@ TEST(ConnectionString, ParsesOneProcessAndReplicaSets) {
     EXPECT_TRUE(isReplicaSetTarget("shard0/a:1"));
     EXPECT_FALSE(isReplicaSetTarget("a:1"));
 
-    for (const char* bad : {"/a:1", "rs/", "rs/a", "rs/a:1,,b:2", "a:1,b:2", ""}) {
+    for (const char* bad : {"/a:1", "rs/", "rs/a", "rs/a:1,,b:2", "rs/a:1,", "a:1,b:2", ""}) {
         EXPECT_EQ(ConnectionString::parse(bad).getStatus().code(),
                   static_cast<int>(ErrorCodes::FailedToParse))
             << bad;
