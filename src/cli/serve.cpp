@@ -130,16 +130,30 @@ StatusWith<std::unique_ptr<repl::ReplicaSet>> joinReplicaSet(
 // member writes; the next step-up starts it from storage again.
 repl::ReplicaSet::LeadershipHooks primaryOnlyRole(std::function<Status()> start,
                                                   std::function<void()> restart) {
-    auto started = std::make_shared<std::atomic<bool>>(false);
+    enum class Role { kNotStarted, kStarted, kRestarting };
+    auto role = std::make_shared<std::atomic<Role>>(Role::kNotStarted);
     repl::ReplicaSet::LeadershipHooks hooks;
-    hooks.stepUp = [start = std::move(start), started]() -> Status {
-        if (started->load()) return Status::OK();
+    hooks.stepUp = [start = std::move(start), role]() -> Status {
+        switch (role->load()) {
+            case Role::kStarted:
+                return Status::OK();
+            case Role::kRestarting:
+                // Elected again before the restart took the member out of its group: its role
+                // state is the stale one, so it never becomes writable in this image.
+                return Status(ErrorCodes::InterruptedDueToReplStateChange,
+                              "this member restarts after stepping down");
+            case Role::kNotStarted:
+                break;
+        }
         TRY_STATUS(start());
-        started->store(true);
+        role->store(Role::kStarted);
         return Status::OK();
     };
-    hooks.stepDown = [restart = std::move(restart), started] {
-        if (!started->load()) return;
+    hooks.stepDown = [restart = std::move(restart), role] {
+        if (role->exchange(Role::kRestarting) != Role::kStarted) {
+            role->store(Role::kNotStarted);
+            return;
+        }
         log::info("REPL", 4300105, "Lost the primary's role: restarting to reload the role's state",
                   "{}");
         restart();
