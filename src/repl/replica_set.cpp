@@ -50,7 +50,9 @@ ReplicaSet::ReplicaSet(ReplicaSetOptions options, storage::Engine& engine, Membe
       _engine(engine),
       _self(self),
       _hooks(std::move(hooks)),
-      _replica(engine, self) {}
+      _replica(engine, self) {
+    _replica.setOnLeadershipLost([this] { leadershipLost(); });
+}
 
 StatusWith<std::unique_ptr<ReplicaSet>> ReplicaSet::start(ReplicaSetOptions options,
                                                           storage::Engine& engine,
@@ -94,6 +96,21 @@ StatusWith<std::unique_ptr<ReplicaSet>> ReplicaSet::start(ReplicaSetOptions opti
                   log::jsonEscape(raw->_options.self) + "\",\"id\":" + std::to_string(raw->_self) +
                   "}");
     return set;
+}
+
+// libraft fails the writers of a leader that lost its leadership before its state says so (and
+// this member's status is read every 10 ms): a writer's client, told its write was interrupted,
+// could retry here at once and pass the member-state gate of a member that no longer leads —
+// where the interrupted write, applied meanwhile as another leader's entry, is found while the
+// record that makes its retry a replay is not (the fault suite saw E11000 for a retried insert).
+// So the writer stops writes here before it returns.
+void ReplicaSet::leadershipLost() {
+    MutexLock lk(_mutex);
+    _lostTerm = _leaderTerm;
+    if (_writable.exchange(false)) {
+        log::info(kComponent, 4300101, "Stepped down: a write found the leadership lost",
+                  "{\"term\":" + std::to_string(_leaderTerm) + "}");
+    }
 }
 
 ReplicaSet::~ReplicaSet() {
@@ -160,7 +177,9 @@ void ReplicaSet::stepUpLoop() {
         if (ready.isOK() && _hooks.stepUp) ready = _hooks.stepUp();
         lk.lock();
         if (ready.isOK()) _steppedUpTerm = term;  // its stepDown is owed even if already lost
-        if (ready.isOK() && _leaderTerm == term) {
+        if (ready.isOK() && _leaderTerm == term && _lostTerm == term) {
+            _writableTerm = term;  // a write found this leadership lost during the step-up
+        } else if (ready.isOK() && _leaderTerm == term) {
             _writableTerm = term;
             _writable.store(true, std::memory_order_release);
             _changed.notify_all();

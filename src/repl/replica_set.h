@@ -120,6 +120,8 @@ class ReplicaSet {
                LeadershipHooks hooks);
     void onStatusChange(const GroupStatus& status);
     void stepUpLoop();
+    // A write found this member's leadership lost (StorageReplica::setOnLeadershipLost).
+    void leadershipLost();
     Status waitDone(std::function<void(Group::Done)> start,
                     std::chrono::steady_clock::time_point deadline);
 
@@ -136,6 +138,7 @@ class ReplicaSet {
     Term _leaderTerm GUARDED_BY(_mutex) = 0;  // the term this member leads in (0: it does not)
     Term _writableTerm GUARDED_BY(_mutex) = 0;
     Term _steppedUpTerm GUARDED_BY(_mutex) = 0;  // the term whose stepUp hook succeeded (0: none)
+    Term _lostTerm GUARDED_BY(_mutex) = 0;       // a term whose leadership a write found lost
     bool _stopping GUARDED_BY(_mutex) = false;
     std::thread _stepUpThread;
 };

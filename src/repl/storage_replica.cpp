@@ -77,6 +77,10 @@ Status StorageReplica::commit(std::string_view batch) {
     waiter.finished.wait(lk, [&]() REQUIRES(_mutex) { return waiter.done; });
     Status outcome = waiter.outcome;
     _waiting.erase(sequence);
+    lk.unlock();
+    if (outcome.is(ErrorCodes::InterruptedDueToReplStateChange) && _onLeadershipLost) {
+        _onLeadershipLost();
+    }
     return outcome;
 }
 

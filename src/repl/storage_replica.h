@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <unordered_map>
 
 #include "base/mutex.h"
@@ -25,6 +26,11 @@ namespace tessera::repl {
 class StorageReplica final : public storage::CommitLog, public StateMachine {
   public:
     StorageReplica(storage::Engine& engine, MemberId self);
+
+    // Called by a writer whose entry failed because this member's leadership ended, before
+    // that writer returns: libraft fails its writers before its status shows the change, and
+    // the writer's client may retry at once. Set before the group starts.
+    void setOnLeadershipLost(std::function<void()> f) { _onLeadershipLost = std::move(f); }
 
     // The group this replica proposes to: set once it started, before the engine writes; null
     // before the group stops.
@@ -51,6 +57,7 @@ class StorageReplica final : public storage::CommitLog, public StateMachine {
 
     storage::Engine& _engine;
     const MemberId _self;
+    std::function<void()> _onLeadershipLost;
     const uint64_t _incarnation;
     // The engine's committed log index, read once and then kept here: apply() writes it with
     // each batch, and libraft asks for it before every entry.

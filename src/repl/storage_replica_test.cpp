@@ -339,5 +339,52 @@ TEST(StorageReplicaIncarnation, AnEntryOfThisMembersEarlierRunIsNeverTakenForAWr
     storage::setCommitLog(*earlierEngine, nullptr);
 }
 
+// A group whose proposals all fail with `error`, as libraft fails the writers of a leader that
+// lost its leadership.
+class RefusingGroup final : public Group {
+  public:
+    explicit RefusingGroup(Status error) : _error(std::move(error)) {}
+    void propose(std::string, Applied applied) override { applied(_error); }
+    void addMember(Member, Done done) override { done(Status::OK()); }
+    void removeMember(MemberId, Done done) override { done(Status::OK()); }
+    void transferLeadership(MemberId, Done done) override { done(Status::OK()); }
+    void barrier(Done done) override { done(Status::OK()); }
+    GroupStatus status() const override { return {}; }
+    void acceptStream(int fd, std::string) override { ::close(fd); }
+    void stop() override {}
+
+  private:
+    Status _error;
+};
+
+// A writer told its entry was interrupted by a leadership change reports it (the replica set
+// then refuses writes at once) before it returns its error; a write refused outright (never in
+// the log) does not.
+TEST(StorageReplicaLeadership, AWriterWhoseLeadershipEndedSaysSoBeforeItReturns) {
+    for (ErrorCodes code :
+         {ErrorCodes::InterruptedDueToReplStateChange, ErrorCodes::NotWritablePrimary}) {
+        TempDir dir;
+        storage::EngineOptions options;
+        options.dbpath = dir.path();
+        options.blockCacheBytes = 16 << 20;
+        auto opened = storage::Engine::open(options);
+        ASSERT_TRUE(opened.isOK());
+        storage::Engine& engine = *opened.getValue();
+        ASSERT_TRUE(engine.createCollection("db.c", bson::BsonObj()).isOK());
+        RefusingGroup group(Status(code, "refused"));
+        StorageReplica replica(engine, 1);
+        std::atomic<int> reported{0};
+        replica.setOnLeadershipLost([&] { reported.fetch_add(1); });
+        replica.attach(&group);
+        storage::setCommitLog(engine, &replica);
+        auto w = engine.writer(engine.getCollection("db.c"), nullptr);
+        ASSERT_TRUE(w.isOK());
+        auto r = w.getValue()->insert(J(R"({"_id": 1})"), {});
+        EXPECT_EQ(r.getStatus().code(), static_cast<int>(code));
+        EXPECT_EQ(reported.load(), code == ErrorCodes::InterruptedDueToReplStateChange ? 1 : 0);
+        storage::setCommitLog(engine, nullptr);
+    }
+}
+
 }  // namespace
 }  // namespace tessera::repl
