@@ -31,6 +31,7 @@
 #include "router/transaction_router.h"
 #include "shard/sharding_state.h"
 #include "storage/engine.h"
+#include "storage/synced_copy.h"
 #include "txn/session_records.h"
 #include "txn/session_transactions.h"
 
@@ -39,6 +40,10 @@ namespace {
 
 constexpr int kRouterWorkerThreads = 64;
 constexpr int kStorageWorkerThreads = 32;
+// A replica set member's group (its log and snapshots), inside its dbpath.
+constexpr std::string_view kReplicationDir = "replication";
+
+[[noreturn]] void restartInPlace(const std::vector<std::string>& argv, std::string_view why);
 
 std::string hostName() {
     char buf[256] = {};
@@ -81,7 +86,14 @@ StatusWith<std::unique_ptr<repl::ReplicaSet>> joinReplicaSet(
     setOptions.name = opts.replSet;
     setOptions.self = service.host;
     setOptions.members = opts.replSetMembers;
-    setOptions.dir = std::filesystem::path(opts.dbpath) / "replication";
+    setOptions.dir = std::filesystem::path(opts.dbpath) / kReplicationDir;
+    // A member too far behind copies another's data, then starts over to install the copy
+    // (storage::installSyncedCopy, before the engine opens).
+    setOptions.dbpath = opts.dbpath;
+    setOptions.snapshotEntries = opts.replSnapshotEntries;
+    setOptions.restartToInstallCopy = [argv = service.argv] {
+        restartInPlace(argv, "installing an initial sync's copy");
+    };
     ASSIGN_OR_RETURN(std::unique_ptr<repl::ReplicaSet> set,
                      repl::ReplicaSet::start(setOptions, *service.engine, std::move(hooks)));
     service.replicaSet = set.get();
@@ -104,8 +116,8 @@ StatusWith<std::unique_ptr<repl::ReplicaSet>> joinReplicaSet(
 // before it execs — the fault suite saw it). What the previous image did not finish is abandoned
 // as by kill -9, whose recovery every persisted operation has; the caller has stopped the replica
 // set (its log on disk) first.
-[[noreturn]] void restartInPlace(const std::vector<std::string>& argv) {
-    log::info("CONTROL", 4300106, "Restarting after stepping down", "{}");
+[[noreturn]] void restartInPlace(const std::vector<std::string>& argv, std::string_view why) {
+    log::info("CONTROL", 4300106, "Restarting", "{\"reason\":\"" + log::jsonEscape(why) + "\"}");
     std::fflush(stdout);
     std::fflush(stderr);
     constexpr unsigned kCloseRangeCloexec = 1u << 2;  // linux/close_range.h
@@ -212,6 +224,19 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
     // Every role but the router stores data.
     std::unique_ptr<storage::Engine> engine;
     if (role != "router") {
+        // A replica set member's initial sync that finished before this start: its copy of
+        // another member's data becomes the database (the group's folder stays).
+        auto installed = storage::installSyncedCopy(opts.dbpath, {std::string(kReplicationDir)});
+        if (!installed.isOK()) {
+            std::fprintf(stderr, "tessera %s: cannot install the initial sync's copy in %s: %s\n",
+                         role.c_str(), opts.dbpath.c_str(),
+                         installed.getStatus().toString().c_str());
+            return 1;
+        }
+        if (installed.getValue()) {
+            log::info("REPL", 4300118, "Installed the copy of an initial sync",
+                      "{\"dbpath\":\"" + log::jsonEscape(opts.dbpath) + "\"}");
+        }
         storage::EngineOptions engineOptions;
         engineOptions.dbpath = opts.dbpath;
         engineOptions.blockCacheBytes = opts.cacheSizeMB << 20;
@@ -395,7 +420,7 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
                 restarting.store(true);
                 std::thread([&handedOverTo, argv] {
                     if (repl::ReplicaSet* set = handedOverTo.exchange(nullptr)) set->stop();
-                    restartInPlace(argv);
+                    restartInPlace(argv, "stepped down");
                 }).detach();
             });
         } else {

@@ -24,7 +24,10 @@ StatusWith<long long> parseInteger(const std::string& flag, const std::string& v
 std::string serveUsage(const std::string& role) {
     const std::string common =
         "  [--port 27017] [--bind_ip 127.0.0.1] [--cacheSizeMB 256] [--workerThreads N]\n"
-        "  [--enableTestCommands] [--verbose]\n";
+        "  [--enableTestCommands] [--verbose]\n"
+        "  [--setParameter replSnapshotEntries=N]: a replica set member snapshots its state\n"
+        "  every N log entries and keeps N more for lagging members (default 8192); a member\n"
+        "  further behind copies another member's data (initial sync).\n";
     if (role == "router") {
         return "usage: tessera router --configdb HOST:PORT|NAME/HOST:PORT,...\n" + common;
     }
@@ -125,6 +128,10 @@ StatusWith<ServeOptions> parseServeOptions(const std::vector<std::string>& args,
             TRY_STATUS(needValue());
             if (value == "enableTestCommands=1" || value == "enableTestCommands=true") {
                 opts.enableTestCommands = true;
+            } else if (value.rfind("replSnapshotEntries=", 0) == 0) {
+                ASSIGN_OR_RETURN(long long n, parseInteger("replSnapshotEntries", value.substr(20),
+                                                           16, 1 << 24));
+                opts.replSnapshotEntries = static_cast<unsigned>(n);
             } else {
                 return Status(ErrorCodes::BadValue, "unknown --setParameter " + value);
             }
@@ -181,6 +188,10 @@ std::vector<std::string> upChildArguments(const ServeOptions& up, const std::str
         args.insert(args.end(), {"--workerThreads", std::to_string(up.workerThreads)});
     }
     if (up.enableTestCommands) args.push_back("--enableTestCommands");
+    if (up.replSnapshotEntries > 0 && !dbpath.empty() && role != "router") {
+        args.insert(args.end(), {"--setParameter",
+                                 "replSnapshotEntries=" + std::to_string(up.replSnapshotEntries)});
+    }
     if (up.verbose) args.push_back("--verbose");
     return args;
 }

@@ -18,6 +18,10 @@ struct ServeOptions {
     // serve --replSet NAME/h1:p1,h2:p2,...: the set's initial members ("host:port", this one
     // among them, identical on each); empty: a set of this member alone.
     std::vector<std::string> replSetMembers;
+    // --setParameter replSnapshotEntries=N: a replica set member snapshots its state every N
+    // applied entries and keeps N entries below the snapshot for lagging members (0: the
+    // group's default, repl::GroupOptions). A member further behind needs an initial sync.
+    unsigned replSnapshotEntries = 0;
     size_t cacheSizeMB = 256;
     bool cacheSizeMBGiven = false;  // --cacheSizeMB was on the command line
     int workerThreads = 0;          // 0: chosen from the role and the core count
@@ -29,7 +33,7 @@ struct ServeOptions {
 };
 
 // Parses the arguments after "serve". Accepts "--opt value" and "--opt=value", and mongod's
-// `--setParameter enableTestCommands=1`.
+// `--setParameter enableTestCommands=1` and `--setParameter replSnapshotEntries=N`.
 // `role` selects which options are required and allowed (--dbpath for every role but router,
 // --configdb for router, --shards/--routers only for up).
 StatusWith<ServeOptions> parseServeOptions(const std::vector<std::string>& args,

@@ -108,3 +108,32 @@ TEST(ServeOptions, UpPassesItsOptionsToTheChildren) {
 
 }  // namespace
 }  // namespace tessera::cli
+
+namespace tessera::cli {
+namespace {
+
+TEST(ServeOptions, ReplSnapshotEntriesReachesEveryMemberThatStoresData) {
+    auto parsed = parseServeOptions(
+        {"--dbpath", "d", "--replSet", "rs0", "--setParameter", "replSnapshotEntries=64"});
+    ASSERT_TRUE(parsed.isOK()) << parsed.getStatus().toString();
+    EXPECT_EQ(parsed.getValue().replSnapshotEntries, 64u);
+    for (const std::string bad :
+         {"replSnapshotEntries=8", "replSnapshotEntries=x", "replSnapshotEntries="}) {
+        EXPECT_FALSE(parseServeOptions({"--dbpath", "d", "--setParameter", bad}).isOK()) << bad;
+    }
+    auto up = parseServeOptions({"--dbpath", "d", "--setParameter=replSnapshotEntries=100"}, "up");
+    ASSERT_TRUE(up.isOK()) << up.getStatus().toString();
+    auto passed = [](const std::vector<std::string>& args) {
+        for (size_t i = 0; i + 1 < args.size(); ++i) {
+            if (args[i] == "--setParameter" && args[i + 1] == "replSnapshotEntries=100")
+                return true;
+        }
+        return false;
+    };
+    EXPECT_TRUE(passed(upChildArguments(up.getValue(), "shard", 1, "d/s", "h:2")));
+    EXPECT_TRUE(passed(upChildArguments(up.getValue(), "config", 1, "d/c", "h:2")));
+    EXPECT_FALSE(passed(upChildArguments(up.getValue(), "router", 1, "", "h:2")));
+}
+
+}  // namespace
+}  // namespace tessera::cli

@@ -79,8 +79,8 @@ class ReplSetGetStatusCommand : public Command {
 
     Status run(OperationContext& opCtx, const CommandRequest& request,
                bson::BsonBuilder& reply) override {
-        // `initialSync: 1` asks for an initial sync's progress, reported while one runs: this
-        // version copies no member's data (README), so there is never one to add.
+        // `initialSync: 1` asks for an initial sync's progress: reported while one runs
+        // (initialSyncStatus), whether asked or not.
         TRY_STATUS(checkFields(request, {"initialSync"}));
         ASSIGN_OR_RETURN(repl::ReplicaSet * replicaSet, replicaSetOf(opCtx));
         const ServiceContext& svc = *opCtx.service;
@@ -156,7 +156,29 @@ class ReplSetGetStatusCommand : public Command {
             b.end();
         }
         members.end();
+        if (set.initialSync) appendInitialSyncStatus(reply, *set.initialSync, now);
         return Status::OK();
+    }
+
+  private:
+    static void appendInitialSyncStatus(bson::BsonBuilder& reply,
+                                        const repl::InitialSyncProgress& p, int64_t now) {
+        const int64_t started =
+            std::chrono::duration_cast<std::chrono::milliseconds>(p.startedAt.time_since_epoch())
+                .count();
+        reply.startObject("initialSyncStatus")
+            .appendInt32("failedInitialSyncAttempts", std::max(0, p.attempts - 1))
+            .appendDate("initialSyncStart", started)
+            .appendInt64("totalInitialSyncElapsedMillis", now - started)
+            .append("syncSourceHost", p.source)
+            .appendInt64("neededLogIndex", static_cast<int64_t>(p.neededIndex))
+            .appendInt64("copyLogIndex", static_cast<int64_t>(p.copyIndex))
+            .appendInt64("files", static_cast<int64_t>(p.files))
+            .appendInt64("filesCopied", static_cast<int64_t>(p.filesCopied))
+            .appendInt64("approxTotalDataSize", static_cast<int64_t>(p.totalBytes))
+            .appendInt64("approxTotalBytesCopied", static_cast<int64_t>(p.bytesCopied))
+            .append("lastError", p.lastError)
+            .end();
     }
 };
 

@@ -11,7 +11,10 @@ namespace tessera::command {
 namespace {
 
 // Served by any member: they change no data, or only this member's own state.
-constexpr std::array<std::string_view, 27> kAlways = {
+constexpr std::array<std::string_view, 30> kAlways = {
+    "_replSyncEnd",  // initial sync: any member serves a copy of its data
+    "_replSyncRead",
+    "_replSyncStart",
     "buildInfo",
     "configureFailPoint",
     "connectionStatus",

@@ -53,6 +53,7 @@ void registerAllCommands(CommandRegistry& registry) {
     registerHandshakeCommands(registry);
     registerDiagnosticCommands(registry);
     registerReplSetCommands(registry);
+    registerInitialSyncCommands(registry);
     registerTestCommands(registry);
     registerDatabaseCommands(registry);
     registerCollectionCommands(registry);

@@ -26,6 +26,8 @@ std::string_view memberStateName(MemberState state) {
             return "PRIMARY";
         case MemberState::kSecondary:
             return "SECONDARY";
+        case MemberState::kStartup2:
+            return "STARTUP2";
         case MemberState::kUnknown:
             return "UNKNOWN";
         case MemberState::kDown:
@@ -50,8 +52,44 @@ ReplicaSet::ReplicaSet(ReplicaSetOptions options, storage::Engine& engine, Membe
       _engine(engine),
       _self(self),
       _hooks(std::move(hooks)),
-      _replica(engine, self) {
+      _replica(engine, self, _options.self),
+      _syncSource(engine, _options.dbpath),
+      _initialSync(InitialSync::Options{_options.dbpath, _options.self, _options.members}) {
     _replica.setOnLeadershipLost([this] { leadershipLost(); });
+    if (!_options.dbpath.empty() && _options.restartToInstallCopy) {
+        _replica.setCatchUp(
+            [this](LogIndex index, std::string_view source) { return catchUp(index, source); });
+    }
+}
+
+// libraft fails the writers of a leader that lost its leadership before its state says so (and
+// this member's status is read every 10 ms): a writer's client, told its write was interrupted,
+// could retry here at once and pass the member-state gate of a member that no longer leads —
+// where the interrupted write, applied meanwhile as another leader's entry, is found while the
+// record that makes its retry a replay is not (the fault suite saw E11000 for a retried insert).
+// So the writer stops writes here before it returns.
+void ReplicaSet::leadershipLost() {
+    MutexLock lk(_mutex);
+    _lostTerm = _leaderTerm;
+    if (_writable.exchange(false)) {
+        log::info(kComponent, 4300101, "Stepped down: a write found the leadership lost",
+                  "{\"term\":" + std::to_string(_leaderTerm) + "}");
+    }
+}
+
+Status ReplicaSet::catchUp(LogIndex index, std::string_view source) {
+    // The members to copy from: the command line's, and the configuration's as last heard.
+    std::vector<std::string> members;
+    {
+        MutexLock lk(_mutex);
+        members = _memberHosts;
+    }
+    Status copied = _initialSync.run(index, source, members);
+    if (!copied.isOK()) return copied;
+    log::info(kComponent, 4300117, "Initial sync: restarting to install the copy",
+              "{\"neededIndex\":" + std::to_string(index) + "}");
+    _options.restartToInstallCopy();
+    return Status(ErrorCodes::InternalError, "the restart after an initial sync returned");
 }
 
 StatusWith<std::unique_ptr<ReplicaSet>> ReplicaSet::start(ReplicaSetOptions options,
@@ -66,6 +104,10 @@ StatusWith<std::unique_ptr<ReplicaSet>> ReplicaSet::start(ReplicaSetOptions opti
     group.handOver = true;
     group.electionTimeout = options.electionTimeout;
     group.heartbeatInterval = options.heartbeatInterval;
+    if (options.snapshotEntries > 0) {
+        group.snapshotThreshold = options.snapshotEntries;
+        group.snapshotTrailing = options.snapshotEntries;
+    }
     if (std::find(initial.begin(), initial.end(), options.self) != initial.end()) {
         for (const std::string& host : initial) {
             MemberId id = memberIdOf(host);
@@ -98,21 +140,6 @@ StatusWith<std::unique_ptr<ReplicaSet>> ReplicaSet::start(ReplicaSetOptions opti
     return set;
 }
 
-// libraft fails the writers of a leader that lost its leadership before its state says so (and
-// this member's status is read every 10 ms): a writer's client, told its write was interrupted,
-// could retry here at once and pass the member-state gate of a member that no longer leads —
-// where the interrupted write, applied meanwhile as another leader's entry, is found while the
-// record that makes its retry a replay is not (the fault suite saw E11000 for a retried insert).
-// So the writer stops writes here before it returns.
-void ReplicaSet::leadershipLost() {
-    MutexLock lk(_mutex);
-    _lostTerm = _leaderTerm;
-    if (_writable.exchange(false)) {
-        log::info(kComponent, 4300101, "Stepped down: a write found the leadership lost",
-                  "{\"term\":" + std::to_string(_leaderTerm) + "}");
-    }
-}
-
 ReplicaSet::~ReplicaSet() {
     stop();
     storage::setCommitLog(_engine, nullptr);  // the replica goes with this object
@@ -126,6 +153,7 @@ void ReplicaSet::stop() {
         _changed.notify_all();
     }
     _writable.store(false, std::memory_order_release);
+    _initialSync.stop();  // the group's thread may be copying another member's data
     if (_stepUpThread.joinable()) _stepUpThread.join();
     if (_group) _group->stop();
     // The engine keeps its commit log: a write after this fails (NotWritablePrimary) instead of
@@ -135,6 +163,10 @@ void ReplicaSet::stop() {
 
 void ReplicaSet::onStatusChange(const GroupStatus& status) {
     MutexLock lk(_mutex);
+    if (!status.members.empty()) {
+        _memberHosts.clear();
+        for (const Member& m : status.members) _memberHosts.push_back(m.address);
+    }
     Term leading = status.role == Role::kLeader ? status.term : 0;
     if (leading == _leaderTerm) return;
     _leaderTerm = leading;
@@ -267,6 +299,13 @@ ReplicaSetState ReplicaSet::state() const {
     }
     state.secondary =
         selfVoter && (status.role == Role::kFollower || status.role == Role::kCandidate);
+    state.initialSync = _initialSync.progress();
+    if (state.initialSync) {
+        state.secondary = false;
+        for (SetMember& m : state.members) {
+            if (m.self) m.state = MemberState::kStartup2;
+        }
+    }
     return state;
 }
 

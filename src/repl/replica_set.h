@@ -12,7 +12,9 @@
 
 #include "base/mutex.h"
 #include "repl/group.h"
+#include "repl/initial_sync.h"
 #include "repl/storage_replica.h"
+#include "repl/sync_source.h"
 #include "storage/engine.h"
 
 namespace tessera::repl {
@@ -29,12 +31,26 @@ struct ReplicaSetOptions {
     // starts empty and waits for the primary to add it (rs.add).
     std::vector<std::string> members;
     std::filesystem::path dir;  // the group's log and snapshots
+    // Initial sync (README.md "Initial sync"): the member's dbpath, where a copy of another
+    // member's data is received and the copies this member serves are kept, and how the process
+    // starts over to install a received copy (never returns). Without them a member too far
+    // behind the group's log cannot catch up.
+    std::filesystem::path dbpath;
+    std::function<void()> restartToInstallCopy;
     std::chrono::milliseconds electionTimeout{500};
     std::chrono::milliseconds heartbeatInterval{50};
+    unsigned snapshotEntries = 0;  // GroupOptions' snapshot threshold and trailing (0: default)
 };
 
 // MongoDB's member states (rs.status() `state`/`stateStr`).
-enum class MemberState { kStartup = 0, kPrimary = 1, kSecondary = 2, kUnknown = 6, kDown = 8 };
+enum class MemberState {
+    kStartup = 0,
+    kPrimary = 1,
+    kSecondary = 2,
+    kStartup2 = 5,  // copying another member's data (initial sync)
+    kUnknown = 6,
+    kDown = 8
+};
 std::string_view memberStateName(MemberState state);
 
 struct SetMember {
@@ -59,6 +75,7 @@ struct ReplicaSetState {
     int64_t configVersion = 1;  // grows with every membership change
     LogIndex appliedIndex = 0;
     std::vector<SetMember> members;
+    std::optional<InitialSyncProgress> initialSync;  // while this member copies another's data
 };
 
 class ReplicaSet {
@@ -115,11 +132,16 @@ class ReplicaSet {
     // Leaves the set's network (the process is stopping); writes in flight and after fail.
     void stop();
 
+    // The copies of this member's data it serves to members that run an initial sync.
+    SyncSource& syncSource() { return _syncSource; }
+
   private:
     ReplicaSet(ReplicaSetOptions options, storage::Engine& engine, MemberId self,
                LeadershipHooks hooks);
     void onStatusChange(const GroupStatus& status);
     void stepUpLoop();
+    // StorageReplica::CatchUp: an initial sync, then the restart that installs its copy.
+    Status catchUp(LogIndex index, std::string_view source);
     // A write found this member's leadership lost (StorageReplica::setOnLeadershipLost).
     void leadershipLost();
     Status waitDone(std::function<void(Group::Done)> start,
@@ -130,6 +152,8 @@ class ReplicaSet {
     const MemberId _self;
     const LeadershipHooks _hooks;
     StorageReplica _replica;
+    SyncSource _syncSource;
+    InitialSync _initialSync;
     std::unique_ptr<Group> _group;
     std::atomic<bool> _writable{false};
 
@@ -140,6 +164,7 @@ class ReplicaSet {
     Term _steppedUpTerm GUARDED_BY(_mutex) = 0;  // the term whose stepUp hook succeeded (0: none)
     Term _lostTerm GUARDED_BY(_mutex) = 0;       // a term whose leadership a write found lost
     bool _stopping GUARDED_BY(_mutex) = false;
+    std::vector<std::string> _memberHosts GUARDED_BY(_mutex);  // the configuration, last heard
     std::thread _stepUpThread;
 };
 

@@ -25,8 +25,8 @@ uint64_t get64(std::string_view in) {
 
 }  // namespace
 
-StorageReplica::StorageReplica(storage::Engine& engine, MemberId self)
-    : _engine(engine), _self(self), _incarnation([] {
+StorageReplica::StorageReplica(storage::Engine& engine, MemberId self, std::string address)
+    : _engine(engine), _self(self), _address(std::move(address)), _incarnation([] {
           std::random_device random;
           return (uint64_t{random()} << 32) | random();
       }()) {
@@ -133,20 +133,25 @@ std::string StorageReplica::snapshot(LogIndex index) {
                    "{\"error\":\"" + log::jsonEscape(synced.toString()) + "\"}");
         std::abort();
     }
-    return {};
+    // What a member that needs this snapshot copies its data from: this member (it sends only
+    // snapshots it took itself).
+    return _address;
 }
 
 Status StorageReplica::restore(LogIndex index, std::string_view snapshot) {
     // This member's own snapshot, loaded when the group starts: everything up to `index` is in
     // the engine already (snapshot() made it durable before the log dropped it).
     if (index <= appliedIndex()) return Status::OK();
-    // A member whose log lacks entries the others no longer keep needs a copy of a healthy
-    // member's data (initial sync), which does not exist yet (README.md, "Plan" 4).
-    log::error("REPL", 4300024,
-               "This member is too far behind the group's log and needs an initial sync, which "
-               "is not implemented yet",
-               "{\"snapshotIndex\":" + std::to_string(index) + "}");
-    return Status(ErrorCodes::NotImplemented, "initial sync is not implemented");
+    // A member whose log lacks entries the others no longer keep: it needs a copy of a healthy
+    // member's data (initial sync, README.md "Initial sync").
+    if (!_catchUp) {
+        log::error("REPL", 4300024,
+                   "This member is too far behind the group's log and cannot copy another "
+                   "member's data",
+                   "{\"snapshotIndex\":" + std::to_string(index) + "}");
+        return Status(ErrorCodes::NotImplemented, "this member cannot run an initial sync");
+    }
+    return _catchUp(index, snapshot);
 }
 
 }  // namespace tessera::repl

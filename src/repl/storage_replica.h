@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <unordered_map>
 
 #include "base/mutex.h"
@@ -25,7 +26,16 @@ namespace tessera::repl {
 // one whose writer gave up on a leadership change — is applied "from elsewhere".
 class StorageReplica final : public storage::CommitLog, public StateMachine {
   public:
-    StorageReplica(storage::Engine& engine, MemberId self);
+    // `address`: this member's "host:port", what its snapshots name as the member to copy a
+    // lagging member's data from.
+    StorageReplica(storage::Engine& engine, MemberId self, std::string address = {});
+
+    // How a member whose log lacks what the group no longer keeps catches up (restore() of a
+    // snapshot beyond what it applied): `index` and the snapshot's payload (the member that took
+    // it). OK only once this member's data has applied the log to `index`. Set before the group
+    // starts; without it such a snapshot is refused.
+    using CatchUp = std::function<Status(LogIndex index, std::string_view source)>;
+    void setCatchUp(CatchUp catchUp) { _catchUp = std::move(catchUp); }
 
     // Called by a writer whose entry failed because this member's leadership ended, before
     // that writer returns: libraft fails its writers before its status shows the change, and
@@ -57,6 +67,8 @@ class StorageReplica final : public storage::CommitLog, public StateMachine {
 
     storage::Engine& _engine;
     const MemberId _self;
+    const std::string _address;
+    CatchUp _catchUp;
     std::function<void()> _onLeadershipLost;
     const uint64_t _incarnation;
     // The engine's committed log index, read once and then kept here: apply() writes it with

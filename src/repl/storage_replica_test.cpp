@@ -21,6 +21,7 @@
 #include "repl/repl_test_util.h"
 #include "storage/replication.h"
 #include "storage/storage_test_util.h"
+#include "storage/synced_copy.h"
 #include "storage/transaction.h"
 
 namespace tessera::repl {
@@ -53,19 +54,25 @@ class StorageReplicaTest : public ::testing::Test {
         return out;
     }
 
-    // `snapshotEvery`: GroupOptions::snapshotThreshold and snapshotTrailing (0: the defaults).
-    void startMember(MemberId id, std::vector<repl::Member> bootstrap, unsigned snapshotEvery = 0) {
+    std::string rootOf(MemberId id) const { return _dir.path() + "/m" + std::to_string(id); }
+    std::filesystem::path dbpathOf(MemberId id) const { return rootOf(id) + "/db"; }
+
+    // `snapshotEvery`: GroupOptions::snapshotThreshold and snapshotTrailing (0: the defaults);
+    // `catchUp`: StorageReplica::setCatchUp.
+    void startMember(MemberId id, std::vector<repl::Member> bootstrap, unsigned snapshotEvery = 0,
+                     StorageReplica::CatchUp catchUp = {}) {
         Member& m = _members[id];
-        std::string root = _dir.path() + "/m" + std::to_string(id);
+        std::string root = rootOf(id);
         storage::EngineOptions engineOptions;
-        engineOptions.dbpath = root + "/db";
+        engineOptions.dbpath = dbpathOf(id).string();
         engineOptions.clock = &_clocks[id];
         engineOptions.blockCacheBytes = 16 << 20;
         std::filesystem::create_directories(engineOptions.dbpath);
         auto engine = storage::Engine::open(engineOptions);
         ASSERT_TRUE(engine.isOK()) << engine.getStatus().toString();
         m.engine = std::move(engine.getValue());
-        m.replica = std::make_unique<StorageReplica>(*m.engine, id);
+        m.replica = std::make_unique<StorageReplica>(*m.engine, id, addresses({id})[0].address);
+        if (catchUp) m.replica->setCatchUp(std::move(catchUp));
         GroupOptions options;
         options.dir = root + "/log";
         options.self = id;
@@ -240,6 +247,60 @@ TEST_F(StorageReplicaTest, AMemberRestartsFromItsOwnSnapshots) {
     EXPECT_EQ(_members[1].engine->stats(*_members[1].engine->getCollection("db.c")).count, 100);
     insertMany(*_members[1].engine, "db.c", 100, 110);
     EXPECT_EQ(_members[1].engine->stats(*_members[1].engine->getCollection("db.c")).count, 110);
+}
+
+// A member away while the others compacted their logs past what it has is sent a snapshot: it
+// catches up from a copy of the data of the member that took it (in a server, repl::InitialSync
+// copies it over the network and the process starts again; here the test does both), installed
+// before its engine opens again; from the copy's log index on it follows the log.
+TEST_F(StorageReplicaTest, AMemberTooFarBehindTheLogCatchesUpFromACopyOfAnotherMembersData) {
+    auto all = addresses({1, 2, 3});
+    for (MemberId id : {1, 2, 3}) startMember(id, all, /*snapshotEvery=*/16);
+    const MemberId leader = waitForLeader();
+    ASSERT_NE(leader, 0u);
+    storage::Engine& data = *_members.at(leader).engine;
+    ASSERT_TRUE(data.createCollection("db.c", bson::BsonObj()).isOK());
+    insertMany(data, "db.c", 0, 20);
+    expectConverged(leader);
+    const MemberId lagging = leader == 1 ? 2 : 1;
+    stopMember(lagging);
+    insertMany(data, "db.c", 20, 200);  // several snapshots: the logs no longer reach back
+
+    std::atomic<int> calls{0};
+    std::atomic<bool> copied{false};
+    const std::string leaderAddress = addresses({leader})[0].address;
+    const std::filesystem::path laggingDb = dbpathOf(lagging);
+    const std::filesystem::path checkpointDir = rootOf(lagging) + "-checkpoint";
+    auto catchUp = [&](LogIndex index, std::string_view source) -> Status {
+        if (calls.fetch_add(1) > 0) return Status(ErrorCodes::InternalError, "copied already");
+        EXPECT_EQ(source, leaderAddress) << "the snapshot names the member that took it";
+        auto made = storage::createCheckpoint(data, checkpointDir);
+        EXPECT_TRUE(made.isOK()) << made.getStatus().toString();
+        if (!made.isOK()) return made.getStatus();
+        EXPECT_GE(made.getValue().logIndex, index);
+        std::filesystem::create_directories(laggingDb / storage::kSyncedCopyDir);
+        for (const storage::CheckpointFile& f : made.getValue().files) {
+            std::filesystem::copy_file(checkpointDir / f.name,
+                                       laggingDb / storage::kSyncedCopyDir / f.name);
+        }
+        EXPECT_TRUE(storage::markSyncedCopyComplete(laggingDb).isOK());
+        copied.store(true);
+        return Status(ErrorCodes::InterruptedAtShutdown, "the test starts the member again");
+    };
+    startMember(lagging, {}, 16, catchUp);
+    ASSERT_TRUE(waitFor([&] { return copied.load(); })) << "no snapshot reached the member";
+    stopMember(lagging);
+
+    auto installed = storage::installSyncedCopy(laggingDb, {});
+    ASSERT_TRUE(installed.isOK()) << installed.getStatus().toString();
+    EXPECT_TRUE(installed.getValue());
+    startMember(lagging, {}, 16);
+    ASSERT_TRUE(_members[lagging].group) << "the member did not start from its copy";
+    insertMany(data, "db.c", 200, 210);
+    expectConverged(leader);
+    EXPECT_EQ(
+        _members[lagging].engine->stats(*_members[lagging].engine->getCollection("db.c")).count,
+        210);
 }
 
 // A group that only records what is proposed: the test applies entries itself, in the order it

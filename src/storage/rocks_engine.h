@@ -166,6 +166,9 @@ class RocksEngine final : public Engine {
     void setCommitLog(CommitLog* log) { _commitLog.store(log); }
     Status applyCommitted(std::string_view batch, uint64_t logIndex, bool fromElsewhere);
     StatusWith<uint64_t> committedLogIndex() const;
+    // A consistent copy of the database's files in `dir` (synced_copy.h); returns a log index
+    // the copy has applied at least.
+    StatusWith<uint64_t> createCheckpoint(const std::string& dir);
     // One catalog change of a batch from elsewhere, as the in-memory state follows it.
     struct FollowedChange {
         enum class Kind { kPublish, kDrop, kCounts, kNextId } kind = Kind::kPublish;
