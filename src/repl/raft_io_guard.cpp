@@ -3,11 +3,63 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "base/failpoint.h"
 #include "base/mutex.h"
+#include "bson/bson_obj.h"
 
 namespace tessera::repl {
 
+// A network partition between members, for the fault tests: while on, this member drops every
+// replication message it receives from the members its data lists ({from: ["host:port", …]}),
+// as a network that loses them would (their senders see nothing). Set on both sides of a cut
+// for a symmetric partition; clients still reach the member.
+TESSERA_FAIL_POINT_DEFINE(replDropMessagesFrom);
+
 namespace {
+
+// Whether replDropMessagesFrom drops a message from `sender`.
+bool dropped(const char* sender) {
+    if (!replDropMessagesFrom.active() || sender == nullptr) return false;
+    return replDropMessagesFrom
+        .shouldFailIf([&](const std::string& data) {
+            if (data.empty()) return false;
+            bson::BsonView wanted(reinterpret_cast<const uint8_t*>(data.data()));
+            bson::BsonElement from = wanted["from"];
+            if (!from.isArray()) return false;
+            for (bson::BsonElement host : from.objValue()) {
+                if (host.type() == bson::BsonType::String && host.stringValue() == sender) {
+                    return true;
+                }
+            }
+            return false;
+        })
+        .has_value();
+}
+
+// Frees what a received message owns, as libraft does for one it cannot take.
+void discard(raft_message* message) {
+    switch (message->type) {
+        case RAFT_IO_APPEND_ENTRIES: {
+            raft_entry* entries = message->append_entries.entries;
+            void* last = nullptr;
+            for (unsigned i = 0; i < message->append_entries.n_entries; ++i) {
+                // Entries received together share one batch.
+                if (entries[i].batch != nullptr && entries[i].batch != last) {
+                    last = entries[i].batch;
+                    raft_free(last);
+                }
+            }
+            if (entries != nullptr) raft_free(entries);
+            break;
+        }
+        case RAFT_IO_INSTALL_SNAPSHOT:
+            raft_configuration_close(&message->install_snapshot.conf);
+            raft_free(message->install_snapshot.data.base);
+            break;
+        default:
+            break;
+    }
+}
 
 // The inner io calls its tick, receive and close callbacks with its own pointer; its `data`
 // belongs to whoever created it (the fixture keeps its raft there), so the guard is found here.
@@ -112,6 +164,10 @@ void RaftIoGuard::onTick(raft_io* inner) {
 void RaftIoGuard::onRecv(raft_io* inner, raft_message* message) {
     RaftIoGuard* g = ofInner(inner);
     if (g == nullptr || g->_recv == nullptr) return;
+    if (dropped(message->server_address)) {
+        discard(message);
+        return;
+    }
     if (message->type != RAFT_IO_APPEND_ENTRIES) {
         g->_recv(&g->_outer, message);
         return;

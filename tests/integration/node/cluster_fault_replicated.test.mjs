@@ -1,8 +1,9 @@
 // The fault suite of replicated shards (issue 43): `tessera up --shards 2 --replicas 3 --routers 2`
 // under an application working through both routers — bank transfers in cross-shard transactions
 // and unique inserts at w: "majority" — while a seeded nemesis, one fault at a time, kills with
-// -9 and restarts shard and config primaries and secondaries, pauses members (SIGSTOP/SIGCONT)
-// and steps primaries down. Then, healed: the bank's total is unchanged and no balance went
+// -9 and restarts shard and config primaries and secondaries, pauses members (SIGSTOP/SIGCONT),
+// steps primaries down and cuts a member off from the rest of its set (a network partition:
+// failpoint replDropMessagesFrom on both sides). Then, healed: the bank's total is unchanged and no balance went
 // negative, every acknowledged insert is present exactly once, and the members of each shard
 // hold the same documents. The run is bounded (TESSERA_FAULT_SECONDS, 20 s by default), its seed
 // printed (TESSERA_FAULT_SEED replays one), and its history kept in the cluster's folder on
@@ -61,9 +62,12 @@ describeWithCluster(
             await waitFor(`${m.name} serving again`, async () => (await hello(m.port).catch(() => null))?.ok === 1, {
                 timeoutMs: 30000,
             });
-            // ... and caught up with its primary as of now (writes go on meanwhile), so that the
-            // next fault leaves a majority holding the log, as a nemesis that respects the
-            // replication factor must.
+            await caughtUp(m);
+        }
+        // A member back from a fault has caught up with its primary as of now (writes go on
+        // meanwhile), so that the next fault leaves a majority holding the log, as a nemesis
+        // that respects the replication factor must.
+        async function caughtUp(m) {
             const appliedIndexOf = async (port) => {
                 const status = await rawCommand(port, { replSetGetStatus: 1, $db: 'admin' }, 5000);
                 return status.members?.find((x) => x.self)?.logIndex ?? 0;
@@ -72,6 +76,26 @@ describeWithCluster(
             await waitFor(`${m.name} caught up with its primary`, async () => (await appliedIndexOf(m.port)) >= target, {
                 timeoutMs: 60000,
             });
+        }
+        // A network partition between `victim` and the rest of its set, both ways
+        // (replDropMessagesFrom: each side drops the replication messages of the other; clients
+        // still reach every member). `mode` 'alwaysOn' cuts, 'off' heals — on every member,
+        // asked until each answers (a member may be restarting in place meanwhile).
+        async function partition(victim, mode) {
+            const hostOf = (m) => `127.0.0.1:${m.port}`;
+            const others = members.filter((m) => m.group === victim.group && m !== victim);
+            const sides = [[victim, others.map(hostOf)], ...others.map((o) => [o, [hostOf(victim)]])];
+            for (const [m, from] of sides) {
+                await waitFor(`${m.name} ${mode === 'off' ? 'healed' : 'cut off'}`, async () => {
+                    const r = await rawCommand(m.port, {
+                        configureFailPoint: 'replDropMessagesFrom',
+                        mode,
+                        data: { from },
+                        $db: 'admin',
+                    }, 5000).catch(() => null);
+                    return r?.ok === 1;
+                }, { timeoutMs: 30000 });
+            }
         }
 
         ctx.test('an application through two routers keeps its invariants while members fail', async (t) => {
@@ -162,8 +186,14 @@ describeWithCluster(
             // The nemesis: one fault at a time, healed before the next.
             const deadline = Date.now() + seconds * 1000;
             const faults = [];
+            const kinds = () => {
+                const n = {};
+                for (const f of faults) n[f.split(' ')[0]] = (n[f.split(' ')[0]] || 0) + 1;
+                return Object.entries(n).map(([k, v]) => `${k} ${v}`).join(', ');
+            };
             const report = () =>
-                `seed ${seed}, ${faults.length} faults, ${acked.length} inserts, ${transfers} transfers\n` +
+                `seed ${seed}, ${faults.length} faults (${kinds()}), ${acked.length} inserts, ` +
+                `${transfers} transfers\n` +
                 `faults: ${faults.join('; ')}\n` +
                 `failures: ${failures.slice(0, 10).join('\n')}`;
             const historyPath = path.join(c().dbpath, 'fault-history.log');
@@ -173,7 +203,7 @@ describeWithCluster(
                     const group = pick(['shard0', 'shard1', 'configRS']);
                     const primary = await primaryMember(group);
                     const victim = rand() < 0.6 ? primary : pick(members.filter((m) => m.group === group));
-                    const kind = pick(['kill', 'kill', 'pause', 'stepDown']);
+                    const kind = pick(['kill', 'kill', 'pause', 'stepDown', 'partition']);
                     const role = victim === primary ? 'primary' : 'secondary';
                     faults.push(`${kind} ${victim.name} (${role})`);
                     note(`${kind} ${victim.name} (${role})`);
@@ -187,6 +217,11 @@ describeWithCluster(
                         process.kill(pid, 'SIGSTOP');
                         await delay(500 + Math.floor(rand() * 1500));
                         process.kill(pid, 'SIGCONT');
+                    } else if (kind === 'partition') {
+                        await partition(victim, 'alwaysOn');
+                        await delay(800 + Math.floor(rand() * 1700));
+                        await partition(victim, 'off');
+                        await caughtUp(victim);
                     } else {
                         await rawCommand(victim.port, { replSetStepDown: 10, $db: 'admin' }, 15000).catch(() => null);
                     }
