@@ -103,104 +103,129 @@ Status InitialSync::run(LogIndex needed, std::string_view preferred,
     return last;
 }
 
+namespace {
+
+// What _replSyncStart answered: the copy's id, the log index it has applied, its files.
+struct SourceCopy {
+    std::string id;
+    LogIndex logIndex = 0;
+    struct File {
+        std::string name;
+        uint64_t size = 0;
+    };
+    std::vector<File> files;
+    uint64_t bytes = 0;
+};
+
+StatusWith<SourceCopy> parseSourceCopy(bson::BsonView reply) {
+    SourceCopy copy;
+    bson::BsonElement id = reply["id"], logIndex = reply["logIndex"], files = reply["files"];
+    if (id.type() != bson::BsonType::String || !logIndex.isNumber() || !files.isArray()) {
+        return Status(ErrorCodes::ProtocolError, "_replSyncStart answered out of shape");
+    }
+    copy.id = std::string(id.stringValue());
+    copy.logIndex = static_cast<LogIndex>(logIndex.numberLong());
+    for (bson::BsonElement e : files.objValue()) {
+        bson::BsonElement name = e.isObject() ? e.objValue()["name"] : bson::BsonElement();
+        bson::BsonElement size = e.isObject() ? e.objValue()["size"] : bson::BsonElement();
+        // A plain file name only: the copy is written inside its own folder.
+        if (name.type() != bson::BsonType::String || !size.isNumber() || size.numberLong() < 0 ||
+            name.stringValue().empty() || name.stringValue().find('/') != std::string_view::npos ||
+            name.stringValue() == "." || name.stringValue() == "..") {
+            return Status(ErrorCodes::ProtocolError, "_replSyncStart listed a file out of shape");
+        }
+        copy.files.push_back(
+            {std::string(name.stringValue()), static_cast<uint64_t>(size.numberLong())});
+        copy.bytes += copy.files.back().size;
+    }
+    return copy;
+}
+
+}  // namespace
+
+Status InitialSync::copyFile(net::RemoteClient& client, const std::string& source,
+                             const std::string& id, const std::string& name, uint64_t size,
+                             const fs::path& to) {
+    int fd = ::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return Status(ErrorCodes::InternalError, "cannot create " + to.string());
+    Status copied = Status::OK();
+    for (uint64_t offset = 0; copied.isOK() && offset < size;) {
+        if (_stopping.load()) {
+            copied = Status(ErrorCodes::InterruptedAtShutdown, "initial sync stopped");
+            break;
+        }
+        auto chunk = runAt(client, source,
+                           bson::BsonBuilder()
+                               .append("_replSyncRead", id)
+                               .append("file", name)
+                               .appendInt64("offset", static_cast<int64_t>(offset))
+                               .appendInt64("length", kReadBytes)
+                               .obj());
+        if (!chunk.isOK()) {
+            copied = chunk.getStatus();
+            break;
+        }
+        bson::BsonElement data = chunk.getValue()["data"];
+        if (data.type() != bson::BsonType::BinData || data.binaryValue().data.empty()) {
+            copied = Status(ErrorCodes::ProtocolError, name + " ended early at the source");
+            break;
+        }
+        copied = writeAll(fd, data.binaryValue().data);
+        offset += data.binaryValue().data.size();
+        update([&](InitialSyncProgress& p) { p.bytesCopied += data.binaryValue().data.size(); });
+    }
+    if (copied.isOK() && ::fsync(fd) != 0) {
+        copied = Status(ErrorCodes::InternalError, "cannot sync " + to.string());
+    }
+    ::close(fd);
+    return copied;
+}
+
 Status InitialSync::copyFrom(const std::string& source, LogIndex needed) {
     net::RemoteClient client;
     ASSIGN_OR_RETURN(bson::BsonObj started,
                      runAt(client, source, bson::BsonBuilder().append("_replSyncStart", 1).obj()));
-    const std::string id(started["id"].stringValue());
-    const LogIndex copyIndex = static_cast<LogIndex>(started["logIndex"].numberLong());
-    auto endCopy = [&] {
-        (void)client.runCommand(source, "admin",
-                                bson::BsonBuilder().append("_replSyncEnd", id).obj(),
-                                kExchangeTimeout);
-    };
-    if (copyIndex < needed) {
-        endCopy();
+    auto parsed = parseSourceCopy(started);
+    if (!parsed.isOK()) return parsed.getStatus();
+    const SourceCopy& copy = parsed.getValue();
+    // Whatever happens next, the source removes its copy (it would after kIdleLimit anyway).
+    struct EndCopy {
+        net::RemoteClient& client;
+        const std::string& source;
+        const std::string& id;
+        ~EndCopy() {
+            (void)client.runCommand(source, "admin",
+                                    bson::BsonBuilder().append("_replSyncEnd", id).obj(),
+                                    kExchangeTimeout);
+        }
+    } endCopy{client, source, copy.id};
+    if (copy.logIndex < needed) {
         return Status(ErrorCodes::SnapshotUnavailable, source + "'s data has applied the log to " +
-                                                           std::to_string(copyIndex) +
+                                                           std::to_string(copy.logIndex) +
                                                            ", short of " + std::to_string(needed));
     }
-    struct File {
-        std::string name;
-        uint64_t size;
-    };
-    std::vector<File> files;
-    uint64_t total = 0;
-    for (bson::BsonElement e : started["files"].objValue()) {
-        bson::BsonView f = e.objValue();
-        files.push_back(
-            {std::string(f["name"].stringValue()), static_cast<uint64_t>(f["size"].numberLong())});
-        total += files.back().size;
-    }
     update([&](InitialSyncProgress& p) {
-        p.copyIndex = copyIndex;
-        p.files = files.size();
+        p.copyIndex = copy.logIndex;
+        p.files = copy.files.size();
         p.filesCopied = 0;
-        p.totalBytes = total;
+        p.totalBytes = copy.bytes;
         p.bytesCopied = 0;
     });
-
     const fs::path dir = _options.dbpath / storage::kSyncedCopyDir;
     std::error_code ec;
     fs::remove_all(dir, ec);
     fs::create_directories(dir, ec);
-    if (ec) {
-        endCopy();
-        return Status(ErrorCodes::InternalError, "cannot create " + dir.string());
-    }
-    Status copied = Status::OK();
-    for (const File& file : files) {
-        if (file.name.find('/') != std::string::npos || file.name.empty() || file.name == "." ||
-            file.name == "..") {
-            copied = Status(ErrorCodes::ProtocolError, "a copy's file name is not plain");
-            break;
-        }
-        int fd = ::open((dir / file.name).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0) {
-            copied = Status(ErrorCodes::InternalError, "cannot create " + file.name);
-            break;
-        }
-        uint64_t offset = 0;
-        while (copied.isOK() && offset < file.size && !_stopping.load()) {
-            auto chunk = runAt(client, source,
-                               bson::BsonBuilder()
-                                   .append("_replSyncRead", id)
-                                   .append("file", file.name)
-                                   .appendInt64("offset", static_cast<int64_t>(offset))
-                                   .appendInt64("length", kReadBytes)
-                                   .obj());
-            if (!chunk.isOK()) {
-                copied = chunk.getStatus();
-                break;
-            }
-            std::string_view data = chunk.getValue()["data"].binaryValue().data;
-            if (data.empty()) {
-                copied =
-                    Status(ErrorCodes::ProtocolError, file.name + " ended early at the source");
-                break;
-            }
-            copied = writeAll(fd, data);
-            offset += data.size();
-            update([&](InitialSyncProgress& p) { p.bytesCopied += data.size(); });
-        }
-        if (copied.isOK() && ::fsync(fd) != 0) {
-            copied = Status(ErrorCodes::InternalError, "cannot sync " + file.name);
-        }
-        ::close(fd);
-        if (!copied.isOK()) break;
-        if (_stopping.load()) {
-            copied = Status(ErrorCodes::InterruptedAtShutdown, "initial sync stopped");
-            break;
+    if (ec) return Status(ErrorCodes::InternalError, "cannot create " + dir.string());
+    for (const SourceCopy::File& file : copy.files) {
+        Status copied = copyFile(client, source, copy.id, file.name, file.size, dir / file.name);
+        if (!copied.isOK()) {
+            fs::remove_all(dir, ec);
+            return copied;
         }
         update([&](InitialSyncProgress& p) { ++p.filesCopied; });
         log::info(kComponent, 4300116, "Initial sync: copied a file",
                   "{\"file\":\"" + log::jsonEscape(file.name) +
                       "\",\"bytes\":" + std::to_string(file.size) + "}");
-    }
-    endCopy();
-    if (!copied.isOK()) {
-        fs::remove_all(dir, ec);
-        return copied;
     }
     return storage::markSyncedCopyComplete(_options.dbpath);
 }

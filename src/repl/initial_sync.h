@@ -13,6 +13,10 @@
 #include "base/status.h"
 #include "repl/group.h"
 
+namespace tessera::net {
+class RemoteClient;
+}  // namespace tessera::net
+
 namespace tessera::repl {
 
 // What a member's initial sync has done so far (rs.status()'s initialSyncStatus).
@@ -58,6 +62,8 @@ class InitialSync {
 
   private:
     Status copyFrom(const std::string& source, LogIndex needed);
+    Status copyFile(net::RemoteClient& client, const std::string& source, const std::string& id,
+                    const std::string& name, uint64_t size, const std::filesystem::path& to);
     template <typename F>
     void update(F&& f) {
         MutexLock lk(_mutex);
