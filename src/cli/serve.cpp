@@ -43,7 +43,8 @@ constexpr int kStorageWorkerThreads = 32;
 // A replica set member's group (its log and snapshots), inside its dbpath.
 constexpr std::string_view kReplicationDir = "replication";
 
-[[noreturn]] void restartInPlace(const std::vector<std::string>& argv, std::string_view why);
+// Starts this process over (below); `message`: the log line that says why.
+[[noreturn]] void restartInPlace(const std::vector<std::string>& argv, std::string_view message);
 
 std::string hostName() {
     char buf[256] = {};
@@ -92,7 +93,7 @@ StatusWith<std::unique_ptr<repl::ReplicaSet>> joinReplicaSet(
     setOptions.dbpath = opts.dbpath;
     setOptions.snapshotEntries = opts.replSnapshotEntries;
     setOptions.restartToInstallCopy = [argv = service.argv] {
-        restartInPlace(argv, "installing an initial sync's copy");
+        restartInPlace(argv, "Restarting to install an initial sync's copy");
     };
     ASSIGN_OR_RETURN(std::unique_ptr<repl::ReplicaSet> set,
                      repl::ReplicaSet::start(setOptions, *service.engine, std::move(hooks)));
@@ -116,8 +117,8 @@ StatusWith<std::unique_ptr<repl::ReplicaSet>> joinReplicaSet(
 // before it execs — the fault suite saw it). What the previous image did not finish is abandoned
 // as by kill -9, whose recovery every persisted operation has; the caller has stopped the replica
 // set (its log on disk) first.
-[[noreturn]] void restartInPlace(const std::vector<std::string>& argv, std::string_view why) {
-    log::info("CONTROL", 4300106, "Restarting", "{\"reason\":\"" + log::jsonEscape(why) + "\"}");
+[[noreturn]] void restartInPlace(const std::vector<std::string>& argv, std::string_view message) {
+    log::info("CONTROL", 4300106, message, "{}");
     std::fflush(stdout);
     std::fflush(stderr);
     constexpr unsigned kCloseRangeCloexec = 1u << 2;  // linux/close_range.h
@@ -420,7 +421,7 @@ int runServe(const std::vector<std::string>& args, const std::vector<std::string
                 restarting.store(true);
                 std::thread([&handedOverTo, argv] {
                     if (repl::ReplicaSet* set = handedOverTo.exchange(nullptr)) set->stop();
-                    restartInPlace(argv, "stepped down");
+                    restartInPlace(argv, "Restarting after stepping down");
                 }).detach();
             });
         } else {
