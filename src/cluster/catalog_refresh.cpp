@@ -113,11 +113,20 @@ bool needsDatabaseVersionRefresh(const std::optional<placement::DatabaseVersion>
     return cached->lastMod() < wanted->lastMod();
 }
 
+namespace {
+
+void appendPrimaryPreferred(BsonBuilder& b) {
+    b.startObject("$readPreference").append("mode", "primaryPreferred").end();
+}
+
+}  // namespace
+
 BsonObj findCommand(std::string_view coll, BsonView filter, BsonView sort) {
     BsonBuilder find;
     find.append("find", coll).append("filter", filter);
     if (!sort.isEmpty()) find.append("sort", sort);
     find.appendInt32("batchSize", 100000);
+    appendPrimaryPreferred(find);
     return find.obj();
 }
 
@@ -141,6 +150,7 @@ StatusWith<std::vector<BsonObj>> findAllFrom(net::RemoteClient& client, const st
         if (id == 0) break;
         BsonBuilder more;
         more.appendInt64("getMore", id).append("collection", coll).appendInt32("batchSize", 100000);
+        appendPrimaryPreferred(more);
         ASSIGN_OR_RETURN(reply, client.runCommand(host, db, more.obj()));
     }
     return out;
@@ -149,8 +159,10 @@ StatusWith<std::vector<BsonObj>> findAllFrom(net::RemoteClient& client, const st
 StatusWith<std::vector<BsonObj>> findAll(net::RemoteClient& client, const std::string& host,
                                          std::string_view db, std::string_view coll,
                                          BsonView filter, BsonView sort) {
-    ASSIGN_OR_RETURN(BsonObj reply, client.runCommand(host, db, findCommand(coll, filter, sort)));
-    return findAllFrom(client, host, db, coll, std::move(reply));
+    std::string servedBy;  // the member holding the cursor, for its getMores
+    ASSIGN_OR_RETURN(BsonObj reply,
+                     client.runCommand(host, db, findCommand(coll, filter, sort), {}, &servedBy));
+    return findAllFrom(client, servedBy, db, coll, std::move(reply));
 }
 
 }  // namespace tessera::cluster

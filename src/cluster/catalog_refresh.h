@@ -67,7 +67,10 @@ bool needsDatabaseVersionRefresh(const std::optional<placement::DatabaseVersion>
                                  const std::optional<placement::DatabaseVersion>& wanted);
 
 // Runs find on `db`.`coll` at `host` and exhausts the cursor with getMore.
-// {find: coll, filter, sort?, batchSize: 100000}.
+// {find: coll, filter, sort?, batchSize: 100000, $readPreference: {mode: "primaryPreferred"}}:
+// the catalog is read at the config service's primary, or — with none (its majority lost, the
+// seed's config-down case) — at a member that answers, whose copy holds every committed change
+// it applied (net::RemoteClient::runCommand), so that routers, a new one too, keep routing.
 bson::BsonObj findCommand(std::string_view coll, bson::BsonView filter,
                           bson::BsonView sort = bson::BsonView());
 // Every document of a find whose first reply is `reply` (getMore until the cursor is exhausted).

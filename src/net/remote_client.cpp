@@ -202,11 +202,49 @@ void RemoteClient::dropConnections(std::string_view host) { _idle.drop(host); }
 
 StatusWith<bson::BsonObj> RemoteClient::runCommand(std::string_view host, std::string_view db,
                                                    bson::BsonView cmd,
-                                                   std::chrono::milliseconds timeout) {
+                                                   std::chrono::milliseconds timeout,
+                                                   std::string* servedBy) {
     if (timeout.count() <= 0) timeout = _options.requestTimeout;
+    if (servedBy) *servedBy = std::string(host);
+    if (isReplicaSetTarget(host) && prefersPrimary(cmd)) {
+        return runPreferringPrimary(host, db, cmd, timeout, servedBy);
+    }
     if (isReplicaSetTarget(host)) return runOnPrimary(host, db, cmd, timeout);
     bool sent = false;
     return runOnHost(host, db, cmd, timeout, sent);
+}
+
+StatusWith<bson::BsonObj> RemoteClient::runPreferringPrimary(std::string_view target,
+                                                             std::string_view db,
+                                                             bson::BsonView cmd,
+                                                             std::chrono::milliseconds timeout,
+                                                             std::string* servedBy) {
+    ReplicaSetMonitor& monitor = ReplicaSetMonitor::get();
+    // One round of the members' hellos (no waiting for an election): a read can be served now.
+    auto primary = findPrimary(target, std::chrono::steady_clock::now());
+    Status last = primary.getStatus();
+    if (primary.isOK()) {
+        bool sent = false;
+        auto reply = runOnHost(primary.getValue(), db, cmd, timeout, sent);
+        if (!monitor.sendAgain(target, primary.getValue(), reply, sent, cmd)) {
+            if (servedBy) *servedBy = primary.getValue();
+            return reply;
+        }
+        last = reply.isOK() ? replyStatus(reply.getValue()) : reply.getStatus();
+    }
+    // No primary (the set lost its majority, or elects one): the first member that answers.
+    ASSIGN_OR_RETURN(std::vector<std::string> members, monitor.membersToAsk(target));
+    for (const std::string& member : members) {
+        bool sent = false;
+        auto reply = runOnHost(member, db, cmd, timeout, sent);
+        Status answered = reply.isOK() ? replyStatus(reply.getValue()) : reply.getStatus();
+        if (answered.isOK()) {
+            if (servedBy) *servedBy = member;
+            return reply;
+        }
+        last = answered;
+    }
+    return ReplicaSetMonitor::noPrimaryFound(target, last);
 }
 
 StatusWith<bson::BsonObj> RemoteClient::runOnHost(std::string_view host, std::string_view db,
@@ -304,9 +342,11 @@ std::vector<StatusWith<bson::BsonObj>> RemoteClient::runCommands(
             hosts.push_back(c.host);
             continue;
         }
-        auto primary =
-            findPrimary(c.host, std::chrono::steady_clock::now() +
-                                    std::min(_options.requestTimeout, kFindPrimaryTimeout));
+        // A read preferring the primary does not wait for an election (runPreferringPrimary).
+        const auto wait = prefersPrimary(c.cmd)
+                              ? std::chrono::milliseconds(0)
+                              : std::min(_options.requestTimeout, kFindPrimaryTimeout);
+        auto primary = findPrimary(c.host, std::chrono::steady_clock::now() + wait);
         hosts.push_back(primary.isOK() ? primary.getValue() : std::string());
         if (!primary.isOK()) inflight[hosts.size() - 1].status = primary.getStatus();
     }
@@ -337,12 +377,23 @@ std::vector<StatusWith<bson::BsonObj>> RemoteClient::runCommands(
         results.push_back(std::move(reply));
     }
     for (size_t i = 0; i < cmds.size(); ++i) {
-        if (!isReplicaSetTarget(cmds[i].host) || hosts[i].empty()) continue;
+        if (!isReplicaSetTarget(cmds[i].host)) continue;
+        const bool preferring = prefersPrimary(cmds[i].cmd);
+        if (hosts[i].empty()) {
+            // No primary: a read that prefers one goes to any member that answers.
+            if (preferring) {
+                results[i] = runPreferringPrimary(cmds[i].host, cmds[i].db, cmds[i].cmd,
+                                                  _options.requestTimeout, nullptr);
+            }
+            continue;
+        }
         const bool sent = results[i].isOK() || inflight[i].conn;  // no connection: never sent
         if (ReplicaSetMonitor::get().sendAgain(cmds[i].host, hosts[i], results[i], sent,
                                                cmds[i].cmd)) {
-            results[i] =
-                runOnPrimary(cmds[i].host, cmds[i].db, cmds[i].cmd, _options.requestTimeout);
+            results[i] = preferring ? runPreferringPrimary(cmds[i].host, cmds[i].db, cmds[i].cmd,
+                                                           _options.requestTimeout, nullptr)
+                                    : runOnPrimary(cmds[i].host, cmds[i].db, cmds[i].cmd,
+                                                   _options.requestTimeout);
         }
     }
     return results;

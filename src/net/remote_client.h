@@ -49,9 +49,13 @@ class RemoteClient {
     // A replica set's connection string as `host` reaches its primary (net::ReplicaSetMonitor):
     // a member that refuses the command as not primary, or cannot be reached, sends it on to the
     // next primary; no primary within kFindPrimaryTimeout is FailedToSatisfyReadPreference.
+    // A read with `$readPreference: {mode: "primaryPreferred"}` goes to the primary one round of
+    // the members' hellos finds, else to the first member that answers it (a Tessera member
+    // applies only committed entries: what a secondary answers is committed, maybe older);
+    // `servedBy` (optional) names the member that answered, where its cursor lives.
     StatusWith<bson::BsonObj> runCommand(std::string_view host, std::string_view db,
-                                         bson::BsonView cmd,
-                                         std::chrono::milliseconds timeout = {});
+                                         bson::BsonView cmd, std::chrono::milliseconds timeout = {},
+                                         std::string* servedBy = nullptr);
 
     // Runs several commands concurrently (each on its own connection: all requests are sent
     // before the first reply is read). Results are in the order of `cmds`.
@@ -82,6 +86,11 @@ class RemoteClient {
     // kFindPrimaryTimeout.
     StatusWith<bson::BsonObj> runOnPrimary(std::string_view target, std::string_view db,
                                            bson::BsonView cmd, std::chrono::milliseconds timeout);
+    // A read preferring the primary (runCommand): the primary, else any member.
+    StatusWith<bson::BsonObj> runPreferringPrimary(std::string_view target, std::string_view db,
+                                                   bson::BsonView cmd,
+                                                   std::chrono::milliseconds timeout,
+                                                   std::string* servedBy);
     // The primary of `target`, as known or asked of its members until `deadline`.
     StatusWith<std::string> findPrimary(std::string_view target,
                                         std::chrono::steady_clock::time_point deadline);

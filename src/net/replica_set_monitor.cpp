@@ -146,6 +146,13 @@ void ReplicaSetMonitor::forgetPrimary(std::string_view target, std::string_view 
     if (it->second.named == host) it->second.named.reset();
 }
 
+bool prefersPrimary(bson::BsonView cmd) {
+    bson::BsonElement pref = cmd["$readPreference"];
+    if (!pref.isObject()) return false;
+    bson::BsonElement mode = pref.objValue()["mode"];
+    return mode.type() == bson::BsonType::String && mode.stringValue() == "primaryPreferred";
+}
+
 bool ReplicaSetMonitor::sendAgain(std::string_view target, std::string_view host,
                                   const StatusWith<bson::BsonObj>& reply, bool sent,
                                   bson::BsonView cmd) {

@@ -34,6 +34,10 @@ bool isReplicaSetTarget(std::string_view target);
 // defaultFindReplicaSetHostTimeoutMS does.
 inline constexpr std::chrono::milliseconds kFindPrimaryTimeout{15000};
 
+// Whether `cmd` carries `$readPreference: {mode: "primaryPreferred"}`: a read that a set's
+// secondary may answer when the set has no primary.
+bool prefersPrimary(bson::BsonView cmd);
+
 // A reply code that says its member refused the command before running it because it is not the
 // primary (NotWritablePrimary 10107, NotPrimaryNoSecondaryOk 13435, NotPrimaryOrSecondary
 // 13436): the command may be sent to the new primary.

@@ -25,7 +25,8 @@ using namespace std::chrono_literals;
 
 // A replica set member as clients see it: hello says whether it is the writable primary of
 // `setName` and which member it takes for the primary; any other command is served by the
-// primary ({ok: 1, servedBy: id}), refused by a secondary (NotWritablePrimary), or interrupted
+// primary ({ok: 1, servedBy: id}), refused by a secondary (NotWritablePrimary) unless its
+// `$readPreference` allows a secondary (then served), or interrupted
 // (InterruptedDueToReplStateChange) when told to.
 class MemberHandler : public RequestHandler {
   public:
@@ -52,7 +53,8 @@ class MemberHandler : public RequestHandler {
             return b.obj();
         }
         ++_seen;
-        if (_mode == Mode::kSecondary) {
+        const bool secondaryOk = request.msg->body["$readPreference"].isObject();
+        if (_mode == Mode::kSecondary && !secondaryOk) {
             b.append("ok", 0.0).append("errmsg", "not primary").appendInt32("code", 10107);
         } else if (_mode == Mode::kInterrupt) {
             b.append("ok", 0.0).append("errmsg", "interrupted").appendInt32("code", 11602);
@@ -236,6 +238,42 @@ TEST(RemoteClientToReplicaSet, AStoppedPrimaryIsReplacedAndNoPrimaryFailsInTime)
     EXPECT_EQ(reply.getStatus().code(),
               static_cast<int>(ErrorCodes::FailedToSatisfyReadPreference));
     EXPECT_NE(reply.getStatus().reason().find(set.target), std::string::npos);
+}
+
+bson::BsonObj primaryPreferredFind() {
+    bson::BsonBuilder b;
+    b.append("find", "c");
+    b.startObject("$readPreference").append("mode", "primaryPreferred").end();
+    return b.obj();
+}
+
+// The config-down case: a read preferring the primary goes to it when there is one, and to a
+// member that answers when there is none — at once, without waiting for an election; its
+// cursor's member is named.
+TEST(RemoteClientToReplicaSet, AReadPreferringThePrimaryIsServedBySecondariesWhenNoneLeads) {
+    ThreeMembers set("preferredUnit");
+    RemoteClient client;
+    set.lead(2);
+    std::string member;
+    EXPECT_EQ(servedBy(client.runCommand(set.target, "db", primaryPreferredFind(), {}, &member)),
+              2);
+    EXPECT_EQ(member, set.host(2));
+
+    set.lead(-1);
+    const std::string gone = set.host(2);
+    set.servers[2].reset();  // the old primary is gone too
+    ReplicaSetMonitor::get().forgetPrimary(set.target, gone);
+    auto reply = client.runCommand(set.target, "db", primaryPreferredFind(), {}, &member);
+    const int by = servedBy(reply);
+    EXPECT_TRUE(by == 0 || by == 1) << by;
+    EXPECT_EQ(member, set.host(by));
+    // Side by side: both reads served, by members that answer.
+    auto both = client.runCommands(
+        {{set.target, "db", primaryPreferredFind()}, {set.target, "db", primaryPreferredFind()}});
+    ASSERT_EQ(both.size(), 2u);
+    for (const auto& r : both) EXPECT_NE(servedBy(r), 2);
+    // A command that needs the primary is still refused by the secondaries.
+    EXPECT_EQ(set.handlers[0]->commandsServed() + set.handlers[1]->commandsServed(), 3);
 }
 
 TEST(AsyncRemoteClientToReplicaSet, FindsThePrimaryAndFollowsAnElection) {

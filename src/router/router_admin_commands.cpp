@@ -6,6 +6,7 @@
 #include <set>
 
 #include "bson/bson_builder.h"
+#include "cluster/catalog_refresh.h"
 #include "command/registry.h"
 #include "router/placement_announcements.h"
 #include "router/router_commands.h"
@@ -290,24 +291,21 @@ Status addShard(OperationContext& opCtx, const CommandRequest& request, BsonBuil
     return Status::OK();
 }
 
-// listShards: {shards: [config.shards docs]}.
+// listShards: {shards: [config.shards docs]}, read as the catalog is (cluster::findAll: at the
+// config service's primary, or a member that answers when it has none).
 Status listShards(OperationContext& opCtx, const CommandRequest& request, BsonBuilder& reply) {
     TRY_STATUS(checkKnownFields(request, {"filter"}));
     Router& router = Router::get(opCtx);
-    BsonBuilder find;
-    find.append("find", "shards");
-    if (auto f = request.body["filter"]; f.isObject()) find.append("filter", f.objValue());
-    find.startObject("sort").appendInt32("_id", 1).end();
-    find.appendInt32("batchSize", 100000);
-    ASSIGN_OR_RETURN(BsonObj r, runOnConfig(router, "config", find.obj()));
-    TRY_STATUS(net::replyStatus(r));
+    BsonBuilder sort;
+    sort.appendInt32("_id", 1);
+    bson::BsonElement filter = request.body["filter"];
+    ASSIGN_OR_RETURN(
+        std::vector<BsonObj> shards,
+        cluster::findAll(router.client(), router.configHost(), "config", "shards",
+                         filter.isObject() ? filter.objValue() : bson::BsonView(), sort.obj()));
     reply.startArray("shards");
     size_t i = 0;
-    if (r["cursor"].isObject()) {
-        for (auto e : r["cursor"].objValue()["firstBatch"].objValue()) {
-            reply.appendElementAs(e, std::to_string(i++));
-        }
-    }
+    for (const BsonObj& shard : shards) reply.append(std::to_string(i++), shard);
     reply.end();
     return Status::OK();
 }

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 import { describeWithCluster, waitFor } from './cluster_harness.mjs';
-import { rawCommand, tesseraBin } from './harness.mjs';
+import { freePort, rawCommand, tesseraBin } from './harness.mjs';
 
 const REPLICAS = 3;
 
@@ -238,6 +238,87 @@ describeWithCluster(
                     JSON.stringify(chunks),
                 );
                 assert.equal(await coll.countDocuments({ _id: /^config-/ }), writers.acked.length);
+            },
+        );
+
+        ctx.test(
+            "with the config service's majority gone, a new router starts and serves the data; placement changes fail and say so",
+            async (t) => {
+                assert.ok(coll, 'the first test created the collection');
+                const argvOf = (pid) =>
+                    fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+                const alive = (j) => {
+                    try {
+                        process.kill(c().childPid(`config.${j}`), 0);
+                        return true;
+                    } catch {
+                        return false;
+                    }
+                };
+                // Every config member's command line (a member killed earlier: a live one's with
+                // its own port and folder), then all but one of them killed.
+                const live = [...Array(REPLICAS).keys()].filter(alive);
+                assert.ok(live.length >= 2, 'two config members or more are running');
+                const template = argvOf(c().childPid(`config.${live[0]}`));
+                const argvOfMember = (j) =>
+                    template.map((a, k) =>
+                        template[k - 1] === '--port'
+                            ? String(c().configMemberPort(j))
+                            : template[k - 1] === '--dbpath'
+                              ? a.replace(/config\.\d+$/, `config.${j}`)
+                              : a,
+                    );
+                const survivor = live[live.length - 1];
+                for (const j of live.slice(0, -1)) process.kill(c().childPid(`config.${j}`), 'SIGKILL');
+                const restarted = [];
+                t.after(() => {
+                    for (const p of restarted) p.kill('SIGTERM');
+                });
+                const expected = await coll.countDocuments({});
+
+                // A router that never saw the config service's primary.
+                const port = await freePort();
+                const routerArgv = argvOf(c().childPid('router0')).map((a, k, all) =>
+                    all[k - 1] === '--port' ? String(port) : a,
+                );
+                const logFd = fs.openSync(path.join(c().dbpath, 'router-new.log'), 'a');
+                const router = spawn(tesseraBin, routerArgv.slice(1), { stdio: ['ignore', logFd, logFd] });
+                fs.closeSync(logFd);
+                restarted.push(router);
+                const client = await c().clientFor(`mongodb://127.0.0.1:${port}/?retryWrites=true`);
+                const orders = client.db('rsapp').collection('orders');
+                assert.equal(await orders.countDocuments({}), expected);
+                await orders.insertMany(
+                    [...Array(20).keys()].map((i) => ({ _id: `no-config-${i}`, k: i * 250 })),
+                    { writeConcern: { w: 'majority' } },
+                );
+                assert.equal(await orders.countDocuments({ _id: /^no-config-/ }), 20);
+                const placed = await client.db('admin').command({ listShards: 1 });
+                assert.equal(placed.shards.length, 2);
+                // A placement change needs the config service's primary: it waits for one, then
+                // fails naming the set.
+                const refused = await client
+                    .db('admin')
+                    .command({ split: 'rsapp.orders', middle: { k: 1250 } })
+                    .then(() => null, (err) => err);
+                assert.ok(refused, 'a split without a config primary fails');
+                assert.equal(refused.code, 133, refused.message);
+                assert.match(refused.message, /configRS/);
+                t.diagnostic(`config members ${live.slice(0, -1)} killed, config.${survivor} alone`);
+
+                // The config service back: placement changes resume, through the new router too.
+                for (let j = 0; j < REPLICAS; j++) {
+                    if (j === survivor) continue;
+                    const fd = fs.openSync(path.join(c().dbpath, `config.${j}.log`), 'a');
+                    restarted.push(spawn(tesseraBin, argvOfMember(j).slice(1), { stdio: ['ignore', fd, fd] }));
+                    fs.closeSync(fd);
+                }
+                await waitFor('a split once the config service has a primary again', async () =>
+                    client.db('admin').command({ split: 'rsapp.orders', middle: { k: 1250 } }).then(
+                        () => true,
+                        () => false,
+                    ), { timeoutMs: 60000 });
+                await client.close();
             },
         );
     },
