@@ -139,4 +139,48 @@ bson::BsonObj withServerErrorLabels(bson::BsonObj reply, const LabelContext& con
     return b.obj();
 }
 
+namespace {
+
+bool isShutdownCode(int code) {
+    return code == static_cast<int>(ErrorCodes::InterruptedAtShutdown) ||
+           code == static_cast<int>(ErrorCodes::ShutdownInProgress);
+}
+
+// `doc` with `code`/`codeName` of a shutdown code replaced (11602).
+bson::BsonObj replaceShutdownCode(bson::BsonView doc) {
+    const int replaced = static_cast<int>(ErrorCodes::InterruptedDueToReplStateChange);
+    bson::BsonBuilder b;
+    for (bson::BsonElement e : doc) {
+        if (e.fieldName() == "code") {
+            b.appendInt32("code", replaced);
+        } else if (e.fieldName() == "codeName") {
+            b.append("codeName", codeName(replaced));
+        } else {
+            b.appendElement(e);
+        }
+    }
+    return b.obj();
+}
+
+}  // namespace
+
+bson::BsonObj withoutShutdownCodes(bson::BsonObj reply) {
+    bson::BsonView view = reply;
+    const bool failed = !view["ok"].trueValue() && isShutdownCode(codeOf(view["code"]));
+    bson::BsonElement wce = view["writeConcernError"];
+    const bool wceShutdown = wce.isObject() && isShutdownCode(codeOf(wce.objValue()["code"]));
+    if (!failed && !wceShutdown) return reply;
+    bson::BsonObj top = failed ? replaceShutdownCode(view) : reply;
+    if (!wceShutdown) return top;
+    bson::BsonBuilder b;
+    for (bson::BsonElement e : bson::BsonView(top)) {
+        if (e.fieldName() == "writeConcernError") {
+            b.append("writeConcernError", replaceShutdownCode(e.objValue()));
+        } else {
+            b.appendElement(e);
+        }
+    }
+    return b.obj();
+}
+
 }  // namespace tessera::command

@@ -35,4 +35,14 @@ struct LabelContext {
 // Returns `reply` itself when nothing is owed (the common case: no copy).
 bson::BsonObj withServerErrorLabels(bson::BsonObj reply, const LabelContext& context);
 
+// A router's reply as its client gets it: a shutdown code it relays from a shard or the config
+// service (InterruptedAtShutdown 11600, ShutdownInProgress 91 — a member restarting after a
+// step-down, a replication group stopping) would tell drivers that the router itself shuts down,
+// and they clear its connection pool, failing every operation in flight on it (the fault suite
+// saw a transaction fail so after a moveChunk's error). The router answers
+// InterruptedDueToReplStateChange (11602) instead — retriable too, after which drivers only check
+// the router again — in the reply and in its writeConcernError. Returns `reply` itself when it
+// has none (no copy).
+bson::BsonObj withoutShutdownCodes(bson::BsonObj reply);
+
 }  // namespace tessera::command

@@ -179,6 +179,7 @@ net::ForwardOutcome ServiceEntryPoint::completeForward(
             state.opCtx.txnNumber.has_value();  // tryForward checked the command
         outcome.reply = withServerErrorLabels(std::move(*outcome.reply), labels);
         if (_service.role == ClusterRole::kRouter) {
+            outcome.reply = withoutShutdownCodes(std::move(*outcome.reply));
             outcome.reply = withClusterTime(std::move(*outcome.reply), routerTime());
         }
     } catch (...) {
