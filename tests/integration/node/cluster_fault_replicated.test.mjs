@@ -1,11 +1,12 @@
 // The fault suite of replicated shards (issue 43): `tessera up --shards 2 --replicas 3 --routers 2`
 // under an application working through both routers — bank transfers in cross-shard transactions
-// and unique inserts at w: "majority" — while a seeded nemesis, one fault at a time, kills with
-// -9 and restarts shard and config primaries and secondaries, pauses members (SIGSTOP/SIGCONT),
-// steps primaries down and cuts a member off from the rest of its set (a network partition:
-// failpoint replDropMessagesFrom on both sides). Then, healed: the bank's total is unchanged and no balance went
-// negative, every acknowledged insert is present exactly once, and the members of each shard
-// hold the same documents. The run is bounded (TESSERA_FAULT_SECONDS, 20 s by default), its seed
+// and unique inserts at w: "majority", a chunk of which migrates back and forth between the
+// shards — while a seeded nemesis, one fault at a time, kills with -9 and restarts shard and
+// config primaries and secondaries, pauses members (SIGSTOP/SIGCONT), steps primaries down and
+// cuts a member off from the rest of its set (a network partition: failpoint
+// replDropMessagesFrom on both sides). Then, healed: the bank's total is unchanged and no balance
+// went negative, every acknowledged insert is present exactly once, and the members of each
+// shard hold the same documents. The run is bounded (TESSERA_FAULT_SECONDS, 20 s by default), its seed
 // printed (TESSERA_FAULT_SEED replays one), and its history kept in the cluster's folder on
 // failure (TESSERA_KEEP_DATA=1 keeps the folder).
 import assert from 'node:assert/strict';
@@ -183,6 +184,32 @@ describeWithCluster(
                 }
             });
 
+            // A migrator: the chunk [0, 250) of the inserts moves back and forth between the
+            // shards under the inserters and the faults (a donor's or recipient's primary may die
+            // mid-migration). A migration a fault interrupts may fail; acknowledged inserts
+            // must not.
+            const migrations = { done: 0, failed: 0 };
+            const migrator = (async () => {
+                await admin.command({ split: 'fault.inserts', middle: { k: 250 } });
+                for (let to = 1; !stop; to = 1 - to) {
+                    try {
+                        await admin.command({ moveChunk: 'fault.inserts', find: { k: 0 }, to: `shard${to}` });
+                        migrations.done++;
+                    } catch {
+                        migrations.failed++;
+                        // Next, the move away from wherever the chunk is now.
+                        const chunk = await client
+                            .db('config')
+                            .collection('chunks')
+                            .findOne({ 'min.k': 0 })
+                            .catch(() => null);
+                        to = chunk?.shard === 'shard1' ? 0 : 1;
+                        to = 1 - to; // the loop flips it back
+                        await delay(200);
+                    }
+                }
+            })();
+
             // The nemesis: one fault at a time, healed before the next.
             const deadline = Date.now() + seconds * 1000;
             const faults = [];
@@ -193,7 +220,7 @@ describeWithCluster(
             };
             const report = () =>
                 `seed ${seed}, ${faults.length} faults (${kinds()}), ${acked.length} inserts, ` +
-                `${transfers} transfers\n` +
+                `${transfers} transfers, ${migrations.done} migrations (${migrations.failed} failed)\n` +
                 `faults: ${faults.join('; ')}\n` +
                 `failures: ${failures.slice(0, 10).join('\n')}`;
             const historyPath = path.join(c().dbpath, 'fault-history.log');
@@ -233,7 +260,7 @@ describeWithCluster(
                 // Writers see the healed cluster for a moment, then stop.
                 await delay(1000);
                 stop = true;
-                await Promise.all([...inserters, ...movers]);
+                await Promise.all([...inserters, ...movers, migrator]);
                 fs.writeFileSync(historyPath, `${report()}\n${history.join('\n')}\n`);
             }
             t.diagnostic(report().split('\n')[0]);
