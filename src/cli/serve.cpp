@@ -115,8 +115,10 @@ StatusWith<std::unique_ptr<repl::ReplicaSet>> joinReplicaSet(
 // standard streams closed by the exec itself (marked close-on-exec first: closing them here would
 // pull them from under the threads still running, which fail on them, and the process dies
 // before it execs — the fault suite saw it). What the previous image did not finish is abandoned
-// as by kill -9, whose recovery every persisted operation has; the caller has stopped the replica
-// set (its log on disk) first.
+// as by kill -9, whose recovery every persisted operation has. After a step-down the caller has
+// stopped the replica set (its log on disk) first; after an initial sync's copy the group's own
+// thread restarts, with the snapshot it received saved — as kill -9 would, which libraft's log
+// survives.
 [[noreturn]] void restartInPlace(const std::vector<std::string>& argv, std::string_view message) {
     log::info("CONTROL", 4300106, message, "{}");
     std::fflush(stdout);

@@ -20,9 +20,10 @@ namespace fs = std::filesystem;
 TESSERA_FAIL_POINT_DEFINE(initialSyncSourceHangBeforeRead);
 
 SyncSource::SyncSource(storage::Engine& engine, fs::path dbpath)
-    : _engine(engine), _dir(std::move(dbpath) / storage::kSyncSourceDir) {}
+    : _engine(engine), _dir(dbpath.empty() ? fs::path() : dbpath / storage::kSyncSourceDir) {}
 
 SyncSource::~SyncSource() {
+    if (_dir.empty()) return;
     std::error_code ec;
     fs::remove_all(_dir, ec);
 }
@@ -45,6 +46,10 @@ void SyncSource::removeIdle() {
 }
 
 StatusWith<SyncSource::Copy> SyncSource::start() {
+    if (_dir.empty()) {
+        return Status(ErrorCodes::IllegalOperation,
+                      "this member has no dbpath to serve a copy from");
+    }
     std::string id;
     {
         MutexLock lk(_mutex);

@@ -24,6 +24,7 @@ class SyncSource {
     static constexpr size_t kMaxCopies = 2;             // served at once (each pins its files)
     static constexpr uint64_t kMaxReadBytes = 8 << 20;  // one _replSyncRead's share of a file
 
+    // `dbpath` empty: no copy is served (start() fails).
     SyncSource(storage::Engine& engine, std::filesystem::path dbpath);
     ~SyncSource();  // removes the copies still served
 
