@@ -1,7 +1,9 @@
 #include "config/config_server.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
+#include <optional>
 
 #include "base/log.h"
 #include "base/mutex.h"
@@ -251,8 +253,41 @@ namespace {
 // the host string config.shards keeps for it — a replica set as "name/member,member,…" with the
 // members its primary lists, as mongos's addShard stores it. A process that is a replica set
 // member given as one host, or a set given under another name, is refused.
+// For a set "name/h1,h2,…": OK once one listed host answers as a member of that set. A host of
+// another set, or of none, is named at once — asking the set for its primary would wait 15 s for
+// one that no listed host can name.
+Status checkListedMembers(net::RemoteClient& remote, const net::ConnectionString& given) {
+    std::optional<std::string> stranger;
+    Status unreachable = Status::OK();
+    for (const std::string& h : given.hosts) {
+        auto hello =
+            remote.runCommand(h, "admin", net::primaryDiscoveryHello(), std::chrono::seconds(5));
+        if (!hello.isOK()) {
+            unreachable = hello.getStatus();
+            continue;
+        }
+        bson::BsonElement setName = hello.getValue()["setName"];
+        if (setName.type() == bson::BsonType::String && setName.stringValue() == given.setName) {
+            return Status::OK();
+        }
+        if (!stranger) {
+            stranger =
+                h + (setName.type() == bson::BsonType::String
+                         ? " is a member of replica set " + std::string(setName.stringValue())
+                         : " is not a replica set member");
+        }
+    }
+    if (stranger) {
+        return Status(ErrorCodes::OperationFailed,
+                      "host " + *stranger + ", not of replica set " + given.setName);
+    }
+    return Status(ErrorCodes::OperationFailed, "couldn't connect to new shard " + given.toString() +
+                                                   ": " + unreachable.reason());
+}
+
 StatusWith<std::string> shardConnectionString(net::RemoteClient& remote, const std::string& host) {
     ASSIGN_OR_RETURN(net::ConnectionString given, net::ConnectionString::parse(host));
+    if (given.isReplicaSet()) TRY_STATUS(checkListedMembers(remote, given));
     auto hello = remote.runCommand(host, "admin", net::primaryDiscoveryHello());
     if (!hello.isOK()) {
         return Status(ErrorCodes::OperationFailed,

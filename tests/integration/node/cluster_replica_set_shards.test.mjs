@@ -82,8 +82,15 @@ describeWithCluster(
                     assert.equal(h.isWritablePrimary, j === p.j, JSON.stringify(h));
                 }
             }
-            // A member of a set cannot be added as a shard of its own.
+            // A member of a set cannot be added as a shard of its own, nor under another set's
+            // name — refused at once, not after waiting for a primary that cannot exist.
             await assert.rejects(admin.command({ addShard: memberHost(0, 0) }), /is a member of replica set shard0/);
+            const started = Date.now();
+            await assert.rejects(
+                admin.command({ addShard: `shard7/${memberHost(1, 0)}` }),
+                /127\.0\.0\.1:\d+ is a member of replica set shard1, not of replica set shard7/,
+            );
+            assert.ok(Date.now() - started < 10000, `refused after ${Date.now() - started} ms`);
 
             // A collection with ranges on both sets.
             const router = await c().router();
@@ -270,6 +277,11 @@ describeWithCluster(
                     );
                 const survivor = live[live.length - 1];
                 for (const j of live.slice(0, -1)) process.kill(c().childPid(`config.${j}`), 'SIGKILL');
+                // Alone, the survivor does not lead (once it noticed, if it led).
+                await waitFor(`config.${survivor} not writable`, async () => {
+                    const h = await hello(c().configMemberPort(survivor)).catch(() => null);
+                    return h && !h.isWritablePrimary;
+                });
                 const restarted = [];
                 t.after(() => {
                     for (const p of restarted) p.kill('SIGTERM');
