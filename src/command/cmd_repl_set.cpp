@@ -2,10 +2,10 @@
 // replication (repl/replica_set.h) with MongoDB's reply shapes: replSetGetStatus (rs.status()),
 // replSetGetConfig (rs.conf()), replSetStepDown (rs.stepDown()), replSetReconfig (rs.add(),
 // rs.remove(), rs.reconfig() — one member added or removed at a time), replSetInitiate (a set is
-// founded by its members' startup, so it is always initialized already). replSetFreeze is
-// refused: consensus (libraft) has no way to keep a member from standing. Any other process
-// answers NoReplicationEnabled (76), as a mongod started without --replSet (a router does not
-// register these commands: CommandNotFound, as mongos).
+// founded by its members' startup, so it is always initialized already), replSetFreeze
+// (rs.freeze(): the member may not become primary for a while, as after a step-down). Any other
+// process answers NoReplicationEnabled (76), as a mongod started without --replSet (a router does
+// not register these commands: CommandNotFound, as mongos).
 
 #include <algorithm>
 #include <set>
@@ -277,20 +277,32 @@ class ReplSetStepDownCommand : public Command {
                           "replSetStepDown with force: true is not supported by this Tessera "
                           "version: a primary hands over only to a caught-up secondary");
         }
-        return replicaSet->stepDown();
+        // {replSetStepDown: true} (an old shell's form) is MongoDB's default period, 60 s.
+        const auto period = secs.isNumber() ? static_cast<int64_t>(secs.numberDouble()) : 60;
+        return replicaSet->stepDown(std::chrono::seconds(period));
     }
 };
 
+// rs.freeze(secs): this member may not become primary for secs (0 unfreezes).
 class ReplSetFreezeCommand : public Command {
   public:
     std::string_view name() const override { return "replSetFreeze"; }
     bool adminOnly() const override { return true; }
 
-    Status run(OperationContext& opCtx, const CommandRequest&, bson::BsonBuilder&) override {
-        TRY_STATUS(replicaSetOf(opCtx).getStatus());
-        return Status(ErrorCodes::NotImplemented,
-                      "replSetFreeze is not supported by this Tessera version: its consensus "
-                      "cannot keep a member from standing for election");
+    Status run(OperationContext& opCtx, const CommandRequest& request,
+               bson::BsonBuilder& reply) override {
+        TRY_STATUS(checkFields(request, {}));
+        ASSIGN_OR_RETURN(repl::ReplicaSet * replicaSet, replicaSetOf(opCtx));
+        bson::BsonElement secs = request.firstElement();
+        if (!secs.isNumber())
+            return Status(ErrorCodes::TypeMismatch, "freeze period must be a number");
+        if (secs.numberDouble() < 0) {
+            return Status(ErrorCodes::BadValue, "freeze period must be 0 or more seconds");
+        }
+        const auto period = static_cast<int64_t>(secs.numberDouble());
+        TRY_STATUS(replicaSet->freeze(std::chrono::seconds(period)));
+        if (period == 0) reply.append("info", "unfreezing");
+        return Status::OK();
     }
 };
 

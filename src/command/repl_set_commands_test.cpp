@@ -120,8 +120,15 @@ TEST_F(ReplSetCommandsTest, WhatTheSetCannotDoIsRefusedAndChangesNothing) {
               static_cast<int>(ErrorCodes::BadValue));
     EXPECT_TRUE(
         replicaSet->waitUntilWritable(std::chrono::steady_clock::now() + std::chrono::seconds(30)));
+    // The primary is not frozen (it is stepped down instead); a freeze's period is checked.
     EXPECT_EQ(run(R"({"replSetFreeze": 30})", {}, "admin").status.code(),
-              static_cast<int>(ErrorCodes::NotImplemented));
+              static_cast<int>(ErrorCodes::IllegalOperation));
+    EXPECT_EQ(run(R"({"replSetFreeze": "30"})", {}, "admin").status.code(),
+              static_cast<int>(ErrorCodes::TypeMismatch));
+    EXPECT_EQ(run(R"({"replSetFreeze": -1})", {}, "admin").status.code(),
+              static_cast<int>(ErrorCodes::BadValue));
+    EXPECT_EQ(run(R"({"replSetFreeze": 1, "x": 1})", {}, "admin").status.code(), 40415);
+    EXPECT_TRUE(replicaSet->isWritablePrimary()) << "the failed step-down left it unfrozen";
     EXPECT_EQ(run(R"({"replSetInitiate": {}})", {}, "admin").status.code(),
               static_cast<int>(ErrorCodes::AlreadyInitialized));
 

@@ -1,9 +1,12 @@
 #include "repl/replica_set.h"
 
 #include <algorithm>
+#include <fstream>
+#include <random>
 
 #include "base/error_codes.h"
 #include "base/log.h"
+#include "base/wall_clock.h"
 #include "storage/replication.h"
 
 namespace tessera::repl {
@@ -15,6 +18,11 @@ constexpr const char* kComponent = "REPL";
 constexpr auto kStepUpBarrierLimit = std::chrono::seconds(10);
 constexpr auto kStepUpRetry = std::chrono::milliseconds(100);
 constexpr auto kReplicationPoll = std::chrono::milliseconds(2);
+// How often a member elected while frozen tries again to hand the leadership on.
+constexpr auto kFrozenHandOverRetry = std::chrono::milliseconds(200);
+// In the group's folder (libraft ignores files it does not name): until when this member may not
+// become primary, as wall-clock milliseconds.
+constexpr const char* kFrozenUntilFile = "frozen-until";
 
 }  // namespace
 
@@ -130,6 +138,10 @@ StatusWith<std::unique_ptr<ReplicaSet>> ReplicaSet::start(ReplicaSetOptions opti
     set->_group = std::move(started.getValue());
     set->_replica.attach(set->_group.get());
     storage::setCommitLog(engine, &set->_replica);
+    if (std::ifstream in(raw->_options.dir / kFrozenUntilFile); in) {
+        int64_t until = 0;
+        if (in >> until && until > wallClockMillis()) raw->_frozenUntilMillis.store(until);
+    }
     set->_stepUpThread = std::thread([raw] { raw->stepUpLoop(); });
     // A status change may have come before the thread waited: it re-reads the state.
     raw->onStatusChange(raw->_group->status());
@@ -203,6 +215,13 @@ void ReplicaSet::stepUpLoop() {
             continue;
         }
         const Term term = _leaderTerm;
+        if (frozen()) {
+            lk.unlock();
+            handOverWhileFrozen(term);
+            lk.lock();
+            if (_leaderTerm == term) _changed.wait_for(lk, kFrozenHandOverRetry);
+            continue;
+        }
         lk.unlock();
         Status ready = waitDone([this](Group::Done done) { _group->barrier(std::move(done)); },
                                 std::chrono::steady_clock::now() + kStepUpBarrierLimit);
@@ -353,15 +372,80 @@ void ReplicaSet::acceptStream(int fd, std::string body) {
     _group->acceptStream(fd, std::move(body));
 }
 
-Status ReplicaSet::stepDown() {
+Status ReplicaSet::stepDown(std::chrono::seconds frozenFor) {
     if (_group->status().role != Role::kLeader) {
         return Status(ErrorCodes::NotWritablePrimary, "not primary so can't step down");
+    }
+    // Frozen first: losing the leadership may restart the process (a shard's member) before the
+    // transfer's answer comes back.
+    const int64_t before = _frozenUntilMillis.load();
+    freezeUntil(wallClockMillis() +
+                std::chrono::duration_cast<std::chrono::milliseconds>(frozenFor).count());
+    Status handed = handOver();
+    if (!handed.isOK()) freezeUntil(before);  // still primary: as frozen as before
+    return handed;
+}
+
+// The leadership to a voter that holds every entry, picked at random: a member elected while
+// frozen hands it on again, and libraft's own pick (the first caught-up voter) could bounce it
+// between two frozen members forever.
+Status ReplicaSet::handOver() {
+    const GroupStatus status = _group->status();
+    std::vector<MemberId> caughtUp;
+    for (const auto& [id, match] : status.matchIndexes) {
+        const bool voter = std::any_of(
+            status.members.begin(), status.members.end(),
+            [&](const Member& m) { return m.id == id && m.role == MemberRole::kVoter; });
+        if (id != _self && voter && match >= status.lastIndex) caughtUp.push_back(id);
+    }
+    MemberId target = 0;  // none known caught up: libraft picks when one is
+    if (!caughtUp.empty()) {
+        static thread_local std::mt19937 random{std::random_device{}()};
+        target = caughtUp[std::uniform_int_distribution<size_t>(0, caughtUp.size() - 1)(random)];
     }
     // The transfer completes (or gives up) within an election timeout; the deadline only guards
     // against a group that stopped answering.
     return waitDone(
-        [this](Group::Done done) { _group->transferLeadership(0, std::move(done)); },
+        [this, target](Group::Done done) { _group->transferLeadership(target, std::move(done)); },
         std::chrono::steady_clock::now() + 10 * _options.electionTimeout + std::chrono::seconds(1));
+}
+
+Status ReplicaSet::freeze(std::chrono::seconds secs) {
+    if (isWritablePrimary()) {
+        return Status(ErrorCodes::IllegalOperation,
+                      "cannot freeze node when primary: step it down (rs.stepDown) instead");
+    }
+    freezeUntil(secs.count() == 0
+                    ? 0
+                    : wallClockMillis() +
+                          std::chrono::duration_cast<std::chrono::milliseconds>(secs).count());
+    return Status::OK();
+}
+
+bool ReplicaSet::frozen() const { return wallClockMillis() < _frozenUntilMillis.load(); }
+
+void ReplicaSet::freezeUntil(int64_t wallMillis) {
+    _frozenUntilMillis.store(wallMillis);
+    std::ofstream out(_options.dir / kFrozenUntilFile, std::ios::trunc);
+    out << wallMillis << "\n";
+    out.flush();
+    if (!out) {
+        log::warning(kComponent, 4300121, "Cannot keep this member's freeze across a restart",
+                     "{\"dir\":\"" + log::jsonEscape(_options.dir.string()) + "\"}");
+    }
+    log::info(kComponent, 4300120, "Frozen: this member may not become primary until then",
+              "{\"untilMillis\":" + std::to_string(wallMillis) + "}");
+}
+
+void ReplicaSet::handOverWhileFrozen(Term term) {
+    log::info(kComponent, 4300122, "Elected while frozen: handing the primary role on",
+              "{\"term\":" + std::to_string(term) + "}");
+    Status handed = handOver();
+    if (!handed.isOK()) {
+        log::info(kComponent, 4300123, "No member took the primary role from a frozen member yet",
+                  "{\"term\":" + std::to_string(term) + ",\"error\":\"" +
+                      log::jsonEscape(handed.toString()) + "\"}");
+    }
 }
 
 Status ReplicaSet::addMember(const std::string& host,

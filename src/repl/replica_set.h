@@ -122,9 +122,15 @@ class ReplicaSet {
     // member that does not lead, ExceededTimeLimit at `deadline`.
     Status confirmLeadership(std::chrono::steady_clock::time_point deadline);
 
-    // replSetStepDown: hands the primary role to the most caught-up secondary; fails with
+    // replSetStepDown: hands the primary role to the most caught-up secondary, and this member
+    // may not be primary again for `frozenFor` (MongoDB's stepDownSecs); fails with
     // NotWritablePrimary on a secondary and ExceededTimeLimit when none took over in time.
-    Status stepDown();
+    Status stepDown(std::chrono::seconds frozenFor);
+    // replSetFreeze: this member may not become primary for `secs` (0: from now on it may);
+    // IllegalOperation on the primary (MongoDB's NotSecondary, 95). A member elected while frozen
+    // hands the leadership on at once and never takes writes. Kept in the group's folder, so that
+    // it outlives a restart (a shard's member restarts after stepping down).
+    Status freeze(std::chrono::seconds secs);
     // replSetReconfig's one change at a time: a member added (caught up, then voting) or removed.
     Status addMember(const std::string& host, std::chrono::steady_clock::time_point deadline);
     Status removeMember(const std::string& host, std::chrono::steady_clock::time_point deadline);
@@ -144,6 +150,11 @@ class ReplicaSet {
     Status catchUp(LogIndex index, std::string_view source);
     // A write found this member's leadership lost (StorageReplica::setOnLeadershipLost).
     void leadershipLost();
+    bool frozen() const;
+    void freezeUntil(int64_t wallMillis);  // and kept in the group's folder
+    // A frozen member elected: the leadership to another member.
+    void handOverWhileFrozen(Term term);
+    Status handOver();  // the leadership to a caught-up voter (stepDown, handOverWhileFrozen)
     Status waitDone(std::function<void(Group::Done)> start,
                     std::chrono::steady_clock::time_point deadline);
 
@@ -156,6 +167,7 @@ class ReplicaSet {
     InitialSync _initialSync;
     std::unique_ptr<Group> _group;
     std::atomic<bool> _writable{false};
+    std::atomic<int64_t> _frozenUntilMillis{0};  // wall clock; 0: not frozen
 
     mutable Mutex _mutex;
     mutable CondVar _changed;

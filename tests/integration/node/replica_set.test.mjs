@@ -327,6 +327,40 @@ describe('replica set: three members through the Node driver', () => {
         assert.equal(await coll.countDocuments(), 1);
     });
 
+    it('a stepped-down primary is frozen for its period: its successor steps down to the third member; rs.freeze(0) lifts it', async () => {
+        const first = await primary();
+        // The member the last test stepped down is still frozen: lifted first.
+        for (const m of alive().filter((x) => x !== first)) {
+            assert.equal((await rawCommand(m.port, { replSetFreeze: 0, $db: 'admin' })).ok, 1);
+        }
+        assert.equal((await rawCommand(first.port, { replSetStepDown: 60, $db: 'admin' }, 15000)).ok, 1);
+        const second = await primary();
+        assert.notEqual(second.port, first.port);
+        // Both stepped-down members are frozen: the role ends on the third, whichever member
+        // libraft hands it to first.
+        assert.equal((await rawCommand(second.port, { replSetStepDown: 60, $db: 'admin' }, 15000)).ok, 1);
+        const third = await until('a primary that is neither frozen member', async () => {
+            const p = await primary();
+            return p !== first && p !== second ? p : null;
+        });
+        for (const m of [first, second]) {
+            const log = m.server.logTail(400);
+            assert.match(log, /Frozen: this member may not become primary until then/);
+            assert.equal((await hello(m)).isWritablePrimary, false);
+        }
+        // rs.freeze: refused on the primary, lifted on the frozen members; the role can go back.
+        const refused = await rawCommand(third.port, { replSetFreeze: 30, $db: 'admin' });
+        assert.equal(refused.codeName, 'IllegalOperation', JSON.stringify(refused));
+        for (const m of [first, second]) {
+            const r = await rawCommand(m.port, { replSetFreeze: 0, $db: 'admin' });
+            assert.equal(r.ok, 1, JSON.stringify(r));
+            assert.equal(r.info, 'unfreezing');
+        }
+        assert.equal((await rawCommand(third.port, { replSetStepDown: 5, $db: 'admin' }, 15000)).ok, 1);
+        const fourth = await primary();
+        assert.ok(fourth === first || fourth === second, 'an unfrozen member took the role');
+    });
+
     it('a transaction open across rs.stepDown() is retried by withTransaction and commits once on the new primary', async () => {
         const coll = client.db(uniqueDbName('rs')).collection('txn');
         await coll.insertOne({ _id: 'counter', n: 0 }, { writeConcern: { w: 'majority' } });
