@@ -91,14 +91,14 @@ StatusWith<placement::Chunk> parseChunkDoc(BsonView doc,
 
 // ---- ShardRegistry ------------------------------------------------------------------------------
 
-ShardRegistry::ShardRegistry(net::RemoteClient& client, std::string configHost)
-    : _client(client), _configHost(std::move(configHost)) {}
+ShardRegistry::ShardRegistry(net::RemoteClient& client, std::string configHost, ConfigReads reads)
+    : _client(client), _reads(reads), _configHost(std::move(configHost)) {}
 
 Status ShardRegistry::reload() {
     BsonBuilder sort;
     sort.appendInt32("_id", 1);
-    ASSIGN_OR_RETURN(auto docs,
-                     findAll(_client, _configHost, kConfigDb, "shards", BsonView(), sort.obj()));
+    ASSIGN_OR_RETURN(auto docs, findAll(_client, _configHost, kConfigDb, "shards", BsonView(),
+                                        sort.obj(), primaryPreferred()));
     std::vector<ShardInfo> shards;
     for (const auto& doc : docs) {
         ASSIGN_OR_RETURN(auto info, parseShardDoc(doc));
@@ -196,7 +196,8 @@ StatusWith<DatabaseInfo> CatalogCache::refreshDatabase(std::string_view db, DbEn
         marks = entry.staleMarks;
     }
     const std::string& configHost = _shards.configHost();
-    ASSIGN_OR_RETURN(auto docs, findAll(_client, configHost, kConfigDb, "databases", idFilter(db)));
+    ASSIGN_OR_RETURN(auto docs, findAll(_client, configHost, kConfigDb, "databases", idFilter(db),
+                                        BsonView(), _shards.primaryPreferred()));
     std::optional<DatabaseInfo> info;
     if (!docs.empty()) {
         ASSIGN_OR_RETURN(auto parsed, parseDatabaseDoc(docs.front()));
@@ -289,6 +290,7 @@ StatusWith<std::shared_ptr<const RoutingTable>> CatalogCache::refreshCollection(
     }
 
     const std::string& configHost = _shards.configHost();
+    const bool preferred = _shards.primaryPreferred();
     std::shared_ptr<const RoutingTable> table;
     std::optional<placement::Uuid> uuid;
     {
@@ -313,20 +315,21 @@ StatusWith<std::shared_ptr<const RoutingTable>> CatalogCache::refreshCollection(
         std::optional<std::vector<BsonObj>> guessedChunks;
         if (guess) {
             auto replies = _client.runCommands(
-                {{configHost, std::string(kConfigDb), findCommand("collections", idFilter(ns))},
+                {{configHost, std::string(kConfigDb),
+                  findCommand("collections", idFilter(ns), BsonView(), preferred)},
                  {configHost, std::string(kConfigDb),
-                  findCommand("chunks", chunksFilter(*guess))}});
+                  findCommand("chunks", chunksFilter(*guess), BsonView(), preferred)}});
             if (!replies[0].isOK()) return replies[0].getStatus();
             ASSIGN_OR_RETURN(collDocs, findAllFrom(_client, configHost, kConfigDb, "collections",
-                                                   std::move(replies[0]).getValue()));
+                                                   std::move(replies[0]).getValue(), preferred));
             if (replies[1].isOK()) {
                 auto chunks = findAllFrom(_client, configHost, kConfigDb, "chunks",
-                                          std::move(replies[1]).getValue());
+                                          std::move(replies[1]).getValue(), preferred);
                 if (chunks.isOK()) guessedChunks = std::move(chunks).getValue();
             }
         } else {
-            ASSIGN_OR_RETURN(collDocs,
-                             findAll(_client, configHost, kConfigDb, "collections", idFilter(ns)));
+            ASSIGN_OR_RETURN(collDocs, findAll(_client, configHost, kConfigDb, "collections",
+                                               idFilter(ns), BsonView(), preferred));
         }
         std::optional<BsonObj> collDoc;
         if (!collDocs.empty()) collDoc = collDocs.front();
@@ -342,8 +345,8 @@ StatusWith<std::shared_ptr<const RoutingTable>> CatalogCache::refreshCollection(
             plan.coll->uuid == guess->coll->uuid && plan.since == guess->since) {
             chunkDocs = std::move(*guessedChunks);
         } else {
-            ASSIGN_OR_RETURN(chunkDocs,
-                             findAll(_client, configHost, kConfigDb, "chunks", chunksFilter(plan)));
+            ASSIGN_OR_RETURN(chunkDocs, findAll(_client, configHost, kConfigDb, "chunks",
+                                                chunksFilter(plan), BsonView(), preferred));
         }
         if (plan.coll) uuid = plan.coll->uuid;
         auto built = applyRefresh(cached, plan, chunkDocs);

@@ -25,12 +25,18 @@ struct ShardInfo {
     bool draining = false;
 };
 
+// How a process reads the config service's catalog (catalog_refresh.h findCommand): a shard at
+// its primary only; a router preferring the primary, else at a member that answers.
+enum class ConfigReads { kPrimary, kPrimaryPreferred };
+
 // config.shards, cached: shard id → host. Thread-safe.
 class ShardRegistry {
   public:
-    ShardRegistry(net::RemoteClient& client, std::string configHost);
+    ShardRegistry(net::RemoteClient& client, std::string configHost,
+                  ConfigReads reads = ConfigReads::kPrimary);
 
     const std::string& configHost() const { return _configHost; }
+    bool primaryPreferred() const { return _reads == ConfigReads::kPrimaryPreferred; }
     // The host of `shard`; reloads config.shards once when unknown (ShardNotFound 70 then).
     StatusWith<std::string> hostOf(const ShardId& shard);
     // The host of `shard` if it is cached; never loads (for callers that must not block).
@@ -43,6 +49,7 @@ class ShardRegistry {
     Status reload() REQUIRES(_mutex);
 
     net::RemoteClient& _client;
+    const ConfigReads _reads;
     std::string _configHost;
     Mutex _mutex;
     bool _loaded GUARDED_BY(_mutex) = false;

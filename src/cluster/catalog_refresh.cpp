@@ -121,18 +121,18 @@ void appendPrimaryPreferred(BsonBuilder& b) {
 
 }  // namespace
 
-BsonObj findCommand(std::string_view coll, BsonView filter, BsonView sort) {
+BsonObj findCommand(std::string_view coll, BsonView filter, BsonView sort, bool primaryPreferred) {
     BsonBuilder find;
     find.append("find", coll).append("filter", filter);
     if (!sort.isEmpty()) find.append("sort", sort);
     find.appendInt32("batchSize", 100000);
-    appendPrimaryPreferred(find);
+    if (primaryPreferred) appendPrimaryPreferred(find);
     return find.obj();
 }
 
 StatusWith<std::vector<BsonObj>> findAllFrom(net::RemoteClient& client, const std::string& host,
                                              std::string_view db, std::string_view coll,
-                                             BsonObj reply) {
+                                             BsonObj reply, bool primaryPreferred) {
     std::vector<BsonObj> out;
     for (;;) {
         TRY_STATUS(net::replyStatus(reply));
@@ -150,7 +150,7 @@ StatusWith<std::vector<BsonObj>> findAllFrom(net::RemoteClient& client, const st
         if (id == 0) break;
         BsonBuilder more;
         more.appendInt64("getMore", id).append("collection", coll).appendInt32("batchSize", 100000);
-        appendPrimaryPreferred(more);
+        if (primaryPreferred) appendPrimaryPreferred(more);
         ASSIGN_OR_RETURN(reply, client.runCommand(host, db, more.obj()));
     }
     return out;
@@ -158,11 +158,12 @@ StatusWith<std::vector<BsonObj>> findAllFrom(net::RemoteClient& client, const st
 
 StatusWith<std::vector<BsonObj>> findAll(net::RemoteClient& client, const std::string& host,
                                          std::string_view db, std::string_view coll,
-                                         BsonView filter, BsonView sort) {
+                                         BsonView filter, BsonView sort, bool primaryPreferred) {
     std::string servedBy;  // the member holding the cursor, for its getMores
     ASSIGN_OR_RETURN(BsonObj reply,
-                     client.runCommand(host, db, findCommand(coll, filter, sort), {}, &servedBy));
-    return findAllFrom(client, servedBy, db, coll, std::move(reply));
+                     client.runCommand(host, db, findCommand(coll, filter, sort, primaryPreferred),
+                                       {}, &servedBy));
+    return findAllFrom(client, servedBy, db, coll, std::move(reply), primaryPreferred);
 }
 
 }  // namespace tessera::cluster

@@ -67,19 +67,23 @@ bool needsDatabaseVersionRefresh(const std::optional<placement::DatabaseVersion>
                                  const std::optional<placement::DatabaseVersion>& wanted);
 
 // Runs find on `db`.`coll` at `host` and exhausts the cursor with getMore.
-// {find: coll, filter, sort?, batchSize: 100000, $readPreference: {mode: "primaryPreferred"}}:
-// the catalog is read at the config service's primary, or — with none (its majority lost, the
-// seed's config-down case) — at a member that answers, whose copy holds every committed change
-// it applied (net::RemoteClient::runCommand), so that routers, a new one too, keep routing.
+// {find: coll, filter, sort?, batchSize: 100000}. `primaryPreferred` (a router's reads): with
+// `$readPreference: {mode: "primaryPreferred"}` — at the config service's primary, or, with none
+// (its majority lost, the seed's config-down case), at a member that answers, whose copy holds
+// every committed change it applied, maybe not the latest (net::RemoteClient::runCommand). A
+// router may route on an older placement (the shards' version checks correct it); a shard, which
+// deletes what it believes it does not own, reads at the primary only.
 bson::BsonObj findCommand(std::string_view coll, bson::BsonView filter,
-                          bson::BsonView sort = bson::BsonView());
+                          bson::BsonView sort = bson::BsonView(), bool primaryPreferred = false);
 // Every document of a find whose first reply is `reply` (getMore until the cursor is exhausted).
 StatusWith<std::vector<bson::BsonObj>> findAllFrom(net::RemoteClient& client,
                                                    const std::string& host, std::string_view db,
-                                                   std::string_view coll, bson::BsonObj reply);
+                                                   std::string_view coll, bson::BsonObj reply,
+                                                   bool primaryPreferred = false);
 StatusWith<std::vector<bson::BsonObj>> findAll(net::RemoteClient& client, const std::string& host,
                                                std::string_view db, std::string_view coll,
                                                bson::BsonView filter,
-                                               bson::BsonView sort = bson::BsonView());
+                                               bson::BsonView sort = bson::BsonView(),
+                                               bool primaryPreferred = false);
 
 }  // namespace tessera::cluster

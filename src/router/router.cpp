@@ -75,7 +75,9 @@ bool noteOne(Router& router, BsonView err) {
 
 Router::Router(std::string configHost, std::string selfHost)
     : _client(),
-      _shards(_client, std::move(configHost)),
+      // A router may route on an older placement (shards correct it), so it reads the catalog
+      // from a config secondary when the config service has no primary.
+      _shards(_client, std::move(configHost), cluster::ConfigReads::kPrimaryPreferred),
       _catalog(_client, _shards),
       _cursors(std::make_unique<RouterCursorManager>()),
       _transactions(std::make_unique<TransactionRouter>(*this)),

@@ -302,7 +302,8 @@ Status listShards(OperationContext& opCtx, const CommandRequest& request, BsonBu
     ASSIGN_OR_RETURN(
         std::vector<BsonObj> shards,
         cluster::findAll(router.client(), router.configHost(), "config", "shards",
-                         filter.isObject() ? filter.objValue() : bson::BsonView(), sort.obj()));
+                         filter.isObject() ? filter.objValue() : bson::BsonView(), sort.obj(),
+                         /*primaryPreferred=*/true));
     reply.startArray("shards");
     size_t i = 0;
     for (const BsonObj& shard : shards) reply.append(std::to_string(i++), shard);
