@@ -105,7 +105,9 @@ void Invocation::readSnapshotAt(Timestamp ts) {
 bson::BsonObj Invocation::stamp(bson::BsonObj r) {
     using ClusterTime = RolePolicy::ClusterTime;
     r = withServerErrorLabels(std::move(r), labels);
-    if (service.role == ClusterRole::kRouter) r = withoutShutdownCodes(std::move(r));
+    if (service.role == ClusterRole::kRouter && !failCommandActed) {
+        r = withoutShutdownCodes(std::move(r));
+    }
     if (chosenReadTs) {
         r = withTimestampField(std::move(r), txn::kTransactionReadTimestampField, *chosenReadTs);
     }

@@ -165,6 +165,7 @@ void applyFailCommand(Invocation& inv) {
     std::optional<FailCommandAction> action =
         evaluateFailCommand(inv.request.commandName, inv.client.appName);
     if (!action) return;
+    inv.failCommandActed = true;
     if (action->blockTimeMS > 0) {
         std::this_thread::sleep_for(std::chrono::milliseconds(action->blockTimeMS));
     }

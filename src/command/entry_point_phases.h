@@ -61,6 +61,9 @@ class Invocation {
     std::optional<Timestamp> chosenReadTs;
     bson::BsonObj failCommandWriteConcernError;  // failCommand's, for a successful reply
     std::optional<bson::BsonObj> failCommandLabels;
+    // failCommand acted on this request: its codes are this process's own, as the test meant
+    // (a router's shutdown code is then not rewritten, withoutShutdownCodes).
+    bool failCommandActed = false;
     bool closeAfterWrite = false;  // onPrimaryTransactionalWrite
 
     // checkOut

@@ -41,8 +41,9 @@ bson::BsonObj withServerErrorLabels(bson::BsonObj reply, const LabelContext& con
 // and they clear its connection pool, failing every operation in flight on it (the fault suite
 // saw a transaction fail so after a moveChunk's error). The router answers
 // InterruptedDueToReplStateChange (11602) instead — retriable too, after which drivers only check
-// the router again — in the reply and in its writeConcernError. Returns `reply` itself when it
-// has none (no copy).
+// the router again — in the reply and in its writeConcernError. Not applied to a router's own
+// failCommand (the tests' way to make the router itself answer a shutdown code). Returns `reply`
+// itself when it has none (no copy).
 bson::BsonObj withoutShutdownCodes(bson::BsonObj reply);
 
 }  // namespace tessera::command
