@@ -444,6 +444,15 @@ export class TesseraCluster {
             if (first === 'timeout' && this.alive) this.proc.kill('SIGKILL');
             await this.exited;
         }
+        // Its stdout drained too, before anyone removes the folder its handler writes to.
+        const out = this.proc.stdout;
+        if (out && !out.destroyed && !out.readableEnded) {
+            await new Promise((resolve) => {
+                out.once('close', resolve);
+                out.once('end', resolve);
+                setTimeout(resolve, 2000).unref();
+            });
+        }
         // Children that outlived the supervisor (it was killed, or a child ignored SIGTERM).
         this.survivors = [];
         for (const pid of this.childPids) {
@@ -585,7 +594,9 @@ export async function startCluster({ shards = 3, routers = 2, replicas = 1, args
         const cluster = new TesseraCluster({ base, shards, routers, replicas, dbpath, proc, upLog });
         proc.stdout.on('data', (d) => {
             cluster.stdout += d;
-            fs.appendFileSync(upLog, d);
+            // The supervisor's last words can arrive after its exit, once stop() returned and the
+            // folder may be gone (docs_examples saw ENOENT here): kept in memory then.
+            if (fs.existsSync(path.dirname(upLog))) fs.appendFileSync(upLog, d);
             for (const m of String(d).matchAll(/pid (\d+)/g)) cluster.childPids.push(Number(m[1]));
         });
         await new Promise((resolve, reject) => {
