@@ -392,10 +392,11 @@ Status ReplicaSet::stepDown(std::chrono::seconds frozenFor) {
 Status ReplicaSet::handOver() {
     const GroupStatus status = _group->status();
     std::vector<MemberId> caughtUp;
-    for (const auto& [id, match] : status.matchIndexes) {
+    for (const auto& [member, match] : status.matchIndexes) {
+        const MemberId id = member;  // a lambda cannot capture a structured binding (C++20)
         const bool voter = std::any_of(
             status.members.begin(), status.members.end(),
-            [&](const Member& m) { return m.id == id && m.role == MemberRole::kVoter; });
+            [id](const Member& m) { return m.id == id && m.role == MemberRole::kVoter; });
         if (id != _self && voter && match >= status.lastIndex) caughtUp.push_back(id);
     }
     MemberId target = 0;  // none known caught up: libraft picks when one is
